@@ -1,0 +1,353 @@
+"""The persisted data: Task, Action, Decision, ActionResult and their statuses.
+
+Everything here is plain data that round-trips through JSON (`to_dict` /
+`from_dict`). A task file holds the current state only; the history of a task
+lives in its journal (see `normalize.store`).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
+from typing import Any
+
+from normalize.errors import ExitStatus
+
+SCHEMA_VERSION = 1
+"""Version of the task file format; bumped with a migration in `store.migrations`."""
+
+JSON = dict[str, Any]
+
+
+class TaskStatus(StrEnum):
+    """Where a task stands."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    WAITING = "waiting"
+    DONE = "done"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    LIMIT = "limit_reached"
+    STUCK = "stuck"
+
+    @property
+    def resumable(self) -> bool:
+        """Whether `normalize resume` can continue a task in this status."""
+        return self not in (TaskStatus.DONE,)
+
+    @property
+    def exit_status(self) -> ExitStatus:
+        return _EXIT_BY_STATUS[self]
+
+
+_EXIT_BY_STATUS = {
+    TaskStatus.PENDING: ExitStatus.FAILED,
+    TaskStatus.RUNNING: ExitStatus.FAILED,
+    TaskStatus.WAITING: ExitStatus.WAITING,
+    TaskStatus.DONE: ExitStatus.DONE,
+    TaskStatus.FAILED: ExitStatus.FAILED,
+    TaskStatus.INTERRUPTED: ExitStatus.INTERRUPTED,
+    TaskStatus.LIMIT: ExitStatus.LIMIT,
+    TaskStatus.STUCK: ExitStatus.STUCK,
+}
+
+
+class ResultStatus(StrEnum):
+    """How one action ended."""
+
+    SUCCESS = "success"
+    ERROR = "error"
+    BLOCKED = "blocked"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+
+
+@dataclass
+class Action:
+    """One thing to do: a tool and its parameters.
+
+    `params` holds `args` (the command's words after the verb) and `body` (a
+    heredoc or fenced block) for actions parsed from command text; tools may
+    also accept structured keys. `text` is the command as written. `key` is an
+    idempotency key unique within the task, assigned by the engine.
+    """
+
+    tool: str
+    params: JSON = field(default_factory=dict)
+    text: str = ""
+    key: str = ""
+
+    @property
+    def args(self) -> list[str]:
+        return [str(a) for a in self.params.get("args", [])]
+
+    @property
+    def body(self) -> str | None:
+        body = self.params.get("body")
+        return None if body is None else str(body)
+
+    def to_dict(self) -> JSON:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: JSON) -> Action:
+        return cls(
+            tool=data["tool"],
+            params=dict(data.get("params", {})),
+            text=data.get("text", ""),
+            key=data.get("key", ""),
+        )
+
+
+@dataclass
+class Wait:
+    """A question the task waits on: from `ask`, or an approval request."""
+
+    kind: str  # "question" | "approval" | "interrupt"
+    question: str
+    action: Action | None = None
+    answer: str | None = None
+
+    def to_dict(self) -> JSON:
+        return {
+            "kind": self.kind,
+            "question": self.question,
+            "action": None if self.action is None else self.action.to_dict(),
+            "answer": self.answer,
+        }
+
+    @classmethod
+    def from_dict(cls, data: JSON) -> Wait:
+        action = data.get("action")
+        return cls(
+            kind=data["kind"],
+            question=data["question"],
+            action=None if action is None else Action.from_dict(action),
+            answer=data.get("answer"),
+        )
+
+
+@dataclass
+class ActionResult:
+    """How an action ended and what it produced.
+
+    `output` is the full text; `preview` is what readers see when the output is
+    long, with `cache_id` naming the full text for `fetch`. `data` carries
+    structured extras (a diff, a question, captured fields).
+    """
+
+    status: ResultStatus
+    output: str = ""
+    preview: str = ""
+    cache_id: str | None = None
+    duration: float = 0.0
+    exit_code: int | None = None
+    error: str | None = None
+    data: JSON = field(default_factory=dict)
+    wait: Wait | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is ResultStatus.SUCCESS
+
+    @property
+    def shown(self) -> str:
+        """The text a reader sees: the preview when there is one, else the output."""
+        return self.preview or self.output or (self.error or "")
+
+    def to_dict(self) -> JSON:
+        return {
+            "status": self.status.value,
+            "output": self.output,
+            "preview": self.preview,
+            "cache_id": self.cache_id,
+            "duration": self.duration,
+            "exit_code": self.exit_code,
+            "error": self.error,
+            "data": self.data,
+            "wait": None if self.wait is None else self.wait.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: JSON) -> ActionResult:
+        wait = data.get("wait")
+        return cls(
+            status=ResultStatus(data["status"]),
+            output=data.get("output", ""),
+            preview=data.get("preview", ""),
+            cache_id=data.get("cache_id"),
+            duration=float(data.get("duration", 0.0)),
+            exit_code=data.get("exit_code"),
+            error=data.get("error"),
+            data=dict(data.get("data", {})),
+            wait=None if wait is None else Wait.from_dict(wait),
+        )
+
+    @classmethod
+    def success(cls, output: str = "", **kw: Any) -> ActionResult:
+        return cls(ResultStatus.SUCCESS, output, **kw)
+
+    @classmethod
+    def failure(cls, error: str, output: str = "", **kw: Any) -> ActionResult:
+        return cls(ResultStatus.ERROR, output, error=error, **kw)
+
+    @classmethod
+    def blocked(cls, reason: str, **kw: Any) -> ActionResult:
+        return cls(ResultStatus.BLOCKED, "", error=reason, **kw)
+
+
+@dataclass
+class Decision:
+    """What a driver returns each step.
+
+    `done` ends the run after the actions (if any) ran; `status` says how it
+    ends (done, failed, stuck) and `summary` why. `thinking` is prose kept for
+    display and history, never executed.
+    """
+
+    actions: list[Action] = field(default_factory=list)
+    thinking: str = ""
+    parallel: bool = False
+    done: bool = False
+    status: TaskStatus = TaskStatus.DONE
+    summary: str = ""
+
+    @classmethod
+    def finish(cls, summary: str = "", status: TaskStatus = TaskStatus.DONE) -> Decision:
+        return cls(done=True, status=status, summary=summary)
+
+
+@dataclass
+class Usage:
+    """Tokens and cost spent by a task across all its runs."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    requests: int = 0
+
+    def add(self, other: Usage) -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def to_dict(self) -> JSON:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: JSON) -> Usage:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class Limits:
+    """Ceilings on one task; `None` means unbounded."""
+
+    max_turns: int | None = None
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    timeout_seconds: float | None = None
+
+    def to_dict(self) -> JSON:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: JSON) -> Limits:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def new_task_id() -> str:
+    """A short random id: 8 lowercase hex digits."""
+    return secrets.token_hex(4)
+
+
+@dataclass
+class Task:
+    """The persisted unit of work. Plain data; see the module docstring."""
+
+    id: str
+    goal: str
+    workspace: str
+    driver: str
+    driver_config: JSON = field(default_factory=dict)
+    driver_state: JSON = field(default_factory=dict)
+    scope_state: JSON = field(default_factory=dict)
+    status: TaskStatus = TaskStatus.PENDING
+    turn: int = 0
+    actions_run: int = 0
+    seq: int = 0
+    epoch: int = 0
+    usage: Usage = field(default_factory=Usage)
+    limits: Limits = field(default_factory=Limits)
+    pending: Wait | None = None
+    summary: str = ""
+    error: str | None = None
+    workflow: str | None = None
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+    elapsed: float = 0.0
+    schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def new(cls, goal: str, workspace: str, driver: str, **kw: Any) -> Task:
+        return cls(id=new_task_id(), goal=goal, workspace=workspace, driver=driver, **kw)
+
+    def to_dict(self) -> JSON:
+        return {
+            "schema_version": self.schema_version,
+            "id": self.id,
+            "goal": self.goal,
+            "workspace": self.workspace,
+            "status": self.status.value,
+            "driver": self.driver,
+            "driver_config": self.driver_config,
+            "driver_state": self.driver_state,
+            "scope_state": self.scope_state,
+            "turn": self.turn,
+            "actions_run": self.actions_run,
+            "seq": self.seq,
+            "epoch": self.epoch,
+            "usage": self.usage.to_dict(),
+            "limits": self.limits.to_dict(),
+            "pending": None if self.pending is None else self.pending.to_dict(),
+            "summary": self.summary,
+            "error": self.error,
+            "workflow": self.workflow,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "elapsed": self.elapsed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: JSON) -> Task:
+        pending = data.get("pending")
+        return cls(
+            schema_version=int(data.get("schema_version", SCHEMA_VERSION)),
+            id=data["id"],
+            goal=data.get("goal", ""),
+            workspace=data["workspace"],
+            status=TaskStatus(data.get("status", "pending")),
+            driver=data["driver"],
+            driver_config=dict(data.get("driver_config", {})),
+            driver_state=dict(data.get("driver_state", {})),
+            scope_state=dict(data.get("scope_state", {})),
+            turn=int(data.get("turn", 0)),
+            actions_run=int(data.get("actions_run", 0)),
+            seq=int(data.get("seq", 0)),
+            epoch=int(data.get("epoch", 0)),
+            usage=Usage.from_dict(data.get("usage", {})),
+            limits=Limits.from_dict(data.get("limits", {})),
+            pending=None if pending is None else Wait.from_dict(pending),
+            summary=data.get("summary", ""),
+            error=data.get("error"),
+            workflow=data.get("workflow"),
+            created_at=float(data.get("created_at", 0.0)),
+            updated_at=float(data.get("updated_at", 0.0)),
+            elapsed=float(data.get("elapsed", 0.0)),
+        )

@@ -1,0 +1,106 @@
+"""The tool protocol, the context a tool runs in, and the registry that runs them.
+
+A tool is the hands on the codebase. It declares whether it is read-only (safe
+to run again after a crash) or side-effecting, parses its own arguments from
+`action.args` / `action.body`, and returns an `ActionResult`. Tools never
+print and never emit events: the engine does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+
+from normalize.cancel import CancelToken
+from normalize.errors import NormalizeError, ToolError, WorkspaceError
+from normalize.task import Action, ActionResult, ResultStatus
+
+if TYPE_CHECKING:
+    from normalize.execution.cache import ResultCache
+    from normalize.tools.approval import ApprovalPolicy
+    from normalize.tools.guard import WorkspaceGuard
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """What every tool provides."""
+
+    name: ClassVar[str]
+    read_only: ClassVar[bool]
+    summary: ClassVar[str]
+
+    def run(self, action: Action, ctx: ToolContext) -> ActionResult: ...
+
+
+Approver = Callable[[str], str]
+"""Asks a person a yes/no/always question; returns "yes", "no" or "always"."""
+
+
+@dataclass
+class ToolContext:
+    """Everything a tool may use: the workspace, its guard, the cache, the policy."""
+
+    workspace: Path
+    guard: WorkspaceGuard
+    cache: ResultCache
+    policy: ApprovalPolicy
+    cancel: CancelToken = field(default_factory=CancelToken)
+    timeout: float = 600.0
+    approver: Approver | None = None
+    task_id: str = ""
+
+
+class ToolRegistry:
+    """Name → tool. Runs an action with the guard, the approval policy and the cache."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def is_read_only(self, action: Action) -> bool:
+        tool = self._tools.get(action.tool)
+        return bool(tool and tool.read_only)
+
+    def execute(self, action: Action, ctx: ToolContext) -> ActionResult:
+        """Run `action`: never raises for a tool's own failure, returns an error result."""
+        tool = self._tools.get(action.tool)
+        started = time.perf_counter()
+        if tool is None:
+            return ActionResult.failure(f"unknown tool {action.tool!r}")
+        try:
+            if not tool.read_only:
+                verdict = ctx.policy.check(action, ctx)
+                if verdict is not None:
+                    verdict.duration = time.perf_counter() - started
+                    return verdict
+            result = tool.run(action, ctx)
+        except WorkspaceError as exc:
+            result = ActionResult.blocked(str(exc))
+        except ToolError as exc:
+            result = ActionResult.failure(str(exc))
+        except NormalizeError as exc:
+            result = ActionResult.failure(str(exc))
+        except OSError as exc:
+            result = ActionResult.failure(f"{exc.strerror or exc}: {exc.filename or ''}".strip(": "))
+        result.duration = result.duration or (time.perf_counter() - started)
+        if result.status is ResultStatus.SUCCESS or result.output:
+            preview, cache_id = ctx.cache.preview(result.output)
+            if cache_id is not None:
+                result.preview, result.cache_id = preview, cache_id
+        return result
