@@ -214,10 +214,33 @@ class Decision:
     done: bool = False
     status: TaskStatus = TaskStatus.DONE
     summary: str = ""
+    max_concurrency: int = 0  # > 0: a workflow fan-out, side-effecting actions run together too
 
     @classmethod
     def finish(cls, summary: str = "", status: TaskStatus = TaskStatus.DONE) -> Decision:
         return cls(done=True, status=status, summary=summary)
+
+    def to_dict(self) -> JSON:
+        return {
+            "actions": [a.to_dict() for a in self.actions],
+            "thinking": self.thinking,
+            "parallel": self.parallel,
+            "done": self.done,
+            "status": self.status.value,
+            "summary": self.summary,
+            "max_concurrency": self.max_concurrency,
+        }
+
+    @classmethod
+    def from_dict(cls, data: JSON) -> Decision:
+        return cls(
+            actions=[Action.from_dict(a) for a in data.get("actions", [])],
+            thinking=data.get("thinking", ""),
+            parallel=bool(data.get("parallel", False)),
+            done=bool(data.get("done", False)),
+            status=TaskStatus(data.get("status", "done")),
+            summary=data.get("summary", ""),
+        )
 
 
 @dataclass
@@ -282,7 +305,9 @@ class Task:
     turn: int = 0
     actions_run: int = 0
     seq: int = 0
+    journal_offset: int = 0
     epoch: int = 0
+    inflight: JSON | None = None
     usage: Usage = field(default_factory=Usage)
     limits: Limits = field(default_factory=Limits)
     pending: Wait | None = None
@@ -312,7 +337,9 @@ class Task:
             "turn": self.turn,
             "actions_run": self.actions_run,
             "seq": self.seq,
+            "journal_offset": self.journal_offset,
             "epoch": self.epoch,
+            "inflight": self.inflight,
             "usage": self.usage.to_dict(),
             "limits": self.limits.to_dict(),
             "pending": None if self.pending is None else self.pending.to_dict(),
@@ -340,7 +367,9 @@ class Task:
             turn=int(data.get("turn", 0)),
             actions_run=int(data.get("actions_run", 0)),
             seq=int(data.get("seq", 0)),
+            journal_offset=int(data.get("journal_offset", 0)),
             epoch=int(data.get("epoch", 0)),
+            inflight=data.get("inflight"),
             usage=Usage.from_dict(data.get("usage", {})),
             limits=Limits.from_dict(data.get("limits", {})),
             pending=None if pending is None else Wait.from_dict(pending),

@@ -1,0 +1,16 @@
+"""Persistence of tasks: files, journals, locks, migrations."""
+
+from normalize.store.journal import JournalWriter, read_journal
+from normalize.store.paths import config_home, data_home
+from normalize.store.taskstore import StoreProblem, TaskLock, TaskStore, atomic_write_bytes
+
+__all__ = [
+    "JournalWriter",
+    "StoreProblem",
+    "TaskLock",
+    "TaskStore",
+    "atomic_write_bytes",
+    "config_home",
+    "data_home",
+    "read_journal",
+]

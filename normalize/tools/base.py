@@ -50,6 +50,7 @@ class ToolContext:
     cancel: CancelToken = field(default_factory=CancelToken)
     timeout: float = 600.0
     approver: Approver | None = None
+    asker: Callable[[str], str | None] | None = None
     task_id: str = ""
 
 
@@ -77,14 +78,17 @@ class ToolRegistry:
         tool = self._tools.get(action.tool)
         return bool(tool and tool.read_only)
 
-    def execute(self, action: Action, ctx: ToolContext) -> ActionResult:
-        """Run `action`: never raises for a tool's own failure, returns an error result."""
+    def execute(self, action: Action, ctx: ToolContext, *, approved: bool = False) -> ActionResult:
+        """Run `action`: never raises for a tool's own failure, returns an error result.
+
+        `approved` skips the approval policy (a person approved this very action).
+        """
         tool = self._tools.get(action.tool)
         started = time.perf_counter()
         if tool is None:
             return ActionResult.failure(f"unknown tool {action.tool!r}")
         try:
-            if not tool.read_only:
+            if not tool.read_only and not approved:
                 verdict = ctx.policy.check(action, ctx)
                 if verdict is not None:
                     verdict.duration = time.perf_counter() - started
@@ -97,7 +101,8 @@ class ToolRegistry:
         except NormalizeError as exc:
             result = ActionResult.failure(str(exc))
         except OSError as exc:
-            result = ActionResult.failure(f"{exc.strerror or exc}: {exc.filename or ''}".strip(": "))
+            where = f": {exc.filename}" if exc.filename else ""
+            result = ActionResult.failure(f"{exc.strerror or exc}{where}")
         result.duration = result.duration or (time.perf_counter() - started)
         if result.status is ResultStatus.SUCCESS or result.output:
             preview, cache_id = ctx.cache.preview(result.output)

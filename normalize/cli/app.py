@@ -1,0 +1,174 @@
+"""The `normalize` command line: a thin layer over the library.
+
+Heavy modules (the anthropic SDK, httpx, prompt-toolkit) are imported only
+inside the commands that need them, so `--help` and completion start fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from normalize.errors import ExitStatus, NormalizeError
+
+app = typer.Typer(
+    name="normalize",
+    help="Automate work on a codebase through pluggable drivers: workflows, state machines, "
+         "models and people.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+tasks_app = typer.Typer(help="List, show and remove tasks.", no_args_is_help=False,
+                        rich_markup_mode=None)
+app.add_typer(tasks_app, name="tasks")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON event per line on stdout.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Only the final summary.")]
+ApproveOpt = Annotated[str | None, typer.Option(
+    "--approve", help="Approval mode for side effects: ask, auto, yes, never.")]
+
+
+def _env() -> Any:
+    from normalize.cli.console import Environment
+
+    return Environment()
+
+
+def complete_task_ids(incomplete: str) -> list[str]:
+    """Task ids for shell completion (reads file names only)."""
+    from normalize.store.paths import data_home
+
+    tasks = data_home() / "tasks"
+    try:
+        names = sorted(p.name[:-5] for p in tasks.glob(f"{incomplete}*.json"))
+    except OSError:
+        names = []
+    return ["last", *names] if "last".startswith(incomplete) else names
+
+
+def complete_workflows(incomplete: str) -> list[str]:
+    from normalize.workflow.catalog import list_workflows
+
+    names = [e.name for e in list_workflows(Path.cwd())]
+    return [n for n in names if n.startswith(incomplete)]
+
+
+@app.command()
+def run(
+    workflow: Annotated[str, typer.Argument(help="A workflow file, or a name (health, check, …).",
+                                            autocompletion=complete_workflows)],
+    var: Annotated[list[str] | None, typer.Option("--var", "-v", help="KEY=VALUE; repeatable.")]
+    = None,
+    goal: Annotated[str, typer.Option("--goal", help="The task text ({task}).")] = "",
+    workspace: Annotated[Path | None, typer.Option("--workspace", "-w",
+                                                   help="Directory to work in.")] = None,
+    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
+    approve: ApproveOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; run nothing.")]
+    = False,
+    json_output: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Run a workflow file (steps, a state machine, or a model loop)."""
+    from normalize.cli.commands import run_workflow
+
+    raise typer.Exit(run_workflow(_env(), workflow, var or [], goal=goal, workspace=workspace,
+                                  max_turns=max_turns, approve=approve, dry_run=dry_run,
+                                  json_output=json_output, quiet=quiet))
+
+
+@app.command()
+def resume(
+    task: Annotated[str, typer.Argument(help="A task id, a unique prefix, or `last`.",
+                                        autocompletion=complete_task_ids)],
+    answer: Annotated[str | None, typer.Option("--answer", help="Answer the pending question.")]
+    = None,
+    approve_action: Annotated[bool, typer.Option("--approve", help="Approve the pending action.")]
+    = False,
+    deny: Annotated[bool, typer.Option("--deny", help="Deny the pending action.")] = False,
+    driver: Annotated[str | None, typer.Option("--driver",
+                                               help="Continue with another driver (user, llm).")]
+    = None,
+    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1,
+                                                  help="Allow N more turns.")] = None,
+    budget: Annotated[float | None, typer.Option("--budget", help="New budget in USD.")] = None,
+    json_output: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Continue a task where it stopped."""
+    from normalize.cli.commands import resume_task
+
+    raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve_action, deny=deny,
+                                 driver=driver, max_turns=max_turns, budget=budget,
+                                 json_output=json_output, quiet=quiet))
+
+
+@tasks_app.callback(invoke_without_command=True)
+def tasks_list(
+    ctx: typer.Context,
+    json_output: Annotated[bool, typer.Option("--json", help="JSON, one task per line.")] = False,
+) -> None:
+    """List tasks, newest first (waiting tasks with their questions)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from normalize.cli.commands import list_tasks
+
+    raise typer.Exit(list_tasks(_env(), json_output=json_output))
+
+
+@tasks_app.command("show")
+def tasks_show(
+    task: Annotated[str, typer.Argument(autocompletion=complete_task_ids)],
+    json_output: Annotated[bool, typer.Option("--json", help="The task and its events.")] = False,
+) -> None:
+    """Show a task and its steps."""
+    from normalize.cli.commands import show_task
+
+    raise typer.Exit(show_task(_env(), task, json_output=json_output))
+
+
+@tasks_app.command("rm")
+def tasks_rm(task: Annotated[str, typer.Argument(autocompletion=complete_task_ids)]) -> None:
+    """Remove a task and its journal."""
+    from normalize.cli.commands import remove_task
+
+    raise typer.Exit(remove_task(_env(), task))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the app; every error is one line and an exit status."""
+    from normalize.cli.console import Environment, error_line, fail
+
+    try:
+        app(args=argv, prog_name="normalize", standalone_mode=False)
+    except NormalizeError as exc:
+        return fail(Environment(), exc)
+    except typer.Exit as exc:
+        return int(exc.exit_code or 0)
+    except typer.Abort:
+        return int(ExitStatus.INTERRUPTED)
+    except KeyboardInterrupt:
+        return int(ExitStatus.INTERRUPTED)
+    except typer.TyperException as exc:
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        return int(getattr(exc, "exit_code", ExitStatus.USAGE))
+    except Exception as exc:
+        if os.environ.get("NORMALIZE_DEBUG"):
+            raise
+        error_line(Environment(), f"internal error: {type(exc).__name__}: {exc}",
+                   "set NORMALIZE_DEBUG=1 to see the traceback, and please report it")
+        return int(ExitStatus.FAILED)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""What the CLI commands do, as plain functions returning an exit status."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from normalize.cli.console import (
+    Environment,
+    SignalCancel,
+    fail,
+    line_reader,
+    make_renderer,
+)
+from normalize.errors import ExitStatus, NormalizeError, UsageError
+
+
+def _options(env: Environment, *, workspace: Path | None, json_output: bool, quiet: bool,
+             approve: str | None = None) -> tuple[Any, Any]:
+    from normalize.drivers.base import DriverServices
+    from normalize.runner import RunOptions
+
+    renderer = make_renderer(env, json_output=json_output, quiet=quiet)
+    interactive = env.stdin_tty and env.stdout_tty and not json_output
+    read = line_reader(env)
+    options = RunOptions(
+        workspace=(workspace or Path.cwd()).resolve(),
+        subscribers=[renderer],
+        interactive=interactive,
+        approve=approve,
+        services=DriverServices(read_line=read),
+        approver=_approver(env) if interactive else None,
+        asker=(lambda q: read(f"{q}\n> ")) if interactive else None,
+    )
+    return options, renderer
+
+
+def _approver(env: Environment) -> Any:
+    read = line_reader(env)
+
+    def approve(question: str) -> str:
+        while True:
+            reply = read(f"{question} [y]es / [n]o / [a]lways: ")
+            if reply is None:
+                return "no"
+            choice = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always",
+                      "always": "always"}.get(reply.strip().lower())
+            if choice:
+                return choice
+
+    return approve
+
+
+def _finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) -> int:
+    close = getattr(renderer, "close", None)
+    if close is not None:
+        close()
+    task = outcome.task
+    if outcome.status.value == "waiting" and task.pending is not None:
+        target = env.stderr if json_output else env.stdout
+        target.write(f"task {task.id} is waiting: {task.pending.question}\n"
+                     f"  continue with: normalize resume {task.id} "
+                     f"{'--approve / --deny' if task.pending.kind == 'approval' else '--answer TEXT'}"
+                     f"\n")
+    elif outcome.status.value in ("interrupted", "limit_reached", "failed"):
+        target = env.stderr
+        target.write(f"  resume with: normalize resume {task.id}\n")
+    return int(outcome.exit_status)
+
+
+def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
+                 workspace: Path | None, max_turns: int | None, approve: str | None,
+                 dry_run: bool, json_output: bool, quiet: bool) -> int:
+    from normalize.runner import load_spec, parse_vars, run_task, start_task
+
+    try:
+        root = (workspace or Path.cwd()).resolve()
+        if not root.is_dir():
+            raise UsageError(f"--workspace {root}: not a directory")
+        spec = load_spec(ref, root, parse_vars(pairs))
+        if dry_run:
+            from normalize.cli.plan import print_plan
+
+            print_plan(env, spec, goal)
+            return 0
+        options, renderer = _options(env, workspace=root, json_output=json_output, quiet=quiet,
+                                     approve=approve)
+        task = start_task(spec, goal, options)
+        if max_turns is not None:
+            task.limits.max_turns = max_turns
+        if not json_output and not quiet:
+            env.stderr.write(f"task {task.id}\n")
+        with SignalCancel(options.cancel):
+            outcome = run_task(task, options)
+        return _finish(env, outcome, renderer, json_output)
+    except NormalizeError as exc:
+        return fail(env, exc)
+
+
+def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool, deny: bool,
+                driver: str | None, max_turns: int | None, budget: float | None,
+                json_output: bool, quiet: bool) -> int:
+    from normalize.engine import Reply
+    from normalize.runner import open_task, run_task
+
+    try:
+        if approve and deny:
+            raise UsageError("--approve and --deny exclude each other")
+        options, renderer = _options(env, workspace=None, json_output=json_output, quiet=quiet)
+        task = open_task(ref, options)
+        if task.status.value == "done":
+            raise UsageError(f"task {task.id} is already done; nothing to resume")
+        options.workspace = Path(task.workspace)
+        if driver is not None and driver != task.driver:
+            task.driver = driver
+        if max_turns is not None:
+            task.limits.max_turns = task.turn + max_turns
+        if budget is not None:
+            task.limits.max_cost_usd = budget
+        reply = None
+        if answer is not None or approve or deny:
+            reply = Reply(answer=answer, approve=True if approve else False if deny else None)
+        elif task.pending is not None and options.interactive:
+            reply = _ask_pending(env, task)
+        with SignalCancel(options.cancel):
+            outcome = run_task(task, options, resumed=True, reply=reply)
+        return _finish(env, outcome, renderer, json_output)
+    except NormalizeError as exc:
+        return fail(env, exc)
+
+
+def _ask_pending(env: Environment, task: Any) -> Any:
+    from normalize.engine import Reply
+
+    read = line_reader(env)
+    pending = task.pending
+    if pending.kind == "approval":
+        reply = _approver(env)(pending.question)
+        return Reply(approve=reply in ("yes", "always"))
+    text = read(f"{pending.question}\n> ")
+    return None if text is None else Reply(answer=text)
+
+
+def _age(ts: float) -> str:
+    seconds = max(0.0, time.time() - ts)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return f"{int(seconds)}s ago"
+
+
+def list_tasks(env: Environment, *, json_output: bool) -> int:
+    from normalize.store import TaskStore
+
+    store = TaskStore()
+    tasks, problems = store.all()
+    for problem in problems:
+        env.stderr.write(f"normalize: warning: {problem.message}\n")
+    if json_output:
+        for task in tasks:
+            env.stdout.write(json.dumps({
+                "id": task.id, "status": task.status.value, "goal": task.goal,
+                "driver": task.driver, "workspace": task.workspace, "turn": task.turn,
+                "updated_at": task.updated_at,
+                "question": task.pending.question if task.pending else None,
+            }) + "\n")
+        return 0
+    if not tasks:
+        env.stdout.write("no tasks yet\n")
+        return 0
+    env.stdout.write(f"{'ID':<9} {'STATUS':<14} {'DRIVER':<14} {'UPDATED':<9} GOAL\n")
+    for task in tasks:
+        goal = task.goal.splitlines()[0] if task.goal else ""
+        env.stdout.write(f"{task.id:<9} {task.status.value:<14} {task.driver:<14} "
+                         f"{_age(task.updated_at):<9} {goal[:60]}\n")
+        if task.pending is not None:
+            env.stdout.write(f"{'':<9} ? {task.pending.question}\n")
+    return 0
+
+
+def show_task(env: Environment, ref: str, *, json_output: bool) -> int:
+    from normalize.store import TaskStore
+
+    try:
+        store = TaskStore()
+        task = store.load(store.resolve(ref))
+    except NormalizeError as exc:
+        return fail(env, exc)
+    events = list(store.events(task.id))
+    for warning in store.warnings:
+        env.stderr.write(f"normalize: warning: {warning}\n")
+    if json_output:
+        env.stdout.write(json.dumps({"task": task.to_dict(), "events": events}) + "\n")
+        return 0
+    out = env.stdout
+    out.write(f"task {task.id}  {task.status.value}\n")
+    out.write(f"  goal:      {task.goal}\n  driver:    {task.driver}\n")
+    out.write(f"  workspace: {task.workspace}\n")
+    if task.workflow:
+        out.write(f"  workflow:  {task.workflow}\n")
+    out.write(f"  turns:     {task.turn}   actions: {task.actions_run}   "
+              f"elapsed: {task.elapsed:.1f}s\n")
+    if task.usage.requests:
+        u = task.usage
+        out.write(f"  tokens:    {u.input_tokens:,} in / {u.output_tokens:,} out   "
+                  f"cost: ${u.cost_usd:.4f}\n")
+    if task.summary:
+        out.write(f"  summary:   {task.summary}\n")
+    if task.error:
+        out.write(f"  error:     {task.error}\n")
+    if task.pending is not None:
+        out.write(f"  waiting:   {task.pending.question}\n")
+    out.write("steps:\n")
+    from normalize.cli.render import MARKS, first_line
+
+    count = 0
+    for event in events:
+        kind = event.get("type")
+        if kind == "step_started":
+            label = event.get("state") or event.get("name")
+            out.write(f"  → {label}\n")
+        elif kind == "action_finished":
+            count += 1
+            mark = MARKS.get(event.get("status", ""), "·")
+            out.write(f"  {mark} {first_line(event.get('command') or event.get('tool', ''), 70)}"
+                      f"  ({event.get('duration', 0):.2f}s)\n")
+        elif kind == "run_started" and event.get("resumed"):
+            out.write("  ↻ resumed\n")
+    if count == 0:
+        out.write("  (no actions yet)\n")
+    return 0
+
+
+def remove_task(env: Environment, ref: str) -> int:
+    from normalize.store import TaskStore
+
+    try:
+        store = TaskStore()
+        task_id = store.resolve(ref)
+        store.remove(task_id)
+    except NormalizeError as exc:
+        return fail(env, exc)
+    env.stdout.write(f"removed task {task_id}\n")
+    return int(ExitStatus.DONE)

@@ -1,0 +1,110 @@
+"""The terminal around a run: which renderer, whether a person is there, signals, errors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any, TextIO
+
+from normalize.cancel import CancelToken
+from normalize.errors import NormalizeError
+
+
+@dataclass
+class Environment:
+    """Streams and terminal facts, replaced in tests."""
+
+    stdin: TextIO = field(default_factory=lambda: sys.stdin)
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    stderr: TextIO = field(default_factory=lambda: sys.stderr)
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    @property
+    def stdout_tty(self) -> bool:
+        return _isatty(self.stdout)
+
+    @property
+    def stdin_tty(self) -> bool:
+        return _isatty(self.stdin)
+
+    @property
+    def plain(self) -> bool:
+        """No live view: not a terminal, NO_COLOR, or TERM=dumb."""
+        return (not self.stdout_tty or "NO_COLOR" in self.env
+                or self.env.get("TERM", "") == "dumb")
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def error_line(env: Environment, message: str, hint: str | None = None) -> None:
+    """One red line (plain when not a terminal), plus an optional hint line."""
+    prefix = "\033[31merror:\033[0m" if _isatty(env.stderr) and "NO_COLOR" not in env.env \
+        else "error:"
+    env.stderr.write(f"normalize: {prefix} {message}\n")
+    if hint:
+        env.stderr.write(f"  hint: {hint}\n")
+    env.stderr.flush()
+
+
+def fail(env: Environment, exc: NormalizeError) -> int:
+    error_line(env, str(exc), exc.hint)
+    return int(exc.exit_status)
+
+
+def make_renderer(env: Environment, *, json_output: bool, quiet: bool) -> Any:
+    """The subscriber that shows this run: JSON lines, plain lines, or the live view."""
+    from normalize.cli.render import JsonRenderer, LiveRenderer, PlainRenderer
+
+    if json_output:
+        return JsonRenderer(env.stdout)
+    if quiet or env.plain:
+        return PlainRenderer(env.stdout, quiet=quiet)
+    from rich.console import Console
+
+    return LiveRenderer(Console(file=env.stdout))
+
+
+class SignalCancel:
+    """SIGINT/SIGTERM → cancel the run; a second one → stop at once."""
+
+    def __init__(self, cancel: CancelToken) -> None:
+        self.cancel = cancel
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        del frame
+        name = signal.Signals(signum).name
+        self.cancel.cancel(f"stopped by {name}")
+
+    def __enter__(self) -> SignalCancel:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def line_reader(env: Environment) -> Callable[[str], str | None]:
+    """Read a line at a prompt (stdin); None at end of input."""
+
+    def read(prompt: str) -> str | None:
+        if env.stdin_tty:
+            env.stderr.write(prompt)
+            env.stderr.flush()
+        line = env.stdin.readline()
+        if not line:
+            return None
+        return line.rstrip("\n")
+
+    return read

@@ -1,0 +1,410 @@
+"""The engine: the one loop every driver runs in, and its single exit door.
+
+    lock → run_started → (resume an in-flight decision) → loop:
+        cancel? limits? → driver.decide → decision_made
+        → [checkpoint before side effects] → actions → driver.on_result
+        → checkpoint → done? → finalize
+
+Every way a run ends goes through `finalize`: it records the ending, saves
+the task, emits `run_ended`, releases the lock and re-arms the cancel signal.
+The engine knows nothing about models, TOML or terminals.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from normalize.cancel import CancelToken
+from normalize.drivers.base import Driver, RunContext
+from normalize.errors import ExitStatus, NormalizeError, StaleEpochError
+from normalize.events import (
+    ActionFinished,
+    ActionInterrupted,
+    ActionStarted,
+    BaseEvent,
+    CheckpointSaved,
+    DecisionMade,
+    Emitter,
+    InputReceived,
+    Notice,
+    RunEnded,
+    RunStarted,
+    Subscriber,
+    WaitingForInput,
+)
+from normalize.faults import crash_point
+from normalize.store import TaskLock, TaskStore
+from normalize.task import (
+    Action,
+    ActionResult,
+    Decision,
+    ResultStatus,
+    Task,
+    TaskStatus,
+    Wait,
+)
+from normalize.tools.base import ToolContext, ToolRegistry
+
+MAX_PARALLEL = 8
+
+
+@dataclass
+class RunOutcome:
+    """How a run ended."""
+
+    task: Task
+    status: TaskStatus
+    exit_status: ExitStatus
+    summary: str = ""
+    error: str | None = None
+
+
+@dataclass
+class Reply:
+    """A person's reply to the task's pending wait (`resume --answer/--approve/--deny`)."""
+
+    answer: str | None = None
+    approve: bool | None = None
+
+
+class _Stop(Exception):
+    """Leaves the loop for `finalize` with a status."""
+
+    def __init__(self, status: TaskStatus, summary: str = "", error: str | None = None) -> None:
+        super().__init__(summary)
+        self.status = status
+        self.summary = summary
+        self.error = error
+
+
+class Engine:
+    """Runs a task with a driver until it ends, waits, or is stopped."""
+
+    def __init__(
+        self,
+        store: TaskStore,
+        tools: ToolRegistry,
+        tool_ctx: ToolContext,
+        *,
+        cancel: CancelToken | None = None,
+        subscribers: Iterable[Subscriber] = (),
+        interactive: bool = False,
+    ) -> None:
+        self.store = store
+        self.tools = tools
+        self.tool_ctx = tool_ctx
+        self.cancel = cancel or tool_ctx.cancel
+        self.tool_ctx.cancel = self.cancel
+        self.subscribers = list(subscribers)
+        self.interactive = interactive
+        self._started = 0.0
+        self._lock: TaskLock | None = None
+        self._emitter: Emitter | None = None
+        self._ended = False
+
+    # -- the loop --------------------------------------------------------
+
+    def run(
+        self,
+        task: Task,
+        driver: Driver,
+        *,
+        resumed: bool = False,
+        reply: Reply | None = None,
+    ) -> RunOutcome:
+        """Drive `task` to its next resting point and return how it ended."""
+        self._started = time.monotonic()
+        self._ended = False
+        lock = self.store.lock(task.id)
+        lock.acquire(epoch=task.epoch + 1)
+        self._lock = lock
+        task.epoch = lock.epoch
+        journal = self.store.journal(task.id)
+        emitter = Emitter(task.id, seq=self.store.last_seq(task) if resumed else task.seq,
+                          journal=journal)
+        self._emitter = emitter
+        for subscriber in self.subscribers:
+            emitter.subscribe(subscriber)
+        ctx = RunContext(task=task, workspace=self.tool_ctx.workspace, emit=emitter.emit,
+                         cancel=self.cancel, tools=self.tools, interactive=self.interactive)
+        self.tool_ctx.task_id = task.id
+        try:
+            if resumed and task.driver_state:
+                driver.restore(task.driver_state)
+            task.status = TaskStatus.RUNNING
+            task.error = None
+            emitter.emit(RunStarted(goal=task.goal, driver=task.driver, workspace=task.workspace,
+                                    workflow=task.workflow, resumed=resumed, epoch=task.epoch,
+                                    pid=os.getpid()))
+            if resumed:
+                self._recover(task, driver, ctx, reply)
+            self._checkpoint(task, driver)
+            while True:
+                self._check_limits(task)
+                decision = driver.decide(task, ctx)
+                if decision is None:
+                    raise _Stop(TaskStatus.DONE, task.summary or "finished")
+                self._run_decision(task, driver, ctx, decision)
+        except _Stop as stop:
+            return self.finalize(task, driver, stop.status, stop.summary, stop.error)
+        except StaleEpochError as exc:
+            return self._abandon(task, str(exc))
+        except NormalizeError as exc:
+            return self.finalize(task, driver, TaskStatus.FAILED, error=str(exc))
+        except Exception as exc:
+            emitter.emit(Notice(level="error", message=traceback.format_exc(limit=8)))
+            return self.finalize(task, driver, TaskStatus.FAILED,
+                                 error=f"internal error: {type(exc).__name__}: {exc}")
+
+    def _check_limits(self, task: Task) -> None:
+        if self.cancel.cancelled:
+            raise _Stop(TaskStatus.INTERRUPTED, "interrupted", self.cancel.reason or None)
+        limits = task.limits
+        if limits.max_turns is not None and task.turn >= limits.max_turns:
+            raise _Stop(TaskStatus.LIMIT, f"reached max_turns ({limits.max_turns})")
+        used = task.usage
+        if limits.max_tokens is not None and \
+                used.input_tokens + used.output_tokens >= limits.max_tokens:
+            raise _Stop(TaskStatus.LIMIT, f"reached max_tokens ({limits.max_tokens})")
+        if limits.max_cost_usd is not None and used.cost_usd >= limits.max_cost_usd:
+            raise _Stop(TaskStatus.LIMIT,
+                        f"reached the budget (${used.cost_usd:.4f} of ${limits.max_cost_usd:g})")
+        if limits.timeout_seconds is not None and self._elapsed(task) >= limits.timeout_seconds:
+            raise _Stop(TaskStatus.LIMIT, f"reached timeout_seconds ({limits.timeout_seconds:g})")
+
+    def _elapsed(self, task: Task) -> float:
+        return task.elapsed + (time.monotonic() - self._started)
+
+    def _run_decision(self, task: Task, driver: Driver, ctx: RunContext,
+                      decision: Decision) -> None:
+        turn = task.turn
+        for index, action in enumerate(decision.actions):
+            action.key = action.key or f"{turn}.{index}"
+        side_effects = any(not self.tools.is_read_only(a) for a in decision.actions)
+        ctx.emit(DecisionMade(turn=turn, thinking=decision.thinking,
+                              actions=[a.to_dict() for a in decision.actions],
+                              parallel=decision.parallel, done=decision.done,
+                              summary=decision.summary), durable=side_effects)
+        if side_effects:
+            task.inflight = {"turn": turn, "decision": decision.to_dict()}
+            self._checkpoint(task, driver)
+        self._execute(task, driver, ctx, decision.actions, decision.parallel,
+                      fanout=decision.max_concurrency)
+        self._settle(task, driver, decision)
+
+    def _settle(self, task: Task, driver: Driver, decision: Decision) -> None:
+        """Close a decision: count the turn, checkpoint, end the run if it said done."""
+        task.turn += 1
+        task.inflight = None
+        if task.pending is not None:
+            self._checkpoint(task, driver)
+            raise _Stop(TaskStatus.WAITING, task.pending.question)
+        if self.cancel.cancelled:
+            raise _Stop(TaskStatus.INTERRUPTED, "interrupted", self.cancel.reason or None)
+        self._checkpoint(task, driver)
+        if decision.done:
+            task.summary = decision.summary or task.summary
+            raise _Stop(decision.status, task.summary or decision.status.value)
+
+    def _execute(self, task: Task, driver: Driver, ctx: RunContext, actions: list[Action],
+                 parallel: bool, skip: frozenset[str] = frozenset(), fanout: int = 0) -> None:
+        """Run actions in order; consecutive read-only ones together when `parallel`.
+
+        A workflow fan-out (`fanout` > 0) runs every action together, at most
+        `fanout` at a time, side-effecting or not: the workflow asked for it.
+        """
+        index = 0
+        failed = False  # in order, a failure cancels what follows; in parallel, all run
+        while index < len(actions):
+            if task.pending is not None or self.cancel.cancelled or failed:
+                for action in actions[index:]:
+                    if action.key not in skip:
+                        why = "not run: " + ("the task is waiting" if task.pending else
+                                             "the run was interrupted" if self.cancel.cancelled
+                                             else "an earlier action failed")
+                        self._finish(task, driver, ctx, action,
+                                     ActionResult(ResultStatus.CANCELLED, error=why))
+                return
+            group = [actions[index]]
+            if fanout > 0:
+                group = actions[index:]
+            elif parallel and self.tools.is_read_only(actions[index]):
+                while index + len(group) < len(actions) and \
+                        self.tools.is_read_only(actions[index + len(group)]):
+                    group.append(actions[index + len(group)])
+            index += len(group)
+            todo = [a for a in group if a.key not in skip]
+            if len(todo) > 1:
+                workers = min(fanout or MAX_PARALLEL, len(todo))
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    results = list(pool.map(lambda a: self._perform(ctx, a), todo))
+            else:
+                results = [self._perform(ctx, a) for a in todo]
+            for action, result in zip(todo, results, strict=True):
+                self._finish(task, driver, ctx, action, result)
+                if not parallel and result.status in (ResultStatus.ERROR, ResultStatus.BLOCKED):
+                    failed = True
+
+    def _perform(self, ctx: RunContext, action: Action) -> ActionResult:
+        """Execute one action between its started and finished records."""
+        read_only = self.tools.is_read_only(action)
+        crash_point("before_action")
+        ctx.emit(ActionStarted(turn=ctx.task.turn, key=action.key, tool=action.tool,
+                               command=action.text, action=action.to_dict(),
+                               read_only=read_only), durable=not read_only)
+        crash_point("action_started")
+        result = self.tools.execute(action, self.tool_ctx)
+        crash_point("action_ran")
+        return result
+
+    def _finish(self, task: Task, driver: Driver, ctx: RunContext, action: Action,
+                result: ActionResult) -> None:
+        """Record an action's end, hand it to the driver, and note a wait it raised."""
+        ctx.emit(ActionFinished(turn=task.turn, key=action.key, tool=action.tool,
+                                command=action.text, status=result.status.value,
+                                duration=round(result.duration, 6), exit_code=result.exit_code,
+                                error=result.error, preview=result.shown[:4000],
+                                cache_id=result.cache_id, data=result.data),
+                 durable=not self.tools.is_read_only(action))
+        task.actions_run += 1
+        if result.wait is not None:
+            task.pending = result.wait
+            ctx.emit(WaitingForInput(kind=result.wait.kind, question=result.wait.question,
+                                     command=action.text or None))
+            return
+        driver.on_result(task, action, result)
+
+    # -- resuming --------------------------------------------------------
+
+    def _recover(self, task: Task, driver: Driver, ctx: RunContext, reply: Reply | None) -> None:
+        """Settle what the last process left: a pending wait, an in-flight decision."""
+        if task.pending is not None:
+            self._answer(task, driver, ctx, task.pending, reply)
+        if task.inflight is None:
+            return
+        decision = Decision.from_dict(task.inflight["decision"])
+        finished: dict[str, dict[str, Any]] = {}
+        started: set[str] = set()
+        for event in self.store.events_since(task):
+            if event.get("type") == "action_finished":
+                finished[event["key"]] = event
+            elif event.get("type") == "action_started":
+                started.add(event["key"])
+        done_keys: set[str] = set()
+        for action in decision.actions:
+            if action.key in finished:
+                event = finished[action.key]
+                result = ActionResult(ResultStatus(event["status"]), output=event["preview"],
+                                      exit_code=event.get("exit_code"), error=event.get("error"),
+                                      cache_id=event.get("cache_id"), data=event.get("data", {}))
+                driver.on_result(task, action, result)
+                done_keys.add(action.key)
+            elif action.key in started and not self.tools.is_read_only(action):
+                ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
+                                           read_only=False, rerun=False))
+                result = ActionResult(
+                    ResultStatus.INTERRUPTED,
+                    error="outcome unknown: the process stopped while this action ran",
+                )
+                self._finish(task, driver, ctx, action, result)
+                done_keys.add(action.key)
+            elif action.key in started:
+                ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
+                                           read_only=True, rerun=True))
+        self._execute(task, driver, ctx, decision.actions, decision.parallel,
+                      skip=frozenset(done_keys), fanout=decision.max_concurrency)
+        self._settle(task, driver, decision)
+
+    def _answer(self, task: Task, driver: Driver, ctx: RunContext, wait: Wait,
+                reply: Reply | None) -> None:
+        """Turn the person's reply into the result of the action the task waited on."""
+        action = wait.action or Action("ask", {"args": [wait.question]}, text="ask")
+        if wait.kind == "approval":
+            if reply is None or reply.approve is None:
+                raise _Stop(TaskStatus.WAITING, wait.question)
+            task.pending = None
+            ctx.emit(InputReceived(kind="approval", answer="approved" if reply.approve
+                                   else "denied"))
+            if reply.approve:
+                result = self.tools.execute(action, self.tool_ctx, approved=True)
+            else:
+                result = ActionResult.blocked("denied by the user")
+        else:
+            if reply is None or reply.answer is None:
+                raise _Stop(TaskStatus.WAITING, wait.question)
+            task.pending = None
+            ctx.emit(InputReceived(kind=wait.kind, answer=reply.answer))
+            result = ActionResult.success(f"The user answered: {reply.answer}")
+        ctx.emit(ActionFinished(turn=task.turn, key=action.key, tool=action.tool,
+                                command=action.text, status=result.status.value,
+                                duration=round(result.duration, 6), exit_code=result.exit_code,
+                                error=result.error, preview=result.shown[:4000],
+                                cache_id=result.cache_id, data=result.data))
+        driver.on_result(task, action, result)
+
+    # -- checkpoints and the exit door -----------------------------------
+
+    def _checkpoint(self, task: Task, driver: Driver) -> None:
+        assert self._emitter is not None and self._lock is not None
+        journal = self._emitter.journal
+        task.driver_state = driver.snapshot()
+        task.seq = self._emitter.seq
+        task.journal_offset = getattr(journal, "offset", 0)
+        size = self.store.save(task, lock=self._lock)
+        self._emitter.emit(CheckpointSaved(turn=task.turn, bytes=size))
+
+    def finalize(self, task: Task, driver: Driver, status: TaskStatus, summary: str = "",
+                 error: str | None = None) -> RunOutcome:
+        """The single exit door: record the ending, save, announce, unlock, re-arm."""
+        emitter = self._emitter
+        assert emitter is not None
+        task.status = status
+        if summary:
+            task.summary = summary
+        task.error = error
+        task.elapsed = self._elapsed(task)
+        try:
+            task.driver_state = driver.snapshot()
+            task.seq = emitter.seq + 1
+            task.journal_offset = getattr(emitter.journal, "offset", 0)
+            self.store.save(task, lock=self._lock)
+        except NormalizeError as exc:
+            error = f"{error}; {exc}" if error else str(exc)
+            task.error = error
+        emitter.emit(RunEnded(status=status.value, exit_code=int(status.exit_status),
+                              summary=task.summary, error=error, turns=task.turn,
+                              actions=task.actions_run, duration=round(time.monotonic()
+                                                                       - self._started, 6),
+                              input_tokens=task.usage.input_tokens,
+                              output_tokens=task.usage.output_tokens,
+                              cost_usd=round(task.usage.cost_usd, 6)))
+        self._close()
+        return RunOutcome(task, status, status.exit_status, task.summary, error)
+
+    def _abandon(self, task: Task, error: str) -> RunOutcome:
+        """Stop without writing: another process owns the task now."""
+        if self._emitter is not None:
+            self._emitter.emit(Notice(level="error", message=error))
+        self._close()
+        return RunOutcome(task, TaskStatus.FAILED, ExitStatus.FAILED, error=error)
+
+    def _close(self) -> None:
+        if self._emitter is not None and self._emitter.journal is not None:
+            journal = self._emitter.journal
+            close = getattr(journal, "close", None)
+            if close is not None:
+                close()
+        if self._lock is not None:
+            self._lock.release()
+        self.cancel.reset()
+
+    def emit(self, event: BaseEvent) -> None:
+        """Emit through the running task's emitter (for code driving the engine)."""
+        if self._emitter is not None:
+            self._emitter.emit(event)

@@ -1,0 +1,299 @@
+"""The typed event union and the one `emit` every event goes through.
+
+Each event is a frozen dataclass with a `type` literal. `Emitter.emit` stamps
+`task_id`, `seq` and `ts`, appends the event to the task's journal and fans it
+out to subscribers; no other code path notifies a subscriber, so the timeline
+a subscriber sees is the whole timeline.
+
+The JSON form (`to_json`) is versioned by `EVENT_VERSION` in the `v` field.
+Streaming deltas (`text_delta`, `thinking_delta`) are transient: they reach
+subscribers but are not journaled; the assembled reply is in `model_replied`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, ClassVar, Literal, Protocol
+
+EVENT_VERSION = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaseEvent:
+    """Fields every event carries; `emit` fills in the stamps."""
+
+    type: str
+    task_id: str = ""
+    seq: int = 0
+    ts: float = 0.0
+    transient: ClassVar[bool] = False
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["v"] = EVENT_VERSION
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStarted(BaseEvent):
+    type: Literal["run_started"] = "run_started"
+    goal: str = ""
+    driver: str = ""
+    workspace: str = ""
+    workflow: str | None = None
+    resumed: bool = False
+    epoch: int = 0
+    pid: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepStarted(BaseEvent):
+    """A workflow step or a state begins; `index`/`total` drive progress displays."""
+
+    type: Literal["step_started"] = "step_started"
+    name: str = ""
+    index: int = 0
+    total: int = 0
+    state: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionMade(BaseEvent):
+    type: Literal["decision_made"] = "decision_made"
+    turn: int = 0
+    thinking: str = ""
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    parallel: bool = False
+    done: bool = False
+    summary: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActionStarted(BaseEvent):
+    type: Literal["action_started"] = "action_started"
+    turn: int = 0
+    index: int = 0
+    key: str = ""
+    tool: str = ""
+    command: str = ""
+    action: dict[str, Any] = field(default_factory=dict)
+    read_only: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActionFinished(BaseEvent):
+    type: Literal["action_finished"] = "action_finished"
+    turn: int = 0
+    index: int = 0
+    key: str = ""
+    tool: str = ""
+    command: str = ""
+    status: str = ""
+    duration: float = 0.0
+    exit_code: int | None = None
+    error: str | None = None
+    preview: str = ""
+    cache_id: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActionInterrupted(BaseEvent):
+    """On resume: an action was in flight when the last process died."""
+
+    type: Literal["action_interrupted"] = "action_interrupted"
+    key: str = ""
+    tool: str = ""
+    command: str = ""
+    read_only: bool = True
+    rerun: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckpointSaved(BaseEvent):
+    type: Literal["checkpoint_saved"] = "checkpoint_saved"
+    turn: int = 0
+    bytes: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitingForInput(BaseEvent):
+    type: Literal["waiting_for_input"] = "waiting_for_input"
+    kind: str = "question"
+    question: str = ""
+    command: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputReceived(BaseEvent):
+    type: Literal["input_received"] = "input_received"
+    kind: str = "question"
+    answer: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRequested(BaseEvent):
+    type: Literal["model_requested"] = "model_requested"
+    turn: int = 0
+    model: str = ""
+    attempt: int = 1
+    input_chars: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextDelta(BaseEvent):
+    type: Literal["text_delta"] = "text_delta"
+    text: str = ""
+    transient: ClassVar[bool] = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThinkingDelta(BaseEvent):
+    type: Literal["thinking_delta"] = "thinking_delta"
+    text: str = ""
+    transient: ClassVar[bool] = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelReplied(BaseEvent):
+    type: Literal["model_replied"] = "model_replied"
+    turn: int = 0
+    model: str = ""
+    text: str = ""
+    thinking: str = ""
+    stop_reason: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRetried(BaseEvent):
+    """A model turn failed and will be made again; streamed text so far is void."""
+
+    type: Literal["model_retried"] = "model_retried"
+    attempt: int = 0
+    delay: float = 0.0
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FallbackUsed(BaseEvent):
+    type: Literal["fallback_used"] = "fallback_used"
+    from_model: str = ""
+    to_model: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoopDetected(BaseEvent):
+    type: Literal["loop_detected"] = "loop_detected"
+    command: str = ""
+    repeats: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextCompacted(BaseEvent):
+    type: Literal["context_compacted"] = "context_compacted"
+    before_chars: int = 0
+    after_chars: int = 0
+    results_compacted: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Notice(BaseEvent):
+    """Something a watcher should know: a correction, a warning, a note."""
+
+    type: Literal["notice"] = "notice"
+    level: Literal["info", "warning", "error"] = "info"
+    message: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunEnded(BaseEvent):
+    type: Literal["run_ended"] = "run_ended"
+    status: str = ""
+    exit_code: int = 0
+    summary: str = ""
+    error: str | None = None
+    turns: int = 0
+    actions: int = 0
+    duration: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+Event = (
+    RunStarted | StepStarted | DecisionMade | ActionStarted | ActionFinished | ActionInterrupted
+    | CheckpointSaved | WaitingForInput | InputReceived | ModelRequested | TextDelta
+    | ThinkingDelta | ModelReplied | ModelRetried | FallbackUsed | LoopDetected
+    | ContextCompacted | Notice | RunEnded
+)
+
+EVENT_TYPES: dict[str, type[BaseEvent]] = {
+    cls.__dataclass_fields__["type"].default: cls  # type: ignore[misc]
+    for cls in (
+        RunStarted, StepStarted, DecisionMade, ActionStarted, ActionFinished, ActionInterrupted,
+        CheckpointSaved, WaitingForInput, InputReceived, ModelRequested, TextDelta,
+        ThinkingDelta, ModelReplied, ModelRetried, FallbackUsed, LoopDetected,
+        ContextCompacted, Notice, RunEnded,
+    )
+}
+
+
+def event_from_dict(data: dict[str, Any]) -> BaseEvent:
+    """Rebuild an event from its JSON form; unknown fields are dropped (newer writers)."""
+    cls = EVENT_TYPES[data["type"]]
+    known = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in known})
+
+
+class Journal(Protocol):
+    """Where emitted events are appended."""
+
+    def append(self, event: BaseEvent, *, durable: bool = False) -> None: ...
+
+
+Subscriber = Callable[[BaseEvent], None]
+
+
+class Emit(Protocol):
+    """The signature of `Emitter.emit`, handed to drivers."""
+
+    def __call__(self, event: BaseEvent, *, durable: bool = False) -> BaseEvent: ...
+
+
+class Emitter:
+    """The one emit: stamps, journals, fans out. Thread-safe."""
+
+    def __init__(self, task_id: str, *, seq: int = 0, journal: Journal | None = None) -> None:
+        self.task_id = task_id
+        self.seq = seq
+        self.journal = journal
+        self._subscribers: list[Subscriber] = []
+        self._lock = threading.RLock()
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        self._subscribers.append(subscriber)
+        return lambda: self._subscribers.remove(subscriber)
+
+    def emit(self, event: BaseEvent, *, durable: bool = False) -> BaseEvent:
+        """Stamp, journal (fsynced when `durable`) and fan out `event`, in seq order."""
+        with self._lock:
+            self.seq += 1
+            stamped = replace(event, task_id=self.task_id, seq=self.seq, ts=time.time())
+            if self.journal is not None and not stamped.transient:
+                self.journal.append(stamped, durable=durable)
+            for subscriber in list(self._subscribers):
+                subscriber(stamped)
+        return stamped

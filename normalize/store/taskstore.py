@@ -1,0 +1,290 @@
+"""The task store: a JSON file per task, an append-only journal, a lock per task.
+
+Layout under the data home (`NORMALIZE_HOME` or the platform's user data dir):
+
+    tasks/ID.json        current state, written atomically at each checkpoint
+    tasks/ID.jsonl       the journal: every event, appended
+    tasks/ID.lock        the ownership lock (flock; released when its process dies)
+    tasks/ID.owner       pid and epoch of the current owner
+    tasks/ID/cache/      persistent result cache
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from normalize.errors import (
+    CorruptTaskError,
+    SchemaVersionError,
+    StaleEpochError,
+    StoreError,
+    TaskLockedError,
+    TaskNotFoundError,
+)
+from normalize.faults import crash_point
+from normalize.store.journal import JournalWriter, read_journal, tail_events
+from normalize.store.migrations import migrate
+from normalize.store.paths import data_home
+from normalize.task import Task
+
+Redact = Callable[[Any], Any]
+
+
+@dataclass
+class StoreProblem:
+    """A task file that could not be read while listing."""
+
+    path: Path
+    message: str
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
+    """Write `data` to `path` so that readers see the old or the new file, never a mix."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            half = len(data) // 2
+            fh.write(data[:half])
+            crash_point("checkpoint_write")
+            fh.write(data[half:])
+            fh.flush()
+            if fsync:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if fsync:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+class TaskLock:
+    """Ownership of one task: an flock plus an owner file naming pid and epoch."""
+
+    def __init__(self, store: TaskStore, task_id: str) -> None:
+        self.store = store
+        self.task_id = task_id
+        self._lock = FileLock(str(store.tasks_dir / f"{task_id}.lock"), timeout=0)
+        self.epoch = 0
+
+    def acquire(self, epoch: int) -> None:
+        """Take the lock or fail at once naming the holder; record our epoch."""
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            holder = self.store.owner(self.task_id)
+            who = f"process {holder[0]}" if holder else "another process"
+            raise TaskLockedError(
+                f"task {self.task_id} is running in {who}; wait for it or stop it first",
+            ) from None
+        self.epoch = epoch
+        owner = json.dumps({"pid": os.getpid(), "epoch": epoch}).encode()
+        atomic_write_bytes(self.store.tasks_dir / f"{self.task_id}.owner", owner,
+                           fsync=self.store.fsync)
+
+    def release(self) -> None:
+        if self._lock.is_locked:
+            self._lock.release()
+
+    @property
+    def held(self) -> bool:
+        return self._lock.is_locked
+
+
+class TaskStore:
+    """Reads and writes tasks under a data home."""
+
+    def __init__(
+        self,
+        home: Path | None = None,
+        *,
+        fsync: bool = True,
+        redact: Redact | None = None,
+    ) -> None:
+        self.home = home or data_home()
+        self.tasks_dir = self.home / "tasks"
+        self.fsync = fsync
+        self.redact = redact
+        self.warnings: list[str] = []
+
+    # -- paths -----------------------------------------------------------
+
+    def task_path(self, task_id: str) -> Path:
+        return self.tasks_dir / f"{task_id}.json"
+
+    def journal_path(self, task_id: str) -> Path:
+        return self.tasks_dir / f"{task_id}.jsonl"
+
+    def cache_dir(self, task_id: str) -> Path:
+        return self.tasks_dir / task_id / "cache"
+
+    def ensure(self) -> None:
+        try:
+            self.tasks_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the task store {self.tasks_dir}: {exc.strerror}") \
+                from exc
+
+    # -- writing ---------------------------------------------------------
+
+    def save(self, task: Task, *, lock: TaskLock | None = None) -> int:
+        """Checkpoint `task` atomically; returns the bytes written.
+
+        With a `lock`, the write is refused if another process took the task
+        over since (its epoch is newer than ours).
+        """
+        if lock is not None:
+            holder = self.owner(task.id)
+            if holder is not None and holder[1] != lock.epoch:
+                raise StaleEpochError(
+                    f"task {task.id} was taken over by process {holder[0]} (epoch {holder[1]}); "
+                    f"this process (epoch {lock.epoch}) stops writing",
+                )
+        task.updated_at = time.time()
+        data: Any = task.to_dict()
+        if self.redact is not None:
+            data = self.redact(data)
+        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+        try:
+            self.ensure()
+            atomic_write_bytes(self.task_path(task.id), payload, fsync=self.fsync)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot save task {task.id} to {self.task_path(task.id)}: "
+                f"{exc.strerror or exc}; the previous checkpoint is intact",
+            ) from exc
+        return len(payload)
+
+    def journal(self, task_id: str) -> JournalWriter:
+        self.ensure()
+        return JournalWriter(self.journal_path(task_id), fsync=self.fsync, redact=self.redact)
+
+    def lock(self, task_id: str) -> TaskLock:
+        self.ensure()
+        return TaskLock(self, task_id)
+
+    def owner(self, task_id: str) -> tuple[int, int] | None:
+        """(pid, epoch) of the task's last owner, if recorded."""
+        try:
+            data = json.loads((self.tasks_dir / f"{task_id}.owner").read_bytes())
+            return int(data["pid"]), int(data["epoch"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def remove(self, task_id: str) -> None:
+        """Delete a task's files; refuses while another process runs it."""
+        lock = self.lock(task_id)
+        lock.acquire(epoch=-1)
+        try:
+            for suffix in (".json", ".jsonl", ".owner"):
+                with contextlib.suppress(FileNotFoundError):
+                    (self.tasks_dir / f"{task_id}{suffix}").unlink()
+            import shutil
+
+            shutil.rmtree(self.tasks_dir / task_id, ignore_errors=True)
+        finally:
+            lock.release()
+            with contextlib.suppress(FileNotFoundError):
+                (self.tasks_dir / f"{task_id}.lock").unlink()
+
+    # -- reading ---------------------------------------------------------
+
+    def load(self, task_id: str) -> Task:
+        """The task with this exact id; a damaged file is moved aside with a clear error."""
+        path = self.task_path(task_id)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise TaskNotFoundError(f"no task {task_id!r} in {self.tasks_dir}") from None
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot read: {exc.strerror}") from exc
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            data = migrate(data, source=str(path))
+            return Task.from_dict(data)
+        except SchemaVersionError:
+            raise
+        except (ValueError, KeyError, TypeError) as exc:
+            aside = self._move_aside(path)
+            raise CorruptTaskError(
+                f"{path}: damaged task file ({exc}); moved aside to {aside.name}",
+            ) from None
+
+    def _move_aside(self, path: Path) -> Path:
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+        with contextlib.suppress(OSError):
+            os.replace(path, aside)
+        return aside
+
+    def ids(self) -> list[str]:
+        try:
+            return sorted(p.name[:-5] for p in self.tasks_dir.glob("*.json"))
+        except OSError:
+            return []
+
+    def all(self) -> tuple[list[Task], list[StoreProblem]]:
+        """Every readable task (newest first) and the files that could not be read."""
+        tasks: list[Task] = []
+        problems: list[StoreProblem] = []
+        for task_id in self.ids():
+            try:
+                tasks.append(self.load(task_id))
+            except StoreError as exc:
+                problems.append(StoreProblem(self.task_path(task_id), str(exc)))
+        tasks.sort(key=lambda t: t.created_at, reverse=True)
+        return tasks, problems
+
+    def resolve(self, ref: str) -> str:
+        """The id a user means by an id, a unique prefix, or `last`."""
+        ids = self.ids()
+        if ref == "last":
+            if not ids:
+                raise TaskNotFoundError(f"no tasks yet in {self.tasks_dir}")
+            tasks, _ = self.all()
+            if not tasks:
+                raise TaskNotFoundError(f"no readable tasks in {self.tasks_dir}")
+            return max(tasks, key=lambda t: t.updated_at).id
+        if ref in ids:
+            return ref
+        matches = [i for i in ids if i.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise TaskNotFoundError(f"no task matches {ref!r} (see `normalize tasks`)")
+        shown = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
+        raise TaskNotFoundError(f"{ref!r} is ambiguous: it matches {shown}")
+
+    def events(self, task_id: str) -> Iterator[dict[str, Any]]:
+        """The task's journal, oldest first; damaged lines are skipped with a warning."""
+        return read_journal(self.journal_path(task_id), warn=self.warnings.append)
+
+    def events_since(self, task: Task) -> Iterator[dict[str, Any]]:
+        """The journal's events written after the task's last checkpoint."""
+        return read_journal(self.journal_path(task.id), offset=task.journal_offset,
+                            warn=self.warnings.append)
+
+    def last_seq(self, task: Task) -> int:
+        """The highest event seq written for `task`, read from the journal's tail."""
+        tail = tail_events(self.journal_path(task.id), limit=1)
+        return max(task.seq, int(tail[-1].get("seq", 0)) if tail else 0)
+
+    def tail(self, task_id: str, limit: int = 50) -> list[dict[str, Any]]:
+        return tail_events(self.journal_path(task_id), limit)

@@ -1,0 +1,51 @@
+"""Conditions on an action's result: built-ins and plugins (`normalize.conditions`).
+
+    success · failure · always · contains:TEXT · not_contains:TEXT ·
+    matches:REGEX · exit_code:N · var:NAME (the variable is set and not empty)
+
+A plugin condition is a callable `(result, argument, variables) -> bool`
+registered under a name; `name:argument` passes the part after the colon.
+`llm` is decided by a model, so drivers handle it themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from normalize.plugins import PluginGroup
+from normalize.task import ActionResult, ResultStatus
+
+ConditionFn = Callable[[ActionResult | None, str, Mapping[str, Any]], bool]
+
+CONDITIONS: PluginGroup[ConditionFn] = PluginGroup("normalize.conditions", dict)
+
+
+def is_condition(name: str) -> bool:
+    """Whether `name` (or `name:arg`) names a registered plugin condition."""
+    return name.partition(":")[0] in CONDITIONS
+
+
+def evaluate(condition: str, result: ActionResult | None, variables: Mapping[str, Any]) -> bool:
+    """Whether `condition` holds for `result` (None: no action ran yet)."""
+    ok = result is not None and result.status is ResultStatus.SUCCESS
+    text = "" if result is None else (result.output or result.preview) + (result.error or "")
+    if condition == "always":
+        return True
+    if condition == "success":
+        return ok
+    if condition == "failure":
+        return result is not None and not ok
+    kind, _, arg = condition.partition(":")
+    if kind == "contains":
+        return arg in text
+    if kind == "not_contains":
+        return arg not in text
+    if kind == "matches":
+        return re.search(arg, text, re.MULTILINE) is not None
+    if kind == "exit_code":
+        return result is not None and result.exit_code == int(arg)
+    if kind == "var":
+        return bool(variables.get(arg))
+    return CONDITIONS.get(kind)(result, arg, variables)

@@ -1,0 +1,41 @@
+"""`{var}` interpolation in workflow strings; `{{` and `}}` stand for literal braces."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_VAR = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
+
+
+def variables_in(text: str) -> list[str]:
+    """The variable names `text` refers to, in order."""
+    return [m.group(1) for m in _VAR.finditer(text) if m.group(1)]
+
+
+def _lookup(name: str, values: Mapping[str, Any]) -> Any:
+    if name in values:
+        return values[name]
+    head, _, rest = name.partition(".")
+    value: Any = values[head]
+    for part in rest.split("."):
+        value = value[int(part)] if isinstance(value, list) else value[part]
+    return value
+
+
+def interpolate(text: str, values: Mapping[str, Any]) -> str:
+    """Replace `{name}` (and `{name.field}`) with its value; unknown names raise KeyError."""
+
+    def sub(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token == "{{":
+            return "{"
+        if token == "}}":
+            return "}"
+        value = _lookup(match.group(1), values)
+        if isinstance(value, list):
+            return " ".join(str(v) for v in value)
+        return str(value)
+
+    return _VAR.sub(sub, text)

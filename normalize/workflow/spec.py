@@ -1,0 +1,118 @@
+"""The parsed form of a workflow file: plain data that round-trips through JSON.
+
+A task stores its workflow's spec (not the file's path alone), so a resumed
+task runs the workflow it started with even if the file changed since.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+JSON = dict[str, Any]
+
+
+@dataclass
+class StepSpec:
+    """One entry of `[[workflow.steps]]` (or of a nested `steps`)."""
+
+    name: str
+    action: str | None = None
+    capture: str | None = None
+    transform: str | None = None
+    on_error: str = "fail"
+    on_interrupt: str | None = None
+    condition: str | None = None
+    for_each: str | None = None
+    as_: str = "item"
+    parallel: bool = False
+    max_concurrency: int = 4
+    steps: list[StepSpec] = field(default_factory=list)
+    context: str | None = None
+    cache: str | None = None
+    retry: JSON | None = None
+    timeout: float | None = None
+    workflow: str | None = None
+    prompt: str | None = None
+    max_turns: int | None = None
+    line: int = 0
+
+    def to_dict(self) -> JSON:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: JSON) -> StepSpec:
+        data = dict(data)
+        data["steps"] = [StepSpec.from_dict(s) for s in data.get("steps", [])]
+        return cls(**data)
+
+
+@dataclass
+class TransitionSpec:
+    """One `[[states.transitions]]` entry."""
+
+    next: str
+    condition: str = "always"
+    line: int = 0
+
+
+@dataclass
+class StateSpec:
+    """One `[[states]]` entry."""
+
+    name: str
+    action: str | None = None
+    transitions: list[TransitionSpec] = field(default_factory=list)
+    terminal: bool = False
+    status: str = "done"  # how reaching this terminal state ends the task
+    summary: str | None = None
+    on_entry: str | None = None
+    on_exit: str | None = None
+    capture: str | None = None
+    timeout: float | None = None
+    on_interrupt: str | None = None
+    workflow: str | None = None
+    prompt: str | None = None
+    max_turns: int | None = None
+    line: int = 0
+
+    def to_dict(self) -> JSON:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: JSON) -> StateSpec:
+        data = dict(data)
+        data["transitions"] = [TransitionSpec(**t) for t in data.get("transitions", [])]
+        return cls(**data)
+
+
+@dataclass
+class WorkflowSpec:
+    """A whole workflow file, validated."""
+
+    name: str
+    path: str
+    driver: str
+    description: str = ""
+    version: int = 1
+    vars: JSON = field(default_factory=dict)
+    context: JSON = field(default_factory=dict)
+    cache: JSON = field(default_factory=dict)
+    retry: JSON = field(default_factory=dict)
+    limits: JSON = field(default_factory=dict)
+    llm: JSON | None = None
+    permissions: JSON = field(default_factory=dict)
+    on_interrupt: str | None = None
+    steps: list[StepSpec] = field(default_factory=list)
+    states: list[StateSpec] = field(default_factory=list)
+    includes: JSON = field(default_factory=dict)  # nested workflow files, by path
+
+    def to_dict(self) -> JSON:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: JSON) -> WorkflowSpec:
+        data = dict(data)
+        data["steps"] = [StepSpec.from_dict(s) for s in data.get("steps", [])]
+        data["states"] = [StateSpec.from_dict(s) for s in data.get("states", [])]
+        return cls(**data)
