@@ -1,0 +1,32 @@
+"""Test helpers users can import: a strict scripted model and fake model servers.
+
+`FakeModelServer`, `Fault` and `Reply` load `http.server` on first use only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from normalize.testing.scripted import ScriptedModel, ScriptExhaustedError
+
+if TYPE_CHECKING:
+    from normalize.testing.servers import FakeModelServer, Fault, RecordedRequest, Reply
+
+__all__ = [
+    "FakeModelServer",
+    "Fault",
+    "RecordedRequest",
+    "Reply",
+    "ScriptExhaustedError",
+    "ScriptedModel",
+]
+
+_LAZY = {"FakeModelServer", "Fault", "RecordedRequest", "Reply"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from normalize.testing import servers
+
+        return getattr(servers, name)
+    raise AttributeError(f"module 'normalize.testing' has no attribute {name!r}")

@@ -1,0 +1,276 @@
+"""Anthropic models through the official SDK, streamed as raw Messages events.
+
+The SDK takes about a second to import, so it is imported only when a client
+first sends a request; `prefetch_import` starts that import in a background
+thread so a caller can overlap it with its own set-up. The SDK's own retries
+are off (`max_retries=0`): `providers.base.complete` retries, so that a UI can
+be told about each attempt and a cut stream is retried like any other failure.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from normalize.cancel import CancelToken
+from normalize.errors import MissingKeyError, ProviderError
+from normalize.providers.base import (
+    Completed,
+    IncompleteStreamError,
+    ModelEvent,
+    ModelRequest,
+    ProviderStatusError,
+    TextDelta,
+    ThinkingDelta,
+    TurnCancelledError,
+    UsageReport,
+    headers_retry_after,
+    one_line,
+    status_error,
+)
+from normalize.providers.transport import abort_response, is_transport_error
+
+KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+MIN_THINKING_BUDGET = 1024
+DEFAULT_TIMEOUT = 600.0
+
+MISSING_KEY = (
+    "no API key for anthropic: set ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL for a proxy), "
+    "or use a local model with --model ollama:MODEL, "
+    "or drive the task yourself with `normalize resume ID --driver user`"
+)
+
+_SDK_NOTICES = r"(The model '.*' is deprecated|Using Claude with .* is deprecated)"
+
+RETRYABLE_ERROR_TYPES = frozenset(
+    {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+)
+
+
+def prefetch_import() -> threading.Thread:
+    """Start `import anthropic` in a daemon thread and return the thread."""
+
+    def load() -> None:
+        import anthropic  # noqa: F401
+
+    thread = threading.Thread(target=load, name="normalize-import-anthropic", daemon=True)
+    thread.start()
+    return thread
+
+
+def build_params(request: ModelRequest, model: str) -> dict[str, Any]:
+    """The keyword arguments for `messages.create` (without `stream`)."""
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_tokens,
+        "messages": [{"role": m["role"], "content": m["content"]} for m in request.messages],
+    }
+    if request.system:
+        block: dict[str, Any] = {"type": "text", "text": request.system}
+        if request.cache_system:
+            block["cache_control"] = {"type": "ephemeral"}
+        params["system"] = [block]
+    if request.thinking:
+        budget = request.thinking_budget or max(MIN_THINKING_BUDGET, request.max_tokens // 2)
+        budget = max(budget, MIN_THINKING_BUDGET)
+        params["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        # The budget counts toward max_tokens and must stay below it.
+        params["max_tokens"] = max(request.max_tokens, budget + MIN_THINKING_BUDGET)
+    elif request.temperature is not None:
+        # Through extra_body: recent SDKs dropped the keyword; the API still reads it.
+        params["extra_body"] = {"temperature": request.temperature}
+    return params
+
+
+class AnthropicClient:
+    """A ModelClient for the Anthropic Messages API."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        auth_token: str | None = None,
+        base_url: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self._api_key = api_key
+        self._auth_token = auth_token
+        self._timeout = timeout
+        self._sdk: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"AnthropicClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    def _client(self) -> Any:
+        """The SDK client, created (and the SDK imported) on first use."""
+        with self._lock:
+            if self._sdk is None:
+                import anthropic
+
+                self._sdk = anthropic.Anthropic(
+                    api_key=self._api_key,
+                    auth_token=self._auth_token if self._api_key is None else None,
+                    base_url=self.base_url,
+                    max_retries=0,
+                    timeout=self._timeout,
+                )
+            return self._sdk
+
+    def close(self) -> None:
+        """Release the SDK's connection pool."""
+        with self._lock:
+            sdk, self._sdk = self._sdk, None
+        if sdk is not None:
+            sdk.close()
+
+    def stream(
+        self, request: ModelRequest, cancel: CancelToken | None = None
+    ) -> Iterator[ModelEvent]:
+        """Send `request` and yield its events; raises ProviderError on any failure."""
+        model = request.model or self.model
+        label = f"anthropic {model}"
+        if cancel is not None and cancel.cancelled:
+            raise TurnCancelledError()
+        # The SDK warns (attributed to this module, so hidden by Python's default
+        # filters) about deprecated models; keep that true under warnings-as-errors.
+        warnings.filterwarnings(
+            "ignore", _SDK_NOTICES, DeprecationWarning, r"normalize\.providers\.anthropic"
+        )
+        try:
+            raw = self._client().messages.create(**build_params(request, model), stream=True)
+        except Exception as err:
+            raise _map_error(err, label, cancel) from err
+        unregister = None
+        if cancel is not None:
+            unregister = cancel.on_cancel(lambda: abort_response(raw.response))
+        try:
+            yield from _events(raw, label, model, cancel)
+        except ProviderError:
+            raise
+        except Exception as err:
+            raise _map_error(err, label, cancel) from err
+        finally:
+            if unregister is not None:
+                unregister()
+            raw.close()
+
+
+def _events(raw: Any, label: str, model: str, cancel: CancelToken | None) -> Iterator[ModelEvent]:
+    """Translate the SDK's raw stream events; fail when `message_stop` never comes."""
+    text: list[str] = []
+    thinking: list[str] = []
+    usage = UsageReport()
+    stop_reason = ""
+    for event in raw:
+        if cancel is not None and cancel.cancelled:
+            raise TurnCancelledError()
+        kind = getattr(event, "type", "")
+        if kind == "message_start":
+            usage = _merge_usage(usage, event.message.usage)
+            yield usage
+        elif kind == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta" and delta.text:
+                text.append(delta.text)
+                yield TextDelta(delta.text)
+            elif delta.type == "thinking_delta" and delta.thinking:
+                thinking.append(delta.thinking)
+                yield ThinkingDelta(delta.thinking)
+        elif kind == "message_delta":
+            stop_reason = event.delta.stop_reason or stop_reason
+            usage = _merge_usage(usage, event.usage)
+            yield usage
+        elif kind == "message_stop":
+            yield Completed(
+                text="".join(text),
+                thinking="".join(thinking),
+                stop_reason=stop_reason or "end_turn",
+                usage=usage,
+                model=model,
+                provider="anthropic",
+            )
+            return
+    partial = "".join(text)
+    raise IncompleteStreamError(
+        f"{label}: the stream ended before message_stop ({len(partial)} characters received)",
+        partial=partial,
+    )
+
+
+def _merge_usage(usage: UsageReport, new: Any) -> UsageReport:
+    """Fold an SDK usage object into `usage`; the API's counts are cumulative."""
+
+    def pick(name: str, old: int) -> int:
+        value = getattr(new, name, None)
+        return old if value is None else int(value)
+
+    return UsageReport(
+        input_tokens=pick("input_tokens", usage.input_tokens),
+        output_tokens=pick("output_tokens", usage.output_tokens),
+        cache_read_tokens=pick("cache_read_input_tokens", usage.cache_read_tokens),
+        cache_write_tokens=pick("cache_creation_input_tokens", usage.cache_write_tokens),
+    )
+
+
+def _map_error(err: Exception, label: str, cancel: CancelToken | None) -> ProviderError:
+    """Turn an SDK or transport exception into a one-line ProviderError."""
+    if cancel is not None and cancel.cancelled:
+        return TurnCancelledError()
+    if isinstance(err, ProviderError):
+        return err
+    import anthropic
+
+    if isinstance(err, anthropic.APIStatusError):
+        error_type = getattr(err, "type", None) or ""
+        detail = getattr(err, "api_message", None) or err.message
+        if err.status_code < 400:
+            # An `error` event inside a 200 stream: judge it by its type.
+            return ProviderStatusError(
+                one_line(f"{label}: {error_type or 'error'} during the stream: {detail}"),
+                retryable=error_type in RETRYABLE_ERROR_TYPES or not error_type,
+            )
+        detail = f"{error_type}: {detail}" if error_type else str(detail)
+        return status_error(
+            label, err.status_code, detail, retry_after=headers_retry_after(err.response.headers)
+        )
+    if isinstance(err, anthropic.APITimeoutError):
+        return ProviderError(f"{label}: the request timed out", retryable=True)
+    if isinstance(err, anthropic.APIConnectionError):
+        cause = err.__cause__ or err
+        return ProviderError(one_line(f"{label}: connection failed: {cause}"), retryable=True)
+    if is_transport_error(err):
+        return ProviderError(one_line(f"{label}: connection lost: {err}"), retryable=True)
+    if isinstance(err, anthropic.AnthropicError):
+        return ProviderError(one_line(f"{label}: {err}"))
+    raise err
+
+
+def create(
+    model: str,
+    *,
+    base_url: str | None = None,
+    env: Mapping[str, str] | None = None,
+    **opts: Any,
+) -> AnthropicClient:
+    """Provider factory: an AnthropicClient from `env` (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL)."""
+    environ = os.environ if env is None else env
+    api_key = opts.pop("api_key", None) or environ.get("ANTHROPIC_API_KEY") or None
+    auth_token = None if api_key else environ.get("ANTHROPIC_AUTH_TOKEN") or None
+    if not api_key and not auth_token:
+        raise MissingKeyError(MISSING_KEY)
+    return AnthropicClient(
+        model,
+        api_key=api_key,
+        auth_token=auth_token,
+        base_url=base_url or environ.get("ANTHROPIC_BASE_URL") or None,
+        timeout=float(opts.pop("timeout", DEFAULT_TIMEOUT)),
+    )

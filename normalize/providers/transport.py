@@ -1,0 +1,41 @@
+"""Helpers for the HTTP layer under the providers, without importing it."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+_TRANSPORT_MODULES = frozenset({"httpx", "httpx2", "httpcore", "httpcore2"})
+_TRANSPORT_BASES = frozenset(
+    {"TransportError", "NetworkError", "ProtocolError", "TimeoutException"}
+)
+
+
+def is_transport_error(err: BaseException) -> bool:
+    """Whether `err` is a network failure (from httpx/httpcore or the OS), worth retrying."""
+    if isinstance(err, OSError):
+        return True
+    return any(
+        cls.__module__.split(".")[0] in _TRANSPORT_MODULES and cls.__name__ in _TRANSPORT_BASES
+        for cls in type(err).__mro__
+    )
+
+
+def abort_response(response: Any) -> None:
+    """Stop a streaming response from another thread, waking a blocked read.
+
+    Closing a socket does not wake a thread blocked in `recv` on Linux;
+    shutting it down does, so the socket under the response is shut down
+    first (best effort), then the response is closed.
+    """
+    try:
+        stream = response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(sock, socket.socket):
+            sock.shutdown(socket.SHUT_RDWR)
+    except Exception:  # best effort; close() below still runs
+        pass
+    try:
+        response.close()
+    except Exception:
+        pass

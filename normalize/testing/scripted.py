@@ -1,0 +1,144 @@
+"""A strict scripted model for tests and for users' CI (`--model scripted:FILE`).
+
+Each call consumes the next step of the script: a reply string, a callable
+that builds the reply from the request, or an exception to raise. A call past
+the end fails loudly (`ScriptExhaustedError`), and `assert_done` fails when
+steps are left over, so a test notices both a model called too often and a
+model called too rarely. Usage is estimated as in `providers.synthetic`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import tomllib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from normalize.cancel import CancelToken
+from normalize.errors import ConfigError, ProviderError
+from normalize.providers.base import ModelEvent, ModelRequest, TurnCancelledError, one_line
+from normalize.providers.synthetic import PromptCache, synthetic_turn
+
+Step = str | Callable[[ModelRequest], str] | BaseException
+
+
+class ScriptExhaustedError(ProviderError, AssertionError):
+    """The scripted model was called more often than its script allows."""
+
+
+class ScriptedModel:
+    """A ModelClient that plays a fixed script and records every request."""
+
+    name = "scripted"
+
+    def __init__(self, steps: Iterable[Step] = (), *, model: str = "scripted") -> None:
+        self.model = model
+        self.steps: list[Step] = list(steps)
+        self.requests: list[ModelRequest] = []
+        self._next = 0
+        self._lock = threading.Lock()
+        self._cache = PromptCache()
+
+    def __repr__(self) -> str:
+        return f"ScriptedModel(model={self.model!r}, steps={len(self.steps)}, used={self._next})"
+
+    def add(self, *steps: Step) -> None:
+        """Append steps to the script."""
+        with self._lock:
+            self.steps.extend(steps)
+
+    @property
+    def remaining(self) -> int:
+        """Steps not yet played."""
+        return len(self.steps) - self._next
+
+    def stream(
+        self, request: ModelRequest, cancel: CancelToken | None = None
+    ) -> Iterator[ModelEvent]:
+        """Record `request`, then play the next step as a streamed turn."""
+        if cancel is not None and cancel.cancelled:
+            raise TurnCancelledError()
+        with self._lock:
+            self.requests.append(request)
+            index = self._next
+            if index >= len(self.steps):
+                raise ScriptExhaustedError(
+                    one_line(
+                        f"scripted model {self.model!r} got call {index + 1} but its script has "
+                        f"{len(self.steps)} step(s); last message: {request.last_message!r}",
+                        500,
+                    )
+                )
+            self._next += 1
+        step = self.steps[index]
+        if isinstance(step, BaseException):
+            raise step
+        text = step if isinstance(step, str) else step(request)
+        yield from synthetic_turn(text, self._cache.usage(request, text), model=self.model)
+
+    def assert_done(self) -> None:
+        """Fail (AssertionError) when script steps were never played."""
+        left = self.remaining
+        if left:
+            preview = ", ".join(_describe(s) for s in self.steps[self._next : self._next + 3])
+            raise AssertionError(
+                f"scripted model {self.model!r} has {left} unplayed step(s) of "
+                f"{len(self.steps)}: {preview}"
+            )
+
+    @classmethod
+    def from_file(cls, path: str | Path, *, model: str | None = None) -> ScriptedModel:
+        """Load a script from JSON (a list, or {"replies": [...]}) or TOML (replies = [...])."""
+        path = Path(path)
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except OSError as err:
+            raise ConfigError(f"cannot read script: {err.strerror or err}", file=str(path)) from err
+        try:
+            data: Any = tomllib.loads(raw) if path.suffix == ".toml" else json.loads(raw)
+        except (ValueError, tomllib.TOMLDecodeError) as err:
+            raise ConfigError(f"cannot parse script: {err}", file=str(path)) from err
+        if isinstance(data, dict):
+            data = data.get("replies")
+        if not isinstance(data, list):
+            raise ConfigError(
+                "a script is a list of replies (or a table with `replies`)", file=str(path)
+            )
+        steps = [_step_from_data(item, path, n) for n, item in enumerate(data, 1)]
+        return cls(steps, model=model or path.stem)
+
+
+def _step_from_data(item: Any, path: Path, number: int) -> Step:
+    """A reply string, or `{"text": ...}`, or `{"error": ..., "retryable": bool}`."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, dict):
+        if isinstance(item.get("text"), str):
+            return str(item["text"])
+        if isinstance(item.get("error"), str):
+            return ProviderError(str(item["error"]), retryable=bool(item.get("retryable")))
+    raise ConfigError(
+        f"reply {number} must be a string, {{text = ...}} or {{error = ...}}", file=str(path)
+    )
+
+
+def _describe(step: Step) -> str:
+    if isinstance(step, str):
+        return repr(step if len(step) <= 40 else step[:39] + "…")
+    if isinstance(step, BaseException):
+        return f"raise {type(step).__name__}"
+    return f"<{getattr(step, '__name__', 'callable')}>"
+
+
+def create(
+    model: str,
+    *,
+    base_url: str | None = None,
+    env: Mapping[str, str] | None = None,
+    **opts: Any,
+) -> ScriptedModel:
+    """Provider factory for `scripted:FILE`."""
+    del base_url, env
+    return ScriptedModel.from_file(model, **opts)

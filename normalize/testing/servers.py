@@ -1,0 +1,595 @@
+"""A local fake model server speaking the real Anthropic and OpenAI streaming protocols.
+
+The only fake normalize allows in tests is the model, and only at the HTTP
+boundary: the real SDK and httpx clients talk to this server through a base
+URL. Each test scripts a queue of responses, reply texts or faults:
+
+    with FakeModelServer(["Hello!"], models={"claude-haiku-4-5": ["from haiku"]}) as server:
+        server.add(Fault.status(529), "second try works")
+        client = create_client("anthropic:claude-sonnet-4-5", base_url=server.url,
+                               env={"ANTHROPIC_API_KEY": "test"})
+        ...
+        assert server.requests[-1].model == "claude-sonnet-4-5"
+
+`POST /v1/messages` answers as the Anthropic Messages API (SSE events from
+`message_start` to `message_stop`); `POST /v1/chat/completions` as OpenAI's
+chat completions (`data:` chunks ending with `[DONE]`). Streams use chunked
+transfer encoding, so a cut stream can end cleanly (the body is complete but
+the final event is missing) or abruptly (the connection drops mid-body).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal
+
+from normalize.providers.synthetic import estimate_tokens
+
+ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A successful streamed reply; `delay` waits before answering, `chunk_delay` between chunks."""
+
+    text: str
+    thinking: str = ""
+    stop_reason: str = "end_turn"
+    usage: Mapping[str, int] | None = None
+    delay: float = 0.0
+    chunk_delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A failure to play instead of a reply; build one with the class methods."""
+
+    kind: Literal["status", "cut", "error_event", "stall"]
+    code: int = 200
+    retry_after: str | None = None
+    after_text: str = ""
+    abrupt: bool = False
+    error_type: str = ""
+    message: str = ""
+    seconds: float = 0.0
+
+    @classmethod
+    def status(
+        cls,
+        code: int,
+        *,
+        retry_after: float | str | None = None,
+        error_type: str | None = None,
+        message: str | None = None,
+    ) -> Fault:
+        """An HTTP error response (e.g. 529, 429 with `retry-after`, 500, 401)."""
+        return cls(
+            kind="status",
+            code=code,
+            retry_after=None if retry_after is None else _header_value(retry_after),
+            error_type=error_type or ANTHROPIC_ERROR_TYPES.get(code, "api_error"),
+            message=message or f"fake error {code}",
+        )
+
+    @classmethod
+    def cut_stream(cls, after_text: str = "", *, abrupt: bool = False) -> Fault:
+        """Stream `after_text`, then stop without the final event and close the connection.
+
+        By default the HTTP body ends cleanly (the SDK sees no error at all);
+        `abrupt=True` drops the connection in the middle of the chunked body.
+        """
+        return cls(kind="cut", after_text=after_text, abrupt=abrupt)
+
+    @classmethod
+    def error_event(
+        cls,
+        after_text: str = "",
+        *,
+        error_type: str = "overloaded_error",
+        message: str = "Overloaded",
+    ) -> Fault:
+        """Stream `after_text`, then an SSE `error` event, then end the stream."""
+        return cls(
+            kind="error_event", after_text=after_text, error_type=error_type, message=message
+        )
+
+    @classmethod
+    def stall(cls, after_text: str = "", *, seconds: float = 30.0) -> Fault:
+        """Stream `after_text`, then send nothing for `seconds` (or until the server closes)."""
+        return cls(kind="stall", after_text=after_text, seconds=seconds)
+
+
+Item = str | Reply | Fault
+
+
+def _header_value(value: float | str) -> str:
+    if isinstance(value, str):
+        return value
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+@dataclass
+class RecordedRequest:
+    """One request the server received."""
+
+    api: Literal["anthropic", "openai", "unknown"]
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    at: float = field(default_factory=time.perf_counter)
+
+    @property
+    def model(self) -> str:
+        return str(self.body.get("model", ""))
+
+    @property
+    def system(self) -> Any:
+        """The system prompt as sent: Anthropic's `system` field, or OpenAI's system message."""
+        if self.api == "openai":
+            for message in self.body.get("messages", []):
+                if message.get("role") == "system":
+                    return message.get("content")
+            return None
+        return self.body.get("system")
+
+    @property
+    def last_message(self) -> str:
+        messages = self.body.get("messages") or [{}]
+        return str(messages[-1].get("content", ""))
+
+
+class FakeModelServer:
+    """A scripted Anthropic/OpenAI streaming server on 127.0.0.1, in a background thread."""
+
+    def __init__(
+        self,
+        replies: Iterable[Item] = (),
+        *,
+        models: Mapping[str, Iterable[Item]] | None = None,
+        chunk_size: int = 12,
+    ) -> None:
+        self.chunk_size = chunk_size
+        self.requests: list[RecordedRequest] = []
+        self.unexpected: list[RecordedRequest] = []
+        self.errors: list[BaseException] = []
+        self._queues: dict[str | None, deque[Item]] = {None: deque(replies)}
+        for model, items in (models or {}).items():
+            self._queues[model] = deque(items)
+        self._lock = threading.Lock()
+        self._seen_systems: set[str] = set()
+        self._stopping = threading.Event()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # life cycle
+
+    def start(self) -> FakeModelServer:
+        """Bind a free port and serve in a daemon thread."""
+        if self._httpd is None:
+            self._httpd = _Server(("127.0.0.1", 0), _Handler, self)
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="fake-model-server",
+                daemon=True,
+            )
+            self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving; stalled streams are released."""
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeModelServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def url(self) -> str:
+        """The base URL for the Anthropic SDK (`base_url=server.url`)."""
+        if self._httpd is None:
+            raise RuntimeError("the fake server is not started")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def openai_url(self) -> str:
+        """The base URL for OpenAI-compatible clients (ends in `/v1`)."""
+        return f"{self.url}/v1"
+
+    # script
+
+    def add(self, *items: Item, model: str | None = None) -> None:
+        """Queue responses; with `model`, only for requests naming that model."""
+        with self._lock:
+            self._queues.setdefault(model, deque()).extend(items)
+
+    def pending(self, model: str | None = None) -> int:
+        """Responses still queued (for `model`, or the shared queue)."""
+        with self._lock:
+            return len(self._queues.get(model, ()))
+
+    def assert_done(self) -> None:
+        """Fail when responses are left over or a request found none."""
+        with self._lock:
+            left = {k or "*": len(q) for k, q in self._queues.items() if q}
+        if left or self.unexpected:
+            raise AssertionError(
+                f"fake model server: unplayed responses {left}, "
+                f"{len(self.unexpected)} request(s) without a scripted response"
+            )
+
+    @property
+    def first_request_at(self) -> float | None:
+        """`time.perf_counter()` when the first request arrived, or None."""
+        return self.requests[0].at if self.requests else None
+
+    def _take(self, model: str) -> Item | None:
+        with self._lock:
+            queue = self._queues.get(model) if model in self._queues else self._queues[None]
+            return queue.popleft() if queue else None
+
+    def _cache_tokens(self, system: str, cached: bool) -> tuple[int, bool]:
+        """Tokens of `system` and whether it was seen before (prompt caching)."""
+        tokens = estimate_tokens(system)
+        if not cached or not system:
+            return tokens, False
+        with self._lock:
+            seen = system in self._seen_systems
+            self._seen_systems.add(system)
+        return tokens, seen
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(
+        self, address: tuple[str, int], handler: type[_Handler], fake: FakeModelServer
+    ) -> None:
+        super().__init__(address, handler)
+        self.fake = fake
+
+    def handle_error(self, _request: Any, _client_address: Any) -> None:
+        err = sys.exc_info()[1]
+        if err is not None and not isinstance(err, ConnectionError | TimeoutError):
+            self.fake.errors.append(err)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Stay quiet: tests read `FakeModelServer.requests` instead."""
+
+    # plumbing
+
+    def _send_json(
+        self, status: int, payload: Any, headers: Mapping[str, str] | None = None
+    ) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("connection", "close")
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.close_connection = True
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.send_header("connection", "close")
+        self.send_header("request-id", "req_fake_" + secrets.token_hex(6))
+        self.end_headers()
+        self.close_connection = True
+
+    def _chunk(self, data: str) -> None:
+        raw = data.encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(raw), raw))
+        self.wfile.flush()
+
+    def _end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _drop(self) -> None:
+        """Close the connection in the middle of the chunked body."""
+        self.wfile.flush()
+        self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _pieces(self, text: str) -> list[str]:
+        size = max(1, self.server.fake.chunk_size)
+        return [text[i : i + size] for i in range(0, len(text), size)]
+
+    # requests
+
+    def do_POST(self) -> None:
+        fake = self.server.fake
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        path = self.path.split("?", 1)[0]
+        api: Literal["anthropic", "openai", "unknown"] = "unknown"
+        if path.endswith("/messages"):
+            api = "anthropic"
+        elif path.endswith("/chat/completions"):
+            api = "openai"
+        record = RecordedRequest(
+            api=api,
+            path=path,
+            body=body if isinstance(body, dict) else {},
+            headers={k.lower(): v for k, v in self.headers.items()},
+        )
+        with fake._lock:
+            fake.requests.append(record)
+        if api == "unknown":
+            self._send_json(404, {"error": {"type": "not_found_error", "message": path}})
+            return
+        item = fake._take(record.model)
+        if item is None:
+            fake.unexpected.append(record)
+            item = Fault.status(
+                400, message=f"fake server: no scripted response left for model {record.model!r}"
+            )
+        if isinstance(item, str):
+            item = Reply(item)
+        if isinstance(item, Fault) and item.kind == "status":
+            self._status(api, item)
+            return
+        if not record.body.get("stream"):
+            self._send_json(
+                400,
+                _error_body(
+                    api, "invalid_request_error", "fake server: only streamed requests are served"
+                ),
+            )
+            return
+        if isinstance(item, Reply) and item.delay:
+            fake._stopping.wait(item.delay)
+        if api == "anthropic":
+            self._anthropic(record, item)
+        else:
+            self._openai(record, item)
+
+    def _status(self, api: str, fault: Fault) -> None:
+        headers = {"retry-after": fault.retry_after} if fault.retry_after is not None else {}
+        self._send_json(fault.code, _error_body(api, fault.error_type, fault.message), headers)
+
+    def _usage(self, record: RecordedRequest, reply: Reply) -> dict[str, int]:
+        """Estimated usage: input from the request text, cached system prompt as in caching."""
+        system = record.system
+        cached = False
+        if isinstance(system, list):
+            cached = any(isinstance(b, dict) and b.get("cache_control") for b in system)
+            system = "".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+        system = str(system or "")
+        if record.api == "openai":
+            cached = True  # OpenAI caches long prompts automatically
+        messages = [m for m in record.body.get("messages", []) if m.get("role") != "system"]
+        message_tokens = sum(estimate_tokens(str(m.get("content", ""))) for m in messages)
+        system_tokens, seen = self.server.fake._cache_tokens(system, cached)
+        usage = {
+            "input_tokens": message_tokens + (0 if cached else system_tokens),
+            "output_tokens": max(1, estimate_tokens(reply.text + reply.thinking)),
+            "cache_read_input_tokens": system_tokens if cached and seen else 0,
+            "cache_creation_input_tokens": system_tokens if cached and not seen else 0,
+        }
+        usage.update(reply.usage or {})
+        return usage
+
+    # Anthropic Messages streaming
+
+    def _event(self, name: str, payload: Mapping[str, Any]) -> None:
+        self._chunk(f"event: {name}\ndata: {json.dumps(payload)}\n\n")
+
+    def _anthropic(self, record: RecordedRequest, item: Reply | Fault) -> None:
+        reply = item if isinstance(item, Reply) else Reply(item.after_text)
+        usage = self._usage(record, reply)
+        self._start_stream()
+        self._event(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_fake_" + secrets.token_hex(8),
+                    "type": "message",
+                    "role": "assistant",
+                    "model": record.model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {**usage, "output_tokens": 1},
+                },
+            },
+        )
+        index = 0
+        if reply.thinking:
+            self._block(index, "thinking", reply.thinking, reply.chunk_delay)
+            index += 1
+        text = reply.text if isinstance(item, Reply) else item.after_text
+        if text or isinstance(item, Reply):
+            stopping = self._block(
+                index, "text", text, reply.chunk_delay, open_only=isinstance(item, Fault)
+            )
+            if stopping:
+                return
+        if isinstance(item, Fault):
+            self._fault(
+                item,
+                lambda: self._event(
+                    "error",
+                    {"type": "error", "error": {"type": item.error_type, "message": item.message}},
+                ),
+            )
+            return
+        self._event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            },
+        )
+        self._event("message_stop", {"type": "message_stop"})
+        self._end_stream()
+
+    def _block(
+        self, index: int, kind: str, text: str, delay: float, open_only: bool = False
+    ) -> bool:
+        """Stream one content block; returns True when the server is stopping."""
+        start: dict[str, Any] = {"type": kind, kind: ""}
+        if kind == "thinking":
+            start["signature"] = ""
+        self._event(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": start},
+        )
+        if index == 0:
+            self._event("ping", {"type": "ping"})
+        for piece in self._pieces(text):
+            if delay and self.server.fake._stopping.wait(delay):
+                return True
+            self._event(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": f"{kind}_delta", kind: piece},
+                },
+            )
+        if kind == "thinking":
+            self._event(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "signature_delta", "signature": "fake-signature"},
+                },
+            )
+        if not open_only:
+            self._event("content_block_stop", {"type": "content_block_stop", "index": index})
+        return False
+
+    def _fault(self, fault: Fault, send_error: Any) -> None:
+        """Finish a stream the way `fault` says."""
+        if fault.kind == "error_event":
+            send_error()
+            self._end_stream()
+        elif fault.kind == "stall":
+            self.server.fake._stopping.wait(fault.seconds)
+            self._drop()
+        elif fault.abrupt:
+            self._drop()
+        else:
+            self._end_stream()
+
+    # OpenAI chat-completions streaming
+
+    def _openai(self, record: RecordedRequest, item: Reply | Fault) -> None:
+        reply = item if isinstance(item, Reply) else Reply(item.after_text)
+        ident = "chatcmpl-fake" + secrets.token_hex(6)
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> None:
+            payload = {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": record.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+            self._chunk(f"data: {json.dumps(payload)}\n\n")
+
+        self._start_stream()
+        chunk({"role": "assistant", "content": ""})
+        for piece in self._pieces(reply.thinking):
+            if reply.chunk_delay and self.server.fake._stopping.wait(reply.chunk_delay):
+                return
+            chunk({"reasoning_content": piece})
+        for piece in self._pieces(reply.text):
+            if reply.chunk_delay and self.server.fake._stopping.wait(reply.chunk_delay):
+                return
+            chunk({"content": piece})
+        if isinstance(item, Fault):
+            error = {
+                "error": {"message": item.message, "type": item.error_type, "code": item.error_type}
+            }
+            self._fault(item, lambda: self._chunk(f"data: {json.dumps(error)}\n\n"))
+            return
+        chunk({}, "length" if reply.stop_reason == "max_tokens" else "stop")
+        if (record.body.get("stream_options") or {}).get("include_usage"):
+            usage = self._usage(record, reply)
+            cached = usage["cache_read_input_tokens"]
+            prompt = usage["input_tokens"] + cached + usage["cache_creation_input_tokens"]
+            self._chunk(
+                "data: "
+                + json.dumps(
+                    {
+                        "id": ident,
+                        "object": "chat.completion.chunk",
+                        "model": record.model,
+                        "choices": [],
+                        "usage": {
+                            "prompt_tokens": prompt,
+                            "completion_tokens": usage["output_tokens"],
+                            "total_tokens": prompt + usage["output_tokens"],
+                            "prompt_tokens_details": {"cached_tokens": cached},
+                        },
+                    }
+                )
+                + "\n\n"
+            )
+        self._chunk("data: [DONE]\n\n")
+        self._end_stream()
+
+
+def _error_body(api: str, error_type: str, message: str) -> dict[str, Any]:
+    if api == "openai":
+        return {
+            "error": {"message": message, "type": error_type, "param": None, "code": error_type}
+        }
+    return {
+        "type": "error",
+        "error": {"type": error_type, "message": message},
+        "request_id": "req_fake_" + secrets.token_hex(6),
+    }
