@@ -1,0 +1,61 @@
+"""Crash-safe file writes shared by the edit tools and the task store."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from pathlib import Path
+
+__all__ = ["atomic_write", "fsync_directory"]
+
+
+def atomic_write(
+    path: Path | str, data: bytes, *, fsync: bool = True, mode: int | None = None
+) -> None:
+    """Replace `path` with `data` so readers see the old or the new file, never half of one.
+
+    The bytes go to a temporary file in the same directory, which is flushed,
+    fsynced and renamed over the target; then the directory is fsynced so the
+    rename itself survives a crash. A symlink is written through to its target.
+    The file keeps its permission bits; a new file gets `mode` or the umask's
+    default (`0o666 & ~umask`, applied by the kernel).
+    """
+    target = Path(os.path.realpath(path))
+    directory = target.parent
+    try:
+        keep = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        keep = None
+    tmp = directory / f".{target.name[:200]}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            if fsync:
+                os.fsync(fh.fileno())
+        wanted = mode if mode is not None else keep
+        if wanted is not None:
+            os.chmod(tmp, wanted)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if fsync:
+        fsync_directory(directory)
+
+
+def fsync_directory(directory: Path | str) -> None:
+    """Flush a directory entry to disk; a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
