@@ -1,0 +1,26 @@
+"""`outline`: the symbols of a source file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from normalize.tools.code.grammars import language_for, parser_for
+from normalize.tools.code.languages import RULES
+from normalize.tools.code.symbols import Symbol
+from normalize.tools.code.walker import Walker
+
+
+def outline(path: Path | str, text: str) -> list[Symbol] | None:
+    """The top-level symbols of `text` (children nested), or None when the language is unsupported.
+
+    `path` only picks the grammar; nothing is read from disk.
+    """
+    language = language_for(path)
+    if language is None:
+        return None
+    parser = parser_for(language)
+    if parser is None:
+        return None
+    src = text.encode("utf-8", "replace")
+    tree = parser.parse(src)
+    return Walker(src, RULES[language]).block(tree.root_node, "module")
