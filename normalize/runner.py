@@ -64,7 +64,8 @@ def parse_vars(pairs: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def load_spec(ref: str, workspace: Path, variables: Mapping[str, Any] | None = None) -> WorkflowSpec:
+def load_spec(ref: str, workspace: Path,
+              variables: Mapping[str, Any] | None = None) -> WorkflowSpec:
     """Find and validate a workflow by path or name."""
     from normalize.steps import is_step_kind
     from normalize.workflow.catalog import find_workflow

@@ -60,10 +60,9 @@ def _finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) ->
     task = outcome.task
     if outcome.status.value == "waiting" and task.pending is not None:
         target = env.stderr if json_output else env.stdout
+        how = "--approve / --deny" if task.pending.kind == "approval" else "--answer TEXT"
         target.write(f"task {task.id} is waiting: {task.pending.question}\n"
-                     f"  continue with: normalize resume {task.id} "
-                     f"{'--approve / --deny' if task.pending.kind == 'approval' else '--answer TEXT'}"
-                     f"\n")
+                     f"  continue with: normalize resume {task.id} {how}\n")
     elif outcome.status.value in ("interrupted", "limit_reached", "failed"):
         target = env.stderr
         target.write(f"  resume with: normalize resume {task.id}\n")

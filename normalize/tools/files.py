@@ -40,10 +40,10 @@ def is_binary(path: Path) -> bool:
 
 
 @lru_cache(maxsize=512)
-def _spec_for(gitignore: str, mtime: float) -> pathspec.PathSpec:
+def _spec_for(gitignore: str, mtime: float) -> pathspec.GitIgnoreSpec:
     del mtime  # part of the cache key only
     with open(gitignore, encoding="utf-8", errors="replace") as fh:
-        return pathspec.PathSpec.from_lines("gitwildmatch", fh)
+        return pathspec.GitIgnoreSpec.from_lines(fh)
 
 
 class IgnoreRules:
@@ -51,7 +51,7 @@ class IgnoreRules:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._specs: list[tuple[Path, pathspec.PathSpec]] = []
+        self._specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
 
     def enter(self, directory: Path) -> IgnoreRules:
         """Rules for `directory`: these plus its own `.gitignore`, if any."""

@@ -25,6 +25,7 @@ ON_ERROR = ("fail", "skip", "retry", "continue")
 ON_INTERRUPT = ("rerun", "fail", "ask")
 BUILTIN_CONDITIONS = ("success", "failure", "always", "llm")
 BUILTIN_VARS = ("task", "workspace")
+_VAR_TOKEN = re.compile(r"\{[A-Za-z_][A-Za-z0-9_.-]*\}")
 
 Checker = Callable[[Any], bool]
 _str: Checker = lambda v: isinstance(v, str)  # noqa: E731
@@ -158,6 +159,11 @@ def parse_toml(path: Path) -> tuple[dict[str, Any], str]:
 ConditionCheck = Callable[[str], bool]
 
 
+def _never(name: str) -> bool:
+    del name
+    return False
+
+
 def load_workflow(
     path: Path | str,
     *,
@@ -209,7 +215,7 @@ def load_workflow(
                 raise check.fail("workflow.llm.system_prompt_file",
                                  f"system_prompt_file {llm['system_prompt_file']!r} not found")
 
-    variables = {k: v for k, v in wf.get("vars", {}).items()}
+    variables = dict(wf.get("vars", {}))
     for key in variables:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
             raise check.fail(f"workflow.vars.{key}", f"invalid variable name {key!r}")
@@ -220,8 +226,8 @@ def load_workflow(
                           f"(it has: {', '.join(sorted(variables)) or 'none'})")
     variables.update(overrides or {})
 
-    conditions = is_condition or (lambda name: False)
-    step_kinds = is_step_kind or (lambda name: False)
+    conditions = is_condition or _never
+    step_kinds = is_step_kind or _never
     known = set(variables) | set(BUILTIN_VARS)
     driver = wf.get("driver")
     spec = WorkflowSpec(
@@ -231,7 +237,7 @@ def load_workflow(
         retry=tables["retry"], limits=dict(wf.get("limits", {})), llm=llm,
         permissions=dict(perms), on_interrupt=wf.get("on_interrupt"),
     )
-    validator = _Validator(check, conditions, step_kinds, _stack + (path.resolve(),))
+    validator = _Validator(check, conditions, step_kinds, (*_stack, path.resolve()))
     if raw_steps is not None:
         spec.steps = validator.steps(raw_steps, steps_key, known)
         spec.driver = driver or "workflow"
@@ -275,11 +281,16 @@ class _Validator:
             raise self.check.fail(where, "empty action")
         if self.is_step_kind(first):
             return
-        from normalize.intents import verb_for
+        from normalize.errors import UsageError
+        from normalize.intents import parse_command, verb_for
 
         if verb_for(first) is None:
             raise self.check.fail(where, f"unknown command or step kind {first!r} in "
                                          f"action {value!r}")
+        try:
+            parse_command(_VAR_TOKEN.sub("x", value))
+        except UsageError as exc:
+            raise self.check.fail(where, f"invalid action: {exc}") from None
 
     def condition(self, value: str | None, where: str) -> None:
         if value is None or value in BUILTIN_CONDITIONS or self.is_condition(value):

@@ -1,0 +1,149 @@
+"""The task store: atomic files, lookups, damaged files, journals, plugin loading."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from normalize.errors import CorruptTaskError, SchemaVersionError, TaskNotFoundError
+from normalize.events import Notice
+from normalize.store import TaskStore
+from normalize.store.journal import JournalWriter
+from normalize.task import Task, TaskStatus
+
+
+def make(store: TaskStore, task_id: str, goal: str = "g") -> Task:
+    task = Task(id=task_id, goal=goal, workspace="/tmp", driver="workflow")
+    store.save(task)
+    return task
+
+
+def test_round_trip_and_no_temp_files_left(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path)
+    task = make(store, "abc12345")
+    task.status = TaskStatus.WAITING
+    store.save(task)
+    assert store.load("abc12345").status is TaskStatus.WAITING
+    assert sorted(p.name for p in store.tasks_dir.iterdir()) == ["abc12345.json"]
+
+
+def test_resolve_ids_prefixes_and_last(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path)
+    make(store, "abc11111")
+    make(store, "abc22222")
+    newest = make(store, "def33333")
+    assert store.resolve("def") == "def33333"
+    assert store.resolve("abc1") == "abc11111"
+    assert store.resolve("last") == newest.id
+    with pytest.raises(TaskNotFoundError, match="ambiguous: it matches abc11111, abc22222"):
+        store.resolve("abc")
+    with pytest.raises(TaskNotFoundError, match="no task matches 'zzz'"):
+        store.resolve("zzz")
+
+
+def test_a_damaged_file_is_moved_aside_and_the_others_still_list(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path)
+    make(store, "good0000")
+    bad = store.task_path("bad00000")
+    bad.write_text('{"id": "bad00000", "work')
+    tasks, problems = store.all()
+    assert [t.id for t in tasks] == ["good0000"]
+    assert len(problems) == 1 and "bad00000.json: damaged task file" in problems[0].message
+    assert not bad.exists()
+    assert list(store.tasks_dir.glob("bad00000.json.corrupt-*"))
+    with pytest.raises(TaskNotFoundError):
+        store.load("bad00000")
+
+
+def test_truncated_file_error_names_it(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path)
+    make(store, "trunc000")
+    path = store.task_path("trunc000")
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(CorruptTaskError, match=r"trunc000\.json: damaged task file"):
+        store.load("trunc000")
+
+
+def test_a_newer_schema_is_refused_with_a_hint(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path)
+    task = make(store, "new00000")
+    data = task.to_dict()
+    data["schema_version"] = 99
+    store.task_path(task.id).write_text(json.dumps(data))
+    with pytest.raises(SchemaVersionError, match="upgrade"):
+        store.load(task.id)
+    assert store.task_path(task.id).exists()  # not moved aside: it is not damaged
+
+
+def test_journal_skips_a_torn_last_line_with_a_warning(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path)
+    task = make(store, "jjj00000")
+    writer = JournalWriter(store.journal_path(task.id))
+    writer.append(Notice(message="one", task_id=task.id, seq=1))
+    writer.append(Notice(message="two", task_id=task.id, seq=2))
+    writer.close()
+    with open(store.journal_path(task.id), "ab") as fh:
+        fh.write(b'{"type":"notice","mess')
+    events = list(store.events(task.id))
+    assert [e["message"] for e in events] == ["one", "two"]
+    assert len(store.warnings) == 1 and "torn last line" in store.warnings[0]
+    # a new writer starts on a fresh line, so the next event is whole
+    writer = JournalWriter(store.journal_path(task.id))
+    writer.append(Notice(message="three", task_id=task.id, seq=3))
+    writer.close()
+    assert [e["message"] for e in store.events(task.id)] == ["one", "two", "three"]
+
+
+def test_a_second_owner_is_refused_naming_the_pid(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path)
+    make(store, "lock0000")
+    code = ("import sys, time\nfrom pathlib import Path\nfrom normalize.store import TaskStore\n"
+            f"lock = TaskStore(Path({str(tmp_path)!r})).lock('lock0000')\nlock.acquire(epoch=5)\n"
+            "print('held', flush=True)\ntime.sleep(30)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        lock = store.lock("lock0000")
+        from normalize.errors import TaskLockedError
+
+        with pytest.raises(TaskLockedError, match=f"running in process {holder.pid}"):
+            lock.acquire(epoch=6)
+    finally:
+        holder.kill()
+        holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()
+    lock = store.lock("lock0000")
+    lock.acquire(epoch=6)  # taken over after the holder died
+    assert store.owner("lock0000") == (os.getpid(), 6)
+    lock.release()
+
+
+def test_a_plugin_that_fails_to_import_is_a_warning(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    dist = site / "fakeplug-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fakeplug\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[normalize.drivers]\nbroken = no_such_module_xyz:Driver\n"
+        "echo = fakeplug_mod:EchoDriver\n")
+    (site / "fakeplug_mod.py").write_text(
+        "class EchoDriver:\n    name = 'echo'\n"
+        "    @classmethod\n    def from_config(cls, config, services):\n        return cls()\n")
+    code = ("from normalize.drivers.base import DRIVERS\n"
+            "loaded = DRIVERS.load_all()\n"
+            "print(sorted(loaded))\nprint(DRIVERS.warnings[0])\n"
+            "print([i.origin for i in DRIVERS.infos() if i.name == 'echo'])\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    names, warning, origin = proc.stdout.strip().splitlines()
+    assert "echo" in names and "workflow" in names and "broken" not in names
+    assert "plugin 'broken' (no_such_module_xyz:Driver) failed to load" in warning
+    assert origin == "['plugin:fakeplug']"
