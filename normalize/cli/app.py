@@ -147,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     from normalize.cli.console import Environment, error_line, fail
 
     try:
-        app(args=argv, prog_name="normalize", standalone_mode=False)
+        # standalone_mode=False: click returns a command's `typer.Exit` code instead of exiting
+        status = app(args=argv, prog_name="normalize", standalone_mode=False)
     except NormalizeError as exc:
         return fail(Environment(), exc)
     except typer.Exit as exc:
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         error_line(Environment(), f"internal error: {type(exc).__name__}: {exc}",
                    "set NORMALIZE_DEBUG=1 to see the traceback, and please report it")
         return int(ExitStatus.FAILED)
-    return 0
+    return status if isinstance(status, int) else 0
 
 
 if __name__ == "__main__":
