@@ -1,0 +1,32 @@
+"""The README stays true: its test command is `.ci/run`'s, and its tables match the code."""
+
+from __future__ import annotations
+
+import re
+
+from helpers import REPO
+
+from normalize.errors import ExitStatus
+from normalize.events import EVENT_TYPES
+
+README = (REPO / "README.md").read_text()
+
+
+def test_readme_test_command_is_what_ci_runs() -> None:
+    block = README.split("<!-- test command -->", 1)[1].split("```sh\n", 1)[1].split("```")[0]
+    ci = (REPO / ".ci" / "run").read_text()
+    ci_block = ci.split("# --- test command ---\n", 1)[1].split("# --- end ---")[0]
+    assert block.strip().splitlines() == ci_block.strip().splitlines()
+
+
+def test_readme_documents_every_event_type() -> None:
+    section = README.split("The types and their own fields:", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `([a-z_]+)`(?:, `([a-z_]+)`)? \|", section, re.M))
+    names = {n for pair in documented for n in pair if n}
+    assert names == set(EVENT_TYPES)
+
+
+def test_readme_documents_every_exit_status() -> None:
+    section = README.split("## Exit statuses", 1)[1].split("\n## ", 1)[0]
+    codes = {int(c) for c in re.findall(r"^\| (\d+) \|", section, re.M)}
+    assert codes == {int(s) for s in ExitStatus}
