@@ -142,6 +142,57 @@ def tasks_rm(task: Annotated[str, typer.Argument(autocompletion=complete_task_id
     raise typer.Exit(remove_task(_env(), task))
 
 
+VERB_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}
+WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", "-w",
+                                                   help="Directory to work in.")]
+help_app = typer.Typer(help="Reference documentation.", no_args_is_help=True,
+                       rich_markup_mode=None)
+app.add_typer(help_app, name="help")
+
+
+def _verb(verb: str, ctx: typer.Context, workspace: Path | None, json_output: bool) -> None:
+    from normalize.cli.verbs import run_verb
+
+    raise typer.Exit(run_verb(_env(), verb, list(ctx.args), workspace=workspace,
+                              json_output=json_output))
+
+
+@app.command(context_settings=VERB_SETTINGS)
+def view(ctx: typer.Context, workspace: WorkspaceOpt = None, json_output: JsonOpt = False) -> None:
+    """View PATH, PATH:START-END, PATH/SYMBOL (Class/method) or a directory tree."""
+    _verb("view", ctx, workspace, json_output)
+
+
+@app.command(context_settings=VERB_SETTINGS)
+def skeleton(ctx: typer.Context, workspace: WorkspaceOpt = None,
+             json_output: JsonOpt = False) -> None:
+    """Signatures of the classes and functions in PATH, with line numbers."""
+    _verb("skeleton", ctx, workspace, json_output)
+
+
+@app.command(context_settings=VERB_SETTINGS)
+def grep(ctx: typer.Context, workspace: WorkspaceOpt = None, json_output: JsonOpt = False) -> None:
+    """Search PATTERN [PATH] (regex; -i, -l, -w, -F, --max N), respecting .gitignore."""
+    _verb("grep", ctx, workspace, json_output)
+
+
+@app.command(context_settings=VERB_SETTINGS)
+def analyze(ctx: typer.Context, workspace: WorkspaceOpt = None,
+            json_output: JsonOpt = False) -> None:
+    """Analyze [PATH] with --health, --complexity, --types or --lint."""
+    _verb("analyze", ctx, workspace, json_output)
+
+
+@help_app.command("commands")
+def help_commands(
+    markdown: Annotated[bool, typer.Option("--markdown", help="Markdown tables.")] = False,
+) -> None:
+    """The command language: verbs, aliases, forms, bodies."""
+    from normalize.cli.verbs import print_commands
+
+    raise typer.Exit(print_commands(_env(), markdown=markdown))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; every error is one line and an exit status."""
     from normalize.cli.console import Environment, error_line, fail

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 import time
@@ -73,8 +72,12 @@ def describe(event: BaseEvent) -> str | None:
     return None
 
 
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
 def summary_line(d: dict[str, Any]) -> str:
-    parts = [f"{d['status']}", f"{d['turns']} turns", f"{d['actions']} actions",
+    parts = [f"{d['status']}", plural(d["turns"], "turn"), plural(d["actions"], "action"),
              f"{d['duration']:.1f}s"]
     if d.get("input_tokens") or d.get("output_tokens"):
         parts.append(f"{d['input_tokens']:,} in / {d['output_tokens']:,} out tokens")

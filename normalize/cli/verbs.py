@@ -1,0 +1,56 @@
+"""`normalize view|skeleton|grep|analyze …`: the tools, straight from the command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from normalize.cli.console import Environment, error_line
+from normalize.errors import ExitStatus
+from normalize.task import Action, ResultStatus
+
+UNBOUNDED = 10**9
+
+
+def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | None = None,
+             json_output: bool = False) -> int:
+    """Run one read-only tool on the workspace and print its whole output."""
+    from normalize.execution.cache import NoCache
+    from normalize.store.paths import data_home
+    from normalize.tools import default_tools
+    from normalize.tools.approval import ApprovalMode, ApprovalPolicy
+    from normalize.tools.base import ToolContext
+    from normalize.tools.guard import WorkspaceGuard
+
+    root = (workspace or Path.cwd()).resolve()
+    tools = default_tools()
+    ctx = ToolContext(workspace=root, guard=WorkspaceGuard(root, protected=[data_home()]),
+                      cache=NoCache(preview_lines=UNBOUNDED, preview_chars=UNBOUNDED),
+                      policy=ApprovalPolicy(mode=ApprovalMode.NEVER))
+    text = " ".join([verb, *args])
+    result = tools.execute(Action(verb, {"args": args, "body": None}, text=text), ctx)
+    if json_output:
+        env.stdout.write(json.dumps({
+            "command": text, "status": result.status.value, "output": result.output,
+            "error": result.error, "exit_code": result.exit_code, "data": result.data,
+            "duration": round(result.duration, 6)}) + "\n")
+    elif result.output:
+        env.stdout.write(result.output.rstrip("\n") + "\n")
+    if result.status is ResultStatus.SUCCESS:
+        return int(ExitStatus.DONE)
+    if not json_output:
+        error_line(env, result.error or result.status.value)
+    return int(ExitStatus.USAGE if result.status is ResultStatus.BLOCKED else ExitStatus.FAILED)
+
+
+def print_commands(env: Environment, *, markdown: bool) -> int:
+    """The command language reference, generated from the verb table."""
+    from normalize.intents import command_reference
+
+    env.stdout.write(command_reference(markdown=markdown).rstrip("\n") + "\n")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - debugging aid
+    sys.exit(run_verb(Environment(), sys.argv[1], sys.argv[2:]))

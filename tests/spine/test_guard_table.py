@@ -1,0 +1,143 @@
+"""Issue 3's bad-input table: each is refused with a clear message and nothing changes on disk."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import cli, json_lines
+
+from normalize.execution.cache import NoCache
+from normalize.intents import parse_command
+from normalize.task import ResultStatus
+from normalize.tools import default_tools
+from normalize.tools.approval import ApprovalPolicy
+from normalize.tools.base import ToolContext
+from normalize.tools.guard import WorkspaceGuard
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    out = {}
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            path = Path(dirpath) / name
+            if path.is_symlink():
+                out[str(path.relative_to(root))] = "link:" + os.readlink(path)
+            else:
+                out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    (root / ".git" / "config").write_text("[core]\n")
+    (root / "twice.py").write_text("x = 1\ny = 2\nx = 1\n")
+    (root / "-rf").write_text("a file with an unlucky name\n")
+    (root / "escape").symlink_to("/etc")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    (root / "link.txt").symlink_to(outside)
+    return root
+
+
+CASES = [
+    ("view ../../etc/passwd", ResultStatus.BLOCKED, "`..` leads outside the workspace"),
+    ("view /etc/passwd", ResultStatus.BLOCKED, "absolute paths are not allowed"),
+    ("view link.txt", ResultStatus.BLOCKED, "a symlink points outside the workspace"),
+    ("view escape/passwd", ResultStatus.BLOCKED, "a symlink points outside the workspace"),
+    ("write .git/config <<EOF\n[core]\nbare = true\nEOF", ResultStatus.BLOCKED,
+     "writes into .git/ are not allowed"),
+    ("edit twice.py <<EOF\n<<<<<<< SEARCH\nx = 1\n=======\nx = 3\n>>>>>>> REPLACE\nEOF",
+     ResultStatus.ERROR, "lines 1, 3"),
+    ("edit twice.py <<EOF\n<<<<<<< SEARCH\nz = 9\n=======\nz = 3\n>>>>>>> REPLACE\nEOF",
+     ResultStatus.ERROR, "The closest lines"),
+    ("run rm -rf /", ResultStatus.BLOCKED, "rm"),
+    ('run "pytest; rm -rf ~"', ResultStatus.BLOCKED, "rm -rf ~"),
+    ("run ls && rm twice.py", ResultStatus.BLOCKED, "rm twice.py"),
+]
+
+
+@pytest.mark.parametrize(("command", "status", "message"), CASES, ids=[c[0][:30] for c in CASES])
+def test_bad_input_is_refused_and_changes_nothing(workspace: Path, command: str,
+                                                  status: ResultStatus, message: str) -> None:
+    before = snapshot(workspace)
+    ctx = ToolContext(workspace=workspace, guard=WorkspaceGuard(workspace), cache=NoCache(),
+                      policy=ApprovalPolicy(mode="auto", interactive=False))
+    result = default_tools().execute(parse_command(command), ctx)
+    assert result.status is status, result
+    assert message in (result.error or ""), result.error
+    assert snapshot(workspace) == before
+
+
+def test_a_file_named_dash_rf_is_a_plain_name(workspace: Path) -> None:
+    ctx = ToolContext(workspace=workspace, guard=WorkspaceGuard(workspace), cache=NoCache(),
+                      policy=ApprovalPolicy(mode="yes"))
+    tools = default_tools()
+    shown = tools.execute(parse_command("view -rf"), ctx)
+    assert shown.ok and "unlucky name" in shown.output
+    code = "import sys, pathlib; print(pathlib.Path(sys.argv[1]).read_text())"
+    ran = tools.execute(parse_command(f"run {sys.executable} -c '{code}' -rf"), ctx)
+    assert ran.ok and "unlucky name" in ran.output
+    assert (workspace / "-rf").exists()
+
+
+def test_the_cli_refuses_escapes_with_one_line_and_exit_2(workspace: Path,
+                                                          normalize_home: Path) -> None:
+    proc = cli("view", "../../etc/passwd", cwd=workspace, home=normalize_home)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "normalize: error: refused '../../etc/passwd': `..` leads outside the workspace"]
+    assert proc.stdout == ""
+
+
+def test_fetch_returns_a_long_result_whole_after_resume_in_a_new_process(
+        tmp_path: Path, normalize_home: Path) -> None:
+    code = "print(chr(10).join('line %d' % i for i in range(2000)))"
+    flow = tmp_path / "long.toml"
+    flow.write_text(f'''
+[workflow]
+name = "long-output"
+
+[workflow.permissions]
+mode = "yes"
+
+[[workflow.steps]]
+name = "produce"
+action = """run {sys.executable} -c "{code}" """
+
+[[workflow.steps]]
+name = "pause"
+action = "ask Carry on?"
+
+[[workflow.steps]]
+name = "fetch"
+action = "fetch r1"
+capture = "whole"
+
+[[workflow.steps]]
+name = "keep"
+action = """write out.txt <<EOF
+{{whole}}
+EOF"""
+''')
+    first = cli("run", str(flow), "--json", cwd=tmp_path, home=normalize_home)
+    assert first.returncode == 4, first.stderr
+    events = json_lines(first.stdout)
+    produced = next(e for e in events if e["type"] == "action_finished")
+    assert produced["cache_id"] == "r1"
+    assert "more lines — fetch r1" in produced["preview"]
+    assert len(produced["preview"].splitlines()) < 40
+    waiting = [e for e in events if e["type"] == "waiting_for_input"]
+    assert waiting and waiting[0]["question"] == "Carry on?"
+
+    task_id = events[0]["task_id"]
+    second = cli("resume", task_id, "--answer", "yes", "--json", cwd=tmp_path,
+                 home=normalize_home)
+    assert second.returncode == 0, second.stderr
+    lines = (tmp_path / "out.txt").read_text().rstrip("\n").splitlines()
+    assert lines[0] == "line 0" and lines[1999] == "line 1999" and len(lines) == 2000
