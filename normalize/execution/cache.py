@@ -1,0 +1,514 @@
+"""The result cache: long outputs reach the reader as a preview plus an id to `fetch`.
+
+Three strategies share one protocol: `NoCache` keeps nothing, `MemoryCache`
+keeps results in this process (LRU, TTL since last use, bounded in bytes), and
+`PersistentCache` keeps one file per result under a directory, so `fetch`
+works after a task resumes in a new process.
+
+A preview shows the lines that look like errors first (with their line
+numbers, so a reader can fetch a range around them), then the first lines,
+and ends with a line such as `… 412 more lines — fetch r7`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from normalize.errors import ConfigError
+
+__all__ = [
+    "STRATEGIES",
+    "MemoryCache",
+    "NoCache",
+    "PersistentCache",
+    "ResultCache",
+    "build_preview",
+    "make_cache",
+]
+
+STRATEGIES = ("none", "memory", "persistent")
+DEFAULT_PREVIEW_LINES = 20
+DEFAULT_PREVIEW_CHARS = 2_000
+DEFAULT_TTL_SECONDS = 600.0
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+MAX_ERROR_HITS = 5
+_ID_RE = re.compile(r"^r([1-9][0-9]*)$")
+_FILE_RE = re.compile(r"^r([1-9][0-9]*)\.txt$")
+
+# Lines that say something failed; a match anywhere in the line counts.
+_STRONG_ERROR_RE = re.compile(
+    r"(?i:\berror\b)"  # gcc/rustc/mypy "error:", "ERROR collecting"
+    r"|\b\w*(?:Error|Exception):"  # Python exceptions, "Error: ..."
+    r"|\bFAILED\b|\bFAIL\b|\b\d+ failed\b|\bERR!"  # pytest, go, npm
+    r"|^Traceback \(most recent call last\)"
+    r"|^E {3}"  # pytest's assertion detail
+    r"|\bpanicked at\b|\bfatal:"
+)
+# `path:line:` diagnostics (ruff, gcc, go vet). Weaker: grep output is all of them.
+_DIAGNOSTIC_RE = re.compile(r"^\s*[\w./\\-]+\.\w+:\d+(?::\d+)?:? ")
+
+
+@runtime_checkable
+class ResultCache(Protocol):
+    """Keeps long results so a reader sees a preview and can fetch the rest."""
+
+    def store(self, content: str) -> str:
+        """Keep `content`; returns its id (`r1`, `r2`, …)."""
+        ...
+
+    def retrieve(self, cache_id: str) -> str | None:
+        """The content kept under `cache_id`, or None when unknown or expired."""
+        ...
+
+    def preview(self, content: str) -> tuple[str, str | None]:
+        """`(content, None)` when short; otherwise `(summary, id)` with the content kept."""
+        ...
+
+
+def _is_short(content: str, lines: int, chars: int) -> bool:
+    return len(content) <= chars and len(content.splitlines()) <= lines
+
+
+def _error_hits(lines: list[str]) -> list[int]:
+    """Indexes of error-looking lines: strong matches first, diagnostics as a fallback."""
+    strong = [i for i, line in enumerate(lines) if _STRONG_ERROR_RE.search(line)]
+    if len(strong) >= MAX_ERROR_HITS:
+        return strong
+    diagnostics = [i for i, line in enumerate(lines) if _DIAGNOSTIC_RE.match(line)]
+    if len(diagnostics) * 2 > len(lines):  # most lines look like this: not a signal
+        return strong
+    return sorted(set(strong) | set(diagnostics))
+
+
+def _clip(line: str, width: int) -> tuple[str, bool]:
+    if len(line) <= width:
+        return line, False
+    return line[: width - 1] + "…", True
+
+
+def _error_rows(lines: list[str], hits: list[int], budget: int) -> list[int]:
+    """Line indexes to show for the first hits, with as much context as fits `budget` rows."""
+    hits = hits[:MAX_ERROR_HITS]
+    for before, after in ((1, 1), (0, 1)):
+        rows: set[int] = set()
+        for i in hits:
+            rows.add(i)
+            rows.update(
+                j
+                for j in range(max(i - before, 0), min(i + after + 1, len(lines)))
+                if lines[j].strip()
+            )
+        if len(rows) <= budget:
+            return sorted(rows)
+    return hits[: max(budget, 0)]
+
+
+def build_preview(
+    content: str,
+    cache_id: str | None,
+    *,
+    preview_lines: int = DEFAULT_PREVIEW_LINES,
+    preview_chars: int = DEFAULT_PREVIEW_CHARS,
+    note: str = "",
+) -> str:
+    """The summary of a long `content`: error lines, first lines, and how much is left.
+
+    The last line names `cache_id` for `fetch`; without an id it says `note`
+    instead (why nothing can be fetched). The result never exceeds
+    `preview_lines` lines or `preview_chars` characters and depends only on
+    its arguments.
+    """
+    lines = content.splitlines()
+    width = max(40, min(200, preview_chars // 4))
+    budget = preview_lines - 1  # the last line is reserved
+    error_budget = budget // 2  # two of these rows are headers
+    hits = _error_hits(lines)
+    # Errors among the first lines are shown there; only later ones get a section.
+    late = [i for i in hits if i >= budget - error_budget]
+    rows = _error_rows(lines, late, error_budget - 2) if late else []
+    head = min(len(lines), budget - (len(rows) + 2 if rows else 0))
+    digits = len(str(len(lines)))
+
+    def render(rows: list[int], head: int) -> tuple[list[str], str]:
+        out: list[str] = []
+        cut = False
+        shown = 0
+        if rows:
+            out.append(f"errors ({len(hits)} found; showing line numbers):")
+            for i in rows:
+                text, was_cut = _clip(lines[i], width)
+                cut = cut or was_cut
+                out.append(f"{i + 1:>{digits}}: {text}")
+            out.append("first lines:")
+        for line in lines[:head]:
+            text, was_cut = _clip(line, width)
+            cut = cut or was_cut
+            shown += min(len(line), width - 1) + 1
+            out.append(text)
+        more_lines = len(lines) - head
+        more_chars = max(len(content) - shown, 0)
+        parts = []
+        if more_lines:
+            parts.append(f"{more_lines} more line{'s' if more_lines != 1 else ''}")
+        if cut or (more_lines and more_chars > 500 * more_lines):
+            chars = f"{more_chars} more characters"
+            parts.append(f"({chars})" if parts else chars)
+        where = f"fetch {cache_id}" if cache_id else (note or "not kept")
+        return out, f"… {' '.join(parts) or 'more'} — {where}"
+
+    body, last = render(rows, head)
+    while sum(len(line) + 1 for line in body) + len(last) > preview_chars:
+        if head > 3 or (not rows and head > 1):
+            head -= 1
+        elif rows:
+            rows = rows[:-1]
+        else:
+            break
+        body, last = render(rows, head)
+    text = "\n".join(body)
+    room = preview_chars - len(last) - 1
+    if len(text) > room:
+        text = text[: max(room - 1, 0)] + "…"
+    return f"{text}\n{last}" if text else last
+
+
+@dataclass(frozen=True)
+class _PreviewShape:
+    lines: int = DEFAULT_PREVIEW_LINES
+    chars: int = DEFAULT_PREVIEW_CHARS
+
+    def __post_init__(self) -> None:
+        if self.lines < 3:
+            raise ConfigError(f"cache preview_lines must be at least 3, not {self.lines}")
+        if self.chars < 80:
+            raise ConfigError(
+                f"cache preview_length (preview_chars) must be at least 80, not {self.chars}"
+            )
+
+
+class NoCache:
+    """Keeps nothing: a long result is cut to its preview and the rest is lost."""
+
+    retention = "caching is off"
+
+    def __init__(
+        self,
+        *,
+        preview_lines: int = DEFAULT_PREVIEW_LINES,
+        preview_chars: int = DEFAULT_PREVIEW_CHARS,
+    ) -> None:
+        self._shape = _PreviewShape(preview_lines, preview_chars)
+        self._lock = threading.Lock()
+        self._next = 1
+
+    def store(self, content: str) -> str:
+        """Returns a fresh id, but nothing is kept: `retrieve` never finds it."""
+        del content
+        with self._lock:
+            cache_id = f"r{self._next}"
+            self._next += 1
+        return cache_id
+
+    def retrieve(self, cache_id: str) -> str | None:
+        del cache_id
+        return None
+
+    def preview(self, content: str) -> tuple[str, str | None]:
+        if _is_short(content, self._shape.lines, self._shape.chars):
+            return content, None
+        summary = build_preview(
+            content,
+            None,
+            preview_lines=self._shape.lines,
+            preview_chars=self._shape.chars,
+            note="not kept (caching is off)",
+        )
+        return summary, None
+
+
+def _digest(content: str) -> str:
+    return hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _size(content: str) -> int:
+    return len(content.encode("utf-8", "surrogatepass"))
+
+
+def _format_seconds(seconds: float) -> str:
+    if seconds % 3600 == 0:
+        return f"{int(seconds // 3600)} h"
+    if seconds % 60 == 0:
+        return f"{int(seconds // 60)} min"
+    return f"{seconds:g} s"
+
+
+class MemoryCache:
+    """Keeps results in this process: least recently used first out, expired after `ttl_seconds`.
+
+    The TTL counts from the last `store` or `retrieve` of a result; the total
+    size is bounded by `max_bytes` (UTF-8). A result larger than the bound is
+    previewed without an id.
+    """
+
+    def __init__(
+        self,
+        ttl_seconds: float | None = DEFAULT_TTL_SECONDS,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        preview_lines: int = DEFAULT_PREVIEW_LINES,
+        preview_chars: int = DEFAULT_PREVIEW_CHARS,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if ttl_seconds is not None and ttl_seconds <= 0:
+            raise ConfigError(f"cache ttl_seconds must be positive, not {ttl_seconds}")
+        if max_bytes <= 0:
+            raise ConfigError(f"cache max_bytes must be positive, not {max_bytes}")
+        self.ttl_seconds = ttl_seconds
+        self.max_bytes = max_bytes
+        self._shape = _PreviewShape(preview_lines, preview_chars)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, tuple[str, int, float]] = OrderedDict()
+        self._by_digest: dict[str, str] = {}
+        self._bytes = 0
+        self._next = 1
+
+    @property
+    def retention(self) -> str:
+        if self.ttl_seconds is None:
+            return "results are kept while this process runs"
+        return f"results are kept for {_format_seconds(self.ttl_seconds)} after their last use"
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._expire()
+            return len(self._entries)
+
+    def store(self, content: str) -> str:
+        size = _size(content)
+        if size > self.max_bytes:
+            raise ValueError(f"result of {size} bytes exceeds the cache bound of {self.max_bytes}")
+        digest = _digest(content)
+        with self._lock:
+            self._expire()
+            known = self._by_digest.get(digest)
+            if known is not None and known in self._entries:
+                self._touch(known)
+                return known
+            cache_id = f"r{self._next}"
+            self._next += 1
+            self._entries[cache_id] = (content, size, self._clock())
+            self._by_digest[digest] = cache_id
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                self._drop(next(iter(self._entries)))
+            return cache_id
+
+    def retrieve(self, cache_id: str) -> str | None:
+        with self._lock:
+            self._expire()
+            if cache_id not in self._entries:
+                return None
+            self._touch(cache_id)
+            return self._entries[cache_id][0]
+
+    def preview(self, content: str) -> tuple[str, str | None]:
+        shape = self._shape
+        if _is_short(content, shape.lines, shape.chars):
+            return content, None
+        try:
+            cache_id: str | None = self.store(content)
+        except ValueError:
+            cache_id = None
+        summary = build_preview(
+            content,
+            cache_id,
+            preview_lines=shape.lines,
+            preview_chars=shape.chars,
+            note="not kept (larger than the cache)",
+        )
+        return summary, cache_id
+
+    def _touch(self, cache_id: str) -> None:
+        content, size, _ = self._entries[cache_id]
+        self._entries[cache_id] = (content, size, self._clock())
+        self._entries.move_to_end(cache_id)
+
+    def _drop(self, cache_id: str) -> None:
+        content, size, _ = self._entries.pop(cache_id)
+        self._bytes -= size
+        self._by_digest.pop(_digest(content), None)
+
+    def _expire(self) -> None:
+        if self.ttl_seconds is None:
+            return
+        deadline = self._clock() - self.ttl_seconds
+        while self._entries:
+            oldest = next(iter(self._entries))
+            if self._entries[oldest][2] > deadline:
+                break
+            self._drop(oldest)
+
+
+class PersistentCache:
+    """Keeps each result as `<directory>/rN.txt`, so ids survive a new process.
+
+    New ids continue after the highest id on disk. With `max_bytes`, the
+    oldest results are deleted to stay under the bound; with `ttl_seconds`,
+    results older than that (by file time) are gone.
+    """
+
+    def __init__(
+        self,
+        directory: Path | str,
+        *,
+        preview_lines: int = DEFAULT_PREVIEW_LINES,
+        preview_chars: int = DEFAULT_PREVIEW_CHARS,
+        max_bytes: int | None = None,
+        ttl_seconds: float | None = None,
+    ) -> None:
+        if max_bytes is not None and max_bytes <= 0:
+            raise ConfigError(f"cache max_bytes must be positive, not {max_bytes}")
+        if ttl_seconds is not None and ttl_seconds <= 0:
+            raise ConfigError(f"cache ttl_seconds must be positive, not {ttl_seconds}")
+        self.directory = Path(directory)
+        self.max_bytes = max_bytes
+        self.ttl_seconds = ttl_seconds
+        self._shape = _PreviewShape(preview_lines, preview_chars)
+        self._lock = threading.Lock()
+        self._by_digest: dict[str, str] = {}
+        self._next = max(self._ids_on_disk(), default=0) + 1
+
+    @property
+    def retention(self) -> str:
+        if self.ttl_seconds is not None:
+            return f"results are kept for {_format_seconds(self.ttl_seconds)} with the task"
+        return "results are kept with the task"
+
+    def store(self, content: str) -> str:
+        digest = _digest(content)
+        with self._lock:
+            known = self._by_digest.get(digest)
+            if known is not None and self._path(known).exists():
+                return known
+            self.directory.mkdir(parents=True, exist_ok=True)
+            while True:
+                cache_id = f"r{self._next}"
+                self._next += 1
+                try:  # claim the id; another writer may have taken it
+                    with self._path(cache_id).open("x", encoding="utf-8"):
+                        pass
+                except FileExistsError:
+                    continue
+                break
+            temporary = self.directory / f".{cache_id}.tmp"
+            with temporary.open("w", encoding="utf-8", errors="surrogatepass", newline="") as fh:
+                fh.write(content)
+            os.replace(temporary, self._path(cache_id))
+            self._by_digest[digest] = cache_id
+            if self.max_bytes is not None:
+                self._shrink(keep=cache_id)
+            return cache_id
+
+    def retrieve(self, cache_id: str) -> str | None:
+        if not _ID_RE.match(cache_id):
+            return None
+        path = self._path(cache_id)
+        try:
+            if self.ttl_seconds is not None:
+                if path.stat().st_mtime < time.time() - self.ttl_seconds:
+                    return None
+            with path.open(encoding="utf-8", errors="surrogatepass", newline="") as fh:
+                return fh.read()
+        except OSError:
+            return None
+
+    def preview(self, content: str) -> tuple[str, str | None]:
+        shape = self._shape
+        if _is_short(content, shape.lines, shape.chars):
+            return content, None
+        cache_id = self.store(content)
+        summary = build_preview(
+            content, cache_id, preview_lines=shape.lines, preview_chars=shape.chars
+        )
+        return summary, cache_id
+
+    def _path(self, cache_id: str) -> Path:
+        return self.directory / f"{cache_id}.txt"
+
+    def _ids_on_disk(self) -> list[int]:
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return []
+        return [int(m.group(1)) for name in names if (m := _FILE_RE.match(name))]
+
+    def _shrink(self, keep: str) -> None:
+        assert self.max_bytes is not None
+        ids = sorted(self._ids_on_disk())
+        sizes = {n: self._path(f"r{n}").stat().st_size for n in ids}
+        total = sum(sizes.values())
+        for n in ids:
+            if total <= self.max_bytes or f"r{n}" == keep:
+                break
+            self._path(f"r{n}").unlink(missing_ok=True)
+            total -= sizes[n]
+
+
+_OPTION_TYPES: dict[str, tuple[type, ...]] = {
+    "preview_lines": (int,),
+    "preview_chars": (int,),
+    "ttl_seconds": (int, float),
+    "max_bytes": (int,),
+}
+
+
+def make_cache(
+    strategy: str, *, directory: Path | str | None = None, **options: Any
+) -> ResultCache:
+    """A cache for a `[workflow.cache]` table: `strategy` plus its options.
+
+    `preview_length` (the workflow key) is accepted as `preview_chars`. A bad
+    strategy, an unknown option or a wrong type is a `ConfigError` naming it.
+    """
+    if strategy not in STRATEGIES:
+        raise ConfigError(
+            f"unknown cache strategy {strategy!r} (expected one of {', '.join(STRATEGIES)})"
+        )
+    if "preview_length" in options:
+        options["preview_chars"] = options.pop("preview_length")
+    for key, value in options.items():
+        allowed = _OPTION_TYPES.get(key)
+        if allowed is None:
+            raise ConfigError(
+                f"unknown cache option {key!r} (expected preview_length, preview_lines, "
+                f"ttl_seconds or max_bytes)"
+            )
+        if value is not None and (isinstance(value, bool) or not isinstance(value, allowed)):
+            raise ConfigError(f"cache {key} must be a number, not {value!r}")
+    preview = {k: options[k] for k in ("preview_lines", "preview_chars") if k in options}
+    if strategy == "none":
+        return NoCache(**preview)
+    if strategy == "memory":
+        return MemoryCache(
+            ttl_seconds=options.get("ttl_seconds", DEFAULT_TTL_SECONDS),
+            max_bytes=options.get("max_bytes", DEFAULT_MAX_BYTES),
+            **preview,
+        )
+    if directory is None:
+        raise ConfigError("the persistent cache needs a directory")
+    return PersistentCache(
+        directory,
+        max_bytes=options.get("max_bytes"),
+        ttl_seconds=options.get("ttl_seconds"),
+        **preview,
+    )

@@ -1,0 +1,460 @@
+"""The `run` tool: runs a program in the workspace, never through a shell.
+
+`run_process` is the engine room shared with `test` and `analyze`: the child
+gets its own process group, no stdin, and the parent's environment plus
+`PYTHONUNBUFFERED=1`; stdout and stderr are read together without blocking,
+capped in memory, and the process group is stopped on timeout or cancel.
+POSIX only (process groups and signals).
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shlex
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from normalize.cancel import CancelToken
+from normalize.errors import ToolError
+from normalize.task import Action, ActionResult, ResultStatus
+from normalize.tools.base import ToolContext
+from normalize.tools.shell import has_shell_syntax
+
+__all__ = ["DEFAULT_MAX_BYTES", "ProcessOutcome", "RunTool", "refuse_shell_syntax", "run_process"]
+
+DEFAULT_MAX_BYTES = 2 * 1024 * 1024
+DEFAULT_GRACE = 3.0
+_CHUNK = 65536
+_POLL = 0.05
+_DRAIN_AFTER_EXIT = 0.5  # a background grandchild may hold the pipe open
+
+SHELL_BUILTINS = frozenset({
+    "cd", "export", "source", ".", "alias", "unalias", "set", "unset", "exit", "ulimit",
+    "umask", "pushd", "popd", "dirs", "eval", "history", "declare", "local", "readonly",
+    "shopt", "trap", "wait", "jobs", "fg", "bg", "builtin", "hash", "let",
+})
+
+
+@dataclass
+class ProcessOutcome:
+    """How a child process ended and what it printed (stdout and stderr merged)."""
+
+    argv: list[str]
+    output: str
+    exit_code: int | None
+    duration: float
+    timed_out: bool = False
+    cancelled: bool = False
+    truncated_bytes: int = 0
+    signal_name: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not (self.timed_out or self.cancelled)
+
+    def failure(self, timeout: float) -> str | None:
+        """Why the process failed, as one phrase, or None when it exited 0."""
+        if self.timed_out:
+            return f"timed out after {timeout:g} s"
+        if self.cancelled:
+            return "cancelled"
+        if self.signal_name is not None:
+            return f"killed by {self.signal_name}"
+        if self.exit_code:
+            return f"exit status {self.exit_code}"
+        return None
+
+
+class _Capture:
+    """Keeps the first and the last `max_bytes / 2` bytes of a stream, counting the rest."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.head_size = max_bytes // 2
+        self.tail_size = max_bytes - self.head_size
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.head_size - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > 2 * self.tail_size:
+                self._trim()
+
+    def _trim(self) -> None:
+        excess = len(self.tail) - self.tail_size
+        if excess > 0:
+            self.dropped += excess
+            del self.tail[:excess]
+
+    def text(self) -> str:
+        self._trim()
+        head = self.head.decode("utf-8", "replace")
+        tail = self.tail.decode("utf-8", "replace")
+        if not self.dropped:
+            return head + tail
+        note = (
+            f"\n… [output truncated: {self.dropped} bytes cut; kept the first "
+            f"{len(self.head)} and the last {len(self.tail)} bytes] …\n"
+        )
+        return head + note + tail
+
+
+@dataclass
+class _Stopping:
+    """When each signal went out; written by the cancelling thread and the reading loop."""
+
+    interrupted_at: float = 0.0
+    terminated_at: float = 0.0
+    killed: bool = False
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+_BUILTIN_HINTS = {
+    "cd": "each `run` starts in the workspace; pass paths instead (e.g. `run pytest sub/dir`)",
+    "export": "set variables per command: `run env NAME=value PROGRAM ARGS...`",
+    "source": "run the script with its interpreter instead (e.g. `run bash script.sh`)",
+}
+_BUILTIN_HINTS.update({
+    "pushd": _BUILTIN_HINTS["cd"], "popd": _BUILTIN_HINTS["cd"],
+    "set": _BUILTIN_HINTS["export"], "unset": _BUILTIN_HINTS["export"],
+    "declare": _BUILTIN_HINTS["export"], "local": _BUILTIN_HINTS["export"],
+    ".": _BUILTIN_HINTS["source"],
+})
+
+
+def _not_found(program: str) -> ToolError:
+    if program in SHELL_BUILTINS:
+        hint = f"`{program}` is a shell builtin, and normalize runs programs without a shell"
+        if program in _BUILTIN_HINTS:
+            hint += f"; {_BUILTIN_HINTS[program]}"
+    elif "=" in program and not program.startswith("="):
+        hint = f"to set a variable, use `run env {program} PROGRAM ARGS...`"
+    elif " " in program:
+        hint = "the program name holds spaces; pass the program and its arguments as separate words"
+    else:
+        hint = "install it, or check the name and PATH"
+    return ToolError(f"program not found: {program} ({hint})", hint=hint)
+
+
+def _pump(
+    proc: subprocess.Popen[bytes],
+    capture: _Capture,
+    stopping: _Stopping,
+    deadline: float,
+    grace: float,
+) -> bool:
+    """Read the output until the process ends, escalating signals; True when it timed out."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    timed_out = False
+    eof = False
+    exited_at = 0.0
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            if eof:
+                try:
+                    proc.wait(_POLL)
+                except subprocess.TimeoutExpired:
+                    pass
+            elif selector.select(_POLL):
+                chunk = os.read(fd, _CHUNK)
+                if chunk:
+                    capture.add(chunk)
+                else:
+                    eof = True
+                    selector.unregister(fd)
+            now = time.monotonic()
+            if proc.poll() is not None:
+                exited_at = exited_at or now
+                if eof or now - exited_at > _DRAIN_AFTER_EXIT:
+                    return timed_out
+                continue
+            if not timed_out and now >= deadline:
+                timed_out = True
+                stopping.terminated_at = now
+                _signal_group(proc.pid, signal.SIGTERM)
+            since_interrupt = now - stopping.interrupted_at
+            if stopping.interrupted_at and not stopping.terminated_at and since_interrupt >= grace:
+                stopping.terminated_at = now
+                _signal_group(proc.pid, signal.SIGTERM)
+            since_term = now - stopping.terminated_at
+            if stopping.terminated_at and not stopping.killed and since_term >= grace:
+                stopping.killed = True
+                _signal_group(proc.pid, signal.SIGKILL)
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str,
+    timeout: float,
+    cancel: CancelToken | None = None,
+    env: Mapping[str, str] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    grace: float = DEFAULT_GRACE,
+) -> ProcessOutcome:
+    """Run `argv` to completion, timeout or cancel; raises `ToolError` if it cannot start.
+
+    On cancel the process group gets SIGINT, then SIGTERM and SIGKILL `grace`
+    seconds apart; a hard cancel sends SIGKILL at once. On timeout it gets
+    SIGTERM, then SIGKILL after `grace`.
+    """
+    argv = list(argv)
+    if not argv:
+        raise ToolError("nothing to run")
+    started = time.monotonic()
+    if cancel is not None and cancel.cancelled:
+        return ProcessOutcome(argv, "", None, 0.0, cancelled=True)
+    if not Path(cwd).is_dir():
+        raise ToolError(f"working directory does not exist: {cwd}")
+    child_env = dict(os.environ if env is None else env)
+    child_env["PYTHONUNBUFFERED"] = "1"
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=child_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise _not_found(argv[0]) from None
+    except PermissionError:
+        raise ToolError(f"not executable: {argv[0]}") from None
+    except OSError as exc:
+        raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+
+    stopping = _Stopping()
+
+    def on_cancel() -> None:
+        if proc.poll() is not None:
+            return
+        if cancel is not None and cancel.hard:
+            stopping.killed = True
+            _signal_group(proc.pid, signal.SIGKILL)
+        elif not stopping.interrupted_at:
+            stopping.interrupted_at = time.monotonic()
+            _signal_group(proc.pid, signal.SIGINT)
+
+    unregister = cancel.on_cancel(on_cancel) if cancel is not None else None
+    if cancel is not None and cancel.cancelled:  # cancelled while starting
+        on_cancel()
+    capture = _Capture(max_bytes)
+    assert proc.stdout is not None
+    deadline = started + timeout
+    timed_out = False
+    try:
+        timed_out = _pump(proc, capture, stopping, deadline, grace)
+    finally:
+        if unregister is not None:
+            unregister()
+        if proc.poll() is None:  # interrupted by an exception: leave nothing behind
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+        proc.stdout.close()
+    code = proc.returncode
+    signal_name = None
+    if code < 0:
+        try:
+            signal_name = signal.Signals(-code).name
+        except ValueError:
+            signal_name = f"signal {-code}"
+        code = 128 - code
+    cancelled = bool(stopping.interrupted_at or stopping.killed) and not timed_out
+    return ProcessOutcome(
+        argv=argv,
+        output=capture.text(),
+        exit_code=code,
+        duration=time.monotonic() - started,
+        timed_out=timed_out,
+        cancelled=cancelled,
+        truncated_bytes=capture.dropped,
+        signal_name=signal_name,
+    )
+
+
+def _unquoted_operators(text: str) -> list[str]:
+    """What a shell would act on in `text`: unquoted `;&|<>`, `$(` and backticks (ValueError
+    on an unclosed quote)."""
+    found: list[str] = []
+    quote = ""
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if quote == "'":
+            quote = "" if char == "'" else quote
+        elif char == "\\":
+            i += 1  # the next character is escaped
+        elif char == "`" or text.startswith("$(", i):
+            found.append("$(")
+        elif char == '"':
+            quote = "" if quote else '"'
+        elif not quote and char == "'":
+            quote = "'"
+        elif not quote and char in ";&|<>":
+            found.append(char)
+        i += 1
+    if quote:
+        raise ValueError("unclosed quote")
+    return found
+
+
+def _split_words(text: str) -> list[str]:
+    """Words as the command parser splits them: quotes group, backslashes stay."""
+    lexer = shlex.shlex(text, posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    lexer.escape = ""
+    return list(lexer)
+
+
+def _text_after_verb(action: Action) -> str | None:
+    """The command text after the verb, when it splits into exactly `action.args`."""
+    text = action.text.strip()
+    if not text or "\n" in text:
+        return None
+    parts = text.split(None, 1)
+    if len(parts) != 2:
+        return None
+    try:
+        words = _split_words(parts[1])
+    except ValueError:
+        return None
+    return parts[1] if words == action.args else None
+
+
+def refuse_shell_syntax(action: Action, words: list[str]) -> None:
+    """Raise `ToolError` when the command relies on a shell: operators, redirection, `$(…)`.
+
+    With the command text at hand, only unquoted operators count, so
+    `python -c "a; b"` and a file named `'a;b.txt'` pass. With words alone, a
+    word holding whitespace was quoted and is taken literally; any other word
+    with shell syntax is refused, and so is a program name holding any.
+    """
+    rest = _text_after_verb(action)
+    try:
+        found = None if rest is None else _unquoted_operators(rest)
+    except ValueError:
+        found = None
+    if found is not None:
+        first = words[0] if words else ""
+        if not found and not (has_shell_syntax([first]) or " " in first.strip()):
+            return
+    else:
+        first, *others = words or [""]
+        literal = [w for w in others if not any(c.isspace() for c in w)]
+        if not has_shell_syntax([first, *literal]):
+            return
+    raise ToolError(
+        "refused: the command uses shell syntax (`;`, `&&`, `|`, `>`, `$(…)`), but normalize "
+        "runs programs without a shell; split it into separate `run` actions (one program "
+        "each) and write files with `write`"
+    )
+
+
+def _parse_leading(args: list[str], default_timeout: float) -> tuple[float, list[str]]:
+    """`--timeout N` (or `--timeout=N`) before the program, and an optional `--`."""
+    timeout = default_timeout
+    while args and args[0].startswith("--timeout"):
+        option = args.pop(0)
+        if option == "--timeout":
+            if not args:
+                raise ToolError("--timeout needs a number of seconds")
+            value = args.pop(0)
+        elif option.startswith("--timeout="):
+            value = option.split("=", 1)[1]
+        else:
+            args.insert(0, option)
+            break
+        try:
+            timeout = float(value)
+        except ValueError:
+            raise ToolError(f"--timeout needs a number of seconds, not {value!r}") from None
+        if timeout <= 0:
+            raise ToolError(f"--timeout must be positive, not {value}")
+    if args and args[0] == "--":
+        args.pop(0)
+    return timeout, args
+
+
+def outcome_result(outcome: ProcessOutcome, timeout: float, **data: object) -> ActionResult:
+    """The `ActionResult` of a finished process: success on exit 0, else error or cancelled."""
+    extra: dict[str, object] = {"argv": outcome.argv, **data}
+    if outcome.truncated_bytes:
+        extra["truncated_bytes"] = outcome.truncated_bytes
+    result = ActionResult(
+        status=ResultStatus.SUCCESS,
+        output=outcome.output,
+        duration=outcome.duration,
+        exit_code=outcome.exit_code,
+        data=extra,
+    )
+    reason = outcome.failure(timeout)
+    if outcome.cancelled:
+        result.status = ResultStatus.CANCELLED
+        result.error = reason
+    elif reason is not None:
+        result.status = ResultStatus.ERROR
+        result.error = reason
+    return result
+
+
+def _shell_command(action: Action, words: list[str]) -> str:
+    """The command line for `/bin/sh -c`, as written when the text is at hand."""
+    rest = _text_after_verb(action)
+    if rest is not None and words == action.args:
+        return rest
+    if len(words) == 1:
+        return words[0]
+    return " ".join(shlex.quote(w) if any(c.isspace() for c in w) else w for w in words)
+
+
+class RunTool:
+    """`run [--timeout N] PROGRAM ARGS...`: a program in the workspace, output and exit code."""
+
+    name: ClassVar[str] = "run"
+    read_only: ClassVar[bool] = False
+    summary: ClassVar[str] = "runs a program in the workspace (no shell); output and exit code"
+
+    def __init__(self, *, max_bytes: int = DEFAULT_MAX_BYTES, grace: float = DEFAULT_GRACE) -> None:
+        self.max_bytes = max_bytes
+        self.grace = grace
+
+    def run(self, action: Action, ctx: ToolContext) -> ActionResult:
+        timeout, words = _parse_leading(action.args, ctx.timeout)
+        if not words:
+            raise ToolError("run needs a program: run PROGRAM ARGS...")
+        if action.params.get("shell") is True:
+            argv = ["/bin/sh", "-c", _shell_command(action, words)]
+        else:
+            refuse_shell_syntax(action, words)
+            argv = words
+        outcome = run_process(
+            argv,
+            cwd=ctx.workspace,
+            timeout=timeout,
+            cancel=ctx.cancel,
+            max_bytes=self.max_bytes,
+            grace=self.grace,
+        )
+        return outcome_result(outcome, timeout)
