@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from normalize.errors import ConfigError
 from normalize.task import Action, ActionResult, ResultStatus, Wait
-from normalize.tools.shell import split_chain
+from normalize.tools.shell import command_parts
 
 if TYPE_CHECKING:
     from normalize.tools.base import ToolContext
@@ -164,7 +164,7 @@ def _parts(action: Action) -> tuple[str, list[_Part]]:
                 "checker" if is_known_checker(words) else "other",
                 _remember_key(words),
             )
-            for words in split_chain(args)
+            for words in command_parts(action)
         ]
         return whole, parts
     whole = " ".join([action.tool, *args])

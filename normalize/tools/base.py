@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from normalize.cancel import CancelToken
 from normalize.errors import NormalizeError, ToolError, WorkspaceError
-from normalize.task import Action, ActionResult, ResultStatus
+from normalize.task import Action, ActionResult
 
 if TYPE_CHECKING:
     from normalize.execution.cache import ResultCache
@@ -104,7 +104,7 @@ class ToolRegistry:
             where = f": {exc.filename}" if exc.filename else ""
             result = ActionResult.failure(f"{exc.strerror or exc}{where}")
         result.duration = result.duration or (time.perf_counter() - started)
-        if result.status is ResultStatus.SUCCESS or result.output:
+        if getattr(tool, "previewed", True) and (result.ok or result.output):
             preview, cache_id = ctx.cache.preview(result.output)
             if cache_id is not None:
                 result.preview, result.cache_id = preview, cache_id

@@ -24,7 +24,7 @@ from normalize.cancel import CancelToken
 from normalize.errors import ToolError
 from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.base import ToolContext
-from normalize.tools.shell import has_shell_syntax
+from normalize.tools.shell import has_shell_syntax, text_after_verb, unquoted_operators
 
 __all__ = ["DEFAULT_MAX_BYTES", "ProcessOutcome", "RunTool", "refuse_shell_syntax", "run_process"]
 
@@ -293,56 +293,6 @@ def run_process(
     )
 
 
-def _unquoted_operators(text: str) -> list[str]:
-    """What a shell would act on in `text`: unquoted `;&|<>`, `$(` and backticks (ValueError
-    on an unclosed quote)."""
-    found: list[str] = []
-    quote = ""
-    i = 0
-    while i < len(text):
-        char = text[i]
-        if quote == "'":
-            quote = "" if char == "'" else quote
-        elif char == "\\":
-            i += 1  # the next character is escaped
-        elif char == "`" or text.startswith("$(", i):
-            found.append("$(")
-        elif char == '"':
-            quote = "" if quote else '"'
-        elif not quote and char == "'":
-            quote = "'"
-        elif not quote and char in ";&|<>":
-            found.append(char)
-        i += 1
-    if quote:
-        raise ValueError("unclosed quote")
-    return found
-
-
-def _split_words(text: str) -> list[str]:
-    """Words as the command parser splits them: quotes group, backslashes stay."""
-    lexer = shlex.shlex(text, posix=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    lexer.escape = ""
-    return list(lexer)
-
-
-def _text_after_verb(action: Action) -> str | None:
-    """The command text after the verb, when it splits into exactly `action.args`."""
-    text = action.text.strip()
-    if not text or "\n" in text:
-        return None
-    parts = text.split(None, 1)
-    if len(parts) != 2:
-        return None
-    try:
-        words = _split_words(parts[1])
-    except ValueError:
-        return None
-    return parts[1] if words == action.args else None
-
-
 def refuse_shell_syntax(action: Action, words: list[str]) -> None:
     """Raise `ToolError` when the command relies on a shell: operators, redirection, `$(…)`.
 
@@ -351,9 +301,9 @@ def refuse_shell_syntax(action: Action, words: list[str]) -> None:
     word holding whitespace was quoted and is taken literally; any other word
     with shell syntax is refused, and so is a program name holding any.
     """
-    rest = _text_after_verb(action)
+    rest = text_after_verb(action)
     try:
-        found = None if rest is None else _unquoted_operators(rest)
+        found = None if rest is None else unquoted_operators(rest)
     except ValueError:
         found = None
     if found is not None:
@@ -421,7 +371,7 @@ def outcome_result(outcome: ProcessOutcome, timeout: float, **data: object) -> A
 
 def _shell_command(action: Action, words: list[str]) -> str:
     """The command line for `/bin/sh -c`, as written when the text is at hand."""
-    rest = _text_after_verb(action)
+    rest = text_after_verb(action)
     if rest is not None and words == action.args:
         return rest
     if len(words) == 1:

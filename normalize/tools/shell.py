@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from normalize.task import Action
 
 OPERATORS = ("&&", "||", ";", "|", ">>", ">", "<", "&")
 _OPERATOR_RE = re.compile(r"(&&|\|\||;|\||>>|>|<|&)")
@@ -46,3 +50,87 @@ def split_chain(words: list[str]) -> list[list[str]]:
             else:
                 parts[-1].append(piece)
     return [p for p in parts if p]
+
+
+def unquoted_operators(text: str) -> list[str]:
+    """What a shell would act on in `text`: unquoted `;&|<>`, `$(` and backticks (ValueError
+    on an unclosed quote)."""
+    found: list[str] = []
+    quote = ""
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if quote == "'":
+            quote = "" if char == "'" else quote
+        elif char == "\\":
+            i += 1  # the next character is escaped
+        elif char == "`" or text.startswith("$(", i):
+            found.append("$(")
+        elif char == '"':
+            quote = "" if quote else '"'
+        elif not quote and char == "'":
+            quote = "'"
+        elif not quote and char in ";&|<>":
+            found.append(char)
+        i += 1
+    if quote:
+        raise ValueError("unclosed quote")
+    return found
+
+
+def split_words(text: str) -> list[str]:
+    """Words as the command parser splits them: quotes group, backslashes stay."""
+    lexer = shlex.shlex(text, posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    lexer.escape = ""
+    return list(lexer)
+
+
+def text_after_verb(action: Action) -> str | None:
+    """The command text after the verb, when it splits into exactly `action.args`."""
+    text = action.text.strip()
+    if not text or "\n" in text:
+        return None
+    parts = text.split(None, 1)
+    if len(parts) != 2:
+        return None
+    try:
+        words = split_words(parts[1])
+    except ValueError:
+        return None
+    return parts[1] if words == action.args else None
+
+
+_CHAIN_TOKENS = frozenset({";", "&&", "||", "|", "&", ";;", "|&"})
+
+
+def command_parts(action: Action) -> list[list[str]]:
+    """The simple commands of a `run` action, judged on the text as written when possible.
+
+    Operators inside quotes (`python -c "a; b"`) are part of a word, not a chain.
+    Without trustworthy text, falls back to `split_chain` on the words.
+    """
+    rest = text_after_verb(action)
+    if rest is None:
+        return split_chain(action.args)
+    lexer = shlex.shlex(rest, posix=True, punctuation_chars=";&|<>")
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return split_chain(action.args)
+    parts: list[list[str]] = [[]]
+    for token in tokens:
+        if token in _CHAIN_TOKENS:
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    out: list[list[str]] = []
+    for part in parts:
+        if len(part) == 1 and _OPERATOR_RE.search(part[0]):
+            out.extend(split_chain(part))  # a whole chain quoted as one word: judge its parts
+        elif part:
+            out.append(part)
+    return out

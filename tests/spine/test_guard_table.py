@@ -141,3 +141,58 @@ EOF"""
     assert second.returncode == 0, second.stderr
     lines = (tmp_path / "out.txt").read_text().rstrip("\n").splitlines()
     assert lines[0] == "line 0" and lines[1999] == "line 1999" and len(lines) == 2000
+
+
+def test_secrets_never_reach_the_task_files(tmp_path: Path, normalize_home: Path) -> None:
+    (tmp_path / ".env").write_text("SERVICE_TOKEN=tok_8f3a9c2e71d4b605\n")
+    key = "sk-ant-api03-" + "A1b2C3d4E5f6" * 4
+    code = f"print('Authorization: Bearer abcdefghijklmnop1234'); print('{key}')"
+    flow = tmp_path / "leak.toml"
+    flow.write_text(f'''
+[workflow]
+name = "leak"
+
+[workflow.permissions]
+mode = "yes"
+
+[[workflow.steps]]
+name = "print"
+action = """run {sys.executable} -c "{code}" """
+
+[[workflow.steps]]
+name = "show env"
+action = "view .env"
+''')
+    proc = cli("run", str(flow), "--json", cwd=tmp_path, home=normalize_home)
+    assert proc.returncode == 0, proc.stderr
+    stored = "".join(p.read_text() for p in (normalize_home / "tasks").glob("*.json*"))
+    assert "[REDACTED]" in stored
+    for secret in (key, "abcdefghijklmnop1234", "tok_8f3a9c2e71d4b605"):
+        assert secret not in stored
+
+
+def test_quoted_operators_are_not_a_chain(workspace: Path) -> None:
+    ctx = ToolContext(workspace=workspace, guard=WorkspaceGuard(workspace), cache=NoCache(),
+                      policy=ApprovalPolicy(mode="auto", allow=[f"{sys.executable} -c *"]))
+    tools = default_tools()
+    result = tools.execute(parse_command(f'run {sys.executable} -c "import os; print(1)"'), ctx)
+    assert result.ok, result.error
+    chained = tools.execute(parse_command(f"run {sys.executable} -c 1 ; rm twice.py"), ctx)
+    assert chained.status is ResultStatus.BLOCKED and "rm twice.py" in (chained.error or "")
+    assert (workspace / "twice.py").exists()
+
+
+def test_fetch_through_the_registry_returns_the_whole_text(workspace: Path,
+                                                           tmp_path: Path) -> None:
+    from normalize.execution.cache import PersistentCache
+
+    cache = PersistentCache(tmp_path / "cache")
+    ctx = ToolContext(workspace=workspace, guard=WorkspaceGuard(workspace), cache=cache,
+                      policy=ApprovalPolicy(mode="yes"))
+    tools = default_tools()
+    code = "print(chr(10).join(str(i) for i in range(3000)))"
+    produced = tools.execute(parse_command(f'run {sys.executable} -c "{code}"'), ctx)
+    assert produced.cache_id is not None and len(produced.preview) < len(produced.output)
+    fetched = tools.execute(parse_command(f"fetch {produced.cache_id}"), ctx)
+    assert fetched.ok and fetched.output.splitlines()[-1] == "2999"
+    assert fetched.cache_id is None
