@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from normalize.errors import ConfigError
 from normalize.task import Action, ActionResult, ResultStatus, Wait
-from normalize.tools.shell import command_parts
+from normalize.tools.shell import command_parts, text_after_verb, unquoted_operators
 
 if TYPE_CHECKING:
     from normalize.tools.base import ToolContext
@@ -212,7 +212,19 @@ class ApprovalPolicy:
         )
 
     def check(self, action: Action, ctx: ToolContext) -> ActionResult | None:
-        """None when `action` may run; otherwise the verdict to return instead of running it."""
+        """None when `action` may run; otherwise the verdict to return instead of running it.
+
+        With `allow_shell`, an allowed `run` whose text holds shell syntax is marked
+        to run through `/bin/sh -c` (every part of it was judged first).
+        """
+        verdict = self._judge(action, ctx)
+        if verdict is None and self.allow_shell and action.tool == "run":
+            rest = text_after_verb(action)
+            if rest is not None and unquoted_operators(rest):
+                action.params["shell"] = True
+        return verdict
+
+    def _judge(self, action: Action, ctx: ToolContext) -> ActionResult | None:
         whole, parts = _parts(action)
         if not parts:
             return None

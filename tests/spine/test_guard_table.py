@@ -196,3 +196,16 @@ def test_fetch_through_the_registry_returns_the_whole_text(workspace: Path,
     fetched = tools.execute(parse_command(f"fetch {produced.cache_id}"), ctx)
     assert fetched.ok and fetched.output.splitlines()[-1] == "2999"
     assert fetched.cache_id is None
+
+
+def test_allow_shell_runs_an_approved_chain_through_the_shell(workspace: Path) -> None:
+    ctx = ToolContext(workspace=workspace, guard=WorkspaceGuard(workspace), cache=NoCache(),
+                      policy=ApprovalPolicy(mode="yes", allow_shell=True))
+    result = default_tools().execute(parse_command("run echo one && echo two > out.txt"), ctx)
+    assert result.ok, result.error
+    assert (workspace / "out.txt").read_text() == "two\n"
+    strict = ToolContext(workspace=workspace, guard=WorkspaceGuard(workspace), cache=NoCache(),
+                         policy=ApprovalPolicy(mode="yes"))
+    refused = default_tools().execute(parse_command("run echo three > out.txt"), strict)
+    assert refused.status is ResultStatus.ERROR and "without a shell" in (refused.error or "")
+    assert (workspace / "out.txt").read_text() == "two\n"
