@@ -1,9 +1,19 @@
 """The workflow driver: runs `[[workflow.steps]]` in order, with nesting and fan-out.
 
 Its state is a small stack of frames (which step list, which step, which
-loop item), so a task resumes mid-workflow, mid-loop, at the exact step.
-A step's result may be captured into a variable (optionally transformed);
-a failing step follows its `on_error` (fail | skip | retry | continue).
+loop item, which `until` iteration), so a task resumes mid-workflow,
+mid-loop, at the exact step. Each frame is a scope with its own notes and
+history; strategies (context, cache, retry) are inherited along the frames
+(see `normalize.execution.scope`). A step's result may be captured into a
+variable (optionally transformed); a failing step is retried under the retry
+policy in effect (`on_error = "retry"` retries even when none is), then
+follows its `on_error` (fail | skip | retry | continue). A step whose side
+effect was cut off by a crash follows its `on_interrupt` (rerun | fail | ask;
+see `normalize.drivers.interrupts`).
+
+A step whose action names a step kind (`llm-decide`, …) or that names a
+nested `workflow` file runs as a delegate: a sub-driver decides until it is
+done, and its state nests in this driver's snapshot.
 """
 
 from __future__ import annotations
@@ -13,16 +23,32 @@ import re
 from typing import Any, ClassVar
 
 from normalize.drivers.base import DriverServices, RunContext
+from normalize.drivers.interrupts import interrupt_policy, interrupt_question, rerun_answer
 from normalize.errors import ConfigError, UsageError
 from normalize.events import Notice, StepStarted
+from normalize.execution.retry import RetryPolicy
+from normalize.execution.scope import (
+    ROOT_CACHE,
+    ROOT_CONTEXT,
+    ROOT_RETRY,
+    Resolved,
+    ScopeSettings,
+    ScopeState,
+    render_notes,
+    resolve,
+)
 from normalize.intents import parse_command
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus
 from normalize.workflow.conditions import evaluate
+from normalize.workflow.delegate import Delegate, StepOutcome
 from normalize.workflow.interpolate import interpolate
 from normalize.workflow.sources import resolve_items
 from normalize.workflow.spec import StepSpec, WorkflowSpec
 
 RESULT_KEEP = 20_000  # characters of the last result kept for conditions
+DEFAULT_RETRY = {"strategy": "exponential", "max_attempts": 3, "base_delay": 0.5,
+                 "max_delay": 8.0}
+"""The policy `on_error = "retry"` uses when no retry policy is in effect."""
 
 
 def apply_transform(transform: str | None, text: str) -> Any:
@@ -47,13 +73,63 @@ def apply_transform(transform: str | None, text: str) -> Any:
     raise ConfigError(f"unknown transform {transform!r} (json:FIELD, regex:PATTERN, lines, strip)")
 
 
-def action_for(text: str, variables: dict[str, Any], step: StepSpec | None = None) -> Action:
-    """Parse a step's interpolated command into an Action."""
-    command = interpolate(text, variables)
+def fill(text: str, variables: dict[str, Any], where: str) -> str:
+    """Interpolate `text`; a variable not set yet is a clear error naming it."""
+    try:
+        return interpolate(text, variables)
+    except (KeyError, IndexError, TypeError) as exc:
+        name = exc.args[0] if exc.args else "?"
+        raise UsageError(f"{where}: variable {{{name}}} is not set (the step that captures it "
+                         f"did not run or did not succeed)") from None
+
+
+def action_for(text: str, variables: dict[str, Any], step: StepSpec | None = None, *,
+               timeout: float | None = None) -> Action:
+    """Parse a step's interpolated command into an Action (with its `timeout`, if any)."""
+    command = fill(text, variables, f"step {step.name!r}" if step else "action")
     action = parse_command(command)
-    if step is not None and step.timeout is not None:
-        action.params["timeout"] = step.timeout
+    timeout = timeout if timeout is not None else (step.timeout if step is not None else None)
+    if timeout is not None:
+        action.params["timeout"] = timeout
     return action
+
+
+def step_kind_of(text: str | None) -> str | None:
+    """The step kind an action names (`llm-decide …`), if it names one."""
+    if not text or not text.strip():
+        return None
+    from normalize.steps import is_step_kind
+
+    first = text.split(None, 1)[0]
+    return first if is_step_kind(first) else None
+
+
+def delegate_config(kind: str, text: str, values: dict[str, Any], *, name: str,
+                    prompt: str | None, max_turns: int | None, llm: dict[str, Any] | None,
+                    settings: Resolved, notes: str) -> dict[str, Any]:
+    """What a step kind's sub-driver is built from (plain JSON, kept for resume)."""
+    words = fill(text, values, f"step {name!r}").split(None, 1)
+    args = words[1] if len(words) > 1 else ""
+    prompt_text = fill(prompt, values, f"step {name!r}") if prompt else ""
+    plain = {k: v for k, v in values.items() if isinstance(v, str | int | float | bool | list)}
+    return {"kind": kind, "name": name, "args": args, "prompt": prompt_text,
+            "goal": prompt_text or args or str(values.get("task", "")),
+            "max_turns": max_turns, "llm": llm, "context": settings.context,
+            "cache": settings.cache, "retry": settings.retry, "notes": notes, "vars": plain}
+
+
+def settings_of(step: StepSpec) -> ScopeSettings:
+    return ScopeSettings(step.context, {"strategy": step.cache} if step.cache else None,
+                         step.retry)
+
+
+def root_settings(spec: WorkflowSpec) -> Resolved:
+    """The workflow's own strategies (`[workflow.context]`, `.cache`, `.retry`)."""
+    return Resolved(
+        context=spec.context.get("strategy", ROOT_CONTEXT),
+        cache=dict(spec.cache) if spec.cache else {"strategy": ROOT_CACHE},
+        retry=dict(spec.retry) if spec.retry else {"strategy": ROOT_RETRY},
+    )
 
 
 class WorkflowDriver:
@@ -61,41 +137,56 @@ class WorkflowDriver:
 
     name: ClassVar[str] = "workflow"
 
-    def __init__(self, spec: WorkflowSpec, variables: dict[str, Any] | None = None) -> None:
+    def __init__(self, spec: WorkflowSpec, variables: dict[str, Any] | None = None,
+                 services: DriverServices | None = None, label: str | None = None) -> None:
         self.spec = spec
+        self.services = services or DriverServices()
+        self.label = label
         self.vars: dict[str, Any] = dict(spec.vars)
         self.vars.update(variables or {})
-        self.frames: list[dict[str, Any]] = [{"path": [], "pc": 0}]
+        self.frames: list[dict[str, Any]] = [{"path": [], "pc": 0,
+                                              "scope": ScopeState(spec.name).to_dict()}]
         self.last: dict[str, Any] | None = None
         self.attempt = 1
+        self.retry_delay = 0.0
         self.failure: str | None = None
         self.pending: dict[str, Any] | None = None  # the step whose actions are out
+        self.interrupted: dict[str, Any] | None = None  # a step result whose outcome is unknown
+        self.delegate: Delegate | None = None
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> WorkflowDriver:
-        del services
-        return cls(WorkflowSpec.from_dict(config["spec"]), config.get("vars"))
+        return cls(WorkflowSpec.from_dict(config["spec"]), config.get("vars"), services,
+                   config.get("label"))
 
     # -- state -----------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
         return {"vars": self.vars, "frames": self.frames, "last": self.last,
-                "attempt": self.attempt, "failure": self.failure, "pending": self.pending}
+                "attempt": self.attempt, "retry_delay": self.retry_delay,
+                "failure": self.failure, "pending": self.pending,
+                "interrupted": self.interrupted,
+                "delegate": None if self.delegate is None else self.delegate.snapshot()}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.vars = dict(state.get("vars", self.vars))
         self.frames = list(state.get("frames", self.frames))
         self.last = state.get("last")
         self.attempt = int(state.get("attempt", 1))
+        self.retry_delay = float(state.get("retry_delay", 0.0))
         self.failure = state.get("failure")
         self.pending = state.get("pending")
+        self.interrupted = state.get("interrupted")
+        delegate = state.get("delegate")
+        self.delegate = None if delegate is None else Delegate.restore(delegate, self.services)
 
     # -- navigation ------------------------------------------------------
 
     def _steps(self, path: list[int]) -> list[StepSpec]:
+        """The step list at `path` (a negative index walks into that step's `else`)."""
         steps = self.spec.steps
         for index in path:
-            steps = steps[index].steps
+            steps = steps[index].steps if index >= 0 else steps[-index - 1].otherwise
         return steps
 
     def _frame_steps(self, frame: dict[str, Any]) -> list[StepSpec]:
@@ -104,13 +195,30 @@ class WorkflowDriver:
             return [parent]
         return self._steps(frame["path"])
 
+    def _scopes(self) -> list[ScopeState]:
+        return [ScopeState.from_dict(f.get("scope")) for f in self.frames]
+
     def _bindings(self, task: Task) -> dict[str, Any]:
-        values = {"task": task.goal, "workspace": task.workspace, **self.vars}
+        notes = [n for s in self._scopes() for n in s.notes]
+        values = {"task": task.goal, "workspace": task.workspace, "notes": render_notes(notes),
+                  **self.vars}
         for frame in self.frames:
             loop = frame.get("loop")
             if loop:
                 values[loop["as"]] = loop["items"][loop["i"]]
         return values
+
+    def resolved(self, step: StepSpec | None = None) -> Resolved:
+        """The strategies in effect for `step` in the current frame (see the scope table)."""
+        chain: list[ScopeSettings] = []
+        steps = self.spec.steps
+        for index in self.frames[-1]["path"] if self.frames else []:
+            holder = steps[index if index >= 0 else -index - 1]
+            chain.append(settings_of(holder))
+            steps = holder.steps if index >= 0 else holder.otherwise
+        if step is not None:
+            chain.append(settings_of(step))
+        return resolve(chain, root_settings(self.spec))
 
     def _last_result(self) -> ActionResult | None:
         return None if self.last is None else ActionResult.from_dict(self.last)
@@ -125,59 +233,155 @@ class WorkflowDriver:
     def _advance(self) -> None:
         self.frames[-1]["pc"] += 1
         self.attempt = 1
+        self.retry_delay = 0.0
+
+    def _push(self, frame: dict[str, Any], name: str) -> None:
+        frame.setdefault("scope", ScopeState(name).to_dict())
+        self.frames.append(frame)
 
     # -- deciding --------------------------------------------------------
 
     def decide(self, task: Task, ctx: RunContext) -> Decision | None:
-        if self.failure is not None:
-            return Decision.finish(self.failure, TaskStatus.FAILED)
-        while self.frames:
-            frame = self.frames[-1]
-            steps = self._frame_steps(frame)
-            if frame["pc"] >= len(steps):
-                loop = frame.get("loop")
-                if loop and loop["i"] + 1 < len(loop["items"]):
-                    loop["i"] += 1
-                    frame["pc"] = 0
-                    continue
-                self.frames.pop()
-                if self.frames:
-                    self._advance()
+        while True:
+            if self.failure is not None:
+                return Decision.finish(self.failure, TaskStatus.FAILED)
+            if self.interrupted is not None:
+                asked = self._interrupted(ctx)
+                if asked is not None:
+                    return asked
                 continue
-            step = steps[frame["pc"]]
-            values = self._bindings(task)
-            if step.condition and not frame.get("self"):
-                condition = interpolate(step.condition, values)
-                if not evaluate(condition, self._last_result(), values):
+            if self.delegate is not None:
+                out = self.delegate.decide(task, ctx)
+                if isinstance(out, Decision):
+                    return out
+                self._delegate_ended(out)
+                continue
+            if not self.frames:
+                return Decision.finish(f"all {len(self.spec.steps)} steps finished")
+            decision = self._step(task, ctx)
+            if decision is not None:
+                return decision
+
+    def _step(self, task: Task, ctx: RunContext) -> Decision | None:
+        """Move to the next runnable step; its decision, or None to look again."""
+        frame = self.frames[-1]
+        steps = self._frame_steps(frame)
+        if frame["pc"] >= len(steps):
+            self._end_of_frame(task, ctx)
+            return None
+        step = steps[frame["pc"]]
+        values = self._bindings(task)
+        here = [*frame["path"], frame["pc"]]
+        if not frame.get("self"):
+            holds = True
+            if step.condition:
+                condition = fill(step.condition, values, f"step {step.name!r}")
+                holds = evaluate(condition, self._last_result(), values)
+                if not holds and not step.otherwise:
                     ctx.emit(Notice(message=f"skipped step {step.name!r}: {condition} is false"))
                     self._advance()
-                    continue
+                    return None
             if len(self.frames) == 1:
-                ctx.emit(StepStarted(name=step.name, index=frame["pc"] + 1,
+                label = f"{self.label} › {step.name}" if self.label else step.name
+                ctx.emit(StepStarted(name=label, index=frame["pc"] + 1,
                                      total=len(self.spec.steps)))
-            if step.for_each and not frame.get("self"):
-                items = resolve_items(interpolate(step.for_each, values), ctx.workspace, values)
+            if not holds:
+                ctx.emit(Notice(message=f"step {step.name!r}: {step.condition} is false; "
+                                        f"running its `else`"))
+                self._push({"path": [*frame["path"], -frame["pc"] - 1], "pc": 0},
+                           f"{step.name} (else)")
+                return None
+            if step.for_each:
+                source = fill(step.for_each, values, f"step {step.name!r}")
+                items = resolve_items(source, ctx.workspace, values)
                 if not items:
                     ctx.emit(Notice(message=f"step {step.name!r}: for_each found no items"))
                     self._advance()
-                    continue
-                if step.parallel and step.action and not step.steps:
+                    return None
+                if step.parallel and step.action:
                     return self._fanout(step, items, values)
-                self.frames.append({"path": [*frame["path"], frame["pc"]], "pc": 0,
-                                    "self": not step.steps,
-                                    "loop": {"items": items, "i": 0, "as": step.as_}})
-                continue
-            if step.steps and not frame.get("self"):
-                self.frames.append({"path": [*frame["path"], frame["pc"]], "pc": 0})
-                continue
-            if step.action is None:
-                raise UsageError(f"step {step.name!r} has nothing to run")
-            action = action_for(step.action, values, step)
-            if action.tool == "done":
-                return Decision.finish(" ".join(action.args) or "done")
-            self.pending = {"kind": "step", "results": []}
-            return Decision(actions=[action])
-        return Decision.finish(f"all {len(self.spec.steps)} steps finished")
+                self._push({"path": here, "pc": 0, "self": not step.steps,
+                            "loop": {"items": items, "i": 0, "as": step.as_}}, step.name)
+                return None
+            if step.until:
+                self._push({"path": here, "pc": 0, "self": not step.steps,
+                            "repeat": {"i": 1, "max": step.max_iterations or 10}}, step.name)
+                return None
+            if step.steps:
+                self._push({"path": here, "pc": 0}, step.name)
+                return None
+        return self._leaf(ctx, step, values)
+
+    def _leaf(self, ctx: RunContext, step: StepSpec,
+              values: dict[str, Any]) -> Decision | None:
+        """The decision for a step that runs something: an action or a delegate."""
+        if self.retry_delay > 0:
+            policy = self._retry_policy(step)
+            ctx.emit(Notice(level="warning", message=f"retrying step {step.name!r} (attempt "
+                                                     f"{self.attempt} of {policy.attempts}) in "
+                                                     f"{self.retry_delay:g} s"))
+            if ctx.cancel.wait(self.retry_delay):
+                return Decision(thinking=f"retry of step {step.name!r} interrupted")
+            self.retry_delay = 0.0
+        kind = step_kind_of(step.action)
+        if step.workflow is not None:
+            self._start_workflow(step, values)
+            return None
+        if kind is not None:
+            assert step.action is not None
+            settings = self.resolved(step)
+            config = delegate_config(kind, step.action, values, name=step.name,
+                                     prompt=step.prompt, max_turns=step.max_turns,
+                                     llm=self.spec.llm, settings=settings,
+                                     notes=str(values.get("notes", "")))
+            self.delegate = Delegate.start(kind, config, self.services, max_turns=step.max_turns)
+            return None
+        if step.action is None:
+            raise UsageError(f"step {step.name!r} has nothing to run")
+        action = action_for(step.action, values, step)
+        if action.tool == "done":
+            return Decision.finish(" ".join(action.args) or "done")
+        self.pending = {"kind": "step", "results": []}
+        return Decision(actions=[action])
+
+    def _start_workflow(self, step: StepSpec, values: dict[str, Any]) -> None:
+        assert step.workflow is not None
+        included = self.spec.includes.get(step.workflow)
+        if included is None:
+            raise UsageError(f"step {step.name!r}: nested workflow {step.workflow!r} was not "
+                             f"loaded with this workflow")
+        sub_vars = {k: values[k] for k in included.get("vars", {}) if k in values}
+        config = {"spec": included, "vars": sub_vars, "label": step.name}
+        self.delegate = Delegate.start("workflow", config, self.services,
+                                       max_turns=step.max_turns)
+
+    def _end_of_frame(self, task: Task, ctx: RunContext) -> None:
+        """A frame's steps are done: next loop item, next iteration, or back to the parent."""
+        frame = self.frames[-1]
+        loop = frame.get("loop")
+        if loop and loop["i"] + 1 < len(loop["items"]):
+            loop["i"] += 1
+            frame["pc"] = 0
+            return
+        repeat = frame.get("repeat")
+        if repeat:
+            holder = self._steps(frame["path"][:-1])[frame["path"][-1]]
+            values = self._bindings(task)
+            until = fill(holder.until or "always", values, f"step {holder.name!r}")
+            if not evaluate(until, self._last_result(), values):
+                if repeat["i"] < repeat["max"]:
+                    repeat["i"] += 1
+                    frame["pc"] = 0
+                    ctx.emit(Notice(message=f"step {holder.name!r}: {until} is false; "
+                                            f"iteration {repeat['i']} of {repeat['max']}"))
+                    return
+                self.frames.pop()
+                why = f"`until = {until!r}` still false after {repeat['max']} iterations"
+                self._settle(holder, ActionResult.failure(why), 1)
+                return
+        self.frames.pop()
+        if self.frames:
+            self._advance()
 
     def _fanout(self, step: StepSpec, items: list[Any], values: dict[str, Any]) -> Decision:
         actions = [action_for(step.action or "", {**values, step.as_: item}, step)
@@ -186,10 +390,34 @@ class WorkflowDriver:
         return Decision(actions=actions, parallel=True,
                         max_concurrency=max(1, step.max_concurrency))
 
+    def _interrupted(self, ctx: RunContext) -> Decision | None:
+        """Follow `on_interrupt` for a step whose side effect has an unknown outcome."""
+        assert self.interrupted is not None
+        step = self.current_step()
+        if step is None:
+            self.interrupted = None
+            return None
+        policy = interrupt_policy(step.on_interrupt, self.spec.on_interrupt,
+                                  interactive=ctx.interactive)
+        if policy == "ask":
+            self.pending = {"kind": "interrupt", "results": []}
+            command = self.interrupted.get("command") or step.action or step.name
+            return Decision(actions=[interrupt_question(f"step {step.name!r}", command)])
+        result = ActionResult.from_dict(self.interrupted["result"])
+        self.interrupted = None
+        if policy == "rerun":
+            ctx.emit(Notice(message=f"step {step.name!r}: running it again "
+                                    "(on_interrupt = rerun)"))
+        else:
+            self._settle(step, result, 1)
+        return None
+
     # -- results ---------------------------------------------------------
 
     def on_result(self, task: Task, action: Action, result: ActionResult) -> None:
-        del action
+        if self.delegate is not None:
+            self.delegate.on_result(task, action, result)
+            return
         step = self.current_step()
         if step is None:
             return
@@ -211,27 +439,86 @@ class WorkflowDriver:
             if step.capture:
                 self.vars[step.capture] = [apply_transform(step.transform, r.output)
                                            for r in results]
-            self._settle(task, step, merged, len(failed))
+            self._remember(step, f"{step.name} ×{len(results)}", merged)
+            self._settle(step, merged, len(failed))
+            return
+        if self.pending and self.pending["kind"] == "interrupt":
+            self.pending = None
+            rerun = rerun_answer(result)  # None: no fitting answer, so it is asked again
+            if rerun is not None and self.interrupted is not None:
+                interrupted = ActionResult.from_dict(self.interrupted["result"])
+                self.interrupted = None
+                if not rerun:
+                    self._settle(step, interrupted, 1)
             return
         self.pending = None
         self.last = kept
         if result.status is ResultStatus.CANCELLED:
             return  # stopped by the user: the step runs again on resume
+        if result.status is ResultStatus.INTERRUPTED:
+            self.interrupted = {"result": kept, "command": action.text}
+            return  # the next decide follows the step's on_interrupt
         if result.ok and step.capture:
             self.vars[step.capture] = apply_transform(step.transform, result.output)
-        self._settle(task, step, result, 0 if result.ok else 1)
+        self._remember(step, action.text or action.tool, result)
+        note = result.data.get("note") if result.ok else None
+        if note:
+            scope = ScopeState.from_dict(self.frames[-1].get("scope"))
+            scope.note(str(note), turns=result.data.get("turns"))
+            self.frames[-1]["scope"] = scope.to_dict()
+        self._settle(step, result, 0 if result.ok else 1)
 
-    def _settle(self, task: Task, step: StepSpec, result: ActionResult, failures: int) -> None:
-        del task
+    def _delegate_ended(self, outcome: StepOutcome) -> None:
+        assert self.delegate is not None
+        kind = self.delegate.kind
+        self.delegate = None
+        step = self.current_step()
+        if step is None:
+            return
+        result = outcome.result()
+        self.last = result.to_dict()
+        if step.capture and (result.ok or step.on_error == "continue"):
+            self.vars[step.capture] = apply_transform(step.transform, outcome.summary)
+        self._remember(step, f"{kind} {step.name}", result)
+        self._settle(step, result, 0 if result.ok else 1)
+
+    def _remember(self, step: StepSpec, command: str, result: ActionResult) -> None:
+        """Add the result to the innermost scope's history and age every note."""
+        text = result.output + (result.error or "")
+        for index, frame in enumerate(self.frames):
+            scope = ScopeState.from_dict(frame.get("scope"))
+            scope.age(text)
+            if index == len(self.frames) - 1:
+                scope.record(command, result.status.value, text, step.name)
+            frame["scope"] = scope.to_dict()
+
+    def _retry_policy(self, step: StepSpec) -> RetryPolicy:
+        table = self.resolved(step if not self.frames[-1].get("self") else None).retry
+        if table.get("strategy", ROOT_RETRY) == "none" and step.on_error == "retry":
+            table = DEFAULT_RETRY
+        return Resolved(retry=table).retry_policy
+
+    def _end_iteration(self) -> bool:
+        """Inside an `until` loop, a failed step ends the iteration; `until` then decides."""
+        for depth in range(len(self.frames) - 1, -1, -1):
+            frame = self.frames[depth]
+            if frame.get("repeat"):
+                del self.frames[depth + 1:]
+                frame["pc"] = len(self._frame_steps(frame))
+                self.attempt = 1
+                self.retry_delay = 0.0
+                return True
+            if frame.get("loop"):
+                return False  # a for_each between: its item failed, and that fails the loop
+        return False
+
+    def _settle(self, step: StepSpec, result: ActionResult, failures: int) -> None:
         if failures == 0:
             self._advance()
             return
-        if result.status is ResultStatus.INTERRUPTED and step.on_interrupt == "rerun":
-            return
-        retry = step.retry or (self.spec.retry if step.on_error == "retry" else None)
-        attempts = int((retry or {}).get("max_attempts", 3 if step.on_error == "retry" else 1))
-        if retry is not None and self.attempt < attempts and \
-                result.status is not ResultStatus.INTERRUPTED:
+        policy = self._retry_policy(step)
+        if self.attempt < policy.attempts and result.status is not ResultStatus.INTERRUPTED:
+            self.retry_delay = policy.delay(self.attempt)
             self.attempt += 1
             return
         if step.on_error in ("skip", "continue"):
@@ -239,6 +526,7 @@ class WorkflowDriver:
                 self.vars[step.capture] = result.output
             self._advance()
             return
+        if self._end_iteration():
+            return
         why = result.error or result.status.value
         self.failure = f"step {step.name!r} failed: {why}"
-

@@ -1,7 +1,8 @@
 """Conditions on an action's result: built-ins and plugins (`normalize.conditions`).
 
     success · failure · always · contains:TEXT · not_contains:TEXT ·
-    matches:REGEX · exit_code:N · var:NAME (the variable is set and not empty)
+    matches:REGEX · exit_code:N · var:NAME (the variable is set and not empty) ·
+    visits:N (a state machine's state was entered at least N times)
 
 A plugin condition is a callable `(result, argument, variables) -> bool`
 registered under a name; `name:argument` passes the part after the colon.
@@ -19,7 +20,13 @@ from normalize.task import ActionResult, ResultStatus
 
 ConditionFn = Callable[[ActionResult | None, str, Mapping[str, Any]], bool]
 
-CONDITIONS: PluginGroup[ConditionFn] = PluginGroup("normalize.conditions", dict)
+
+
+def _builtin_conditions() -> dict[str, str]:
+    return {"py": "normalize.execution.flow:python_condition"}
+
+
+CONDITIONS: PluginGroup[ConditionFn] = PluginGroup("normalize.conditions", _builtin_conditions)
 
 
 def is_condition(name: str) -> bool:
@@ -48,4 +55,6 @@ def evaluate(condition: str, result: ActionResult | None, variables: Mapping[str
         return result is not None and result.exit_code == int(arg)
     if kind == "var":
         return bool(variables.get(arg))
+    if kind == "visits":
+        return int(variables.get("visits", 0)) >= int(arg)
     return CONDITIONS.get(kind)(result, arg, variables)

@@ -2,6 +2,8 @@
 
 A plugin source (entry-point group `normalize.sources`) is a callable
 `(argument, workspace, variables) -> list[str]`, used as `name:argument`.
+Built-in plugins: `code:DIR` (source files in a language normalize can
+outline) and `py:NAME` (a Python callable registered by a Python workflow).
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from normalize.workflow.interpolate import interpolate
 
 SourceFn = Callable[[str, Path, Mapping[str, Any]], list[Any]]
 
-SOURCES: PluginGroup[SourceFn] = PluginGroup("normalize.sources", dict)
+
+
+def _builtin_sources() -> dict[str, str]:
+    return {"code": "normalize.workflow.sources:code_files",
+            "py": "normalize.execution.flow:python_source"}
+
+
+SOURCES: PluginGroup[SourceFn] = PluginGroup("normalize.sources", _builtin_sources)
 
 
 @lru_cache(maxsize=128)
@@ -54,6 +63,21 @@ def glob_files(pattern: str, workspace: Path) -> list[str]:
     regex = glob_regex(pattern)
     root = workspace.resolve()
     return [rel for path in walk(root) if regex.match(rel := path.relative_to(root).as_posix())]
+
+
+def code_files(argument: str, workspace: Path, variables: Mapping[str, Any]) -> list[str]:
+    """`code:DIR`: files under DIR (git-ignored ones left out) in a language with an outline."""
+    del variables
+    from normalize.tools.code.grammars import language_for
+
+    root = workspace.resolve()
+    start = (root / argument.strip()).resolve()
+    if not start.is_relative_to(root):
+        raise ConfigError(f"for_each code:{argument}: outside the workspace")
+    if not start.exists():
+        raise ConfigError(f"for_each code:{argument}: no such directory in the workspace")
+    return [path.relative_to(root).as_posix() for path in walk(root, start)
+            if language_for(path) is not None]
 
 
 def resolve_items(source: str, workspace: Path, variables: Mapping[str, Any]) -> list[Any]:

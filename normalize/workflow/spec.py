@@ -35,7 +35,15 @@ class StepSpec:
     workflow: str | None = None
     prompt: str | None = None
     max_turns: int | None = None
+    until: str | None = None  # repeat the step (or its nested steps) until this holds
+    max_iterations: int | None = None  # the bound of an `until` loop
+    otherwise: list[StepSpec] = field(default_factory=list)  # `else`: when `condition` fails
     line: int = 0
+
+    @property
+    def is_group(self) -> bool:
+        """Whether the step holds nested steps (a scope) rather than one action."""
+        return bool(self.steps)
 
     def to_dict(self) -> JSON:
         return asdict(self)
@@ -44,6 +52,7 @@ class StepSpec:
     def from_dict(cls, data: JSON) -> StepSpec:
         data = dict(data)
         data["steps"] = [StepSpec.from_dict(s) for s in data.get("steps", [])]
+        data["otherwise"] = [StepSpec.from_dict(s) for s in data.get("otherwise", [])]
         return cls(**data)
 
 
