@@ -391,7 +391,8 @@ class RunTool:
         self.grace = grace
 
     def run(self, action: Action, ctx: ToolContext) -> ActionResult:
-        timeout, words = _parse_leading(action.args, ctx.timeout)
+        default = float(action.params.get("timeout") or ctx.timeout)  # a workflow step's
+        timeout, words = _parse_leading(action.args, default)  # `--timeout N` still wins
         if not words:
             raise ToolError("run needs a program: run PROGRAM ARGS...")
         if action.params.get("shell") is True:

@@ -226,7 +226,8 @@ class TestTool:
                 data={"runner": None},
             )
         argv = _command(runner, target, args)
-        outcome = run_process(argv, cwd=runner.directory, timeout=ctx.timeout, cancel=ctx.cancel)
+        timeout = float(action.params.get("timeout") or ctx.timeout)  # a workflow step's
+        outcome = run_process(argv, cwd=runner.directory, timeout=timeout, cancel=ctx.cancel)
         counts = parse_counts(runner.name, outcome.output)
         data: dict[str, object] = {
             "runner": runner.name,
@@ -234,7 +235,7 @@ class TestTool:
             "directory": ctx.guard.relative(runner.directory),
             **counts,
         }
-        result = outcome_result(outcome, ctx.timeout, **data)
+        result = outcome_result(outcome, timeout, **data)
         if runner.name == "pytest" and outcome.exit_code == PYTEST_NO_TESTS and not (
             outcome.cancelled or outcome.timed_out
         ):
