@@ -102,6 +102,8 @@ def _walk_dir(directory: Path, rules: IgnoreRules, include_hidden: bool) -> Iter
         if rules.ignored(path, is_dir):
             continue
         if is_dir:
+            if os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
+                continue  # a virtual environment, whatever its name
             yield from _walk_dir(path, rules, include_hidden)
         elif entry.is_file(follow_symlinks=False):
             yield path

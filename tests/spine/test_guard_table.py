@@ -209,3 +209,13 @@ def test_allow_shell_runs_an_approved_chain_through_the_shell(workspace: Path) -
     refused = default_tools().execute(parse_command("run echo three > out.txt"), strict)
     assert refused.status is ResultStatus.ERROR and "without a shell" in (refused.error or "")
     assert (workspace / "out.txt").read_text() == "two\n"
+
+
+def test_walks_skip_virtual_environments_whatever_their_name(tmp_path: Path) -> None:
+    from normalize.tools.files import walk
+
+    (tmp_path / "env-3.11" / "lib").mkdir(parents=True)
+    (tmp_path / "env-3.11" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tmp_path / "env-3.11" / "lib" / "big.py").write_text("x = 1\n")
+    (tmp_path / "app.py").write_text("y = 2\n")
+    assert [p.name for p in walk(tmp_path)] == ["app.py"]
