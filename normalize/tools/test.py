@@ -136,8 +136,31 @@ def detect_runner(root: Path, target: Path | None = None) -> Runner | None:
     return None if found is None else Runner("pytest", start, f"test files ({found})")
 
 
-def pytest_command() -> list[str]:
-    """How to start pytest: this interpreter when it has pytest, else `pytest` on PATH."""
+PROJECT_VENVS = (".venv", "venv", "env")
+
+
+def project_python(root: Path | None) -> str | None:
+    """The interpreter of the project's own virtual environment, when it has pytest."""
+    if root is None:
+        return None
+    for name in PROJECT_VENVS:
+        venv = root / name
+        python = venv / "bin" / "python"
+        if (venv / "pyvenv.cfg").is_file() and python.is_file() and \
+                any(venv.glob("lib/python*/site-packages/pytest")):
+            return str(python)
+    return None
+
+
+def pytest_command(root: Path | None = None) -> list[str]:
+    """How to start pytest: the project's venv, this interpreter, or `pytest` on PATH.
+
+    The project's own environment comes first, since only it has the project's
+    dependencies installed.
+    """
+    own = project_python(root)
+    if own is not None:
+        return [own, "-m", "pytest"]
     if importlib.util.find_spec("pytest") is not None:
         return [sys.executable, "-m", "pytest"]
     found = shutil.which("pytest")
@@ -154,7 +177,7 @@ def _command(runner: Runner, target: Path | None, extra: list[str]) -> list[str]
     if target is not None and target.resolve() != runner.directory:
         rel = target.resolve().relative_to(runner.directory).as_posix()
     if runner.name == "pytest":
-        return [*pytest_command(), "-q", *([rel] if rel else []), *extra]
+        return [*pytest_command(runner.directory), "-q", *([rel] if rel else []), *extra]
     if runner.name == "npm":
         rest = [*([rel] if rel else []), *extra]
         return ["npm", "test", *(["--", *rest] if rest else [])]

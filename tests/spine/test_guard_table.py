@@ -219,3 +219,16 @@ def test_walks_skip_virtual_environments_whatever_their_name(tmp_path: Path) -> 
     (tmp_path / "env-3.11" / "lib" / "big.py").write_text("x = 1\n")
     (tmp_path / "app.py").write_text("y = 2\n")
     assert [p.name for p in walk(tmp_path)] == ["app.py"]
+
+
+def test_tests_run_in_the_projects_own_virtual_environment(tmp_path: Path) -> None:
+    from normalize.tools.test import pytest_command
+
+    assert pytest_command(tmp_path) == [sys.executable, "-m", "pytest"]  # no venv yet
+    site = tmp_path / ".venv" / "lib" / "python3.11" / "site-packages" / "pytest"
+    site.mkdir(parents=True)
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tmp_path / ".venv" / "bin").mkdir()
+    (tmp_path / ".venv" / "bin" / "python").write_text("")
+    assert pytest_command(tmp_path) == [str(tmp_path / ".venv" / "bin" / "python"), "-m",
+                                        "pytest"]
