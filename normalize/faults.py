@@ -1,19 +1,47 @@
 """Named crash points for the fault-injection tests.
 
 `NORMALIZE_CRASH_AT=name` makes the process kill itself with SIGKILL when it
-reaches `crash_point("name")`, simulating a power cut at that exact place.
-The variable is read once; in normal use the check is a single comparison.
+reaches `crash_point("name")`, simulating a power cut at that exact place;
+`NORMALIZE_CRASH_AT=name@N` waits for the N-th time the point is reached.
+The variable is read once, at import; in normal use the check is one comparison.
+
+The points:
+
+    before_action      an action is about to be recorded as started
+    action_started     a side effect is journaled (fsynced) as started, not yet run
+    action_ran         the action ran; its end is not yet journaled
+    checkpoint_write   half of a task file is written to its temporary file
+    model_stream       a model reply is half streamed (scripted models)
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 
-_ARMED = os.environ.get("NORMALIZE_CRASH_AT", "")
+POINTS = ("before_action", "action_started", "action_ran", "checkpoint_write", "model_stream")
+
+
+def _parse(value: str) -> tuple[str, int]:
+    name, _, nth = value.partition("@")
+    try:
+        return name, max(1, int(nth)) if nth else 1
+    except ValueError:
+        return name, 1
+
+
+_ARMED, _NTH = _parse(os.environ.get("NORMALIZE_CRASH_AT", ""))
+_hits = 0
+_lock = threading.Lock()
 
 
 def crash_point(name: str) -> None:
     """Die here, at once and uncleanly, when the tests armed this point."""
-    if _ARMED and _ARMED == name:
-        os.kill(os.getpid(), signal.SIGKILL)
+    global _hits
+    if not _ARMED or _ARMED != name:
+        return
+    with _lock:
+        _hits += 1
+        if _hits >= _NTH:
+            os.kill(os.getpid(), signal.SIGKILL)

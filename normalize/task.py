@@ -15,8 +15,12 @@ from typing import Any
 
 from normalize.errors import ExitStatus
 
-SCHEMA_VERSION = 1
-"""Version of the task file format; bumped with a migration in `store.migrations`."""
+SCHEMA_VERSION = 2
+"""Version of the task file format; bumped with a migration in `store.migrations`.
+
+2: `driver_states` keeps each driver's state by driver name (1 had one `driver_state`),
+   so a task handed to another driver and back resumes where each left off.
+"""
 
 JSON = dict[str, Any]
 
@@ -299,7 +303,7 @@ class Task:
     workspace: str
     driver: str
     driver_config: JSON = field(default_factory=dict)
-    driver_state: JSON = field(default_factory=dict)
+    driver_states: dict[str, JSON] = field(default_factory=dict)
     scope_state: JSON = field(default_factory=dict)
     status: TaskStatus = TaskStatus.PENDING
     turn: int = 0
@@ -323,16 +327,25 @@ class Task:
     def new(cls, goal: str, workspace: str, driver: str, **kw: Any) -> Task:
         return cls(id=new_task_id(), goal=goal, workspace=workspace, driver=driver, **kw)
 
+    @property
+    def driver_state(self) -> JSON:
+        """The saved state of the current driver (empty when it has not driven this task)."""
+        return self.driver_states.get(self.driver, {})
+
+    @driver_state.setter
+    def driver_state(self, state: JSON) -> None:
+        self.driver_states[self.driver] = state
+
     def to_dict(self) -> JSON:
         return {
-            "schema_version": self.schema_version,
+            "schema_version": SCHEMA_VERSION,  # written in the current format
             "id": self.id,
             "goal": self.goal,
             "workspace": self.workspace,
             "status": self.status.value,
             "driver": self.driver,
             "driver_config": self.driver_config,
-            "driver_state": self.driver_state,
+            "driver_states": self.driver_states,
             "scope_state": self.scope_state,
             "turn": self.turn,
             "actions_run": self.actions_run,
@@ -362,7 +375,7 @@ class Task:
             status=TaskStatus(data.get("status", "pending")),
             driver=data["driver"],
             driver_config=dict(data.get("driver_config", {})),
-            driver_state=dict(data.get("driver_state", {})),
+            driver_states={str(k): dict(v) for k, v in data.get("driver_states", {}).items()},
             scope_state=dict(data.get("scope_state", {})),
             turn=int(data.get("turn", 0)),
             actions_run=int(data.get("actions_run", 0)),

@@ -2,19 +2,36 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from normalize.errors import StoreError
 from normalize.events import BaseEvent
 
 TAIL_BYTES = 65536
 
+WRITABLE_HINT = "make the data directory writable, or point NORMALIZE_HOME elsewhere"
+SPACE_HINT = "free some disk space, then resume the task"
+
+
+def write_hint(exc: OSError) -> str:
+    """What to do about a failed write: free space, or fix permissions."""
+    if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return SPACE_HINT
+    return WRITABLE_HINT
+
 
 class JournalWriter:
-    """Appends events to a journal file; `durable` appends are fsynced."""
+    """Appends events to a journal file; `durable` appends are fsynced.
+
+    `guard`, when set, runs before every append and may raise (the engine uses
+    it to stop a process that lost ownership of the task from writing). A
+    failed write raises `StoreError` naming the file.
+    """
 
     def __init__(
         self,
@@ -22,10 +39,13 @@ class JournalWriter:
         *,
         fsync: bool = True,
         redact: Callable[[Any], Any] | None = None,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         self.path = path
         self.fsync = fsync
         self.redact = redact
+        self.warn = warn
+        self.guard: Callable[[], None] | None = None
         self._fh: BinaryIO | None = None
         self.offset = 0
 
@@ -39,7 +59,7 @@ class JournalWriter:
         return self._fh
 
     def _repair_torn_tail(self) -> None:
-        """Start on a fresh line if the last process died mid-line."""
+        """Start on a fresh line if the last process died mid-line (that line is lost)."""
         with open(self.path, "rb") as fh:
             fh.seek(self.offset - 1)
             last = fh.read(1)
@@ -47,18 +67,37 @@ class JournalWriter:
             self._fh.write(b"\n")
             self._fh.flush()
             self.offset += 1
+            if self.warn is not None:
+                self.warn(f"{self.path}: the last line was torn (the process writing it "
+                          "stopped mid-line); that one event is skipped")
 
     def append(self, event: BaseEvent, *, durable: bool = False) -> None:
+        if self.guard is not None:
+            self.guard()
         data = event.to_dict()
         if self.redact is not None:
             data = self.redact(data)
-        fh = self._file()
         line = (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        fh.write(line)
-        fh.flush()
+        try:
+            fh = self._file()
+            fh.write(line)
+            fh.flush()
+            if durable and self.fsync:
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            self._drop_handle()
+            raise StoreError(f"cannot write the journal {self.path}: {exc.strerror or exc}",
+                             hint=write_hint(exc)) from exc
         self.offset += len(line)
-        if durable and self.fsync:
-            os.fsync(fh.fileno())
+
+    def _drop_handle(self) -> None:
+        """Drop the handle after a failed write, so a retry re-opens and re-checks the tail."""
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            try:
+                fh.close()
+            except OSError:
+                pass
 
     def sync(self) -> None:
         if self._fh is not None:
@@ -67,9 +106,7 @@ class JournalWriter:
                 os.fsync(self._fh.fileno())
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        self._drop_handle()
 
 
 def read_journal(

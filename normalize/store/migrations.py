@@ -1,4 +1,10 @@
-"""Migrations of task files from older schema versions to the current one."""
+"""Migrations of task files from older schema versions to the current one.
+
+Each migration takes a task dict of version N and returns one of version N+1;
+`migrate` chains them. A file from a newer normalize is refused with an upgrade
+hint rather than guessed at. Every version has a fixture task file under
+`tests/fixtures/tasks/`, and a test loads each one through these migrations.
+"""
 
 from __future__ import annotations
 
@@ -10,19 +16,31 @@ from normalize.task import SCHEMA_VERSION
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """One `driver_state` → `driver_states` keyed by the driver that wrote it."""
+    data = dict(data)
+    state = data.pop("driver_state", None) or {}
+    if not isinstance(state, dict):
+        raise ValueError("driver_state is not an object")
+    data["driver_states"] = {str(data.get("driver", "")): state} if state else {}
+    return data
+
+
 # MIGRATIONS[n] turns a version-n task dict into a version-(n+1) one.
-MIGRATIONS: dict[int, Migration] = {}
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
 
 
 def migrate(data: dict[str, Any], *, source: str) -> dict[str, Any]:
     """Bring `data` to SCHEMA_VERSION; refuse a file written by a newer normalize."""
     version = data.get("schema_version", 1)
-    if not isinstance(version, int) or version < 1:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise SchemaVersionError(f"{source}: invalid schema_version {version!r}")
     if version > SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{source}: written by a newer normalize (task schema {version}, this one reads "
             f"up to {SCHEMA_VERSION}); upgrade with `pip install -U normalize`",
+            hint="upgrade normalize to resume or list this task; it was left untouched",
         )
     while version < SCHEMA_VERSION:
         data = MIGRATIONS[version](data)

@@ -32,12 +32,13 @@ from normalize.errors import (
     TaskNotFoundError,
 )
 from normalize.faults import crash_point
-from normalize.store.journal import JournalWriter, read_journal, tail_events
+from normalize.store.journal import JournalWriter, read_journal, tail_events, write_hint
 from normalize.store.migrations import migrate
 from normalize.store.paths import data_home
 from normalize.task import Task
 
 Redact = Callable[[Any], Any]
+
 
 
 @dataclass
@@ -48,14 +49,19 @@ class StoreProblem:
     message: str
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
-    """Write `data` to `path` so that readers see the old or the new file, never a mix."""
+def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True,
+                       crash: str | None = None) -> None:
+    """Write `data` to `path` so that readers see the old or the new file, never a mix.
+
+    `crash` names the fault-injection point reached with half the bytes written.
+    """
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             half = len(data) // 2
             fh.write(data[:half])
-            crash_point("checkpoint_write")
+            if crash is not None:
+                crash_point(crash)
             fh.write(data[half:])
             fh.flush()
             if fsync:
@@ -73,29 +79,94 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
             os.close(dir_fd)
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (it may belong to another user)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
 class TaskLock:
-    """Ownership of one task: an flock plus an owner file naming pid and epoch."""
+    """Ownership of one task: an flock plus an owner file naming pid and epoch.
+
+    The flock is released by the kernel when its process dies, so a task left
+    by a killed process is simply taken over. Each acquisition records a new,
+    higher epoch in the owner file; `verify` (run before every journal append
+    and checkpoint) refuses a writer whose epoch is no longer the recorded
+    one — a process that lost the task to another must not write over it.
+    """
+
+    OWNER_WAIT = 2.0  # seconds a refused process waits for the winner to name itself
 
     def __init__(self, store: TaskStore, task_id: str) -> None:
         self.store = store
         self.task_id = task_id
         self._lock = FileLock(str(store.tasks_dir / f"{task_id}.lock"), timeout=0)
         self.epoch = 0
+        self._stamp: tuple[int, int] | None = None
+
+    @property
+    def owner_path(self) -> Path:
+        return self.store.tasks_dir / f"{self.task_id}.owner"
 
     def acquire(self, epoch: int) -> None:
-        """Take the lock or fail at once naming the holder; record our epoch."""
+        """Take the lock or fail at once naming the holder; record a new epoch (≥ `epoch`)."""
         try:
             self._lock.acquire(timeout=0)
         except Timeout:
-            holder = self.store.owner(self.task_id)
-            who = f"process {holder[0]}" if holder else "another process"
             raise TaskLockedError(
-                f"task {self.task_id} is running in {who}; wait for it or stop it first",
+                f"task {self.task_id} is running in {self._holder()}; wait for it to end or "
+                "stop that process first",
             ) from None
-        self.epoch = epoch
-        owner = json.dumps({"pid": os.getpid(), "epoch": epoch}).encode()
-        atomic_write_bytes(self.store.tasks_dir / f"{self.task_id}.owner", owner,
-                           fsync=self.store.fsync)
+        except OSError as exc:
+            raise StoreError(f"cannot lock task {self.task_id}: {self.store.tasks_dir}: "
+                             f"{exc.strerror or exc}", hint=write_hint(exc)) from exc
+        previous = self.store.owner(self.task_id)
+        self.epoch = max(epoch, previous[1] + 1 if previous else 0)
+        owner = json.dumps({"pid": os.getpid(), "epoch": self.epoch}).encode()
+        try:
+            atomic_write_bytes(self.owner_path, owner, fsync=self.store.fsync)
+            st = os.stat(self.owner_path)
+        except OSError as exc:
+            self.release()
+            raise StoreError(f"cannot take task {self.task_id}: cannot write "
+                             f"{self.owner_path}: {exc.strerror or exc}",
+                             hint=write_hint(exc)) from exc
+        self._stamp = (st.st_ino, st.st_mtime_ns)
+        self.store.sweep(self.task_id)
+
+    def _holder(self) -> str:
+        """Who holds the lock: the winner writes its owner file just after locking."""
+        deadline = time.monotonic() + self.OWNER_WAIT
+        while True:
+            holder = self.store.owner(self.task_id)
+            if holder is not None and pid_alive(holder[0]):
+                return f"process {holder[0]}"
+            if time.monotonic() >= deadline:
+                return "another process"
+            time.sleep(0.02)
+
+    def verify(self) -> None:
+        """Raise `StaleEpochError` when another process has taken the task over since."""
+        try:
+            st = os.stat(self.owner_path)
+        except OSError:
+            return  # no owner recorded (or unreadable): nothing says we lost the task
+        if self._stamp == (st.st_ino, st.st_mtime_ns):
+            return
+        holder = self.store.owner(self.task_id)
+        if holder is not None and holder[1] != self.epoch:
+            raise StaleEpochError(
+                f"task {self.task_id} was taken over by process {holder[0]} (epoch "
+                f"{holder[1]}); this process (epoch {self.epoch}) stops without writing",
+            )
+        self._stamp = (st.st_ino, st.st_mtime_ns)
 
     def release(self) -> None:
         if self._lock.is_locked:
@@ -137,8 +208,8 @@ class TaskStore:
         try:
             self.tasks_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot create the task store {self.tasks_dir}: {exc.strerror}") \
-                from exc
+            raise StoreError(f"cannot create the task store {self.tasks_dir}: {exc.strerror}",
+                             hint=write_hint(exc)) from exc
 
     # -- writing ---------------------------------------------------------
 
@@ -146,15 +217,11 @@ class TaskStore:
         """Checkpoint `task` atomically; returns the bytes written.
 
         With a `lock`, the write is refused if another process took the task
-        over since (its epoch is newer than ours).
+        over since (its epoch is newer than ours). A failed write (full disk,
+        read-only directory) raises `StoreError` and leaves the previous file.
         """
         if lock is not None:
-            holder = self.owner(task.id)
-            if holder is not None and holder[1] != lock.epoch:
-                raise StaleEpochError(
-                    f"task {task.id} was taken over by process {holder[0]} (epoch {holder[1]}); "
-                    f"this process (epoch {lock.epoch}) stops writing",
-                )
+            lock.verify()
         task.updated_at = time.time()
         data: Any = task.to_dict()
         if self.redact is not None:
@@ -162,17 +229,26 @@ class TaskStore:
         payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
         try:
             self.ensure()
-            atomic_write_bytes(self.task_path(task.id), payload, fsync=self.fsync)
+            atomic_write_bytes(self.task_path(task.id), payload, fsync=self.fsync,
+                               crash="checkpoint_write")
         except OSError as exc:
             raise StoreError(
                 f"cannot save task {task.id} to {self.task_path(task.id)}: "
                 f"{exc.strerror or exc}; the previous checkpoint is intact",
+                hint=write_hint(exc),
             ) from exc
         return len(payload)
 
+    def sweep(self, task_id: str) -> None:
+        """Remove temporary files a killed writer of this task left (call with the lock held)."""
+        for tmp in self.tasks_dir.glob(f".{task_id}.json.*.tmp"):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
     def journal(self, task_id: str) -> JournalWriter:
         self.ensure()
-        return JournalWriter(self.journal_path(task_id), fsync=self.fsync, redact=self.redact)
+        return JournalWriter(self.journal_path(task_id), fsync=self.fsync, redact=self.redact,
+                             warn=self.warnings.append)
 
     def lock(self, task_id: str) -> TaskLock:
         self.ensure()
@@ -222,16 +298,24 @@ class TaskStore:
         except SchemaVersionError:
             raise
         except (ValueError, KeyError, TypeError) as exc:
+            why = str(exc) or type(exc).__name__
             aside = self._move_aside(path)
-            raise CorruptTaskError(
-                f"{path}: damaged task file ({exc}); moved aside to {aside.name}",
-            ) from None
+            where = f"moved aside to {aside.name}" if aside is not None else \
+                "could not move it aside (the directory is not writable)"
+            raise CorruptTaskError(f"{path}: damaged task file ({why}); {where}") from None
 
-    def _move_aside(self, path: Path) -> Path:
+    def _move_aside(self, path: Path) -> Path | None:
+        """Rename a damaged file to `NAME.corrupt-TIMESTAMP` (never over an earlier one)."""
         stamp = time.strftime("%Y%m%dT%H%M%S")
         aside = path.with_name(f"{path.name}.corrupt-{stamp}")
-        with contextlib.suppress(OSError):
+        number = 1
+        while aside.exists():
+            number += 1
+            aside = path.with_name(f"{path.name}.corrupt-{stamp}-{number}")
+        try:
             os.replace(path, aside)
+        except OSError:
+            return None
         return aside
 
     def ids(self) -> list[str]:

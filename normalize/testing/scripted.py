@@ -18,6 +18,7 @@ from typing import Any
 
 from normalize.cancel import CancelToken
 from normalize.errors import ConfigError, ProviderError
+from normalize.faults import crash_point
 from normalize.providers.base import ModelEvent, ModelRequest, TurnCancelledError, one_line
 from normalize.providers.synthetic import PromptCache, synthetic_turn
 
@@ -76,7 +77,11 @@ class ScriptedModel:
         if isinstance(step, BaseException):
             raise step
         text = step if isinstance(step, str) else step(request)
-        yield from synthetic_turn(text, self._cache.usage(request, text), model=self.model)
+        for number, event in enumerate(
+                synthetic_turn(text, self._cache.usage(request, text), model=self.model)):
+            if number == 1:
+                crash_point("model_stream")  # fault injection: die with the reply half streamed
+            yield event
 
     def assert_done(self) -> None:
         """Fail (AssertionError) when script steps were never played."""

@@ -74,8 +74,9 @@ class AskTool:
             if answer is not None:
                 return ActionResult.success(f"The user answered: {answer}",
                                             data={"question": question, "answer": answer})
+        kind = str(action.params.get("kind", "question"))  # "interrupt": run it again?
         return ActionResult.success("", data={"question": question},
-                                    wait=Wait(kind="question", question=question, action=action))
+                                    wait=Wait(kind=kind, question=question, action=action))
 
 
 class DoneTool:
