@@ -8,10 +8,20 @@
 Every way a run ends goes through `finalize`: it records the ending, saves
 the task, emits `run_ended`, releases the lock and re-arms the cancel signal.
 The engine knows nothing about models, TOML or terminals.
+
+Crash safety: a decision with side effects is checkpointed (as `task.inflight`)
+before its actions run; each side-effecting action is journaled (fsynced) as
+started before it runs and as finished after. On resume, `_recover` feeds the
+finished results back, runs again what never started or was read-only, and
+turns a side effect that started but never finished into an `interrupted`
+result ("outcome unknown") for the driver to decide about. A run that ends
+with its decision still in flight saves the state of the in-flight checkpoint,
+so those results are never fed to the driver twice.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 import traceback
@@ -22,7 +32,13 @@ from typing import Any
 
 from normalize.cancel import CancelToken
 from normalize.drivers.base import Driver, RunContext
-from normalize.errors import ExitStatus, NormalizeError, StaleEpochError
+from normalize.errors import (
+    ExitStatus,
+    NormalizeError,
+    StaleEpochError,
+    StoreError,
+    TaskLockedError,
+)
 from normalize.events import (
     ActionFinished,
     ActionInterrupted,
@@ -52,6 +68,11 @@ from normalize.task import (
 from normalize.tools.base import ToolContext, ToolRegistry
 
 MAX_PARALLEL = 8
+
+OUTCOME_UNKNOWN = (
+    "outcome unknown: the process stopped while this action ran, so it may or may not have "
+    "taken effect (in full or in part); check its effect before running it again"
+)
 
 
 @dataclass
@@ -107,6 +128,8 @@ class Engine:
         self._lock: TaskLock | None = None
         self._emitter: Emitter | None = None
         self._ended = False
+        self._inflight_saved: tuple[dict[str, Any], int] | None = None
+        self._approved: set[str] = set()
 
     # -- the loop --------------------------------------------------------
 
@@ -121,11 +144,20 @@ class Engine:
         """Drive `task` to its next resting point and return how it ended."""
         self._started = time.monotonic()
         self._ended = False
+        self._inflight_saved = None
+        self._approved = set()
         lock = self.store.lock(task.id)
         lock.acquire(epoch=task.epoch + 1)
         self._lock = lock
+        try:
+            if resumed:
+                self._check_unchanged(task)
+            journal = self.store.journal(task.id)
+        except BaseException:
+            lock.release()
+            raise
         task.epoch = lock.epoch
-        journal = self.store.journal(task.id)
+        journal.guard = lock.verify
         emitter = Emitter(task.id, seq=self.store.last_seq(task) if resumed else task.seq,
                           journal=journal)
         self._emitter = emitter
@@ -135,15 +167,24 @@ class Engine:
                          cancel=self.cancel, tools=self.tools, interactive=self.interactive)
         self.tool_ctx.task_id = task.id
         try:
-            if resumed and task.driver_state:
-                driver.restore(task.driver_state)
+            handed_from = [name for name in task.driver_states if name != task.driver]
+            warned = len(self.store.warnings)
+            if resumed and task.driver in task.driver_states:
+                driver.restore(copy.deepcopy(task.driver_state))
+            if task.inflight is not None:
+                self._inflight_saved = (copy.deepcopy(task.driver_state), task.journal_offset)
             task.status = TaskStatus.RUNNING
             task.error = None
             emitter.emit(RunStarted(goal=task.goal, driver=task.driver, workspace=task.workspace,
                                     workflow=task.workflow, resumed=resumed, epoch=task.epoch,
                                     pid=os.getpid()))
+            if resumed and handed_from and task.driver not in task.driver_states:
+                emitter.emit(Notice(message=f"the {task.driver} driver takes over this task "
+                                            f"from {', '.join(handed_from)} at turn {task.turn}"))
+            warned = self._warn(warned)
             if resumed:
                 self._recover(task, driver, ctx, reply)
+            self._warn(warned)
             self._checkpoint(task, driver)
             while True:
                 self._check_limits(task)
@@ -155,12 +196,38 @@ class Engine:
             return self.finalize(task, driver, stop.status, stop.summary, stop.error)
         except StaleEpochError as exc:
             return self._abandon(task, str(exc))
+        except KeyboardInterrupt:  # a second Ctrl-C: stop at once, still through the exit door
+            self.cancel.cancel("stopped at once")
+            return self.finalize(task, driver, TaskStatus.INTERRUPTED, "interrupted",
+                                 "stopped at once by a second interrupt")
+        except StoreError as exc:
+            self._detach_journal()
+            return self.finalize(task, driver, TaskStatus.FAILED, error=str(exc))
         except NormalizeError as exc:
             return self.finalize(task, driver, TaskStatus.FAILED, error=str(exc))
         except Exception as exc:
             emitter.emit(Notice(level="error", message=traceback.format_exc(limit=8)))
             return self.finalize(task, driver, TaskStatus.FAILED,
                                  error=f"internal error: {type(exc).__name__}: {exc}")
+
+    def _warn(self, start: int) -> int:
+        """Announce the store's warnings from index `start` (a torn journal line, …)."""
+        warnings = self.store.warnings
+        for message in warnings[start:]:
+            self.emit(Notice(level="warning", message=message))
+        return len(warnings)
+
+    def _check_unchanged(self, task: Task) -> None:
+        """Refuse to resume a copy another process changed between our load and our lock."""
+        try:
+            disk = self.store.load(task.id)
+        except NormalizeError:
+            return  # damaged or gone: the first checkpoint will write it anew
+        if (disk.epoch, disk.seq, disk.updated_at) != (task.epoch, task.seq, task.updated_at):
+            raise TaskLockedError(
+                f"task {task.id} was run by another process while this one started "
+                f"(it is now {disk.status.value}); see `normalize tasks show {task.id}`",
+            )
 
     def _check_limits(self, task: Task) -> None:
         if self.cancel.cancelled:
@@ -259,7 +326,7 @@ class Engine:
                                command=action.text, action=action.to_dict(),
                                read_only=read_only), durable=not read_only)
         crash_point("action_started")
-        result = self.tools.execute(action, self.tool_ctx)
+        result = self.tools.execute(action, self.tool_ctx, approved=action.key in self._approved)
         crash_point("action_ran")
         return result
 
@@ -308,39 +375,52 @@ class Engine:
             elif action.key in started and not self.tools.is_read_only(action):
                 ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
                                            read_only=False, rerun=False))
-                result = ActionResult(
-                    ResultStatus.INTERRUPTED,
-                    error="outcome unknown: the process stopped while this action ran",
-                )
+                shown = action.text or action.tool
+                result = ActionResult(ResultStatus.INTERRUPTED,
+                                      output=f"`{shown}`: {OUTCOME_UNKNOWN}",
+                                      error=OUTCOME_UNKNOWN, data={"outcome": "unknown"})
                 self._finish(task, driver, ctx, action, result)
                 done_keys.add(action.key)
             elif action.key in started:
                 ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
                                            read_only=True, rerun=True))
+        self._approved = set(task.inflight.get("approved", []))
         self._execute(task, driver, ctx, decision.actions, decision.parallel,
                       skip=frozenset(done_keys), fanout=decision.max_concurrency)
         self._settle(task, driver, decision)
 
     def _answer(self, task: Task, driver: Driver, ctx: RunContext, wait: Wait,
                 reply: Reply | None) -> None:
-        """Turn the person's reply into the result of the action the task waited on."""
+        """Turn the person's reply into the result of the action the task waited on.
+
+        Without a fitting reply the task keeps waiting (and says so again). An
+        approved side effect runs as a one-action decision of its own, with the
+        same journal and checkpoint guarantees as any other.
+        """
         action = wait.action or Action("ask", {"args": [wait.question]}, text="ask")
+        answer = reply_text(wait, reply)
+        if answer is None:
+            ctx.emit(WaitingForInput(kind=wait.kind, question=wait.question,
+                                     command=action.text or None))
+            raise _Stop(TaskStatus.WAITING, wait.question)
+        task.pending = None
+        ctx.emit(InputReceived(kind=wait.kind, answer=answer))
         if wait.kind == "approval":
-            if reply is None or reply.approve is None:
-                raise _Stop(TaskStatus.WAITING, wait.question)
-            task.pending = None
-            ctx.emit(InputReceived(kind="approval", answer="approved" if reply.approve
-                                   else "denied"))
-            if reply.approve:
-                result = self.tools.execute(action, self.tool_ctx, approved=True)
-            else:
-                result = ActionResult.blocked("denied by the user")
+            if answer == "approved":
+                approved = Action(action.tool, dict(action.params), action.text,
+                                  key=f"{task.turn}.0")
+                decision = Decision(actions=[approved])
+                task.inflight = {"turn": task.turn, "decision": decision.to_dict(),
+                                 "approved": [approved.key]}
+                self._approved = {approved.key}
+                self._checkpoint(task, driver)
+                self._execute(task, driver, ctx, decision.actions, parallel=False)
+                self._settle(task, driver, decision)
+                return
+            result = ActionResult.blocked("denied by the user")
         else:
-            if reply is None or reply.answer is None:
-                raise _Stop(TaskStatus.WAITING, wait.question)
-            task.pending = None
-            ctx.emit(InputReceived(kind=wait.kind, answer=reply.answer))
-            result = ActionResult.success(f"The user answered: {reply.answer}")
+            result = ActionResult.success(f"The user answered: {answer}",
+                                          data={"question": wait.question, "answer": answer})
         ctx.emit(ActionFinished(turn=task.turn, key=action.key, tool=action.tool,
                                 command=action.text, status=result.status.value,
                                 duration=round(result.duration, 6), exit_code=result.exit_code,
@@ -357,6 +437,8 @@ class Engine:
         task.seq = self._emitter.seq
         task.journal_offset = getattr(journal, "offset", 0)
         size = self.store.save(task, lock=self._lock)
+        self._inflight_saved = None if task.inflight is None else \
+            (copy.deepcopy(task.driver_state), task.journal_offset)
         self._emitter.emit(CheckpointSaved(turn=task.turn, bytes=size))
 
     def finalize(self, task: Task, driver: Driver, status: TaskStatus, summary: str = "",
@@ -370,29 +452,58 @@ class Engine:
         task.error = error
         task.elapsed = self._elapsed(task)
         try:
-            task.driver_state = driver.snapshot()
+            if task.inflight is not None and self._inflight_saved is not None:
+                # the decision is still out: keep the state and journal position of its
+                # checkpoint, so a resume feeds each finished result to the driver once
+                task.driver_state, task.journal_offset = self._inflight_saved
+            else:
+                task.driver_state = driver.snapshot()
+                task.journal_offset = getattr(emitter.journal, "offset", 0)
             task.seq = emitter.seq + 1
-            task.journal_offset = getattr(emitter.journal, "offset", 0)
             self.store.save(task, lock=self._lock)
+        except StaleEpochError as exc:
+            return self._abandon(task, str(exc))
         except NormalizeError as exc:
             error = f"{error}; {exc}" if error else str(exc)
             task.error = error
-        emitter.emit(RunEnded(status=status.value, exit_code=int(status.exit_status),
-                              summary=task.summary, error=error, turns=task.turn,
-                              actions=task.actions_run, duration=round(time.monotonic()
-                                                                       - self._started, 6),
-                              input_tokens=task.usage.input_tokens,
-                              output_tokens=task.usage.output_tokens,
-                              cost_usd=round(task.usage.cost_usd, 6)))
+        except Exception as exc:  # a driver that cannot snapshot: still end cleanly
+            error = f"{error}; cannot save the task: {exc}" if error else \
+                f"cannot save the task: {type(exc).__name__}: {exc}"
+            task.error = error
+        ended = RunEnded(status=status.value, exit_code=int(status.exit_status),
+                         summary=task.summary, error=error, turns=task.turn,
+                         actions=task.actions_run,
+                         duration=round(time.monotonic() - self._started, 6),
+                         input_tokens=task.usage.input_tokens,
+                         output_tokens=task.usage.output_tokens,
+                         cost_usd=round(task.usage.cost_usd, 6))
+        try:
+            emitter.emit(ended)
+        except NormalizeError:  # the journal cannot be written: the watchers still hear it
+            self._detach_journal()
+            emitter.emit(ended)
         self._close()
         return RunOutcome(task, status, status.exit_status, task.summary, error)
 
     def _abandon(self, task: Task, error: str) -> RunOutcome:
-        """Stop without writing: another process owns the task now."""
+        """Stop without writing: another process owns the task now (watchers still hear it)."""
+        self._detach_journal()
         if self._emitter is not None:
-            self._emitter.emit(Notice(level="error", message=error))
+            self._emitter.emit(RunEnded(status=TaskStatus.FAILED.value,
+                                        exit_code=int(ExitStatus.FAILED),
+                                        summary="stopped without saving", error=error,
+                                        turns=task.turn, actions=task.actions_run,
+                                        duration=round(time.monotonic() - self._started, 6)))
         self._close()
         return RunOutcome(task, TaskStatus.FAILED, ExitStatus.FAILED, error=error)
+
+    def _detach_journal(self) -> None:
+        """Stop journaling (it failed, or is not ours); watchers still get every event."""
+        if self._emitter is not None and self._emitter.journal is not None:
+            close = getattr(self._emitter.journal, "close", None)
+            if close is not None:
+                close()
+            self._emitter.journal = None
 
     def _close(self) -> None:
         if self._emitter is not None and self._emitter.journal is not None:
@@ -408,3 +519,25 @@ class Engine:
         """Emit through the running task's emitter (for code driving the engine)."""
         if self._emitter is not None:
             self._emitter.emit(event)
+
+
+def reply_text(wait: Wait, reply: Reply | None) -> str | None:
+    """The reply to `wait` as text, or None when it does not answer it.
+
+    An approval takes `--approve`/`--deny` (or an answer of yes/no); a question
+    takes `--answer`; an interrupted action's question ("run it again?") takes
+    either.
+    """
+    if reply is None:
+        return None
+    if wait.kind == "approval":
+        verdict = reply.approve
+        if verdict is None and reply.answer is not None:
+            verdict = {"y": True, "yes": True, "n": False, "no": False}.get(
+                reply.answer.strip().lower())
+        return None if verdict is None else "approved" if verdict else "denied"
+    if reply.answer is not None:
+        return reply.answer
+    if wait.kind == "interrupt" and reply.approve is not None:
+        return "yes" if reply.approve else "no"
+    return None

@@ -82,6 +82,8 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     """A new task that runs `spec` in the workspace."""
     limits = limits or Limits.from_dict(spec.limits)
     config: dict[str, Any] = {"spec": spec.to_dict()}
+    if options.approve:
+        config["approve"] = options.approve  # a resumed run keeps the approval mode
     task = Task.new(goal=goal or spec.description or spec.name,
                     workspace=str(options.workspace.resolve()), driver=spec.driver,
                     driver_config=config, limits=limits, workflow=spec.path)
@@ -107,8 +109,9 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
     strategy = cache_conf.pop("strategy", "persistent")
     cache = make_cache(strategy, directory=store.cache_dir(task.id), **cache_conf)
     permissions = dict(spec.get("permissions") or {})
-    if options.approve:
-        permissions["mode"] = options.approve
+    approve = options.approve or task.driver_config.get("approve")
+    if approve:
+        permissions["mode"] = approve
     permissions.setdefault("mode", "auto")
     permissions["allow"] = [*permissions.get("allow", []), *options.allow]
     permissions["deny"] = [*permissions.get("deny", []), *options.deny]

@@ -96,6 +96,8 @@ def resume(
     driver: Annotated[str | None, typer.Option("--driver",
                                                help="Continue with another driver (user, llm).")]
     = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="PROVIDER:MODEL for the llm driver (with --driver llm).")] = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1,
                                                   help="Allow N more turns.")] = None,
     budget: Annotated[float | None, typer.Option("--budget", help="New budget in USD.")] = None,
@@ -107,7 +109,7 @@ def resume(
 
     raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve_action, deny=deny,
                                  driver=driver, max_turns=max_turns, budget=budget,
-                                 json_output=json_output, quiet=quiet))
+                                 json_output=json_output, quiet=quiet, model=model))
 
 
 @tasks_app.callback(invoke_without_command=True)

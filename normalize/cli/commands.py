@@ -60,13 +60,17 @@ def _finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) ->
     task = outcome.task
     if outcome.status.value == "waiting" and task.pending is not None:
         target = env.stderr if json_output else env.stdout
-        how = "--approve / --deny" if task.pending.kind == "approval" else "--answer TEXT"
+        how = REPLY_FLAGS.get(task.pending.kind, "--answer TEXT")
         target.write(f"task {task.id} is waiting: {task.pending.question}\n"
                      f"  continue with: normalize resume {task.id} {how}\n")
     elif outcome.status.value in ("interrupted", "limit_reached", "failed"):
         target = env.stderr
         target.write(f"  resume with: normalize resume {task.id}\n")
     return int(outcome.exit_status)
+
+
+REPLY_FLAGS = {"approval": "--approve / --deny", "interrupt": "--answer yes|no",
+               "question": "--answer TEXT"}
 
 
 def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
@@ -91,7 +95,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
             task.limits.max_turns = max_turns
         if not json_output and not quiet:
             env.stderr.write(f"task {task.id}\n")
-        with SignalCancel(options.cancel):
+        with SignalCancel(options.cancel, notify=_stopping_note(env)):
             outcome = run_task(task, options)
         return _finish(env, outcome, renderer, json_output)
     except NormalizeError as exc:
@@ -100,34 +104,100 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
 
 def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool, deny: bool,
                 driver: str | None, max_turns: int | None, budget: float | None,
-                json_output: bool, quiet: bool) -> int:
-    from normalize.engine import Reply
+                json_output: bool, quiet: bool, model: str | None = None) -> int:
+    from normalize.engine import Reply, reply_text
     from normalize.runner import open_task, run_task
 
     try:
         if approve and deny:
             raise UsageError("--approve and --deny exclude each other")
+        if model is not None and (driver or "llm") != "llm":
+            raise UsageError("--model goes with --driver llm")
         options, renderer = _options(env, workspace=None, json_output=json_output, quiet=quiet)
         task = open_task(ref, options)
         if task.status.value == "done":
             raise UsageError(f"task {task.id} is already done; nothing to resume")
         options.workspace = Path(task.workspace)
+        reply = None
+        if answer is not None or approve or deny:
+            reply = Reply(answer=answer, approve=True if approve else False if deny else None)
+            _check_reply(task, reply, reply_text)
+        elif task.pending is not None and options.interactive:
+            reply = _ask_pending(env, task)
         if driver is not None and driver != task.driver:
-            task.driver = driver
+            _hand_over(env, task, driver, model, quiet=quiet or json_output)
+        elif model is not None:
+            _set_model(task, model)
         if max_turns is not None:
             task.limits.max_turns = task.turn + max_turns
         if budget is not None:
             task.limits.max_cost_usd = budget
-        reply = None
-        if answer is not None or approve or deny:
-            reply = Reply(answer=answer, approve=True if approve else False if deny else None)
-        elif task.pending is not None and options.interactive:
-            reply = _ask_pending(env, task)
-        with SignalCancel(options.cancel):
+        with SignalCancel(options.cancel, notify=_stopping_note(env)):
             outcome = run_task(task, options, resumed=True, reply=reply)
         return _finish(env, outcome, renderer, json_output)
     except NormalizeError as exc:
         return fail(env, exc)
+
+
+def _stopping_note(env: Environment) -> Any:
+    def note(name: str) -> None:
+        env.stderr.write(f"normalize: {name}: stopping after the running action "
+                         "(again to stop at once)\n")
+        env.stderr.flush()
+
+    return note
+
+
+def _check_reply(task: Any, reply: Any, reply_text: Any) -> None:
+    """A reply flag must answer what the task waits for: one clear line otherwise."""
+    pending = task.pending
+    if pending is None:
+        raise UsageError(f"task {task.id} is not waiting for input (it is "
+                         f"{task.status.value}); resume it without --answer/--approve/--deny")
+    if reply_text(pending, reply) is None:
+        raise UsageError(f"task {task.id} waits for: {pending.question} — answer with "
+                         f"{REPLY_FLAGS.get(pending.kind, '--answer TEXT')}")
+
+
+def _set_model(task: Any, model: str) -> None:
+    """Point the task's model settings at `model` (a `PROVIDER:MODEL` spec)."""
+    spec = task.driver_config.get("spec") or {}
+    if spec.get("llm"):
+        spec["llm"] = {**spec["llm"], "model": model}
+    else:
+        task.driver_config["llm"] = {**(task.driver_config.get("llm") or {}), "model": model}
+
+
+def _hand_over(env: Environment, task: Any, driver: str, model: str | None, *,
+               quiet: bool) -> None:
+    """Give the task to another driver: check it exists and can run here, say what happened."""
+    from normalize.drivers.base import DRIVERS
+
+    if driver not in DRIVERS.names():
+        raise UsageError(f"--driver {driver}: unknown driver "
+                         f"(known: {', '.join(sorted(DRIVERS.names()))})")
+    if driver == "llm" and model is not None:
+        _set_model(task, model)
+    previous = task.driver
+    task.driver = driver
+    if not quiet:
+        env.stderr.write(f"task {task.id}: handing over from {previous} to {driver} "
+                         f"at turn {task.turn}\n")
+        if driver == "user":
+            _show_recent(env, task.id)
+
+
+def _show_recent(env: Environment, task_id: str, limit: int = 5) -> None:
+    """The last few actions, so the person taking over knows where the task stands."""
+    from normalize.cli.render import MARKS, first_line
+    from normalize.store import TaskStore
+
+    finished = [e for e in TaskStore().tail(task_id, 200) if e.get("type") == "action_finished"]
+    for event in finished[-limit:]:
+        mark = MARKS.get(event.get("status", ""), "·")
+        env.stderr.write(f"  {mark} {first_line(event.get('command') or event.get('tool', ''), 70)}"
+                         "\n")
+    env.stderr.write("  type commands (e.g. `view .`, `run pytest`), `done` to finish\n")
 
 
 def _ask_pending(env: Environment, task: Any) -> Any:

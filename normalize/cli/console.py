@@ -74,16 +74,31 @@ def make_renderer(env: Environment, *, json_output: bool, quiet: bool) -> Any:
 
 
 class SignalCancel:
-    """SIGINT/SIGTERM → cancel the run; a second one → stop at once."""
+    """SIGINT/SIGTERM → cancel the run gracefully; a second one → stop at once.
 
-    def __init__(self, cancel: CancelToken) -> None:
+    The first signal sets the cancel token: the running subprocess gets SIGINT
+    (then SIGTERM after a grace period, see `tools.run`), the engine finishes
+    the current decision and saves the task `interrupted`. The second sets the
+    token again (`hard`: subprocesses are killed at once) and raises
+    KeyboardInterrupt in the main thread; the engine still leaves through
+    `finalize`, and every file write is atomic, so nothing is left half written.
+    """
+
+    def __init__(self, cancel: CancelToken,
+                 notify: Callable[[str], None] | None = None) -> None:
         self.cancel = cancel
+        self.notify = notify
         self._previous: dict[int, Any] = {}
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         del frame
         name = signal.Signals(signum).name
+        if self.cancel.cancelled:
+            self.cancel.cancel(f"stopped at once by a second {name}")
+            raise KeyboardInterrupt
         self.cancel.cancel(f"stopped by {name}")
+        if self.notify is not None:
+            self.notify(name)
 
     def __enter__(self) -> SignalCancel:
         for sig in (signal.SIGINT, signal.SIGTERM):
