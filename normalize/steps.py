@@ -25,8 +25,14 @@ STEPS: PluginGroup[Any] = PluginGroup("normalize.steps", _builtin_steps)
 
 
 def is_step_kind(name: str) -> bool:
-    """Whether `name` is a registered step kind."""
-    return name in STEPS
+    """Whether `name` is a registered step kind that loads."""
+    if name not in STEPS:
+        return False
+    try:
+        STEPS.get(name)
+    except KeyError:  # a broken plugin: recorded in STEPS.warnings
+        return False
+    return True
 
 
 def llm_decide(config: dict[str, Any], services: DriverServices) -> Driver:

@@ -144,6 +144,59 @@ def tasks_rm(task: Annotated[str, typer.Argument(autocompletion=complete_task_id
     raise typer.Exit(remove_task(_env(), task))
 
 
+workflows_app = typer.Typer(help="List, show and validate workflow files.",
+                            no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(workflows_app, name="workflows")
+WfWorkspaceOpt = Annotated[Path | None, typer.Option(
+    "--workspace", "-w", help="The project whose .normalize/workflows/ to search.")]
+
+
+@workflows_app.command("list")
+def workflows_list(workspace: WfWorkspaceOpt = None,
+                   json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """The workflows found: the project's, the user's, then the built-ins."""
+    from normalize.cli.workflows import list_workflows
+
+    raise typer.Exit(list_workflows(_env(), workspace=workspace, json_output=json_output))
+
+
+@workflows_app.command("show")
+def workflows_show(
+    workflow: Annotated[str, typer.Argument(help="A name or a path.",
+                                            autocompletion=complete_workflows)],
+    var: Annotated[list[str] | None, typer.Option("--var", "-v", help="KEY=VALUE; repeatable.")]
+    = None,
+    workspace: WfWorkspaceOpt = None,
+    json_output: Annotated[bool, typer.Option("--json", help="The spec as JSON.")] = False,
+) -> None:
+    """The resolved spec of a workflow: its steps or states, variables filled in."""
+    from normalize.cli.workflows import show_workflow
+
+    raise typer.Exit(show_workflow(_env(), workflow, var or [], workspace=workspace,
+                                   json_output=json_output))
+
+
+@workflows_app.command("validate")
+def workflows_validate(
+    files: Annotated[list[str], typer.Argument(help="Workflow files (or names).")],
+    workspace: WfWorkspaceOpt = None,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Check workflow files: each is ok or one FILE:LINE:COL line; exit 2 if any fails."""
+    from normalize.cli.workflows import validate_workflows
+
+    raise typer.Exit(validate_workflows(_env(), files, workspace=workspace,
+                                        json_output=json_output))
+
+
+@app.command()
+def plugins(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Everything registered (drivers, steps, conditions, sources, providers, tools)."""
+    from normalize.cli.workflows import list_plugins
+
+    raise typer.Exit(list_plugins(_env(), json_output=json_output))
+
+
 VERB_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", "-w",
                                                    help="Directory to work in.")]

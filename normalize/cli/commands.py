@@ -86,7 +86,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         if dry_run:
             from normalize.cli.plan import print_plan
 
-            print_plan(env, spec, goal)
+            print_plan(env, spec, goal, root)
             return 0
         options, renderer = _options(env, workspace=root, json_output=json_output, quiet=quiet,
                                      approve=approve)

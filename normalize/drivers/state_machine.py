@@ -168,8 +168,10 @@ class StateMachineDriver:
         kept = result.to_dict()
         kept["output"] = kept["output"][:RESULT_KEEP]
         self.last = kept
-        if state.capture and result.ok:
-            text = outcome.summary if outcome is not None else result.output
+        if state.capture and result.status is not ResultStatus.CANCELLED:
+            # a failure's output is kept too: transitions branch on it, prompts quote it
+            text = outcome.summary if outcome is not None else \
+                (result.output or result.error or "")[:RESULT_KEEP]
             self.vars[state.capture] = apply_transform(None, text)
 
     def _transition(self, state: StateSpec, task: Task, ctx: RunContext) -> None:

@@ -51,11 +51,15 @@ DEFAULT_RETRY = {"strategy": "exponential", "max_attempts": 3, "base_delay": 0.5
 """The policy `on_error = "retry"` uses when no retry policy is in effect."""
 
 
-def apply_transform(transform: str | None, text: str) -> Any:
-    """`json:a.b` (a field), `regex:PATTERN` (group 1, or the match), `lines`, `strip`."""
+def apply_transform(transform: str | None, text: str,
+                    values: dict[str, Any] | None = None) -> Any:
+    """`json:a.b` (a field), `regex:PATTERN` (group 1, or the match), `lines`, `strip`,
+    `format:TEXT` (TEXT with the step's variables and `{result}` filled in)."""
     if not transform:
         return text
     kind, _, arg = transform.partition(":")
+    if kind == "format":
+        return fill(arg, {**(values or {}), "result": text}, "transform")
     if kind == "json":
         value: Any = json.loads(text)
         for part in filter(None, arg.split(".")):
@@ -70,7 +74,8 @@ def apply_transform(transform: str | None, text: str) -> Any:
         return [ln for ln in text.splitlines() if ln.strip()]
     if kind == "strip":
         return text.strip()
-    raise ConfigError(f"unknown transform {transform!r} (json:FIELD, regex:PATTERN, lines, strip)")
+    raise ConfigError(f"unknown transform {transform!r} (json:FIELD, regex:PATTERN, lines, "
+                      f"strip, format:TEXT)")
 
 
 def fill(text: str, variables: dict[str, Any], where: str) -> str:
@@ -254,7 +259,7 @@ class WorkflowDriver:
                 out = self.delegate.decide(task, ctx)
                 if isinstance(out, Decision):
                     return out
-                self._delegate_ended(out)
+                self._delegate_ended(task, out)
                 continue
             if not self.frames:
                 return Decision.finish(f"all {len(self.spec.steps)} steps finished")
@@ -386,7 +391,8 @@ class WorkflowDriver:
     def _fanout(self, step: StepSpec, items: list[Any], values: dict[str, Any]) -> Decision:
         actions = [action_for(step.action or "", {**values, step.as_: item}, step)
                    for item in items]
-        self.pending = {"kind": "fanout", "results": [], "count": len(actions)}
+        self.pending = {"kind": "fanout", "results": [], "count": len(actions),
+                        "items": items if step.transform else None}
         return Decision(actions=actions, parallel=True,
                         max_concurrency=max(1, step.max_concurrency))
 
@@ -428,7 +434,6 @@ class WorkflowDriver:
             if len(self.pending["results"]) < self.pending["count"]:
                 return
             results = [ActionResult.from_dict(r) for r in self.pending["results"]]
-            self.pending = None
             failed = [r for r in results if not r.ok]
             merged = ActionResult(
                 ResultStatus.ERROR if failed else ResultStatus.SUCCESS,
@@ -437,8 +442,12 @@ class WorkflowDriver:
             )
             self.last = merged.to_dict()
             if step.capture:
-                self.vars[step.capture] = [apply_transform(step.transform, r.output)
-                                           for r in results]
+                values = self._bindings(task)
+                items = self.pending["items"] or [None] * len(results)
+                self.vars[step.capture] = [
+                    apply_transform(step.transform, r.output, {**values, step.as_: item})
+                    for r, item in zip(results, items, strict=True)]
+            self.pending = None
             self._remember(step, f"{step.name} ×{len(results)}", merged)
             self._settle(step, merged, len(failed))
             return
@@ -459,7 +468,8 @@ class WorkflowDriver:
             self.interrupted = {"result": kept, "command": action.text}
             return  # the next decide follows the step's on_interrupt
         if result.ok and step.capture:
-            self.vars[step.capture] = apply_transform(step.transform, result.output)
+            self.vars[step.capture] = apply_transform(step.transform, result.output,
+                                                      self._bindings(task))
         self._remember(step, action.text or action.tool, result)
         note = result.data.get("note") if result.ok else None
         if note:
@@ -468,7 +478,7 @@ class WorkflowDriver:
             self.frames[-1]["scope"] = scope.to_dict()
         self._settle(step, result, 0 if result.ok else 1)
 
-    def _delegate_ended(self, outcome: StepOutcome) -> None:
+    def _delegate_ended(self, task: Task, outcome: StepOutcome) -> None:
         assert self.delegate is not None
         kind = self.delegate.kind
         self.delegate = None
@@ -478,7 +488,8 @@ class WorkflowDriver:
         result = outcome.result()
         self.last = result.to_dict()
         if step.capture and (result.ok or step.on_error == "continue"):
-            self.vars[step.capture] = apply_transform(step.transform, outcome.summary)
+            self.vars[step.capture] = apply_transform(step.transform, outcome.summary,
+                                                      self._bindings(task))
         self._remember(step, f"{kind} {step.name}", result)
         self._settle(step, result, 0 if result.ok else 1)
 

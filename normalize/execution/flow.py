@@ -236,8 +236,8 @@ class _Compiler:
             raise ConfigError(f"not a workflow node: {node!r} (Step, Sequence, Loop, Branch, "
                               f"Scope or a command string)")
         if not table["steps"]:
-            raise ConfigError(f"{type(node).__name__} {table.get('name') or ''} has no "
-                              f"steps".replace("  ", " "))
+            label = " ".join(filter(None, [type(node).__name__, table.get("name")]))
+            raise ConfigError(f"{label} has no steps")
         return table
 
     def step(self, step: Step) -> dict[str, Any]:
@@ -293,6 +293,8 @@ def to_document(root: object, *, name: str = "python", description: str = "",
         raise ConfigError("a compiled Scope starts without notes; add them with a `note` step")
     compiler = _Compiler()
     steps = compiler.steps(body)
+    if not steps:
+        raise ConfigError("the flow has no steps")
     workflow: dict[str, Any] = {"name": name}
     _put(workflow, description=description or None)
     variables = {**compiler.vars, **(vars or {})}

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from normalize.errors import ConfigError
 from normalize.plugins import PluginGroup
 from normalize.task import ActionResult, ResultStatus
 
@@ -30,8 +31,15 @@ CONDITIONS: PluginGroup[ConditionFn] = PluginGroup("normalize.conditions", _buil
 
 
 def is_condition(name: str) -> bool:
-    """Whether `name` (or `name:arg`) names a registered plugin condition."""
-    return name.partition(":")[0] in CONDITIONS
+    """Whether `name` (or `name:arg`) names a plugin condition that loads."""
+    kind = name.partition(":")[0]
+    if kind not in CONDITIONS:
+        return False
+    try:
+        CONDITIONS.get(kind)
+    except KeyError:  # a broken plugin: recorded in CONDITIONS.warnings
+        return False
+    return True
 
 
 def evaluate(condition: str, result: ActionResult | None, variables: Mapping[str, Any]) -> bool:
@@ -57,4 +65,9 @@ def evaluate(condition: str, result: ActionResult | None, variables: Mapping[str
         return bool(variables.get(arg))
     if kind == "visits":
         return int(variables.get("visits", 0)) >= int(arg)
-    return CONDITIONS.get(kind)(result, arg, variables)
+    try:
+        check = CONDITIONS.get(kind)
+    except KeyError:
+        why = "; ".join(w for w in CONDITIONS.warnings if f"plugin {kind!r}" in w)
+        raise ConfigError(f"condition {condition!r}: " + (why or "no such condition")) from None
+    return check(result, arg, variables)

@@ -1,4 +1,8 @@
-"""`{var}` interpolation in workflow strings; `{{` and `}}` stand for literal braces."""
+"""`{var}` interpolation in workflow strings; `{{` and `}}` stand for literal braces.
+
+A list value becomes its items separated by spaces (or by newlines when an
+item spans several lines); `{name.field}` and `{name.0}` reach into values.
+"""
 
 from __future__ import annotations
 
@@ -34,8 +38,24 @@ def interpolate(text: str, values: Mapping[str, Any]) -> str:
         if token == "}}":
             return "}"
         value = _lookup(match.group(1), values)
-        if isinstance(value, list):
-            return " ".join(str(v) for v in value)
+        if isinstance(value, list):  # words on one line; multi-line items one after another
+            sep = "\n" if any("\n" in str(v) for v in value) else " "
+            return sep.join(str(v) for v in value)
         return str(value)
+
+    return _VAR.sub(sub, text)
+
+
+def interpolate_known(text: str, values: Mapping[str, Any]) -> str:
+    """Like `interpolate`, but a name not (yet) known stays as `{name}`."""
+
+    def sub(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if match.group(1) is None:
+            return token
+        try:
+            return interpolate(token, values)
+        except (KeyError, IndexError, TypeError):
+            return token
 
     return _VAR.sub(sub, text)

@@ -26,7 +26,7 @@ ON_INTERRUPT = ("rerun", "fail", "ask")
 BUILTIN_CONDITIONS = ("success", "failure", "always", "llm")
 BUILTIN_VARS = ("task", "workspace", "notes")
 STATE_VARS = ("state", "visits")
-TRANSFORMS = ("json", "regex", "lines", "strip")
+TRANSFORMS = ("json", "regex", "lines", "strip", "format")
 DEFAULT_MAX_ITERATIONS = 10
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _VAR_TOKEN = re.compile(r"\{[A-Za-z_][A-Za-z0-9_.-]*\}")
@@ -195,12 +195,38 @@ def _registered(group: str) -> ConditionCheck:
         if group == "sources":
             from normalize.workflow.sources import SOURCES
 
-            return name in SOURCES
+            if name not in SOURCES:
+                return False
+            try:
+                SOURCES.get(name)
+            except KeyError:
+                return False
+            return True
         from normalize.steps import is_step_kind
 
         return is_step_kind(name)
 
     return check
+
+
+def broken_plugin(group: str, name: str) -> str | None:
+    """Why the plugin `name` of `group` (conditions, sources, steps) failed to load, if it did."""
+    from normalize.plugins import PluginGroup
+    from normalize.steps import STEPS
+    from normalize.workflow.conditions import CONDITIONS
+    from normalize.workflow.sources import SOURCES
+
+    groups: dict[str, PluginGroup[Any]] = {"conditions": CONDITIONS, "sources": SOURCES,
+                                           "steps": STEPS}
+    registry = groups[group]
+    if name not in registry:
+        return None
+    try:
+        registry.get(name)
+    except KeyError:
+        found = [w for w in registry.warnings if f"plugin {name!r}" in w]
+        return found[0].split(": ", 1)[-1] if found else f"plugin {name!r} failed to load"
+    return None
 
 
 def load_workflow(
@@ -380,6 +406,10 @@ class _Validator:
         if verb_for(first) is None:
             from normalize.steps import STEPS
 
+            broken = broken_plugin("steps", first)
+            if broken:
+                raise self.check.fail(where, f"step kind {first!r}: {broken}")
+
             near = _closest(first, dict.fromkeys([*all_words(), *STEPS.names()]))
             hint = f"; did you mean {near!r}?" if near else ""
             raise self.check.fail(where, f"unknown command or step kind {first!r} in "
@@ -412,6 +442,9 @@ class _Validator:
             return
         if sep and kind == "var" and arg:
             return
+        broken = broken_plugin("conditions", kind)
+        if broken:
+            raise self.check.fail(where, f"condition {value!r}: {broken}")
         raise self.check.fail(where, f"unknown condition {value!r} (success, failure, always, "
                                      f"contains:TEXT, matches:REGEX, exit_code:N, llm, or a "
                                      f"plugin)")
@@ -422,6 +455,9 @@ class _Validator:
         kind, sep, arg = value.partition(":")
         if sep and _NAME.fullmatch(kind.replace("-", "_")):
             if kind not in ("files", "lines") and not self.plugins.is_source(kind):
+                broken = broken_plugin("sources", kind)
+                if broken:
+                    raise self.check.fail(where, f"for_each source {kind!r}: {broken}")
                 raise self.check.fail(where, f"unknown for_each source {kind!r} in {value!r} "
                                              f"(files:GLOB, lines:TEXT, a list variable, or a "
                                              f"source plugin)")
@@ -436,13 +472,15 @@ class _Validator:
             raise self.check.fail(where, f"for_each needs a list variable, files:GLOB, "
                                          f"lines:TEXT or a source plugin, not {value!r}")
 
-    def transform(self, value: str | None, where: str) -> None:
+    def transform(self, value: str | None, where: str, known: set[str]) -> None:
         if value is None:
             return
         kind, sep, arg = value.partition(":")
         if kind not in TRANSFORMS or (kind in ("lines", "strip") and sep):
             raise self.check.fail(where, f"unknown transform {value!r} (json:FIELD, "
-                                         f"regex:PATTERN, lines, strip)")
+                                         f"regex:PATTERN, lines, strip, format:TEXT)")
+        if kind == "format":
+            self.text(arg, where, known | {"result"})
         if kind == "regex":
             try:
                 re.compile(arg)
@@ -533,7 +571,7 @@ class _Validator:
         self.action(action, f"{here}.action", local)
         self.text(item.get("prompt"), f"{here}.prompt", local)
         self.nested(item.get("workflow"), f"{here}.workflow")
-        self.transform(item.get("transform"), f"{here}.transform")
+        self.transform(item.get("transform"), f"{here}.transform", local)
         if "transform" in item and "capture" not in item:
             raise check.fail(f"{here}.transform", "`transform` shapes a captured value; "
                                                   "add `capture`")

@@ -65,7 +65,11 @@ class Locator:
         return ".".join(out)
 
     def find(self, path: str) -> tuple[int, int] | None:
-        """The position of `path`, or of its nearest ancestor that has one."""
+        """The position of `path` (an array of tables: its first table), or of its nearest
+        ancestor that has one."""
+        first = self.positions.get(f"{path}.0")
+        if path not in self.positions and first is not None:
+            return first
         parts = path.split(".")
         while parts:
             pos = self.positions.get(".".join(parts))

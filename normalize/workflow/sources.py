@@ -88,7 +88,12 @@ def resolve_items(source: str, workspace: Path, variables: Mapping[str, Any]) ->
     if sep and kind == "lines":
         return [ln.strip() for ln in interpolate(arg, variables).splitlines() if ln.strip()]
     if sep and kind in SOURCES:
-        return list(SOURCES.get(kind)(interpolate(arg, variables), workspace, variables))
+        try:
+            source_fn = SOURCES.get(kind)
+        except KeyError:
+            why = "; ".join(w for w in SOURCES.warnings if f"plugin {kind!r}" in w)
+            raise ConfigError(f"for_each {source!r}: {why or 'no such source'}") from None
+        return list(source_fn(interpolate(arg, variables), workspace, variables))
     name = source.strip("{}")
     if name in variables:
         value = variables[name]

@@ -1,0 +1,197 @@
+"""`normalize workflows list|show|validate` and `normalize plugins`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from normalize.cli.console import Environment, fail
+from normalize.errors import ConfigError, ExitStatus, NormalizeError
+
+
+def _load(path: Path, variables: dict[str, str] | None = None) -> Any:
+    from normalize.workflow.loader import load_workflow
+
+    return load_workflow(path, overrides=variables)
+
+
+def list_workflows(env: Environment, *, workspace: Path | None, json_output: bool) -> int:
+    """Every workflow found: the project's, the user's, the built-ins (first one wins)."""
+    from normalize.workflow.catalog import list_workflows as find_all
+
+    root = (workspace or Path.cwd()).resolve()
+    rows: list[dict[str, Any]] = []
+    for entry in find_all(root):
+        row: dict[str, Any] = {"name": entry.name, "origin": entry.origin,
+                               "path": str(entry.path), "driver": None, "description": "",
+                               "error": None}
+        try:
+            spec = _load(entry.path)
+            row["driver"], row["description"] = spec.driver, spec.description
+        except NormalizeError as exc:
+            row["error"] = str(exc)
+        rows.append(row)
+    if json_output:
+        for row in rows:
+            env.stdout.write(json.dumps(row) + "\n")
+        return 0
+    if not rows:
+        env.stdout.write("no workflows found\n")
+        return 0
+    width = max(len(r["name"]) for r in rows)
+    env.stdout.write(f"{'NAME':<{width}}  {'ORIGIN':<8} {'DRIVER':<14} DESCRIPTION\n")
+    for row in rows:
+        what = row["description"] if row["error"] is None else \
+            "invalid: run `normalize workflows validate " + row["path"] + "`"
+        env.stdout.write(f"{row['name']:<{width}}  {row['origin']:<8} "
+                         f"{row['driver'] or '-':<14} {what}\n")
+    return 0
+
+
+def show_workflow(env: Environment, ref: str, pairs: list[str], *, workspace: Path | None,
+                  json_output: bool) -> int:
+    """The resolved spec of a workflow found by name or path."""
+    from normalize.runner import parse_vars
+    from normalize.workflow.catalog import find_workflow
+    from normalize.workflow.plan import describe
+
+    try:
+        root = (workspace or Path.cwd()).resolve()
+        path = find_workflow(ref, root)
+        spec = _load(path, parse_vars(pairs))
+    except NormalizeError as exc:
+        return fail(env, exc)
+    if json_output:
+        env.stdout.write(json.dumps(spec.to_dict(), indent=2) + "\n")
+        return 0
+    for line in describe(spec, workspace=root):
+        env.stdout.write(line + "\n")
+    return 0
+
+
+def validate_workflows(env: Environment, refs: list[str], *, workspace: Path | None,
+                       json_output: bool) -> int:
+    """Each file `ok` or its `FILE:LINE:COL: message`; exit 2 when any fails."""
+    from normalize.workflow.catalog import find_workflow
+
+    root = (workspace or Path.cwd()).resolve()
+    failures = 0
+    for ref in refs:
+        try:
+            path = find_workflow(ref, root)
+            spec = _load(path)
+        except NormalizeError as exc:
+            failures += 1
+            message = str(exc)
+            if not isinstance(exc, ConfigError) or exc.file is None:
+                message = message if message.startswith(ref) else f"{ref}: {message}"
+            if json_output:
+                env.stdout.write(json.dumps({"file": ref, "ok": False, "error": message}) + "\n")
+            else:
+                env.stderr.write(message + "\n")
+            continue
+        size = (f"{_count_steps(spec.steps)} steps" if spec.steps else
+                f"{len(spec.states)} states" if spec.states else "a model loop")
+        if json_output:
+            env.stdout.write(json.dumps({"file": str(path), "ok": True, "driver": spec.driver,
+                                         "name": spec.name}) + "\n")
+        else:
+            env.stdout.write(f"{path}: ok ({spec.driver}, {size})\n")
+    return int(ExitStatus.USAGE) if failures else 0
+
+
+def _count_steps(steps: list[Any]) -> int:
+    return sum(1 + _count_steps(s.steps) + _count_steps(s.otherwise) for s in steps)
+
+
+# -- plugins -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PluginRow:
+    group: str
+    name: str
+    origin: str
+    target: str
+
+
+def _target(obj: object) -> str:
+    module = getattr(obj, "__module__", "") or ""
+    name = getattr(obj, "__qualname__", "") or type(obj).__qualname__
+    return f"{module}:{name}"
+
+
+def _origin(obj: object) -> str:
+    module = getattr(obj, "__module__", "") or type(obj).__module__
+    return "builtin" if module.startswith("normalize.") else "runtime"
+
+
+BUILT_IN_WORDS = {
+    "conditions": dict.fromkeys(
+        ("success", "failure", "always", "contains", "not_contains", "matches", "exit_code",
+         "var", "visits"), "normalize.workflow.conditions:evaluate",
+    ) | {"llm": "normalize.workflow.choose:choose_next"},
+    "sources": {"files": "normalize.workflow.sources:glob_files",
+                "lines": "normalize.workflow.sources:resolve_items"},
+}
+"""Conditions and sources the language itself knows (they are words, not plugins)."""
+
+
+def plugin_rows() -> tuple[list[PluginRow], list[str]]:
+    """Everything registered, and the warnings of plugins that failed to load."""
+    from normalize.drivers.base import DRIVERS
+    from normalize.plugins import PluginGroup
+    from normalize.steps import STEPS
+    from normalize.workflow.conditions import CONDITIONS
+    from normalize.workflow.sources import SOURCES
+
+    rows: list[PluginRow] = []
+    warnings: list[str] = []
+    groups: list[PluginGroup[Any]] = [DRIVERS, STEPS, CONDITIONS, SOURCES]
+    for group in groups:
+        group.load_all()
+        short = group.group.removeprefix("normalize.")
+        rows += [PluginRow(short, i.name, i.origin, i.target) for i in group.infos()]
+        warnings += group.warnings
+        for name, target in BUILT_IN_WORDS.get(short, {}).items():
+            rows.append(PluginRow(short, name, "builtin", target))
+    from normalize.providers.registry import PROVIDERS
+
+    rows += [PluginRow("providers", name, _origin(f), _target(f))
+             for name, f in sorted(PROVIDERS.items())]
+    try:
+        from normalize.execution.context import CONTEXTS
+    except ImportError as exc:  # the context strategies are optional to list
+        warnings.append(f"contexts: cannot list: {exc}")
+    else:
+        rows += [PluginRow("contexts", name, _origin(f), _target(f))
+                 for name, f in sorted(CONTEXTS.items())]
+    from normalize.tools import default_tools
+
+    registry = default_tools()
+    for name in registry.names():
+        tool = registry.get(name)
+        rows.append(PluginRow("tools", name, _origin(tool), _target(type(tool))))
+    return rows, warnings
+
+
+def list_plugins(env: Environment, *, json_output: bool) -> int:
+    """`normalize plugins`: group, name, origin and target of everything registered."""
+    rows, warnings = plugin_rows()
+    if json_output:
+        for row in rows:
+            env.stdout.write(json.dumps(row.__dict__) + "\n")
+    else:
+        widths = [max(len(getattr(r, k)) for r in rows) for k in ("group", "name", "origin")]
+        head = ("GROUP", "NAME", "ORIGIN")
+        env.stdout.write("  ".join(f"{h:<{w}}" for h, w in zip(head, widths, strict=True))
+                         + "  TARGET\n")
+        for row in rows:
+            cells = (row.group, row.name, row.origin)
+            env.stdout.write("  ".join(f"{c:<{w}}" for c, w in zip(cells, widths, strict=True))
+                             + f"  {row.target}\n")
+    for warning in warnings:
+        env.stderr.write(f"normalize: warning: {warning}\n")
+    return 0

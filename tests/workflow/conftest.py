@@ -1,0 +1,82 @@
+"""Fixtures for the workflow tests: run a spec or a flow in a temporary workspace."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from normalize.drivers.base import DriverServices
+from normalize.engine import RunOutcome
+from normalize.events import BaseEvent
+from normalize.runner import RunOptions, run_task, start_task
+from normalize.store import TaskStore
+from normalize.workflow.loader import load_workflow
+from normalize.workflow.spec import WorkflowSpec
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spine"))
+
+
+@dataclass
+class Run:
+    """A finished run: its outcome and every event it emitted."""
+
+    outcome: RunOutcome
+    events: list[BaseEvent] = field(default_factory=list)
+
+    @property
+    def types(self) -> list[str]:
+        return [e.type for e in self.events]
+
+    def of(self, kind: str) -> list[Any]:
+        return [e for e in self.events if e.type == kind]
+
+    @property
+    def results(self) -> list[tuple[str, str]]:
+        """(command, status) of every finished action, in order."""
+        return [(e.command, e.status) for e in self.of("action_finished")]  # type: ignore[attr-defined]
+
+
+Runner = Callable[..., Run]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def options_for(normalize_home: Path) -> Callable[..., RunOptions]:
+    def build(workspace: Path, events: list[BaseEvent], **kw: Any) -> RunOptions:
+        return RunOptions(workspace=workspace, subscribers=[events.append], approve="yes",
+                          store=TaskStore(normalize_home, fsync=False), **kw)
+
+    return build
+
+
+@pytest.fixture
+def run_spec(workspace: Path, options_for: Callable[..., RunOptions]) -> Runner:
+    """Run a WorkflowSpec (or a TOML text / file) to its end."""
+
+    def run(spec: WorkflowSpec | str | Path, *, goal: str = "goal",
+            services: DriverServices | None = None, **kw: Any) -> Run:
+        if isinstance(spec, str):
+            path = workspace.parent / "wf.toml"
+            path.write_text(spec)
+            spec = path
+        if isinstance(spec, Path):
+            spec = load_workflow(spec)
+        events: list[BaseEvent] = []
+        options = options_for(workspace, events, **kw)
+        if services is not None:
+            options.services = services
+        task = start_task(spec, goal, options)
+        return Run(run_task(task, options), events)
+
+    return run
