@@ -1,0 +1,304 @@
+"""Prompt tokens per turn under each context strategy: a 30-turn scripted task, offline.
+
+    python bench/tokens.py               # the summary table (markdown) and the per-turn table
+    python bench/tokens.py --turns 12    # a shorter run
+
+The model is a ScriptedModel (no network, no key): the same 30 replies under
+every strategy, so only the prompts differ. The tools are real and run on a
+sample repository generated in a temporary directory. A turn's prompt tokens
+are input + cache read + cache write tokens as the provider reports them
+(estimated at 4 characters a token), so the stable system prompt counts on
+every turn. `token_table()` returns the rows for other scripts (bench/run.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+STRATEGIES = ("task_tree", "task_list", "flat", "conversation", "none")
+BASELINE = "conversation"
+
+_MODULE = '''"""{title} records and helpers for the shop package."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class {cls}:
+    """One {title} line: a named thing with a unit price and a quantity."""
+
+    name: str
+    price: float
+    quantity: int = 1
+    tags: list[str] = field(default_factory=list)
+
+    def total(self) -> float:
+        """Price times quantity."""
+        return self.price * self.quantity
+
+    def describe(self) -> str:
+        """A one-line description for receipts."""
+        return f"{{self.name}}: {{self.quantity}} x {{self.price:.2f}} = {{self.total():.2f}}"
+
+    def tagged(self, tag: str) -> bool:
+        """Whether the line carries `tag`."""
+        return tag in self.tags
+
+
+def {fn}_total(items: Iterable[{cls}]) -> float:
+    """Sum of the totals of `items`."""
+    return {total_expr}
+
+
+def {fn}_cheapest(items: list[{cls}]) -> {cls} | None:
+    """The item with the lowest price, or None."""
+    return min(items, key=lambda item: item.price, default=None)
+
+
+def {fn}_dearest(items: list[{cls}]) -> {cls} | None:
+    """The item with the highest price, or None."""
+    return max(items, key=lambda item: item.price, default=None)
+
+
+def {fn}_names(items: list[{cls}]) -> list[str]:
+    """Names, sorted."""
+    return sorted(item.name for item in items)
+
+
+def {fn}_discount(items: list[{cls}], rate: float) -> list[{cls}]:
+    """Copies of `items` with `rate` off the price."""
+    if not 0 <= rate < 1:
+        raise ValueError(f"rate must be in [0, 1), not {{rate}}")
+    return [{cls}(i.name, round(i.price * (1 - rate), 2), i.quantity, list(i.tags))
+            for i in items]
+
+
+def {fn}_by_tag(items: list[{cls}], tag: str) -> list[{cls}]:
+    """The items carrying `tag`, in order."""
+    return [item for item in items if item.tagged(tag)]
+
+
+def {fn}_quantities(items: list[{cls}]) -> dict[str, int]:
+    """Total quantity per name."""
+    out: dict[str, int] = {{}}
+    for item in items:
+        out[item.name] = out.get(item.name, 0) + item.quantity
+    return out
+
+
+def {fn}_receipt(items: list[{cls}]) -> str:
+    """A plain-text receipt, one line per item and a total."""
+    lines = [item.describe() for item in items]
+    lines.append(f"total: {{{fn}_total(items):.2f}}")
+    return "\\n".join(lines)
+'''
+
+_TOPICS = ("cart", "order", "invoice", "stock", "refund", "coupon", "supplier", "shipment")
+_BUG = "sum(item.price for item in items)"  # ignores quantities: the test catches it
+_FIX = "sum(item.total() for item in items)"
+
+
+def make_repo(root: Path) -> Path:
+    """A Python package of eight similar modules (the cart one has a bug) and its tests."""
+    package = root / "shop"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('"""The shop package."""\n')
+    for topic in _TOPICS:
+        cls = topic.capitalize() + "Item"
+        (package / f"{topic}.py").write_text(_MODULE.format(
+            title=topic, cls=cls, fn=topic, total_expr=_BUG if topic == "cart" else _FIX))
+    (root / "tests").mkdir()
+    tests = ["from shop.cart import CartItem, cart_receipt, cart_total\n"]
+    tests.append("def test_total() -> None:\n"
+                 "    assert cart_total([CartItem('a', 2.0, 3), CartItem('b', 1.0)]) == 7.0\n")
+    tests.append("def test_receipt() -> None:\n"
+                 "    assert cart_receipt([CartItem('a', 2.0, 3)]).endswith('total: 6.00')\n")
+    (root / "tests" / "test_cart.py").write_text("\n\n".join(tests))
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "shop"\nversion = "0.1.0"\n\n'
+        '[tool.pytest.ini_options]\npythonpath = ["."]\naddopts = "-p no:cacheprovider"\n')
+    (root / "README.md").write_text("# shop\n\nA sample package for the token benchmark.\n")
+    return root
+
+
+Reply = str | Callable[[Any], str]
+
+
+def _fetch_rest(path: str) -> Callable[[Any], str]:
+    """A reply that fetches the full text of the last preview shown (a real model's move)."""
+
+    def reply(request: Any) -> str:
+        ids = re.findall(r"fetch (r\d+)", request.messages[-1]["content"])
+        if ids:
+            return f"The preview is cut; reading the rest.\nfetch {ids[-1]}"
+        return f"Reading the rest.\nview {path}:21-80"  # `none` shows no results
+
+    return reply
+
+
+def script(turns: int) -> list[Reply]:
+    """`turns` replies of a review-and-fix session, each with a line of prose; the last is done.
+
+    The story: look around, run the failing tests, find and fix the bug in
+    cart_total, then review the other modules (view and fetch the rest,
+    search, outline, small docstring edits, import checks), and finish on a
+    passing test run.
+    """
+    python = sys.executable
+    fix = (f"edit shop/cart.py <<EOF\n<<<<<<< SEARCH\n    return {_BUG}\n=======\n"
+           f"    return {_FIX}\n>>>>>>> REPLACE\nEOF")
+    opening: list[Reply] = [
+        "I will start with the layout.\nview .",
+        "Running the tests first.\ntest",
+        "test_total fails; reading the test.\nview tests/test_cart.py",
+        "Now the module under test.\nview shop/cart.py",
+        _fetch_rest("shop/cart.py"),
+        f"cart_total ignores quantities; item.total() fixes it.\n{fix}",
+        "Checking the fix.\ntest",
+        "Fixed. Keeping that in mind for the other modules.\n"
+        "note the other modules may copy cart_total's bug",
+    ]
+    review: list[Reply] = []
+    for index, topic in enumerate(_TOPICS[1:]):
+        review.append(f"Reviewing {topic}.\nview shop/{topic}.py")
+        review.append(_fetch_rest(f"shop/{topic}.py"))
+        review.append(f"Who calls {topic}_total?\ngrep {topic}_total")
+        if index % 3 == 0:
+            review.append(f"Its outline.\nskeleton shop/{topic}.py")
+        elif index % 3 == 1:
+            review.append(
+                f"A clearer docstring for {topic}_names.\n"
+                f"edit shop/{topic}.py <<EOF\n<<<<<<< SEARCH\n    \"\"\"Names, sorted.\"\"\"\n"
+                f"=======\n    \"\"\"The items\' names in alphabetical order.\"\"\"\n"
+                ">>>>>>> REPLACE\nEOF")
+        else:
+            review.append(f"Checking it imports.\nrun {python} -c \"import shop.{topic}\"")
+    closing: list[Reply] = [
+        "Everything reviewed; a last test run.\ntest",
+        "All modules read, cart_total fixed, docstrings tidied.\n"
+        "done Fixed cart_total (it ignored quantities) and reviewed the package",
+    ]
+    if turns <= len(closing):
+        return closing[-turns:]
+    middle = (opening + review)[: turns - len(closing)]
+    while len(middle) < turns - len(closing):
+        middle.append(f"One more look.\ngrep 'def ' shop/{_TOPICS[len(middle) % 8]}.py")
+    return [*middle, *closing]
+
+
+def run_strategy(strategy: str, turns: int, work: Path) -> dict[str, Any]:
+    """Run the scripted task under `strategy`; prompt tokens per turn and task file sizes."""
+    from normalize.drivers.base import DriverServices
+    from normalize.events import BaseEvent
+    from normalize.runner import RunOptions, load_spec, run_task, start_task
+    from normalize.store import TaskStore
+    from normalize.testing import ScriptedModel
+
+    repo = make_repo(work / strategy / "repo")
+    model = ScriptedModel(script(turns), model="bench")
+    events: list[BaseEvent] = []
+    options = RunOptions(
+        workspace=repo, subscribers=[events.append], approve="yes", fsync=False,
+        store=TaskStore(work / strategy / "home", fsync=False),
+        services=DriverServices(model_factory=lambda *_args, **_opts: model),
+    )
+    spec = load_spec("dwim", repo)
+    spec.context = {"strategy": strategy}
+    spec.limits = {"max_turns": turns + 5}
+    task = start_task(spec, "Review the shop package: read every module, tidy the "
+                      "docstrings, and check that each module imports.", options)
+    outcome = run_task(task, options)
+    model.assert_done()
+    if outcome.status.value != "done":
+        raise RuntimeError(f"{strategy}: the scripted task ended {outcome.status.value}: "
+                           f"{outcome.error}")
+    per_turn: list[int] = []
+    sizes: list[int] = []
+    for event in events:
+        data = event.to_dict()
+        if event.type == "model_replied":
+            per_turn.append(data["input_tokens"] + data["cache_read_tokens"]
+                            + data["cache_write_tokens"])
+        elif event.type == "checkpoint_saved":
+            sizes.append(data["bytes"])
+    return {"strategy": strategy, "per_turn": per_turn, "task_file_bytes": sizes}
+
+
+def token_table(turns: int = 30, strategies: tuple[str, ...] = STRATEGIES) -> list[dict[str, Any]]:
+    """One row per strategy: first, last, max and total prompt tokens, and ratios.
+
+    `vs_conversation` is the total over the conversation strategy's total;
+    `growth` is the last turn over the first. `per_turn` holds every turn.
+    """
+    with tempfile.TemporaryDirectory(prefix="normalize-bench-") as tmp:
+        runs = [run_strategy(s, turns, Path(tmp)) for s in strategies]
+    baseline = next((r for r in runs if r["strategy"] == BASELINE), None)
+    base_total = sum(baseline["per_turn"]) if baseline else 0
+    rows = []
+    for run in runs:
+        series = run["per_turn"]
+        total = sum(series)
+        rows.append({
+            "strategy": run["strategy"],
+            "turns": len(series),
+            "first": series[0],
+            "last": series[-1],
+            "max": max(series),
+            "total": total,
+            "growth": round(series[-1] / series[0], 2),
+            "vs_conversation": round(total / base_total, 3) if base_total else None,
+            "task_file_bytes": run["task_file_bytes"][-1],
+            "per_turn": series,
+        })
+    return rows
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The summary as a markdown table (the README embeds it)."""
+    out = ["| strategy | first turn | last turn | last ÷ first | largest turn "
+           "| total (all turns) | total ÷ conversation | task file |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        ratio = "—" if row["vs_conversation"] is None else f"{row['vs_conversation']:.0%}"
+        out.append(f"| `{row['strategy']}` | {row['first']:,} | {row['last']:,} "
+                   f"| {row['growth']:.2f}× | {row['max']:,} | {row['total']:,} | {ratio} "
+                   f"| {row['task_file_bytes']:,} B |")
+    return "\n".join(out)
+
+
+def per_turn_table(rows: list[dict[str, Any]]) -> str:
+    """Prompt tokens of every turn, one column per strategy."""
+    out = ["| turn | " + " | ".join(f"`{r['strategy']}`" for r in rows) + " |",
+           "|---:|" + "---:|" * len(rows)]
+    for turn in range(max(r["turns"] for r in rows)):
+        cells = [f"{r['per_turn'][turn]:,}" if turn < r["turns"] else "" for r in rows]
+        out.append(f"| {turn + 1} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--summary-only", action="store_true")
+    args = parser.parse_args(argv)
+    rows = token_table(args.turns)
+    print(f"Prompt tokens per turn, {args.turns}-turn scripted task "
+          "(input + cache read + cache write):\n")
+    print(markdown_table(rows))
+    if not args.summary_only:
+        print()
+        print(per_turn_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""`normalize agent "TASK"`: the built-in dwim workflow with a model deciding each step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from normalize.cli.commands import _finish, _options
+from normalize.cli.console import Environment, SignalCancel, error_line, fail
+from normalize.errors import ExitStatus, MissingKeyError, NormalizeError, UsageError
+
+DEFAULT_WORKFLOW = "dwim"
+
+MISSING_KEY = (
+    "no API key for {spec}: set ANTHROPIC_API_KEY for Anthropic models, or OPENAI_API_KEY "
+    "(OPENAI_BASE_URL for a compatible server) with --model openai:MODEL; or run a local "
+    "model with --model ollama:MODEL; or drive a task yourself with "
+    "`normalize resume ID --driver user`"
+)
+
+
+class _Clients:
+    """A model factory that keeps the clients it made, so each is made (and checked) once."""
+
+    def __init__(self) -> None:
+        self.made: dict[tuple[str, str | None], Any] = {}
+
+    def __call__(self, spec: str, *, base_url: str | None = None, **opts: Any) -> Any:
+        from normalize.providers.registry import create_client
+
+        key = (spec, base_url)
+        if key not in self.made:
+            self.made[key] = create_client(spec, base_url=base_url, **opts)
+        return self.made[key]
+
+    def close(self) -> None:
+        from normalize.providers.base import close_client
+
+        for client in self.made.values():
+            close_client(client)
+        self.made.clear()
+
+
+def _apply_model(llm: dict[str, Any], model: str | None, base_url: str | None) -> None:
+    """Put `--model PROVIDER:MODEL` and `--base-url` into the workflow's llm table."""
+    if model:
+        from normalize.drivers.llm import LLMSettings, names_provider
+        from normalize.providers.registry import parse_spec
+
+        provider, name = parse_spec(model)
+        if LLMSettings.from_config(llm).spec.split(":", 1)[0] != provider:
+            # the workflow's bare fallback names belong to its own provider: drop them
+            llm["fallback"] = [f for f in llm.get("fallback", []) if names_provider(f)]
+        llm["provider"], llm["model"] = provider, name
+    if base_url:
+        llm["base_url"] = base_url
+
+
+def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str | None,
+              max_turns: int | None, budget: float | None, approve: str | None,
+              context: str | None, workflow: str | None, workspace: Path | None,
+              json_output: bool, quiet: bool) -> int:
+    """Run TASK with the agent workflow; returns the exit status."""
+    from normalize.drivers.base import DriverServices
+    from normalize.drivers.llm import LLMSettings, prefetch_sdk
+    from normalize.runner import load_spec, run_task, start_task
+
+    clients = _Clients()
+    try:
+        if not goal.strip():
+            raise UsageError("TASK is empty: say what the agent should do")
+        if budget is not None and budget <= 0:
+            raise UsageError(f"--budget {budget:g}: must be more than 0 (USD)")
+        root = (workspace or Path.cwd()).resolve()
+        if not root.is_dir():
+            raise UsageError(f"--workspace {root}: not a directory")
+        spec = load_spec(workflow or DEFAULT_WORKFLOW, root)
+        if context:
+            from normalize.execution.context import CONTEXTS
+
+            if context not in CONTEXTS:
+                raise UsageError(f"--context {context}: unknown strategy "
+                                 f"(choose from {', '.join(sorted(CONTEXTS))})")
+            spec.context = {**spec.context, "strategy": context}
+        if spec.llm is not None or model or base_url:
+            spec.llm = dict(spec.llm or {})
+            _apply_model(spec.llm, model, base_url)
+            settings = LLMSettings.from_config(spec.llm)
+            prefetch_sdk(settings.spec)  # the SDK loads while the rest is set up
+            if not settings.spec.startswith("replay:"):
+                try:
+                    clients(settings.spec, base_url=settings.base_url)
+                except MissingKeyError:
+                    error_line(env, MISSING_KEY.format(spec=settings.spec))
+                    return int(ExitStatus.USAGE)
+        options, renderer = _options(env, workspace=root, json_output=json_output,
+                                     quiet=quiet, approve=approve)
+        options.services = DriverServices(read_line=options.services.read_line,
+                                          model_factory=clients)
+        task = start_task(spec, goal, options)
+        if max_turns is not None:
+            task.limits.max_turns = max_turns
+        if budget is not None:
+            task.limits.max_cost_usd = budget
+        env.stderr.write(f"task {task.id}\n")
+        env.stderr.flush()
+        with SignalCancel(options.cancel):
+            outcome = run_task(task, options)
+        return _finish(env, outcome, renderer, json_output)
+    except NormalizeError as exc:
+        return fail(env, exc)
+    finally:
+        clients.close()

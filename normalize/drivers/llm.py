@@ -1,0 +1,510 @@
+"""The LLM driver: a model decides each step of a task.
+
+Each turn the context strategy (`normalize.execution.context`) builds the
+prompt, `providers.complete` sends it (streaming deltas out as events,
+retrying, falling back to other models), and the reply is parsed by the one
+command-language parser into a Decision. Results come back through
+`on_result` and feed the context strategy.
+
+Config — the `[workflow.llm]` table (`from_config` takes a task's
+`{"spec": WorkflowSpec dict}`, or `{"llm": {...}, "context": {...}, "vars":
+{...}, "goal": TEMPLATE}` directly):
+
+    provider, model     `anthropic` + `claude-sonnet-4-5`; `model` may be a whole
+                        `PROVIDER:MODEL` spec (`ollama:llama3.1`, `replay:TASKID`)
+    fallback            models tried in order when the main one keeps failing
+    base_url            the provider's endpoint (a proxy, a local server)
+    thinking            ask for visible reasoning (Anthropic extended thinking)
+    max_actions         commands run per reply (more are dropped, with a note)
+    allow_parallel      honour a `parallel` line
+    max_tokens, temperature
+    system_prompt, system_prompt_file   replace the text of `prompts/dwim.md`
+    prices              {model: {input, output, cache_read, cache_write}} USD/Mtok
+
+The goal shown to the model is the task's goal, or the `goal` template (a
+workflow variable) with `{task}` and the other variables filled in.
+
+Rules the driver keeps:
+- A reply with neither a command nor `done` gets one corrective note; a
+  second one in a row ends the task `failed`.
+- `done` after commands in the same reply takes effect once they all
+  succeeded; when one failed, the model is told and goes on.
+- `done` while a subtask of a plan is current closes that subtask and moves
+  to the next (task_tree and task_list; see the context module).
+- The same command with the same result three times: a `loop_detected`
+  event and a note to the model; once more and the task ends `stuck`.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from normalize.drivers.base import DriverServices, RunContext
+from normalize.errors import ConfigError, NormalizeError
+from normalize.events import (
+    ContextCompacted,
+    FallbackUsed,
+    LoopDetected,
+    ModelReplied,
+    ModelRequested,
+    ModelRetried,
+    Notice,
+    TextDelta,
+    ThinkingDelta,
+)
+from normalize.execution.context import ContextStrategy, make_context, signature
+from normalize.execution.retry import RetryPolicy
+from normalize.intents import parse
+from normalize.providers import base as model_events
+from normalize.providers.base import (
+    MODEL_RETRY,
+    Completed,
+    ModelClient,
+    ModelRequest,
+    TurnCancelledError,
+    close_client,
+    complete,
+)
+from normalize.providers.pricing import DEFAULT_TABLE, PriceTable
+from normalize.task import Action, ActionResult, Decision, Task, TaskStatus, Usage
+
+ModelFactory = Callable[..., ModelClient]
+"""`factory(spec, *, base_url=None, **opts) -> ModelClient`, like `create_client`."""
+
+LOOP_REPEATS = 3
+LOOP_WINDOW = 24
+STATE_VERSION = 1
+
+CORRECTIVE_NOTE = (
+    "Your last reply held no command. Every reply must end with command lines "
+    "(for example `view PATH`, `grep PATTERN`, `edit PATH <<EOF`), or `done SUMMARY` "
+    "when the task is finished. Write each command on its own line, without backticks."
+)
+
+_SETTINGS_TYPES: dict[str, tuple[type, ...]] = {
+    "provider": (str,), "model": (str,), "fallback": (list,), "base_url": (str,),
+    "thinking": (bool,), "max_actions": (int,), "allow_parallel": (bool,),
+    "max_tokens": (int,), "temperature": (int, float), "system_prompt": (str,),
+    "system_prompt_file": (str,), "prices": (dict,),
+}
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """The `[workflow.llm]` table, checked."""
+
+    provider: str = "anthropic"
+    model: str = "claude-sonnet-4-5"
+    fallback: tuple[str, ...] = ()
+    base_url: str | None = None
+    thinking: bool = False
+    max_actions: int = 5
+    allow_parallel: bool = True
+    max_tokens: int = 4096
+    temperature: float | None = None
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
+    prices: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, table: Mapping[str, Any]) -> LLMSettings:
+        """Settings from a `[workflow.llm]` table; a bad key or type is a ConfigError."""
+        values: dict[str, Any] = {}
+        for key, value in table.items():
+            types = _SETTINGS_TYPES.get(key)
+            if types is None:
+                raise ConfigError(f"workflow.llm: unknown key {key!r} "
+                                  f"(expected {', '.join(_SETTINGS_TYPES)})")
+            if value is None:
+                continue
+            if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
+                raise ConfigError(f"workflow.llm.{key}: wrong type {type(value).__name__}")
+            values[key] = value
+        if "fallback" in values:
+            values["fallback"] = tuple(str(m) for m in values["fallback"])
+        if "temperature" in values:
+            values["temperature"] = float(values["temperature"])
+        if values.get("max_actions", 1) < 1 or values.get("max_tokens", 1) < 1:
+            raise ConfigError("workflow.llm: max_actions and max_tokens must be at least 1")
+        return cls(**values)
+
+    @property
+    def spec(self) -> str:
+        """`PROVIDER:MODEL` of the main model."""
+        return qualify(self.model, self.provider)
+
+    @property
+    def fallback_specs(self) -> list[str]:
+        return [qualify(m, self.spec.split(":", 1)[0]) for m in self.fallback]
+
+
+def names_provider(model: str) -> bool:
+    """Whether `model` is a whole `PROVIDER:MODEL` spec."""
+    from normalize.providers.registry import PROVIDERS
+
+    prefix, sep, _ = model.partition(":")
+    return bool(sep) and prefix in PROVIDERS
+
+
+def qualify(model: str, provider: str) -> str:
+    """`model` as a `PROVIDER:MODEL` spec: kept when it names a provider, else prefixed."""
+    return model if names_provider(model) else f"{provider}:{model}"
+
+
+_prefetch: threading.Thread | None = None
+
+
+def prefetch_sdk(spec: str) -> None:
+    """Start importing the anthropic SDK in the background when `spec` will need it."""
+    global _prefetch
+    if not spec.startswith("anthropic:") or "anthropic" in sys.modules or _prefetch is not None:
+        return
+    from normalize.providers.anthropic import prefetch_import
+
+    _prefetch = prefetch_import()
+
+
+def _journal_of(ref: str) -> Path:
+    """The journal of the task `ref` names, for `replay:TASKID`."""
+    from normalize.store import TaskStore
+
+    store = TaskStore()
+    return store.journal_path(store.resolve(ref))
+
+
+def record_reply(task: Task, ctx: RunContext, reply: Completed, *, turn: int,
+                 prices: PriceTable = DEFAULT_TABLE, unpriced: set[str] | None = None) -> float:
+    """Add a reply's tokens and cost to `task.usage`, journal it as `model_replied`.
+
+    The journaled text is what `replay:TASKID` plays back. A model missing from
+    the price table costs $0 and is reported once per `unpriced` set. Returns
+    the cost in USD. For any code that calls a model on a task's behalf.
+    """
+    usage = reply.usage
+    estimate = prices.estimate(reply.spec, usage)
+    if not estimate.known and (unpriced is None or reply.spec not in unpriced):
+        if unpriced is not None:
+            unpriced.add(reply.spec)
+        ctx.emit(Notice(level="warning", message=(
+            f"no price known for {reply.spec}: its cost counts as $0 against the budget "
+            "(add it under [workflow.llm.prices])")))
+    task.usage.add(Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                         cache_read_tokens=usage.cache_read_tokens,
+                         cache_write_tokens=usage.cache_write_tokens,
+                         cost_usd=estimate.usd, requests=1))
+    ctx.emit(ModelReplied(turn=turn, model=reply.spec, text=reply.text,
+                          thinking=reply.thinking, stop_reason=reply.stop_reason,
+                          input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                          cache_read_tokens=usage.cache_read_tokens,
+                          cache_write_tokens=usage.cache_write_tokens,
+                          cost_usd=round(estimate.usd, 8)), durable=True)
+    return estimate.usd
+
+
+class LLMDriver:
+    """Asks a model for each decision; see the module docstring."""
+
+    name: ClassVar[str] = "llm"
+
+    def __init__(
+        self,
+        settings: LLMSettings | None = None,
+        *,
+        context: ContextStrategy | None = None,
+        goal: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        model_factory: ModelFactory | None = None,
+        retry: RetryPolicy = MODEL_RETRY,
+        prompt_dir: Path | None = None,
+    ) -> None:
+        self.settings = settings or LLMSettings()
+        self.context = context or make_context()
+        self.goal_template = goal
+        self.variables = dict(variables or {})
+        self.model_factory = model_factory
+        self.retry = retry
+        self.prompt_dir = prompt_dir
+        self.prices: PriceTable = (DEFAULT_TABLE.merged(self.settings.prices)
+                                   if self.settings.prices else DEFAULT_TABLE)
+        self._client: ModelClient | None = None
+        self._fallbacks: list[ModelClient] = []
+        self._system: str | None = None
+        self._unpriced: set[str] = set()
+        # persisted state (bounded)
+        self.facts: list[str] = []
+        self.malformed = 0
+        self.done_after: str | None = None
+        self.turn_ok = True
+        self.failed_command = ""
+        self.recent: list[str] = []
+        self.warned: list[str] = []
+        self.loops: list[dict[str, Any]] = []
+        self.stuck: str | None = None
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], services: DriverServices) -> LLMDriver:
+        """Build from a task's driver config (see the module docstring)."""
+        spec = config.get("spec") or {}
+        settings = LLMSettings.from_config(spec.get("llm") or config.get("llm") or {})
+        context_conf = dict(spec.get("context") or config.get("context") or {})
+        variables = {**(spec.get("vars") or {}), **(config.get("vars") or {})}
+        goal = config.get("goal") or variables.get("goal")
+        retry = services.options.get("model_retry") or MODEL_RETRY
+        if isinstance(retry, Mapping):
+            retry = RetryPolicy.from_config(retry)
+        path = spec.get("path")
+        prefetch_sdk(settings.spec)
+        return cls(settings, context=make_context(**context_conf),
+                   goal=str(goal) if goal else None, variables=variables,
+                   model_factory=services.model_factory, retry=retry,
+                   prompt_dir=Path(path).parent if path else None)
+
+    # -- state -------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "v": STATE_VERSION,
+            "context": self.context.snapshot(),
+            "facts": list(self.facts),
+            "malformed": self.malformed,
+            "done_after": self.done_after,
+            "turn_ok": self.turn_ok,
+            "failed_command": self.failed_command,
+            "recent": list(self.recent),
+            "warned": list(self.warned),
+            "loops": list(self.loops),
+            "stuck": self.stuck,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        if state.get("v") != STATE_VERSION:
+            return  # another driver's state (`resume --driver llm`): start fresh
+        self.context.restore(state.get("context") or {})
+        self.facts = [str(f) for f in state.get("facts", [])]
+        self.malformed = int(state.get("malformed", 0))
+        self.done_after = state.get("done_after")
+        self.turn_ok = bool(state.get("turn_ok", True))
+        self.failed_command = str(state.get("failed_command", ""))
+        self.recent = [str(s) for s in state.get("recent", [])]
+        self.warned = [str(s) for s in state.get("warned", [])]
+        self.loops = list(state.get("loops", []))
+        self.stuck = state.get("stuck")
+
+    # -- the model ---------------------------------------------------------
+
+    def _make(self, spec: str) -> ModelClient:
+        opts: dict[str, Any] = {}
+        if spec.startswith("replay:"):
+            opts["resolve_journal"] = _journal_of
+        if self.model_factory is not None:
+            return self.model_factory(spec, base_url=self.settings.base_url, **opts)
+        from normalize.providers.registry import create_client
+
+        return create_client(spec, base_url=self.settings.base_url, **opts)
+
+    def clients(self, ctx: RunContext | None = None) -> tuple[ModelClient, list[ModelClient]]:
+        """The main model and the fallbacks, created on first use.
+
+        A fallback that cannot be made (no key for its provider, say) is left
+        out with a warning; the main model failing to be made is an error.
+        """
+        if self._client is None:
+            self._client = self._make(self.settings.spec)
+            self._fallbacks = []
+            for spec in self.settings.fallback_specs:
+                try:
+                    self._fallbacks.append(self._make(spec))
+                except NormalizeError as err:
+                    if ctx is not None:
+                        ctx.emit(Notice(level="warning",
+                                        message=f"fallback {spec} left out: {err}"))
+        return self._client, self._fallbacks
+
+    def close(self) -> None:
+        """Release the model clients' connections."""
+        for client in [self._client, *self._fallbacks]:
+            if client is not None:
+                close_client(client)
+        self._client, self._fallbacks = None, []
+
+    def system_prompt(self, workspace: Path) -> str:
+        """The system prompt: built once, identical on every turn (prompt caching)."""
+        if self._system is None:
+            from normalize.prompts import (
+                build_system_prompt,
+                default_prompt,
+                read_prompt_file,
+                workspace_facts,
+            )
+
+            if self.settings.system_prompt:
+                text = self.settings.system_prompt
+            elif self.settings.system_prompt_file:
+                text = read_prompt_file(self.settings.system_prompt_file, self.prompt_dir)
+            else:
+                text = default_prompt()
+            self.facts = self.facts or workspace_facts(workspace)
+            self._system = build_system_prompt(text, self.facts)
+        return self._system
+
+    def goal(self, task: Task) -> str:
+        """The goal as the model reads it."""
+        if not self.goal_template:
+            return task.goal
+        from normalize.workflow.interpolate import interpolate
+
+        values = {**self.variables, "task": task.goal, "workspace": task.workspace}
+        try:
+            return interpolate(self.goal_template, values)
+        except (KeyError, IndexError, TypeError) as err:
+            raise ConfigError(f"goal {self.goal_template!r}: unknown variable {err}") from None
+
+    # -- deciding ------------------------------------------------------------
+
+    def decide(self, task: Task, ctx: RunContext) -> Decision | None:
+        for loop in self.loops:
+            ctx.emit(LoopDetected(command=loop["command"], repeats=loop["repeats"]))
+        self.loops = []
+        if self.stuck:
+            return Decision.finish(f"stuck: {self.stuck}", status=TaskStatus.STUCK)
+        if self.done_after is not None:
+            summary, self.done_after = self.done_after, None
+            if self.turn_ok:
+                finished = self._done(summary, ctx)
+                if finished is not None:
+                    return finished
+            else:
+                self.context.add_feedback(
+                    f"`done` was not applied: `{self.failed_command}` did not succeed. "
+                    "Deal with it, then finish with done."
+                )
+        prompt = self.context.build(self.goal(task), task.turn)
+        if prompt.compaction is not None:
+            c = prompt.compaction
+            ctx.emit(ContextCompacted(before_chars=c.before_chars, after_chars=c.after_chars,
+                                      results_compacted=c.results_compacted))
+        request = ModelRequest(
+            system=self.system_prompt(ctx.workspace), messages=prompt.messages,
+            max_tokens=self.settings.max_tokens, thinking=self.settings.thinking,
+            temperature=self.settings.temperature,
+        )
+        try:
+            reply = self._ask(request, task, ctx)
+        except TurnCancelledError:
+            return Decision.finish("interrupted", status=TaskStatus.INTERRUPTED)
+        return self._interpret(reply, task, ctx)
+
+    def _ask(self, request: ModelRequest, task: Task, ctx: RunContext) -> Completed:
+        """One model turn: events for each attempt, usage and cost on the task."""
+        client, fallbacks = self.clients(ctx)
+        chars = len(request.system) + sum(len(str(m["content"])) for m in request.messages)
+        turn = task.turn
+        current = [client.model]
+
+        def on_event(event: model_events.ModelEvent) -> None:
+            if isinstance(event, model_events.TextDelta):
+                ctx.emit(TextDelta(text=event.text))
+            elif isinstance(event, model_events.ThinkingDelta):
+                ctx.emit(ThinkingDelta(text=event.text))
+
+        def on_retry(attempt: int, delay: float, reason: str) -> None:
+            ctx.emit(ModelRetried(attempt=attempt, delay=round(delay, 3), reason=reason))
+            ctx.emit(ModelRequested(turn=turn, model=current[0], attempt=attempt,
+                                    input_chars=chars))
+
+        def on_fallback(from_model: str, to_model: str, reason: str) -> None:
+            current[0] = to_model
+            ctx.emit(FallbackUsed(from_model=from_model, to_model=to_model, reason=reason))
+            ctx.emit(ModelRequested(turn=turn, model=to_model, attempt=1, input_chars=chars))
+
+        ctx.emit(ModelRequested(turn=turn, model=client.model, attempt=1, input_chars=chars))
+        reply = complete(client, request, on_event=on_event, retry=self.retry,
+                         cancel=ctx.cancel, fallbacks=fallbacks, on_retry=on_retry,
+                         on_fallback=on_fallback)
+        record_reply(task, ctx, reply, turn=turn, prices=self.prices, unpriced=self._unpriced)
+        return reply
+
+    def _interpret(self, reply: Completed, task: Task, ctx: RunContext) -> Decision:
+        """The Decision a reply asks for, with notes to the model about what went wrong."""
+        parsed = parse(reply.text, max_actions=self.settings.max_actions)
+        self.context.add_reply(reply.text, parsed.thinking, task.turn)
+        for fix in parsed.corrections:
+            ctx.emit(Notice(message=f"read `{fix.word}` as `{fix.corrected_to}`"))
+        problems = list(parsed.problems)
+        if reply.stop_reason in ("max_tokens", "length"):
+            problems.append("your reply was cut off at max_tokens; keep replies shorter")
+        if parsed.parallel and not self.settings.allow_parallel:
+            parsed.parallel = False
+            problems.append("`parallel` is off in this workflow; the commands ran in order")
+        if problems:
+            self.context.add_feedback("Problems with your last reply: " + "; ".join(problems))
+            ctx.emit(Notice(level="warning", message="; ".join(problems)))
+        if not parsed.actions and not parsed.done:
+            self.malformed += 1
+            if self.malformed > 1:
+                return Decision(thinking=parsed.thinking, done=True, status=TaskStatus.FAILED,
+                                summary="the model replied again without a command or done")
+            hint = f" ({'; '.join(parsed.suggestions)})" if parsed.suggestions else ""
+            self.context.add_feedback(CORRECTIVE_NOTE + hint)
+            ctx.emit(Notice(level="warning",
+                            message="the reply held no command; asking the model again"))
+            return Decision(thinking=parsed.thinking)
+        self.malformed = 0
+        if parsed.actions:
+            if parsed.done:
+                self.done_after = parsed.summary
+            self.turn_ok, self.failed_command = True, ""
+            return Decision(actions=parsed.actions, thinking=parsed.thinking,
+                            parallel=parsed.parallel)
+        finished = self._done(parsed.summary, ctx)
+        if finished is not None:
+            finished.thinking = parsed.thinking
+            return finished
+        return Decision(thinking=parsed.thinking)
+
+    def _done(self, summary: str, ctx: RunContext) -> Decision | None:
+        """`done`: close the current subtask (None: the task goes on) or end the task."""
+        moved = self.context.close_subtask(summary)
+        if moved is None:
+            return Decision.finish(summary or "done")
+        self.context.add_feedback(moved)
+        ctx.emit(Notice(message=moved))
+        return None
+
+    def on_result(self, task: Task, action: Action, result: ActionResult) -> None:
+        entry = self.context.add_result(action, result, task.turn)
+        if result.ok:
+            if action.tool == "note" and result.data.get("note"):
+                turns = result.data.get("turns")
+                self.context.add_note(str(result.data["note"]),
+                                      int(turns) if turns else None, task.turn)
+            elif action.tool == "plan" and result.data.get("plan"):
+                moved = self.context.add_plan([str(s) for s in result.data["plan"]])
+                if moved:
+                    self.context.add_feedback(moved)
+        else:
+            self.turn_ok, self.failed_command = False, entry.head
+        self._watch_loops(action, result, entry.head)
+
+    def _watch_loops(self, action: Action, result: ActionResult, command: str) -> None:
+        sig = signature(action, result)
+        self.recent.append(sig)
+        del self.recent[:-LOOP_WINDOW]
+        repeats = self.recent.count(sig)
+        if repeats < LOOP_REPEATS:
+            return
+        if sig in self.warned:
+            self.stuck = f"`{command}` ran {repeats} times with the same result"
+            return
+        self.warned.append(sig)
+        del self.warned[:-LOOP_WINDOW]
+        self.loops.append({"command": command, "repeats": repeats})
+        self.context.add_feedback(
+            f"You ran `{command}` {repeats} times and got the same result each time. "
+            "Running it again will not help: try something else, or finish with done."
+        )

@@ -1,0 +1,72 @@
+"""The LLM's system prompt: the default text, the command reference and workspace facts.
+
+The system prompt is built once per task and stays byte-identical from turn
+to turn, so providers can cache it. The text comes from `dwim.md` (package
+data) unless a workflow sets `system_prompt` or `system_prompt_file`; the
+command reference (`normalize.intents.system_prompt_section`) and the
+workspace facts are always appended, since the model cannot act without them.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from importlib import resources
+from pathlib import Path
+
+from normalize.errors import ConfigError
+
+MAX_ENTRIES = 40
+SKIP = frozenset({".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".ruff_cache",
+                  ".pytest_cache", "node_modules", ".venv", "venv", ".tox", ".normalize"})
+
+
+def default_prompt() -> str:
+    """The text of the built-in `dwim.md`."""
+    return resources.files(__name__).joinpath("dwim.md").read_text(encoding="utf-8")
+
+
+def read_prompt_file(name: str, base: Path | None) -> str:
+    """A `system_prompt_file`, relative to `base` (the workflow file's directory)."""
+    path = Path(name)
+    if not path.is_absolute() and base is not None:
+        path = base / path
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"system_prompt_file {name!r}: cannot read {path}: "
+                          f"{getattr(err, 'strerror', None) or err}") from None
+
+
+def workspace_facts(root: Path) -> list[str]:
+    """A few stable facts about the workspace: where it is, what is at its top, the platform."""
+    facts = [f"Workspace: {root} (every path is relative to it)"]
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        names = []
+    entries = [n + ("/" if (root / n).is_dir() else "") for n in names
+               if n not in SKIP and not n.endswith(".egg-info")]
+    if entries:
+        more = f" … and {len(entries) - MAX_ENTRIES} more" if len(entries) > MAX_ENTRIES else ""
+        facts.append("Top level: " + " ".join(entries[:MAX_ENTRIES]) + more)
+    else:
+        facts.append("Top level: (empty)")
+    if (root / ".git").exists():
+        facts.append("Version control: git")
+    facts.append(f"Platform: {platform.system()} {platform.machine()}, "
+                 f"Python {platform.python_version()}")
+    return facts
+
+
+def build_system_prompt(text: str, facts: list[str]) -> str:
+    """The whole system prompt: `text`, the command reference, the workspace facts."""
+    from normalize.intents import system_prompt_section
+
+    parts = [text.strip(), system_prompt_section().strip()]
+    if facts:
+        parts.append("## Workspace\n" + "\n".join(f"- {f}" for f in facts))
+    return "\n\n".join(parts) + "\n"
+
+
+__all__ = ["build_system_prompt", "default_prompt", "read_prompt_file", "workspace_facts"]

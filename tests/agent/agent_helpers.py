@@ -1,0 +1,158 @@
+"""Helpers and fixtures for the agent tests: a repository with a type error, model runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from normalize.drivers.base import DriverServices
+from normalize.drivers.llm import LLMDriver
+from normalize.engine import RunOutcome
+from normalize.events import BaseEvent
+from normalize.execution.retry import RetryPolicy
+from normalize.runner import RunOptions, load_spec, make_driver, run_task, start_task
+from normalize.store import TaskStore
+from normalize.testing import ScriptedModel
+from normalize.testing.servers import FakeModelServer
+
+VENV_BIN = str(Path(sys.executable).parent)
+KEYS = {"ANTHROPIC_API_KEY": "sk-ant-test", "OPENAI_API_KEY": "sk-test"}
+FAST = RetryPolicy(strategy="exponential", max_attempts=3, base_delay=0.01, max_delay=0.02)
+
+BROKEN = '''def add(a: int, b: int) -> int:
+    return a + b
+
+
+def mean(xs: list[int]) -> float:
+    return add(xs[0], "1") / len(xs)
+'''
+
+FIX = '''Passing an int fixes the call.
+edit calc.py <<EOF
+<<<<<<< SEARCH
+    return add(xs[0], "1") / len(xs)
+=======
+    return add(xs[0], 1) / len(xs)
+>>>>>>> REPLACE
+EOF'''
+
+FIX_SCRIPT = [
+    "mypy says mean passes a str to add. Let me look.\nview calc.py",
+    FIX,
+    "Checking with the type checker.\nrun python -m mypy calc.py",
+    "done Fixed the type error in calc.py: mean passed a str to add",
+]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A workspace whose calc.py has a type error mypy reports."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "calc.py").write_text(BROKEN)
+    return root
+
+
+@pytest.fixture
+def venv_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python` on PATH is this interpreter (it has mypy), as it is for a user in the venv."""
+    monkeypatch.setenv("PATH", VENV_BIN + os.pathsep + os.environ.get("PATH", ""))
+
+
+@pytest.fixture
+def server() -> Iterator[FakeModelServer]:
+    with FakeModelServer() as fake:
+        yield fake
+    assert fake.errors == []
+
+
+@dataclass
+class Run:
+    """One task run in this process: the outcome, every event, the store."""
+
+    outcome: RunOutcome
+    events: list[BaseEvent]
+    store: TaskStore
+    driver: LLMDriver
+    journal: list[dict[str, Any]] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        """Journaled events of one type."""
+        return [e for e in self.journal if e["type"] == kind]
+
+
+Factory = Callable[..., Any]
+
+
+@pytest.fixture
+def run_agent(normalize_home: Path) -> Callable[..., Run]:
+    """Run the dwim workflow on `workspace` with `llm` settings and a model factory."""
+
+    def run(workspace: Path, goal: str = "fix the type error", *, factory: Factory | None = None,
+            llm: dict[str, Any] | None = None, context: dict[str, Any] | None = None,
+            limits: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
+            task_id: str | None = None, resume: bool = False, **run_options: Any) -> Run:
+        store = TaskStore(normalize_home, fsync=False)
+        events: list[BaseEvent] = []
+        opts = RunOptions(workspace=workspace, subscribers=[events.append], store=store,
+                          fsync=False, services=DriverServices(
+                              model_factory=factory, options=options or {"model_retry": FAST}),
+                          **run_options)
+        if resume:
+            assert task_id is not None
+            task = store.load(task_id)
+        else:
+            spec = load_spec("dwim", workspace)
+            spec.llm = {**(spec.llm or {}), "fallback": [], **(llm or {})}
+            if context is not None:
+                spec.context = context
+            if limits is not None:
+                spec.limits = limits
+            task = start_task(spec, goal, opts)
+        driver = make_driver(task, opts)
+        assert isinstance(driver, LLMDriver)
+        try:
+            outcome = run_task(task, opts, driver=driver, resumed=resume)
+        finally:
+            driver.close()
+        return Run(outcome, events, store, driver, list(store.events(task.id)))
+
+    return run
+
+
+def scripted(*steps: Any) -> tuple[ScriptedModel, Factory]:
+    """A ScriptedModel and a model factory that always hands it out."""
+    model = ScriptedModel(list(steps), model="test")
+
+    def factory(spec: str, **_: Any) -> ScriptedModel:
+        return model
+
+    return model, factory
+
+
+def mypy_passes(workspace: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mypy", "calc.py"], cwd=workspace,
+                          capture_output=True, text=True, timeout=120)
+
+
+def cli(*args: str, cwd: Path, home: Path, env: dict[str, str] | None = None,
+        drop: tuple[str, ...] = (), timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`normalize ARGS` in a subprocess, with its own NORMALIZE_HOME."""
+    full = {**os.environ, "NORMALIZE_HOME": str(home), **(env or {})}
+    full["PATH"] = VENV_BIN + os.pathsep + full.get("PATH", "")
+    for name in drop:
+        full.pop(name, None)
+    return subprocess.run([sys.executable, "-m", "normalize.cli.app", *args], cwd=cwd, env=full,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
