@@ -85,6 +85,38 @@ def run(
 
 
 @app.command()
+def agent(
+    task: Annotated[str, typer.Argument(help="What to do, in plain words.")],
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", envvar="NORMALIZE_MODEL",
+        help="PROVIDER:MODEL, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, "
+             "ollama:llama3.1, scripted:FILE, replay:TASKID.")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url",
+                                                 help="The provider's endpoint.")] = None,
+    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
+    budget: Annotated[float | None, typer.Option("--budget", help="Stop at this cost (USD).")]
+    = None,
+    approve: ApproveOpt = None,
+    context: Annotated[str | None, typer.Option(
+        "--context", help="task_tree, task_list, flat, conversation or none.")] = None,
+    workflow: Annotated[str | None, typer.Option(
+        "--workflow", help="An agent workflow to run instead of the built-in dwim.",
+        autocompletion=complete_workflows)] = None,
+    workspace: Annotated[Path | None, typer.Option("--workspace", "-w",
+                                                   help="Directory to work in.")] = None,
+    json_output: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Let a model do TASK with normalize's commands (the dwim workflow)."""
+    from normalize.cli.agent import run_agent
+
+    raise typer.Exit(run_agent(_env(), task, model=model, base_url=base_url,
+                               max_turns=max_turns, budget=budget, approve=approve,
+                               context=context, workflow=workflow, workspace=workspace,
+                               json_output=json_output, quiet=quiet))
+
+
+@app.command()
 def resume(
     task: Annotated[str, typer.Argument(help="A task id, a unique prefix, or `last`.",
                                         autocompletion=complete_task_ids)],
