@@ -40,7 +40,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -86,14 +86,6 @@ CORRECTIVE_NOTE = (
     "when the task is finished. Write each command on its own line, without backticks."
 )
 
-_SETTINGS_TYPES: dict[str, tuple[type, ...]] = {
-    "provider": (str,), "model": (str,), "fallback": (list,), "base_url": (str,),
-    "thinking": (bool,), "max_actions": (int,), "allow_parallel": (bool,),
-    "max_tokens": (int,), "temperature": (int, float), "system_prompt": (str,),
-    "system_prompt_file": (str,), "prices": (dict,),
-}
-
-
 @dataclass(frozen=True)
 class LLMSettings:
     """The `[workflow.llm]` table, checked."""
@@ -114,17 +106,22 @@ class LLMSettings:
     @classmethod
     def from_config(cls, table: Mapping[str, Any]) -> LLMSettings:
         """Settings from a `[workflow.llm]` table; a bad key or type is a ConfigError."""
+        from normalize.workflow.loader import SCHEMAS, TYPE_NAMES
+
+        allowed = SCHEMAS["llm"]  # the same keys and types a workflow file may use
+        names = {f.name for f in fields(cls)}
         values: dict[str, Any] = {}
         for key, value in table.items():
-            types = _SETTINGS_TYPES.get(key)
-            if types is None:
+            check = allowed.get(key)
+            if check is None:
                 raise ConfigError(f"workflow.llm: unknown key {key!r} "
-                                  f"(expected {', '.join(_SETTINGS_TYPES)})")
+                                  f"(expected {', '.join(allowed)})")
             if value is None:
                 continue
-            if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
-                raise ConfigError(f"workflow.llm.{key}: wrong type {type(value).__name__}")
-            values[key] = value
+            if not check(value):
+                raise ConfigError(f"workflow.llm.{key} must be {TYPE_NAMES[check]}")
+            if key in names:
+                values[key] = value
         if "fallback" in values:
             values["fallback"] = tuple(str(m) for m in values["fallback"])
         if "temperature" in values:

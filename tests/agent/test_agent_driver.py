@@ -269,7 +269,7 @@ def test_goal_template_and_config_errors() -> None:
     assert driver.goal(task) == "Review the parser: be thorough"
     assert driver.context.name == "flat"
     for bad, message in (({"max_actions": 0}, "at least 1"),
-                         ({"thinking": "yes"}, "workflow.llm.thinking: wrong type"),
+                         ({"thinking": "yes"}, "workflow.llm.thinking must be a boolean"),
                          ({"modle": "x"}, "unknown key 'modle'")):
         try:
             LLMSettings.from_config(bad)
