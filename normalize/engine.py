@@ -17,6 +17,11 @@ turns a side effect that started but never finished into an `interrupted`
 result ("outcome unknown") for the driver to decide about. A run that ends
 with its decision still in flight saves the state of the in-flight checkpoint,
 so those results are never fed to the driver twice.
+
+Hand-over: each driver's state is kept under its name (`task.driver_states`).
+A driver that takes a task over from another starts fresh; if it has an
+optional `adopt(history)` method, it gets the task's last finished actions
+(command, tool, status, output, error) first.
 """
 
 from __future__ import annotations
@@ -181,6 +186,9 @@ class Engine:
             if resumed and handed_from and task.driver not in task.driver_states:
                 emitter.emit(Notice(message=f"the {task.driver} driver takes over this task "
                                             f"from {', '.join(handed_from)} at turn {task.turn}"))
+                adopt = getattr(driver, "adopt", None)
+                if callable(adopt):  # optional: a driver may read what happened before it
+                    adopt(self._history(task))
             warned = self._warn(warned)
             if resumed:
                 self._recover(task, driver, ctx, reply)
@@ -209,6 +217,13 @@ class Engine:
             emitter.emit(Notice(level="error", message=traceback.format_exc(limit=8)))
             return self.finalize(task, driver, TaskStatus.FAILED,
                                  error=f"internal error: {type(exc).__name__}: {exc}")
+
+    def _history(self, task: Task, limit: int = 20) -> list[dict[str, Any]]:
+        """The task's last finished actions, for a driver taking it over (`adopt`)."""
+        events = [e for e in self.store.tail(task.id, 400) if e.get("type") == "action_finished"]
+        return [{"command": e.get("command") or e.get("tool", ""), "tool": e.get("tool", ""),
+                 "status": e.get("status", ""), "output": e.get("preview", ""),
+                 "error": e.get("error")} for e in events[-limit:]]
 
     def _warn(self, start: int) -> int:
         """Announce the store's warnings from index `start` (a torn journal line, …)."""

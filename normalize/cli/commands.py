@@ -65,7 +65,9 @@ def _finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) ->
                      f"  continue with: normalize resume {task.id} {how}\n")
     elif outcome.status.value in ("interrupted", "limit_reached", "failed"):
         target = env.stderr
-        target.write(f"  resume with: normalize resume {task.id}\n")
+        more = " --max-turns N (or --budget USD)" if outcome.status.value == "limit_reached" \
+            else ""
+        target.write(f"  resume with: normalize resume {task.id}{more}\n")
     return int(outcome.exit_status)
 
 
@@ -125,7 +127,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool
         elif task.pending is not None and options.interactive:
             reply = _ask_pending(env, task)
         if driver is not None and driver != task.driver:
-            _hand_over(env, task, driver, model, quiet=quiet or json_output)
+            _hand_over(env, task, driver, model, quiet=quiet)
         elif model is not None:
             _set_model(task, model)
         if max_turns is not None:
@@ -220,6 +222,18 @@ def _age(ts: float) -> str:
     return f"{int(seconds)}s ago"
 
 
+def _orphaned(store: Any, task: Any) -> int | None:
+    """The pid of the dead process a `running` task was left by, if it is gone."""
+    from normalize.store.taskstore import pid_alive
+
+    if task.status.value != "running":
+        return None
+    owner = store.owner(task.id)
+    if owner is None or pid_alive(owner[0]):
+        return None
+    return int(owner[0])
+
+
 def list_tasks(env: Environment, *, json_output: bool) -> int:
     from normalize.store import TaskStore
 
@@ -234,6 +248,7 @@ def list_tasks(env: Environment, *, json_output: bool) -> int:
                 "driver": task.driver, "workspace": task.workspace, "turn": task.turn,
                 "updated_at": task.updated_at,
                 "question": task.pending.question if task.pending else None,
+                "orphaned": _orphaned(store, task) is not None,
             }) + "\n")
         return 0
     if not tasks:
@@ -246,6 +261,10 @@ def list_tasks(env: Environment, *, json_output: bool) -> int:
                          f"{_age(task.updated_at):<9} {goal[:60]}\n")
         if task.pending is not None:
             env.stdout.write(f"{'':<9} ? {task.pending.question}\n")
+        gone = _orphaned(store, task)
+        if gone is not None:
+            env.stdout.write(f"{'':<9} ! its process ({gone}) is gone; `normalize resume "
+                             f"{task.id}` recovers it\n")
     return 0
 
 

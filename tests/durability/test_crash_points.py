@@ -9,6 +9,7 @@ task says plainly that its outcome is unknown — never twice, never silently.
 from __future__ import annotations
 
 import json
+import re
 import signal
 from pathlib import Path
 
@@ -136,6 +137,11 @@ def test_the_journal_records_a_side_effect_before_it_runs(tmp_path: Path,
     saved = task_file(normalize_home, task_id)
     assert saved["status"] == "running"
     assert saved["inflight"]["decision"]["actions"][0]["key"] == last["key"]
+    listed = cli("tasks", cwd=tmp_path, home=normalize_home)
+    assert re.search(rf"! its process \(\d+\) is gone; `normalize resume {task_id}` recovers it",
+                     listed.stdout), listed.stdout
+    assert json_lines(cli("tasks", "--json", cwd=tmp_path, home=normalize_home).stdout)[0][
+        "orphaned"] is True
 
 
 def test_a_crash_mid_checkpoint_leaves_the_previous_file_and_no_debris(
