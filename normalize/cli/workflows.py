@@ -135,8 +135,14 @@ BUILT_IN_WORDS = {
     ) | {"llm": "normalize.workflow.choose:choose_next"},
     "sources": {"files": "normalize.workflow.sources:glob_files",
                 "lines": "normalize.workflow.sources:resolve_items"},
+    "steps": {"for-each": "key for_each (normalize.drivers.workflow)",
+              "fanout": "key parallel (normalize.drivers.workflow)",
+              "condition": "key condition (normalize.workflow.conditions)",
+              "capture": "key capture (normalize.drivers.workflow)",
+              "transform": "key transform (normalize.drivers.workflow:apply_transform)",
+              "workflow": "key workflow (normalize.workflow.delegate)"},
 }
-"""Conditions and sources the language itself knows (they are words, not plugins)."""
+"""What the language itself knows: words and step keys, listed beside the plugins."""
 
 
 def plugin_rows() -> tuple[list[PluginRow], list[str]]:

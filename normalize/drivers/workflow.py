@@ -474,7 +474,7 @@ class WorkflowDriver:
         note = result.data.get("note") if result.ok else None
         if note:
             scope = ScopeState.from_dict(self.frames[-1].get("scope"))
-            scope.note(str(note), turns=result.data.get("turns"))
+            scope.note(str(note), turns=result.data.get("turns"), until=result.data.get("until"))
             self.frames[-1]["scope"] = scope.to_dict()
         self._settle(step, result, 0 if result.ok else 1)
 

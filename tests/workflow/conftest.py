@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from normalize.drivers.base import DriverServices
-from normalize.engine import RunOutcome
 from normalize.events import BaseEvent
 from normalize.runner import RunOptions, run_task, start_task
 from normalize.store import TaskStore
@@ -19,29 +17,9 @@ from normalize.workflow.loader import load_workflow
 from normalize.workflow.spec import WorkflowSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spine"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-@dataclass
-class Run:
-    """A finished run: its outcome and every event it emitted."""
-
-    outcome: RunOutcome
-    events: list[BaseEvent] = field(default_factory=list)
-
-    @property
-    def types(self) -> list[str]:
-        return [e.type for e in self.events]
-
-    def of(self, kind: str) -> list[Any]:
-        return [e for e in self.events if e.type == kind]
-
-    @property
-    def results(self) -> list[tuple[str, str]]:
-        """(command, status) of every finished action, in order."""
-        return [(e.command, e.status) for e in self.of("action_finished")]  # type: ignore[attr-defined]
-
-
-Runner = Callable[..., Run]
+from wf_support import Run, Runner
 
 
 @pytest.fixture

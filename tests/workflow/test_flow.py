@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Run, Runner
+from wf_support import Run, Runner
 
 from normalize.errors import ConfigError
 from normalize.execution.flow import (
@@ -206,3 +206,22 @@ def test_registered_names_are_stable_per_callable() -> None:
 
     check2.__name__ = "check"
     assert register_condition(check2) != register_condition(check)
+
+
+def test_a_python_condition_needs_its_process_to_resume(run_spec: Runner, workspace: Path,
+                                                        normalize_home: Path) -> None:
+    from helpers import cli
+
+    def always(result: ActionResult | None, variables: Mapping[str, Any]) -> bool:
+        return True
+
+    flow = Sequence(Step("ask go on?"), Branch(always, then=Step("done went on")))
+    first = run_spec(compile_flow(flow))
+    assert first.outcome.status.value == "waiting"
+    # another process (the CLI) has no such callable: one clear line, no traceback
+    proc = cli("resume", first.outcome.task.id, "--answer", "yes", cwd=workspace,
+               home=normalize_home)
+    assert proc.returncode == 1
+    assert "condition py:always: no Python condition of that name is registered in this " \
+           "process" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr

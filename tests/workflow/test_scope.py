@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Runner
+from wf_support import Runner
 
 from normalize.drivers.base import DriverServices
 from normalize.drivers.workflow import WorkflowDriver

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Runner
+from wf_support import Runner
 
 from normalize.cancel import CancelToken
 from normalize.drivers.base import DriverServices
@@ -37,8 +37,8 @@ action = "view {target}"
     assert run_spec(load_workflow(path)).results == [("view a.txt", "success")]
     assert run_spec(load_workflow(path, overrides={"target": "b.txt"})).results == \
         [("view b.txt", "success")]
-    with pytest.raises(ConfigError, match="--var tagret: the workflow .* has no variable "
-                                          "'tagret' \\(it has: target\\)"):
+    with pytest.raises(ConfigError, match=r"--var tagret: the workflow .* has no variable "
+                                          r"'tagret' \(it has: target\)"):
         load_workflow(path, overrides={"tagret": "b.txt"})
 
 

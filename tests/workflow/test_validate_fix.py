@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import Runner
 from helpers import REPO, make_sample_repo
+from wf_support import Runner
 
 from normalize.drivers.base import DriverServices
 from normalize.testing import ScriptedModel
