@@ -272,8 +272,8 @@ class Engine:
         ctx.emit(DecisionMade(turn=turn, thinking=decision.thinking,
                               actions=[a.to_dict() for a in decision.actions],
                               parallel=decision.parallel, done=decision.done,
-                              summary=decision.summary), durable=side_effects)
-        if side_effects:
+                              summary=decision.summary))
+        if side_effects:  # the checkpoint (fsynced) holds the decision: no journal fsync here
             task.inflight = {"turn": turn, "decision": decision.to_dict()}
             self._checkpoint(task, driver)
         self._execute(task, driver, ctx, decision.actions, decision.parallel,

@@ -16,6 +16,7 @@ from durability_support import (
     cli_env,
     json_lines,
     log_lines,
+    only_task,
     steps_workflow,
     task_file,
 )
@@ -156,3 +157,27 @@ def test_on_a_terminal_the_question_is_answered_at_the_prompt(tmp_path: Path,
             proc.wait()
         os.close(leader)
     assert log_lines(tmp_path) == ["before", "amber"]
+
+
+def test_on_a_terminal_an_interrupted_effect_is_asked_about_by_default(
+        tmp_path: Path, normalize_home: Path) -> None:
+    flow = steps_workflow(tmp_path / "flow.toml", [("write", append_action("once"))])
+    crashed = cli("run", str(flow), cwd=tmp_path, home=normalize_home, crash="action_started")
+    assert crashed.returncode < 0
+    task_id = only_task(normalize_home)
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([PYTHON, "-m", "normalize.cli.app", "resume", task_id, "--quiet"],
+                            cwd=tmp_path, env=cli_env(normalize_home, {"TERM": "dumb"}),
+                            stdin=follower, stdout=follower, stderr=follower)
+    os.close(follower)
+    try:
+        _read_until(leader, b"Run it again? (yes: run it again / no: count it as failed)")
+        os.write(leader, b"yes\n")
+        _read_until(leader, b"done")
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
+    assert log_lines(tmp_path) == ["once"]
