@@ -110,6 +110,8 @@ _FUNCTION_WORDS = frozenset(
 _BLOCKERS: dict[str, frozenset[str]] = {
     "note": frozenset({"that", "how", "of", "down", "it", "this", "which", "whether", "if"}),
     "ask": frozenset({"yourself", "myself", "ourselves", "themselves", "around"}),
+    # `done` takes any summary; only words that make it a clause ("done with…") block it.
+    "done": frozenset({"with", "yet", "soon", "so", "by", "after", "before", "when", "if"}),
 }
 
 _SHELL_LANGS = frozenset(
@@ -148,8 +150,15 @@ def _reads_as_prose(verb: Verb, rest: str) -> bool:
     if not words:
         return False
     blockers = _BLOCKERS.get(verb.name, _FUNCTION_WORDS)
-    if words[0] in blockers or words[0] in _OPERATORS:
+    if words[0] in _OPERATORS:
         return True
+    if words[0] in blockers:
+        # a grep pattern may be any word: `grep a src/a.txt` searches for "a"
+        pattern_then_path = verb.name == "grep" and len(words) >= 2 and \
+            not _SENTENCE_END_RE.search(words[-1]) and \
+            any(_MARKER_RE.search(w) for w in words[1:])
+        if not pattern_then_path:
+            return True
     kind = _kind(verb)
     if kind == "text":
         return False

@@ -61,6 +61,18 @@ CASES: dict[str, Case] = {
     ),
     "line-range": Case("view calc.py:10-20", actions=[("view", ["calc.py:10-20"], None)]),
     "grep-with-path": Case("grep 'def mean' src/", actions=[("grep", ["def mean", "src/"], None)]),
+    "grep-pattern-is-a-function-word": Case(
+        "grep a src/a.txt", actions=[("grep", ["a", "src/a.txt"], None)]
+    ),
+    "grep-as-prose": Case(
+        "grep for the bug in the code.", thinking="grep for the bug in the code."
+    ),
+    "done-summary-starts-with-article": Case(
+        "done the log is full", done=True, summary="the log is full"
+    ),
+    "done-with-is-prose": Case(
+        "done with the tests, now lint", thinking="done with the tests, now lint"
+    ),
     "backslashes-kept": Case(
         r"grep def\s+main(\w*) .", actions=[("grep", [r"def\s+main(\w*)", "."], None)]
     ),
