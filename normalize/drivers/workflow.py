@@ -37,7 +37,7 @@ from normalize.execution.scope import (
     render_notes,
     resolve,
 )
-from normalize.intents import parse_command
+from normalize.intents import parse_command, verb_for
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus
 from normalize.workflow.conditions import evaluate
 from normalize.workflow.delegate import Delegate, StepOutcome
@@ -92,6 +92,12 @@ def action_for(text: str, variables: dict[str, Any], step: StepSpec | None = Non
                timeout: float | None = None) -> Action:
     """Parse a step's interpolated command into an Action (with its `timeout`, if any)."""
     command = fill(text, variables, f"step {step.name!r}" if step else "action")
+    head, _, rest = command.strip().partition(" ")
+    verb = verb_for(head)
+    if verb is not None and verb.name == "done":
+        # a summary is free text: captured values may span lines or hold quotes
+        return Action("done", {"args": [rest.strip()] if rest.strip() else [], "body": None},
+                      text=command)
     action = parse_command(command)
     timeout = timeout if timeout is not None else (step.timeout if step is not None else None)
     if timeout is not None:
@@ -478,6 +484,15 @@ class WorkflowDriver:
             self.frames[-1]["scope"] = scope.to_dict()
         self._settle(step, result, 0 if result.ok else 1)
 
+    def _failure_capture(self, step: StepSpec, result: ActionResult) -> Any:
+        """What a failed `on_error = "continue"` step captures: its transformed output, or
+        its error when the transform finds nothing in it."""
+        try:
+            value = apply_transform(step.transform, result.output, self.vars)
+        except (ValueError, KeyError, IndexError, TypeError):
+            value = None
+        return value or result.error or result.status.value
+
     def _delegate_ended(self, task: Task, outcome: StepOutcome) -> None:
         assert self.delegate is not None
         kind = self.delegate.kind
@@ -534,7 +549,7 @@ class WorkflowDriver:
             return
         if step.on_error in ("skip", "continue"):
             if step.on_error == "continue" and step.capture and step.capture not in self.vars:
-                self.vars[step.capture] = result.output
+                self.vars[step.capture] = self._failure_capture(step, result)
             self._advance()
             return
         if self._end_iteration():

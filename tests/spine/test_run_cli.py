@@ -185,3 +185,35 @@ def test_tasks_list_is_empty_on_a_new_home(tmp_path: Path, normalize_home: Path)
     proc = cli("tasks", cwd=tmp_path, home=normalize_home)
     assert proc.returncode == 0
     assert proc.stdout.strip() == "no tasks yet"
+
+
+def test_health_reports_tests_that_cannot_even_be_collected(tmp_path: Path,
+                                                            normalize_home: Path) -> None:
+    repo = make_sample_repo(tmp_path / "repo")
+    (repo / "tests" / "test_broken.py").write_text("def test_x(:\n")
+    proc = cli("run", "health", "--json", cwd=repo, home=normalize_home)
+    assert proc.returncode == 0, proc.stderr
+    summary = json_lines(proc.stdout)[-1]["summary"]
+    assert "tests: " in summary and "error" in summary
+
+
+def test_a_done_summary_may_hold_captured_lines(tmp_path: Path, normalize_home: Path) -> None:
+    flow = tmp_path / "multi.toml"
+    flow.write_text('''
+[workflow]
+name = "multi"
+
+[[workflow.steps]]
+name = "tree"
+action = "view ."
+capture = "tree"
+
+[[workflow.steps]]
+name = "end"
+action = "done files: {tree}"
+''')
+    (tmp_path / "a.py").write_text("x = 1\n")
+    proc = cli("run", str(flow), "--json", cwd=tmp_path, home=normalize_home)
+    assert proc.returncode == 0, proc.stderr
+    summary = json_lines(proc.stdout)[-1]["summary"]
+    assert summary.startswith("files: ") and "a.py" in summary and "\n" in summary
