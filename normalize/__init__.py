@@ -70,6 +70,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "EVENT_VERSION",
     "Action",
     "ActionResult",
     "Branch",
@@ -77,7 +78,6 @@ __all__ = [
     "Decision",
     "Driver",
     "DriverServices",
-    "EVENT_VERSION",
     "Emitter",
     "Engine",
     "ExitStatus",
