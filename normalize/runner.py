@@ -98,7 +98,7 @@ def open_task(ref: str, options: RunOptions) -> Task:
 
 def tool_context(task: Task, options: RunOptions) -> ToolContext:
     """The guard, cache and policy a task's actions run under."""
-    from normalize.execution.cache import make_cache
+    from normalize.execution.cache import CacheSet, make_cache
     from normalize.tools.approval import ApprovalPolicy
     from normalize.tools.guard import WorkspaceGuard
 
@@ -108,6 +108,7 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
     cache_conf = dict(spec.get("cache") or {})
     strategy = cache_conf.pop("strategy", "persistent")
     cache = make_cache(strategy, directory=store.cache_dir(task.id), **cache_conf)
+    caches = CacheSet(cache, store.cache_dir(task.id))
     permissions = dict(spec.get("permissions") or {})
     approve = options.approve or task.driver_config.get("approve")
     if approve:
@@ -120,7 +121,7 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
     return ToolContext(workspace=workspace, guard=guard, cache=cache, policy=policy,
                        cancel=options.cancel, timeout=options.timeout,
                        approver=options.approver if options.interactive else None,
-                       asker=options.asker if options.interactive else None)
+                       asker=options.asker if options.interactive else None, caches=caches)
 
 
 def make_driver(task: Task, options: RunOptions) -> Driver:

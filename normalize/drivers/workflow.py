@@ -352,8 +352,15 @@ class WorkflowDriver:
         action = action_for(step.action, values, step)
         if action.tool == "done":
             return Decision.finish(" ".join(action.args) or "done")
+        self._scope_cache(action, step)
         self.pending = {"kind": "step", "results": []}
         return Decision(actions=[action])
+
+    def _scope_cache(self, action: Action, step: StepSpec) -> None:
+        """Send the result to the scope's cache when the scope chose its own."""
+        cache = self.resolved(step).cache
+        if cache != root_settings(self.spec).cache:
+            action.params["cache"] = dict(cache)
 
     def _start_workflow(self, step: StepSpec, values: dict[str, Any]) -> None:
         assert step.workflow is not None
@@ -397,6 +404,8 @@ class WorkflowDriver:
     def _fanout(self, step: StepSpec, items: list[Any], values: dict[str, Any]) -> Decision:
         actions = [action_for(step.action or "", {**values, step.as_: item}, step)
                    for item in items]
+        for action in actions:
+            self._scope_cache(action, step)
         self.pending = {"kind": "fanout", "results": [], "count": len(actions),
                         "items": items if step.transform else None}
         return Decision(actions=actions, parallel=True,

@@ -13,12 +13,14 @@ and ends with a line such as `… 412 more lines — fetch r7`.
 from __future__ import annotations
 
 import hashlib
+import itertools
+import json
 import os
 import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -267,6 +269,8 @@ class MemoryCache:
         preview_chars: int = DEFAULT_PREVIEW_CHARS,
         *,
         clock: Callable[[], float] = time.monotonic,
+        ids: Iterator[int] | None = None,
+        id_prefix: str = "r",
     ) -> None:
         if ttl_seconds is not None and ttl_seconds <= 0:
             raise ConfigError(f"cache ttl_seconds must be positive, not {ttl_seconds}")
@@ -280,7 +284,8 @@ class MemoryCache:
         self._entries: OrderedDict[str, tuple[str, int, float]] = OrderedDict()
         self._by_digest: dict[str, str] = {}
         self._bytes = 0
-        self._next = 1
+        self._ids = ids if ids is not None else itertools.count(1)
+        self._prefix = id_prefix
 
     @property
     def retention(self) -> str:
@@ -304,8 +309,7 @@ class MemoryCache:
             if known is not None and known in self._entries:
                 self._touch(known)
                 return known
-            cache_id = f"r{self._next}"
-            self._next += 1
+            cache_id = f"{self._prefix}{next(self._ids)}"
             self._entries[cache_id] = (content, size, self._clock())
             self._by_digest[digest] = cache_id
             self._bytes += size
@@ -473,7 +477,11 @@ _OPTION_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def make_cache(
-    strategy: str, *, directory: Path | str | None = None, **options: Any
+    strategy: str,
+    *,
+    directory: Path | str | None = None,
+    memory_ids: Iterator[int] | None = None,
+    **options: Any,
 ) -> ResultCache:
     """A cache for a `[workflow.cache]` table: `strategy` plus its options.
 
@@ -503,6 +511,8 @@ def make_cache(
             ttl_seconds=options.get("ttl_seconds", DEFAULT_TTL_SECONDS),
             max_bytes=options.get("max_bytes", DEFAULT_MAX_BYTES),
             **preview,
+            ids=memory_ids,
+            id_prefix="r" if memory_ids is None else "m",
         )
     if directory is None:
         raise ConfigError("the persistent cache needs a directory")
@@ -512,3 +522,45 @@ def make_cache(
         ttl_seconds=options.get("ttl_seconds"),
         **preview,
     )
+
+
+class CacheSet:
+    """The caches of one task: its default, plus one per strategy a scope asks for.
+
+    A scope's `cache` table picks how its results are kept (`none`, `memory`,
+    `persistent`) and previewed. Ids stay unique across the set: persistent
+    results are `rN` (one directory, ids claimed on disk), memory ones `mN`
+    (one counter), so `fetch` finds any of them by id alone.
+    """
+
+    def __init__(self, default: ResultCache, directory: Path | str | None = None) -> None:
+        self.default = default
+        self.directory = None if directory is None else Path(directory)
+        self._memory_ids = itertools.count(1)
+        self._scoped: dict[str, ResultCache] = {}
+        self._lock = threading.Lock()
+
+    def for_table(self, table: Mapping[str, Any] | None) -> ResultCache:
+        """The cache for a scope's `[cache]` table (None: the task's default)."""
+        if not table:
+            return self.default
+        key = json.dumps(dict(table), sort_keys=True)
+        with self._lock:
+            cache = self._scoped.get(key)
+            if cache is None:
+                options = dict(table)
+                strategy = str(options.pop("strategy", "persistent"))
+                cache = make_cache(strategy, directory=self.directory,
+                                   memory_ids=self._memory_ids, **options)
+                self._scoped[key] = cache
+            return cache
+
+    def retrieve(self, cache_id: str) -> str | None:
+        """The text behind any id this task's caches gave out."""
+        with self._lock:
+            caches = [self.default, *self._scoped.values()]
+        for cache in caches:
+            text = cache.retrieve(cache_id)
+            if text is not None:
+                return text
+        return None

@@ -19,7 +19,7 @@ from normalize.errors import NormalizeError, ToolError, WorkspaceError
 from normalize.task import Action, ActionResult
 
 if TYPE_CHECKING:
-    from normalize.execution.cache import ResultCache
+    from normalize.execution.cache import CacheSet, ResultCache
     from normalize.tools.approval import ApprovalPolicy
     from normalize.tools.guard import WorkspaceGuard
 
@@ -52,6 +52,18 @@ class ToolContext:
     approver: Approver | None = None
     asker: Callable[[str], str | None] | None = None
     task_id: str = ""
+    caches: CacheSet | None = None  # scoped caches (a workflow scope's `cache`), with `cache`
+
+    def cache_for(self, action: Action) -> ResultCache:
+        """The cache an action's result goes to: its scope's, or the task's default."""
+        table = action.params.get("cache")
+        if self.caches is None or not isinstance(table, dict):
+            return self.cache
+        return self.caches.for_table(table)
+
+    def retrieve(self, cache_id: str) -> str | None:
+        """The text behind a cache id, whichever of the task's caches gave it out."""
+        return self.caches.retrieve(cache_id) if self.caches else self.cache.retrieve(cache_id)
 
 
 class ToolRegistry:
@@ -105,7 +117,7 @@ class ToolRegistry:
             result = ActionResult.failure(f"{exc.strerror or exc}{where}")
         result.duration = result.duration or (time.perf_counter() - started)
         if getattr(tool, "previewed", True) and (result.ok or result.output):
-            preview, cache_id = ctx.cache.preview(result.output)
-            if cache_id is not None:
+            preview, cache_id = ctx.cache_for(action).preview(result.output)
+            if cache_id is not None or preview != result.output:
                 result.preview, result.cache_id = preview, cache_id
         return result

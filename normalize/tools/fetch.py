@@ -11,7 +11,7 @@ from normalize.tools.base import ToolContext
 
 __all__ = ["FetchTool"]
 
-_ID_RE = re.compile(r"^r[1-9][0-9]*$")
+_ID_RE = re.compile(r"^[rm][1-9][0-9]*$")
 _RANGE_RE = re.compile(r"^(\d+)(?:-(\d*))?$")
 
 
@@ -48,7 +48,7 @@ class FetchTool:
 
     def run(self, action: Action, ctx: ToolContext) -> ActionResult:
         cache_id, span = _parse(action.args)
-        text = ctx.cache.retrieve(cache_id)
+        text = ctx.retrieve(cache_id)
         if text is None:
             retention = getattr(ctx.cache, "retention", None)
             why = f" ({retention})" if isinstance(retention, str) and retention else ""

@@ -232,3 +232,47 @@ def test_tests_run_in_the_projects_own_virtual_environment(tmp_path: Path) -> No
     (tmp_path / ".venv" / "bin" / "python").write_text("")
     assert pytest_command(tmp_path) == [str(tmp_path / ".venv" / "bin" / "python"), "-m",
                                         "pytest"]
+
+
+def test_a_scope_keeps_its_results_the_way_its_cache_strategy_says(
+        tmp_path: Path, normalize_home: Path) -> None:
+    code = "print(chr(10).join('row %d' % i for i in range(300)))"
+    run = f'run {sys.executable} -c "{code}"'
+    flow = tmp_path / "scoped.toml"
+    flow.write_text(f'''
+[workflow]
+name = "scoped-caches"
+
+[workflow.permissions]
+mode = "yes"
+
+[[workflow.steps]]
+name = "root"
+action = """{run}"""
+
+[[workflow.steps]]
+name = "in memory"
+cache = "memory"
+  [[workflow.steps.steps]]
+  action = """{run} x"""
+  [[workflow.steps.steps]]
+  action = "fetch m1"
+  capture = "whole"
+
+[[workflow.steps]]
+name = "kept nowhere"
+cache = "none"
+  [[workflow.steps.steps]]
+  action = """{run} y"""
+
+[[workflow.steps]]
+name = "end"
+action = "done {{whole}}"
+''')
+    proc = cli("run", str(flow), "--json", cwd=tmp_path, home=normalize_home)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    finished = [e for e in json_lines(proc.stdout) if e["type"] == "action_finished"]
+    assert [e["cache_id"] for e in finished] == ["r1", "m1", None, None]
+    assert "not kept" in finished[3]["preview"]  # [2] is the fetch: whole, not previewed
+    summary = json_lines(proc.stdout)[-1]["summary"]
+    assert summary.splitlines()[-1] == "row 299"
