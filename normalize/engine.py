@@ -182,7 +182,12 @@ class Engine:
             task.error = None
             emitter.emit(RunStarted(goal=task.goal, driver=task.driver, workspace=task.workspace,
                                     workflow=task.workflow, resumed=resumed, epoch=task.epoch,
-                                    pid=os.getpid()))
+                                    pid=os.getpid(), turn=task.turn,
+                                    max_turns=task.limits.max_turns,
+                                    max_cost_usd=task.limits.max_cost_usd,
+                                    input_tokens=task.usage.input_tokens,
+                                    output_tokens=task.usage.output_tokens,
+                                    cost_usd=task.usage.cost_usd))
             if resumed and handed_from and task.driver not in task.driver_states:
                 emitter.emit(Notice(message=f"the {task.driver} driver takes over this task "
                                             f"from {', '.join(handed_from)} at turn {task.turn}"))

@@ -16,10 +16,20 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Literal, Protocol
 
 EVENT_VERSION = 1
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,7 +43,8 @@ class BaseEvent:
     transient: ClassVar[bool] = False
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        """The event's fields (nested values shared, not copied: events are frozen) and `v`."""
+        data = {name: getattr(self, name) for name in _field_names(type(self))}
         data["v"] = EVENT_VERSION
         return data
 
@@ -51,6 +62,12 @@ class RunStarted(BaseEvent):
     resumed: bool = False
     epoch: int = 0
     pid: int = 0
+    turn: int = 0  # where the run starts, and the limits and usage so far (for progress displays)
+    max_turns: int | None = None
+    max_cost_usd: float | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
