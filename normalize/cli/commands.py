@@ -11,8 +11,10 @@ from normalize.cli.console import (
     Environment,
     SignalCancel,
     fail,
+    held,
     line_reader,
     make_renderer,
+    prompt_reader,
 )
 from normalize.errors import ExitStatus, NormalizeError, UsageError
 
@@ -24,21 +26,22 @@ def _options(env: Environment, *, workspace: Path | None, json_output: bool, qui
 
     renderer = make_renderer(env, json_output=json_output, quiet=quiet)
     interactive = env.stdin_tty and env.stdout_tty and not json_output
-    read = line_reader(env)
+    read = held(line_reader(env), renderer)
     options = RunOptions(
         workspace=(workspace or Path.cwd()).resolve(),
         subscribers=[renderer],
         interactive=interactive,
         approve=approve,
-        services=DriverServices(read_line=read),
-        approver=_approver(env) if interactive else None,
+        approver=_approver(env, renderer) if interactive else None,
         asker=(lambda q: read(f"{q}\n> ")) if interactive else None,
     )
+    options.services = DriverServices(read_line=prompt_reader(
+        env, lambda: options.workspace, renderer=renderer, cancel=options.cancel))
     return options, renderer
 
 
-def _approver(env: Environment) -> Any:
-    read = line_reader(env)
+def _approver(env: Environment, renderer: Any = None) -> Any:
+    read = held(line_reader(env), renderer)
 
     def approve(question: str) -> str:
         while True:

@@ -7,6 +7,7 @@ import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
@@ -121,5 +122,46 @@ def line_reader(env: Environment) -> Callable[[str], str | None]:
         if not line:
             return None
         return line.rstrip("\n")
+
+    return read
+
+
+Reader = Callable[[str], str | None]
+
+
+def held(read: Reader, renderer: Any) -> Reader:
+    """`read`, with the renderer's live view taken down while the person types."""
+    hold = getattr(renderer, "hold", None)
+    if hold is None:
+        return read
+
+    def read_held(prompt: str) -> str | None:
+        with hold():
+            return read(prompt)
+
+    return read_held
+
+
+def prompt_reader(env: Environment, workspace: Callable[[], Path], *, renderer: Any = None,
+                  cancel: CancelToken | None = None) -> Reader:
+    """The user driver's reader: prompt-toolkit at a terminal, plain lines from a pipe.
+
+    prompt-toolkit is imported at the first prompt, not before.
+    """
+    if not (env.stdin_tty and env.stdout_tty):
+        return held(line_reader(env), renderer)
+    reader: Reader | None = None
+
+    def read(prompt: str) -> str | None:
+        nonlocal reader
+        if reader is None:
+            from normalize.cli.prompt import PromptReader
+            from normalize.store.paths import data_home
+
+            interrupt = (lambda: cancel.cancel("stopped by Ctrl-C")) if cancel else None
+            reader = PromptReader(workspace(), history=data_home(env.env) / "history",
+                                  out=env.stdout, hold=getattr(renderer, "hold", None),
+                                  on_interrupt=interrupt)
+        return reader(prompt)
 
     return read

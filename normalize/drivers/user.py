@@ -46,7 +46,7 @@ class UserDriver:
             if not line.strip():
                 continue
             text = line
-            tag = _heredoc_tag(line)
+            tag = _heredoc_tag(line) if "\n" not in line else None  # a reader may give the body
             while tag is not None:
                 more = self._read(HEREDOC_PROMPT)
                 if more is None:
