@@ -4,7 +4,9 @@ Heavy modules (the anthropic SDK, httpx, prompt-toolkit) are imported only
 inside the commands that need them, so `--help` and completion start fast.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: typer reads every command's
+# annotations at start-up, and string annotations cost it an eval each (~6 ms
+# of `--help`). Annotations in this module must be valid at runtime.
 
 import os
 import sys
@@ -43,21 +45,16 @@ def _env() -> Any:
 
 def complete_task_ids(incomplete: str) -> list[str]:
     """Task ids for shell completion (reads file names only)."""
-    from normalize.store.paths import data_home
+    from normalize.cli.complete import task_ids
 
-    tasks = data_home() / "tasks"
-    try:
-        names = sorted(p.name[:-5] for p in tasks.glob(f"{incomplete}*.json"))
-    except OSError:
-        names = []
-    return ["last", *names] if "last".startswith(incomplete) else names
+    return task_ids(incomplete)
 
 
 def complete_workflows(incomplete: str) -> list[str]:
-    from normalize.workflow.catalog import list_workflows
+    """Workflow names and `.toml` files for shell completion."""
+    from normalize.cli.complete import workflows
 
-    names = [e.name for e in list_workflows(Path.cwd())]
-    return [n for n in names if n.startswith(incomplete)]
+    return workflows(incomplete)
 
 
 @app.command()
@@ -282,8 +279,10 @@ def help_commands(
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; every error is one line and an exit status."""
+    from normalize.cli.complete import lighten_typer
     from normalize.cli.console import Environment, error_line, fail
 
+    lighten_typer()  # no pydantic for absent values, no rich for completion help
     try:
         # standalone_mode=False: click returns a command's `typer.Exit` code instead of exiting
         status = app(args=argv, prog_name="normalize", standalone_mode=False)

@@ -1,0 +1,129 @@
+"""Shell completion: the values typer asks for, and keeping a completion request fast.
+
+A completion request is a fresh `normalize` process per TAB
+(`_NORMALIZE_COMPLETE=complete_bash COMP_WORDS=... COMP_CWORD=...`), so it
+imports as little as it can: file names are listed, no task or workflow is
+parsed, and neither the task store, anthropic, httpx, pydantic nor
+prompt-toolkit is imported.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+COMPLETE_VAR = "_NORMALIZE_COMPLETE"
+
+
+def data_home() -> Path:
+    """`normalize.store.paths.data_home()`, without importing the store package."""
+    override = os.environ.get("NORMALIZE_HOME")
+    if override:
+        return Path(override).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("normalize"))
+
+
+def workflow_dirs(workspace: Path) -> list[Path]:
+    """`normalize.workflow.catalog.search_dirs`, without importing the store package."""
+    environ = os.environ
+    if environ.get("NORMALIZE_CONFIG"):
+        config = Path(environ["NORMALIZE_CONFIG"]).expanduser()
+    elif environ.get("NORMALIZE_HOME"):
+        config = Path(environ["NORMALIZE_HOME"]).expanduser() / "config"
+    else:
+        import platformdirs
+
+        config = Path(platformdirs.user_config_dir("normalize"))
+    import normalize
+
+    package = Path(normalize.__file__).parent
+    builtin = package / "_builtin_workflows"
+    if not builtin.is_dir():
+        builtin = package.parent / "workflows"
+    return [workspace / ".normalize" / "workflows", config / "workflows", builtin]
+
+
+def task_ids(incomplete: str) -> list[str]:
+    """`last` and the ids of the stored tasks that start with `incomplete`."""
+    try:
+        names = sorted(entry.name[:-5] for entry in os.scandir(data_home() / "tasks")
+                       if entry.name.endswith(".json") and entry.name.startswith(incomplete))
+    except OSError:
+        names = []
+    return ["last", *names] if "last".startswith(incomplete) else names
+
+
+def workflows(incomplete: str, cwd: Path | None = None) -> list[str]:
+    """Workflow names (project, user, built-in), then `.toml` files matching the prefix.
+
+    When nothing matches, the shell falls back to its own file completion.
+    """
+    here = cwd or Path.cwd()
+    found: set[str] = set()
+    for directory in workflow_dirs(here):
+        try:
+            found.update(entry.name[:-5] for entry in os.scandir(directory)
+                         if entry.name.endswith(".toml"))
+        except OSError:
+            continue
+    names = sorted(n for n in found if n.startswith(incomplete))
+    head, _, tail = incomplete.rpartition("/")
+    base = here / head if head else here
+    prefix = f"{head}/" if head else ""
+    try:
+        files = sorted(prefix + entry.name for entry in os.scandir(base)
+                       if entry.name.endswith(".toml") and entry.name.startswith(tail)
+                       and entry.is_file())
+    except OSError:
+        files = []
+    return names + [f for f in files if f not in names]
+
+
+def lighten_typer() -> None:
+    """Keep typer from importing pydantic and rich where it has nothing to convert or style.
+
+    typer (0.29) converts every parameter value through a pydantic TypeAdapter
+    that it builds on first use, importing pydantic (~20 ms, a third of typer's
+    own import) even for an absent value, which it then returns unchanged:
+    `--help`, `tasks` and every completion request paid for it. Here an absent
+    (None) single value skips that step exactly as typer's own conversion
+    would; and while completing (Click parses resiliently) values are left as
+    parsed, since only the cursor's place matters. zsh and fish completion
+    strip rich markup from help texts by importing rich; ours have none
+    (`rich_markup_mode=None`). With another typer, nothing is changed.
+    """
+    try:
+        from typer._click.exceptions import MissingParameter
+        from typer.core import _TyperParameter
+    except ImportError:
+        return
+    original = getattr(_TyperParameter, "process_value", None)
+    if original is None or getattr(original, "_normalize_light", False) or \
+            not hasattr(_TyperParameter, "get_runtime_param"):
+        return
+
+    def process_value(self: Any, ctx: Any, value: Any) -> Any:
+        if getattr(ctx, "resilient_parsing", False):
+            return value
+        if value is not None or self.multiple or self.nargs == -1:
+            return original(self, ctx, value)
+        if self.required:
+            raise MissingParameter(ctx=ctx, param=self)
+        return value if self.callback is None else self.callback(ctx, self, value)
+
+    process_value._normalize_light = True  # type: ignore[attr-defined]
+    _TyperParameter.process_value = process_value  # type: ignore[method-assign]
+    try:
+        import typer._completion_classes as classes
+
+        if hasattr(classes, "_sanitize_help_text"):
+            classes._sanitize_help_text = _plain
+    except ImportError:
+        pass
+
+
+def _plain(text: str) -> str:
+    return text
