@@ -21,6 +21,7 @@ alternation), so a text is scanned once.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -76,6 +77,12 @@ _VALUES = {
 }
 
 _SECRET_KEY_RE = re.compile(rf"(?i)(?:{_NAME}|authorization)$")
+
+
+@functools.lru_cache(maxsize=1024)
+def _secret_key(key: str) -> bool:
+    """Whether a value under `key` is secret whole (keys repeat: the answer is kept)."""
+    return _SECRET_KEY_RE.search(key) is not None
 _ENV_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 _DOTENV_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|AUTH|CREDENTIAL|PRIVATE|DSN", re.I)
 _DOTENV_SKIPPED = (".example", ".sample", ".template", ".dist")
@@ -91,12 +98,18 @@ def _compile(values: Iterable[str]) -> re.Pattern[str]:
     return re.compile("|".join(alternatives))
 
 
+MEMO_SIZE = 4096  # redacted strings remembered by a Redactor
+MEMO_TEXT = 2048  # longer strings are redacted afresh each time
+
+
 class Redactor:
     """Replaces secrets in text with `[REDACTED]`; see the module docstring for what counts."""
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         self.values = frozenset(v for v in values if len(v) >= MIN_SECRET_LENGTH)
         self._regex = _compile(self.values)
+        # a task's state repeats most of its strings from one checkpoint to the next
+        self._memo: dict[str, str] = {}
 
     @classmethod
     def for_workspace(cls, root: Path | str, env: Mapping[str, str] | None = None) -> Redactor:
@@ -130,7 +143,14 @@ class Redactor:
 
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by `[REDACTED]`."""
-        return self._regex.sub(_replacement, text)
+        done = self._memo.get(text)
+        if done is None:
+            done = self._regex.sub(_replacement, text)
+            if len(text) <= MEMO_TEXT:
+                if len(self._memo) >= MEMO_SIZE:
+                    self._memo.clear()
+                self._memo[text] = done
+        return done
 
     def redact_obj(self, obj: T) -> T:
         """A copy of `obj` with strings redacted in dicts, lists and tuples, however nested.
@@ -153,7 +173,7 @@ class Redactor:
 
     def _value(self, key: object, value: Any) -> Any:
         if isinstance(key, str) and isinstance(value, str) and value:
-            if _SECRET_KEY_RE.search(key):
+            if _secret_key(key):
                 return REDACTED
         return self._walk(value)
 

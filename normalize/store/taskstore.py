@@ -12,6 +12,7 @@ Layout under the data home (`NORMALIZE_HOME` or the platform's user data dir):
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -192,6 +193,7 @@ class TaskStore:
         self.fsync = fsync
         self.redact = redact
         self.warnings: list[str] = []
+        self._configs: dict[str, tuple[tuple[int, int], str]] = {}
 
     # -- paths -----------------------------------------------------------
 
@@ -224,6 +226,9 @@ class TaskStore:
             lock.verify()
         task.updated_at = time.time()
         data: Any = task.to_dict()
+        if lock is not None:  # a run: the driver config is written once, beside the task
+            data["driver_config_file"] = self._config_file(task, lock)
+            del data["driver_config"]
         if self.redact is not None:
             data = self.redact(data)
         payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
@@ -238,6 +243,44 @@ class TaskStore:
                 hint=write_hint(exc),
             ) from exc
         return len(payload)
+
+    def _config_file(self, task: Task, lock: TaskLock) -> str:
+        """Write the task's driver config once per run; the name the task file refers to.
+
+        A driver config (a workflow's whole spec) is fixed while the task runs,
+        so checkpoints leave it out: rewriting it at every step made a step's
+        cost grow with the size of the workflow. The file is named by its
+        content and written before the task file that names it.
+        """
+        key = (lock.epoch, id(task.driver_config))
+        cached = self._configs.get(task.id)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        data: Any = task.driver_config
+        if self.redact is not None:
+            data = self.redact(data)
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+        name = f"config-{hashlib.sha256(text).hexdigest()[:16]}.json"
+        path = self.tasks_dir / task.id / name
+        try:
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(path, text, fsync=self.fsync)
+        except OSError as exc:
+            raise StoreError(f"cannot save task {task.id}'s driver config to {path}: "
+                             f"{exc.strerror or exc}; the previous checkpoint is intact",
+                             hint=write_hint(exc)) from exc
+        self._configs[task.id] = (key, name)
+        return name
+
+    def _read_config(self, task_id: str, name: Any) -> Any:
+        """The driver config a task file names (ValueError when it is missing or damaged)."""
+        if not isinstance(name, str) or not name.startswith("config-") or "/" in name:
+            raise ValueError(f"bad driver_config_file {name!r}")
+        try:
+            return json.loads((self.tasks_dir / task_id / name).read_bytes())
+        except FileNotFoundError:
+            raise ValueError(f"its driver config {task_id}/{name} is missing") from None
 
     def sweep(self, task_id: str) -> None:
         """Remove temporary files a killed writer of this task left (call with the lock held)."""
@@ -293,6 +336,8 @@ class TaskStore:
             data = json.loads(raw)
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
+            if "driver_config_file" in data:
+                data["driver_config"] = self._read_config(task_id, data.pop("driver_config_file"))
             data = migrate(data, source=str(path))
             return Task.from_dict(data)
         except SchemaVersionError:

@@ -1,0 +1,52 @@
+"""Checkpoints do not grow with a workflow's length (what the benchmark's targets rest on)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from normalize.errors import CorruptTaskError
+from normalize.runner import RunOptions, run_task, start_task
+from normalize.store import TaskStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from engine import noop_spec
+
+
+def run(steps: int, home: Path, work: Path) -> tuple[TaskStore, str, list[int]]:
+    """Run a no-op workflow; the store, the task id and the size of every checkpoint."""
+    sizes: list[int] = []
+
+    class Sizes(TaskStore):
+        def save(self, *args: object, **kwargs: object) -> int:
+            size = super().save(*args, **kwargs)  # type: ignore[arg-type]
+            sizes.append(size)
+            return size
+
+    store = Sizes(home, fsync=False)
+    options = RunOptions(workspace=work, store=store, fsync=False)
+    task = start_task(noop_spec(steps), "bench", options)
+    assert run_task(task, options).status.value == "done"
+    return store, task.id, sizes
+
+
+def test_the_task_file_stays_small_and_the_spec_comes_back(tmp_path: Path) -> None:
+    store, task_id, sizes = run(400, tmp_path / "home", tmp_path)
+    # the scope's bounded history fills up first; from then on every checkpoint is alike
+    assert sizes[350] <= sizes[100] * 1.05  # only longer numbers (seq, offsets)
+    assert max(sizes) < 8192  # the 400-step spec (100 kB) is not in the checkpoint
+    raw = json.loads(store.task_path(task_id).read_text())
+    assert "driver_config" not in raw and raw["driver_config_file"].startswith("config-")
+    loaded = store.load(task_id)
+    assert loaded.driver_config == {"spec": noop_spec(400).to_dict()}
+
+
+def test_a_missing_config_file_is_a_damaged_task(tmp_path: Path) -> None:
+    store, task_id, _ = run(3, tmp_path / "home", tmp_path)
+    for config in (store.tasks_dir / task_id).glob("config-*.json"):
+        config.unlink()
+    with pytest.raises(CorruptTaskError, match=r"driver config .* is missing"):
+        store.load(task_id)
