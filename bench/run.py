@@ -1,0 +1,214 @@
+"""The benchmark suite: one table, each row with its target and whether it is met.
+
+    .venv/bin/python bench/run.py               # everything (a few minutes)
+    .venv/bin/python bench/run.py --quick       # fewer runs and steps, for a look
+
+Rows: start-up (`normalize --help` and a completion request beside
+`python -c "import typer"`), engine overhead per no-op step on a 10,000-step
+workflow with and without fsync, checkpoint cost at step 10,000 against step
+100, `normalize resume` of a 10,000-step task, `normalize agent` start to its
+first request at a local fake server beside the anthropic SDK's bare import,
+the prompt-token table (bench/tokens.py) and the fan-out ratio
+(bench/parallel.py). A row whose helper is missing says "not available".
+Timings are medians; the machine's load moves them, so run it on a quiet one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+SDK_SLACK = 0.3  # seconds the agent may take beyond the SDK's bare import
+
+
+@dataclass
+class Row:
+    name: str
+    figure: str
+    target: str
+    met: bool | None  # None: no target, or not measured
+
+    @property
+    def verdict(self) -> str:
+        return "—" if self.met is None else "met" if self.met else "MISSED"
+
+
+def startup_rows(runs: int) -> list[Row]:
+    import startup
+
+    medians = startup.measure(runs)
+    base = medians["import typer"]
+    rows = [Row("python -c 'import typer'", f"{base * 1000:.0f} ms", "(baseline)", None)]
+    for name in ("normalize --help", "completion request"):
+        ratio = medians[name] / base
+        rows.append(Row(f"{name} (÷ import typer)",
+                        f"{ratio:.2f}× ({medians[name] * 1000:.0f} ms)", "≤ 1.5×", ratio <= 1.5))
+    return rows
+
+
+def engine_rows(steps: int) -> list[Row]:
+    import engine
+
+    rows = []
+    for fsync in (False, True):
+        figures, _ = engine.run_steps(steps, fsync=fsync)
+        label = "with fsync" if fsync else "no fsync"
+        if figures.status != "done":
+            raise RuntimeError(f"the {steps}-step workflow ended {figures.status}")
+        rows.append(Row(f"engine overhead per no-op step, {steps:,} steps, {label}",
+                        f"{figures.per_step_ms:.2f} ms",
+                        "≤ 0.5 ms" if not fsync else "(none)",
+                        figures.per_step_ms <= 0.5 if not fsync else None))
+        ratio = figures.save_late_ms / figures.save_early_ms
+        rows.append(Row(f"checkpoint at step {steps:,} ÷ at step 100, {label}",
+                        f"{ratio:.2f}× ({figures.save_late_ms:.2f} / "
+                        f"{figures.save_early_ms:.2f} ms, task file {figures.task_bytes:,} B)",
+                        "≤ 1.2×", ratio <= 1.2))
+    return rows
+
+
+def resume_rows(steps: int) -> list[Row]:
+    import engine
+
+    result = engine.time_resume(steps)
+    seconds = result["seconds"]
+    return [Row(f"normalize resume of a {steps:,}-step task, to its first action",
+                f"{seconds:.3f} s (task file {result['task_bytes']:,} B, journal "
+                f"{result['journal_bytes'] / 1e6:.1f} MB)", "≤ 0.5 s", seconds <= 0.5)]
+
+
+def _median_run(argv: list[str], runs: int, env: dict[str, str]) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def agent_rows(runs: int) -> list[Row]:
+    """`normalize agent` start to its first request at a fake server, and `import anthropic`."""
+    if not (Path(sys.executable).parent / "normalize").exists():
+        return [Row("normalize agent: start to first request", "not available",
+                    "≤ SDK import + 0.3 s", None)]
+    from normalize.testing.servers import FakeModelServer, Reply
+
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-bench"}
+    sdk = _median_run([sys.executable, "-c", "import anthropic"], runs, env)
+    firsts = []
+    with tempfile.TemporaryDirectory(prefix="nbench-") as tmp:
+        work = Path(tmp) / "work"
+        work.mkdir()
+        (work / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+        for i in range(runs):
+            with FakeModelServer([Reply("done nothing to do")]) as server:
+                run_env = {**env, "NORMALIZE_HOME": str(Path(tmp) / f"home{i}"),
+                           "ANTHROPIC_BASE_URL": server.url}
+                start = time.perf_counter()
+                done = subprocess.run(
+                    [str(Path(sys.executable).parent / "normalize"), "agent", "say done",
+                     "--model", "anthropic:claude-sonnet-4-5", "--json", "--max-turns", "2"],
+                    env=run_env, cwd=work, capture_output=True, text=True, check=False)
+                if server.first_request_at is None:
+                    raise RuntimeError(f"no request reached the fake server: {done.stderr}")
+                firsts.append(server.first_request_at - start)
+    first = statistics.median(firsts)
+    return [
+        Row("python -c 'import anthropic' (the SDK's bare import)", f"{sdk:.3f} s",
+            "(reference)", None),
+        Row("normalize agent: start to first request at the server", f"{first:.3f} s",
+            f"≤ {sdk + SDK_SLACK:.3f} s (SDK + {SDK_SLACK} s)", first <= sdk + SDK_SLACK),
+    ]
+
+
+def token_rows() -> list[Row]:
+    try:
+        import tokens
+    except ImportError:
+        return [Row("prompt tokens (bench/tokens.py)", "not available", "", None)]
+    table = tokens.token_table()
+    rows = []
+    for row in table:
+        name = row["strategy"]
+        share = row["vs_conversation"]
+        figure = (f"{row['first']:,} → {row['last']:,} per turn ({row['growth']:.2f}×), "
+                  f"total {row['total']:,}" + (f" = {share:.0%} of conversation"
+                                               if share is not None else ""))
+        if name == "task_tree":
+            met = row["growth"] <= 1.5 and share is not None and share <= 0.35
+            rows.append(Row(f"prompt tokens, {row['turns']} turns, {name}", figure,
+                            "last ≤ 1.5× first; total ≤ 35% of conversation", met))
+        else:
+            rows.append(Row(f"prompt tokens, {row['turns']} turns, {name}", figure, "", None))
+    return rows
+
+
+def parallel_rows() -> list[Row]:
+    try:
+        import parallel
+    except ImportError:
+        return [Row("parallel fan-out ratio (bench/parallel.py)", "not available", "", None)]
+    figures: dict[str, Any] = parallel.parallel_ratio()
+    return [Row(f"parallel = true, {figures['steps']} steps of {figures['sleep_s']:g} s",
+                f"{figures['ratio']:.1f}× ({figures['sequential_s']:.2f} s → "
+                f"{figures['parallel_s']:.2f} s)", "≥ 4×", figures["ratio"] >= 4)]
+
+
+def table(rows: list[Row]) -> str:
+    out = ["| measure | figure | target | |", "|---|---|---|---|"]
+    out += [f"| {r.name} | {r.figure} | {r.target} | {r.verdict} |" for r in rows]
+    return "\n".join(out)
+
+
+def _guarded(name: str, make: Callable[[], list[Row]]) -> list[Row]:
+    try:
+        return make()
+    except Exception as exc:  # one broken row must not hide the others
+        traceback.print_exc(file=sys.stderr)
+        return [Row(name, f"failed: {type(exc).__name__}: {exc}", "", False)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs and steps")
+    parser.add_argument("--steps", type=int, default=None, help="steps of the no-op workflow")
+    parser.add_argument("--json", action="store_true", help="the rows as JSON")
+    args = parser.parse_args(argv)
+    steps = args.steps or (2_000 if args.quick else 10_000)
+    runs = 7 if args.quick else 21
+    rows: list[Row] = []
+    sections: list[tuple[str, Callable[[], list[Row]]]] = [
+        ("start-up", lambda: startup_rows(runs)),
+        ("engine", lambda: engine_rows(steps)),
+        ("resume", lambda: resume_rows(steps)),
+        ("agent", lambda: agent_rows(3 if args.quick else 7)),
+        ("tokens", token_rows),
+        ("parallel", parallel_rows),
+    ]
+    for name, make in sections:
+        print(f"… {name}", file=sys.stderr, flush=True)
+        rows += _guarded(name, make)
+    if args.json:
+        print(json.dumps([r.__dict__ for r in rows], indent=2))
+    else:
+        print(table(rows))
+    return 0 if all(r.met is not False for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
