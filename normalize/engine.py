@@ -240,7 +240,7 @@ class Engine:
     def _check_unchanged(self, task: Task) -> None:
         """Refuse to resume a copy another process changed between our load and our lock."""
         try:
-            disk = self.store.load(task.id)
+            disk = self.store.load(task.id, with_config=False)  # its stamps are enough
         except NormalizeError:
             return  # damaged or gone: the first checkpoint will write it anew
         if (disk.epoch, disk.seq, disk.updated_at) != (task.epoch, task.seq, task.updated_at):

@@ -74,14 +74,14 @@ def describe(event: BaseEvent) -> str | None:
         return f"→ {step_label(d)}"
     if kind == "action_finished":
         mark = MARKS.get(d["status"], "·")
-        line = f"  {mark} {first_line(d['command'] or d['tool'], 80)}  ({d['duration']:.2f}s)"
+        line = f"  {mark} {command_label(d, 80)}  ({d['duration']:.2f}s)"
         detail = d.get("error") if d["status"] != "success" else None
         if detail:
             line += f"\n      {first_line(detail, 120)}"
         return line
     if kind == "action_interrupted":
         what = "runs again" if d["rerun"] else "outcome unknown"
-        return f"  ? {first_line(d['command'] or d['tool'], 80)}: interrupted, {what}"
+        return f"  ? {command_label(d, 80)}: interrupted, {what}"
     if kind == "waiting_for_input":
         return f"? waiting for an answer: {d['question']}"
     if kind == "notice":

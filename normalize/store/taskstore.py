@@ -194,6 +194,7 @@ class TaskStore:
         self.redact = redact
         self.warnings: list[str] = []
         self._configs: dict[str, tuple[tuple[int, int], str]] = {}
+        self._loaded: dict[str, tuple[str, bytes]] = {}  # config files as `load` read them
 
     # -- paths -----------------------------------------------------------
 
@@ -256,6 +257,13 @@ class TaskStore:
         cached = self._configs.get(task.id)
         if cached is not None and cached[0] == key:
             return cached[1]
+        loaded = self._loaded.pop(task.id, None)
+        if loaded is not None:  # resuming: unchanged since `load`? (cheaper than redacting)
+            text = json.dumps(task.driver_config, ensure_ascii=False,
+                              separators=(",", ":")).encode()
+            if text == loaded[1]:
+                self._configs[task.id] = (key, loaded[0])
+                return loaded[0]
         data: Any = task.driver_config
         if self.redact is not None:
             data = self.redact(data)
@@ -278,9 +286,11 @@ class TaskStore:
         if not isinstance(name, str) or not name.startswith("config-") or "/" in name:
             raise ValueError(f"bad driver_config_file {name!r}")
         try:
-            return json.loads((self.tasks_dir / task_id / name).read_bytes())
+            raw = (self.tasks_dir / task_id / name).read_bytes()
         except FileNotFoundError:
             raise ValueError(f"its driver config {task_id}/{name} is missing") from None
+        self._loaded[task_id] = (name, raw)
+        return json.loads(raw)
 
     def sweep(self, task_id: str) -> None:
         """Remove temporary files a killed writer of this task left (call with the lock held)."""
@@ -323,8 +333,12 @@ class TaskStore:
 
     # -- reading ---------------------------------------------------------
 
-    def load(self, task_id: str) -> Task:
-        """The task with this exact id; a damaged file is moved aside with a clear error."""
+    def load(self, task_id: str, *, with_config: bool = True) -> Task:
+        """The task with this exact id; a damaged file is moved aside with a clear error.
+
+        `with_config=False` leaves out a driver config kept beside the task file
+        (a long workflow's spec), for callers that only look at the task's state.
+        """
         path = self.task_path(task_id)
         try:
             raw = path.read_bytes()
@@ -337,7 +351,9 @@ class TaskStore:
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
             if "driver_config_file" in data:
-                data["driver_config"] = self._read_config(task_id, data.pop("driver_config_file"))
+                name = data.pop("driver_config_file")
+                if with_config:
+                    data["driver_config"] = self._read_config(task_id, name)
             data = migrate(data, source=str(path))
             return Task.from_dict(data)
         except SchemaVersionError:

@@ -50,3 +50,35 @@ def test_a_missing_config_file_is_a_damaged_task(tmp_path: Path) -> None:
         config.unlink()
     with pytest.raises(CorruptTaskError, match=r"driver config .* is missing"):
         store.load(task_id)
+
+
+def test_a_resumed_task_keeps_or_rewrites_its_config_as_it_changed(tmp_path: Path) -> None:
+    from normalize.task import Limits
+
+    home = tmp_path / "home"
+    options = RunOptions(workspace=tmp_path, store=TaskStore(home, fsync=False), fsync=False)
+    task = start_task(noop_spec(3), "bench", options, limits=Limits(max_turns=1))
+    assert run_task(task, options).status.value == "limit_reached"
+
+    def configs() -> list[str]:
+        return sorted(p.name for p in (home / "tasks" / task.id).glob("config-*"))
+
+    first = configs()
+    assert len(first) == 1
+
+    store = TaskStore(home, fsync=False)  # resumed unchanged: the same config file
+    again = store.load(task.id)
+    again.limits.max_turns = 2
+    resumed = RunOptions(workspace=tmp_path, store=store, fsync=False)
+    assert run_task(again, resumed, resumed=True).status.value == "limit_reached"
+    assert configs() == first
+
+    store = TaskStore(home, fsync=False)  # changed in place before the run: a new file
+    changed = store.load(task.id)
+    changed.driver_config["spec"]["description"] = "changed on resume"
+    changed.limits.max_turns = None
+    resumed = RunOptions(workspace=tmp_path, store=store, fsync=False)
+    assert run_task(changed, resumed, resumed=True).status.value == "done"
+    assert len(configs()) == 2
+    fresh = TaskStore(home).load(task.id)
+    assert fresh.driver_config["spec"]["description"] == "changed on resume"

@@ -86,3 +86,32 @@ def test_json_on_a_terminal_is_still_only_json(project: Path) -> None:
     assert status == 0
     assert ESC not in out
     assert [json.loads(line)["type"] for line in out.splitlines()][-1] == "run_ended"
+
+
+def test_plain_lines_name_an_edit_without_its_heredoc() -> None:
+    import io
+
+    from normalize.cli.render import PlainRenderer
+    from normalize.events import ActionFinished, Emitter, RunEnded, WaitingForInput
+
+    out = io.StringIO()
+    emitter = Emitter("abc12345")
+    emitter.subscribe(PlainRenderer(out))
+    quiet = io.StringIO()
+    emitter.subscribe(PlainRenderer(quiet, quiet=True))
+    emitter.emit(ActionFinished(key="0.0", tool="edit", command="edit calc.py <<EOF\nbody\nEOF",
+                                status="success", duration=0.012))
+    emitter.emit(ActionFinished(key="0.1", tool="run", command="run pytest", status="error",
+                                duration=1.5, error="exit code 1"))
+    emitter.emit(WaitingForInput(question="Which version?"))
+    emitter.emit(RunEnded(status="waiting", exit_code=4, summary="Which version?", turns=1,
+                          actions=2, duration=2.0))
+    assert out.getvalue().splitlines() == [
+        "  ✓ edit calc.py  (0.01s)",
+        "  ✗ run pytest  (1.50s)",
+        "      exit code 1",
+        "? waiting for an answer: Which version?",
+        "task abc12345 waiting · 1 turns · 2 actions · 2.0s",
+        "  Which version?",
+    ]
+    assert quiet.getvalue().splitlines() == out.getvalue().splitlines()[3:]
