@@ -29,7 +29,7 @@ from typing import Any
 
 from normalize.runner import RunOptions, run_task, start_task
 from normalize.store import TaskStore
-from normalize.task import Limits, TaskStatus
+from normalize.task import Limits, Task, TaskStatus
 from normalize.workflow.spec import StepSpec, WorkflowSpec
 
 STEPS = 10_000
@@ -44,20 +44,46 @@ def noop_spec(steps: int) -> WorkflowSpec:
 
 
 class TimedStore(TaskStore):
-    """A TaskStore that records how long each `save` took."""
+    """A TaskStore that records how long each `save` took, and the task at chosen saves."""
 
-    def __init__(self, home: Path, *, fsync: bool, workspace: Path) -> None:
+    def __init__(self, home: Path, *, fsync: bool, workspace: Path,
+                 keep: tuple[int, ...] = ()) -> None:
         from normalize.redact import Redactor
 
         # as `normalize run` makes it: secrets are redacted from task files and journals
         super().__init__(home, fsync=fsync, redact=Redactor.for_workspace(workspace).redact_obj)
         self.saves: list[float] = []
+        self.keep = keep
+        self.kept: dict[int, tuple[Task, Any]] = {}
 
-    def save(self, *args: Any, **kwargs: Any) -> int:
+    def save(self, task: Task, *, lock: Any = None) -> int:
         start = time.perf_counter()
-        size = super().save(*args, **kwargs)
+        size = super().save(task, lock=lock)
         self.saves.append(time.perf_counter() - start)
+        if len(self.saves) - 1 in self.keep:  # saves[i] follows step i
+            copy = Task.from_dict(task.to_dict())
+            copy.driver_config = task.driver_config  # the same config: encoded once per run
+            self.kept[len(self.saves) - 1] = (copy, lock)
         return size
+
+
+def interleaved_saves(store: TimedStore, first: int, second: int,
+                      rounds: int = 201) -> tuple[float, float]:
+    """Median seconds of checkpointing the task as it was after step `first` and after
+    step `second`, saved in turn, so that the machine's load hits both alike."""
+    (a, lock), (b, _) = store.kept[first], store.kept[second]
+    lock.acquire(epoch=a.epoch + 1)
+    try:
+        times: dict[int, list[float]] = {first: [], second: []}
+        for _ in range(rounds):
+            for step, task in ((first, a), (second, b)):
+                task.epoch = lock.epoch
+                start = time.perf_counter()
+                TaskStore.save(store, task, lock=lock)
+                times[step].append(time.perf_counter() - start)
+    finally:
+        lock.release()
+    return statistics.median(times[first]), statistics.median(times[second])
 
 
 @dataclass
@@ -66,8 +92,8 @@ class StepFigures:
     fsync: bool
     seconds: float
     per_step_ms: float
-    save_early_ms: float  # median checkpoint around step 100
-    save_late_ms: float  # median checkpoint over the last steps
+    save_early_ms: float  # median checkpoint of the task as it was after step 100
+    save_late_ms: float  # … and after the last step, saved in turn with it
     task_bytes: int
     status: str
 
@@ -82,24 +108,38 @@ def _dirs() -> Iterator[tuple[Path, Path]]:
 
 
 def run_steps(steps: int = STEPS, *, fsync: bool = False, home: Path | None = None,
-              work: Path | None = None, max_turns: int | None = None) -> tuple[StepFigures, str]:
-    """Run a `steps`-step no-op workflow; its figures and the task id."""
+              work: Path | None = None, stop_after: int | None = None,
+              ) -> tuple[StepFigures, str]:
+    """Run a `steps`-step no-op workflow (interrupted after `stop_after` steps, as by
+    Ctrl-C); its figures and the task id."""
     if home is None or work is None:
         with _dirs() as (h, w):
-            return run_steps(steps, fsync=fsync, home=h, work=w, max_turns=max_turns)
-    store = TimedStore(home, fsync=fsync, workspace=work)
+            return run_steps(steps, fsync=fsync, home=h, work=w, stop_after=stop_after)
+    early_step, late_step = min(100, steps), steps
+    keep = (early_step, late_step) if stop_after is None else ()
+    store = TimedStore(home, fsync=fsync, workspace=work, keep=keep)
     options = RunOptions(workspace=work, store=store, fsync=fsync)
-    task = start_task(noop_spec(steps), "bench", options, limits=Limits(max_turns=max_turns))
+    if stop_after is not None:
+        finished = [0]
+
+        def stop(event: Any) -> None:
+            if event.type == "action_finished":
+                finished[0] += 1
+                if finished[0] == stop_after:
+                    options.cancel.cancel("stopped by the benchmark")
+
+        options.subscribers = [stop]
+    task = start_task(noop_spec(steps), "bench", options, limits=Limits())
     start = time.perf_counter()
     outcome = run_task(task, options)
     seconds = time.perf_counter() - start
-    done = len(store.saves)
-    # saves[0] is the checkpoint before the first step; saves[i] follows step i
-    early = statistics.median(store.saves[95:106]) if done > 106 else float("nan")
-    late = statistics.median(store.saves[max(1, done - 12):done - 1])
+    size = store.task_path(task.id).stat().st_size
+    early, late = interleaved_saves(store, early_step, late_step) \
+        if keep and late_step in store.kept else (float("nan"), float("nan"))
+    if keep:  # the copies are not needed any more
+        store.kept.clear()
     figures = StepFigures(steps, fsync, seconds, seconds / steps * 1000, early * 1000,
-                          late * 1000, store.task_path(task.id).stat().st_size,
-                          outcome.status.value)
+                          late * 1000, size, outcome.status.value)
     return figures, task.id
 
 
@@ -111,30 +151,30 @@ def normalize_argv() -> list[str]:
 def time_resume(steps: int = STEPS, runs: int = 5) -> dict[str, Any]:
     """`normalize resume` of a task with `steps` finished steps: start to its first action.
 
-    The task is a `steps + 1`-step workflow stopped by max_turns after `steps`
-    steps; `normalize resume ID --max-turns 1 --json` runs as a fresh process
-    and the clock stops when its first `action_started` line arrives.
+    The task is a `steps + 1`-step workflow interrupted after `steps` steps;
+    `normalize resume ID --json` runs as a fresh process and the clock stops
+    when its first `action_started` line arrives.
     """
     with _dirs() as (home, work):
-        figures, task_id = run_steps(steps + 1, home=home, work=work, max_turns=steps)
-        assert figures.status == TaskStatus.LIMIT.value, figures.status
+        figures, task_id = run_steps(steps + 1, home=home, work=work, stop_after=steps)
+        assert figures.status == TaskStatus.INTERRUPTED.value, figures.status
         env = {**os.environ, "NORMALIZE_HOME": str(home)}
         times = []
         for _ in range(runs):
             # the same state every time: resume a copy of the stopped task
             snapshot = {p: p.read_bytes() for p in (home / "tasks").glob(f"{task_id}.*")}
             start = time.perf_counter()
-            proc = subprocess.Popen([*normalize_argv(), "resume", task_id, "--max-turns", "1",
-                                     "--json"], stdout=subprocess.PIPE,
+            proc = subprocess.Popen([*normalize_argv(), "resume", task_id, "--json"],
+                                    stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL, env=env, cwd=work, text=True)
             assert proc.stdout is not None
             first = None
-            for line in proc.stdout:
-                if json.loads(line).get("type") == "action_started":
+            for line in proc.stdout:  # read to the end: the run finishes normally
+                if first is None and json.loads(line).get("type") == "action_started":
                     first = time.perf_counter() - start
-                    break
             proc.stdout.close()
-            proc.wait(timeout=60)
+            if proc.wait(timeout=60) != 0:
+                raise RuntimeError(f"normalize resume {task_id} failed")
             if first is None:
                 raise RuntimeError("the resumed task ran no action")
             times.append(first)

@@ -87,11 +87,12 @@ def lighten_typer() -> None:
 
     typer (0.29) converts every parameter value through a pydantic TypeAdapter
     that it builds on first use, importing pydantic (~20 ms, a third of typer's
-    own import) even for an absent value, which it then returns unchanged:
-    `--help`, `tasks` and every completion request paid for it. Here an absent
-    (None) single value skips that step exactly as typer's own conversion
-    would; and while completing (Click parses resiliently) values are left as
-    parsed, since only the cursor's place matters. zsh and fish completion
+    own import) even for an absent value, which it then returns unchanged,
+    and for a string given to a `str` parameter, which it returns as is:
+    `--help`, `tasks`, `resume ID` and every completion request paid for it.
+    Here those two cases skip the step, with the same result; other values
+    are converted by typer. While completing (Click parses resiliently)
+    values are left as parsed: only the cursor's place matters. zsh and fish completion
     strip rich markup from help texts by importing rich; ours have none
     (`rich_markup_mode=None`). With another typer, nothing is changed.
     """
@@ -108,9 +109,10 @@ def lighten_typer() -> None:
     def process_value(self: Any, ctx: Any, value: Any) -> Any:
         if getattr(ctx, "resilient_parsing", False):
             return value
-        if value is not None or self.multiple or self.nargs == -1:
+        if self.multiple or self.nargs == -1 or not (
+                value is None or (isinstance(value, str) and _plain_str(self))):
             return original(self, ctx, value)
-        if self.required:
+        if value is None and self.required:
             raise MissingParameter(ctx=ctx, param=self)
         return value if self.callback is None else self.callback(ctx, self, value)
 
@@ -127,3 +129,9 @@ def lighten_typer() -> None:
 
 def _plain(text: str) -> str:
     return text
+
+
+def _plain_str(param: Any) -> bool:
+    """Whether a typer parameter is annotated `str` or `str | None` (nothing to convert)."""
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    return annotation is str or annotation == (str | None)

@@ -105,6 +105,11 @@ def test_help_imports_no_sdk_http_prompt_or_rich() -> None:
     assert loaded(["run", "--help"]) == []
 
 
+def test_listing_and_showing_tasks_import_none_of_them(two_tasks: list[str]) -> None:
+    assert loaded(["tasks"]) == []
+    assert loaded(["tasks", "show", two_tasks[0]]) == []
+
+
 def test_a_completion_request_imports_none_of_them(two_tasks: list[str]) -> None:
     assert loaded([], _NORMALIZE_COMPLETE="complete_bash", COMP_WORDS="normalize resume ",
                   COMP_CWORD="2") == []
@@ -124,3 +129,16 @@ def test_install_completion_writes_the_same_script(tmp_path: Path) -> None:
     body = "".join(line for line in shipped.splitlines(keepends=True) if not line.startswith("#"))
     assert installed.strip() == body.strip()
     assert "normalize.sh" in (tmp_path / ".bashrc").read_text()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["resume"], "Missing argument 'task'"),
+    (["resume", "abc", "--max-turns", "0"], "greater than or equal to 1"),
+    (["resume", "abc", "--max-turns", "x"], "valid integer"),
+])
+def test_arguments_are_still_checked_without_the_conversion_step(args: list[str],
+                                                                 message: str) -> None:
+    done = subprocess.run([*NORMALIZE, *args], env=cli_env(), capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 2
+    assert message in done.stderr
