@@ -32,7 +32,7 @@ import time
 import traceback
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from normalize.cancel import CancelToken
@@ -54,6 +54,7 @@ from normalize.events import (
     Emitter,
     InputReceived,
     Notice,
+    ProcessStarted,
     RunEnded,
     RunStarted,
     Subscriber,
@@ -70,6 +71,7 @@ from normalize.task import (
     TaskStatus,
     Wait,
 )
+from normalize.tools import procs
 from normalize.tools.base import ToolContext, ToolRegistry
 
 MAX_PARALLEL = 8
@@ -346,7 +348,16 @@ class Engine:
                                command=action.text, action=action.to_dict(),
                                read_only=read_only), durable=not read_only)
         crash_point("action_started")
-        result = self.tools.execute(action, self.tool_ctx, approved=action.key in self._approved)
+        tool_ctx = self.tool_ctx
+        if not read_only:
+            def spawned(pid: int) -> None:
+                me = os.getpid()
+                ctx.emit(ProcessStarted(key=action.key, pid=pid, started=procs.start_time(pid),
+                                        owner=me, owner_started=procs.start_time(me)),
+                         durable=True)
+
+            tool_ctx = replace(self.tool_ctx, on_spawn=spawned)
+        result = self.tools.execute(action, tool_ctx, approved=action.key in self._approved)
         crash_point("action_ran")
         return result
 
@@ -378,11 +389,14 @@ class Engine:
         decision = Decision.from_dict(task.inflight["decision"])
         finished: dict[str, dict[str, Any]] = {}
         started: set[str] = set()
+        children: dict[str, list[dict[str, Any]]] = {}
         for event in self.store.events_since(task):
             if event.get("type") == "action_finished":
                 finished[event["key"]] = event
             elif event.get("type") == "action_started":
                 started.add(event["key"])
+            elif event.get("type") == "process_started":
+                children.setdefault(event["key"], []).append(event)
         done_keys: set[str] = set()
         for action in decision.actions:
             if action.key in finished:
@@ -396,9 +410,11 @@ class Engine:
                 ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
                                            read_only=False, rerun=False))
                 shown = action.text or action.tool
+                stopped = self._stop_survivors(ctx, children.get(action.key, []))
                 result = ActionResult(ResultStatus.INTERRUPTED,
-                                      output=f"`{shown}`: {OUTCOME_UNKNOWN}",
-                                      error=OUTCOME_UNKNOWN, data={"outcome": "unknown"})
+                                      output=f"`{shown}`: {OUTCOME_UNKNOWN}{stopped}",
+                                      error=OUTCOME_UNKNOWN + stopped,
+                                      data={"outcome": "unknown"})
                 self._finish(task, driver, ctx, action, result)
                 done_keys.add(action.key)
             elif action.key in started:
@@ -408,6 +424,27 @@ class Engine:
         self._execute(task, driver, ctx, decision.actions, decision.parallel,
                       skip=frozenset(done_keys), fanout=decision.max_concurrency)
         self._settle(task, driver, decision)
+
+    def _stop_survivors(self, ctx: RunContext, spawned: list[dict[str, Any]]) -> str:
+        """Stop the children of an interrupted action that outlived the last process.
+
+        Only when that process is gone: a live owner (one whose lock was lost)
+        still watches its own children.
+        """
+        stopped = []
+        for event in spawned:
+            pid = int(event["pid"])
+            owner = int(event.get("owner") or 0)
+            if owner and procs.same_process_alive(owner, event.get("owner_started")):
+                continue
+            if procs.same_process_alive(pid, event.get("started")):
+                procs.stop_group(pid)
+                stopped.append(str(pid))
+                ctx.emit(Notice(level="warning", message=f"stopped process {pid}, left running "
+                                                         f"by the interrupted `{event['key']}`"))
+        if not stopped:
+            return ""
+        return f"; its process {', '.join(stopped)} was still running and has been stopped"
 
     def _answer(self, task: Task, driver: Driver, ctx: RunContext, wait: Wait,
                 reply: Reply | None) -> None:

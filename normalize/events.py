@@ -122,6 +122,18 @@ class ActionFinished(BaseEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ProcessStarted(BaseEvent):
+    """An action started a child process; on resume, a survivor of a crash is stopped."""
+
+    type: Literal["process_started"] = "process_started"
+    key: str = ""
+    pid: int = 0
+    started: int | None = None  # the kernel's start time, to tell a reused pid apart
+    owner: int = 0  # the normalize process that started it
+    owner_started: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class ActionInterrupted(BaseEvent):
     """On resume: an action was in flight when the last process died."""
 
@@ -251,7 +263,8 @@ class RunEnded(BaseEvent):
 
 
 Event = (
-    RunStarted | StepStarted | DecisionMade | ActionStarted | ActionFinished | ActionInterrupted
+    RunStarted | StepStarted | DecisionMade | ActionStarted | ActionFinished | ProcessStarted
+    | ActionInterrupted
     | CheckpointSaved | WaitingForInput | InputReceived | ModelRequested | TextDelta
     | ThinkingDelta | ModelReplied | ModelRetried | FallbackUsed | LoopDetected
     | ContextCompacted | Notice | RunEnded
@@ -260,7 +273,8 @@ Event = (
 EVENT_TYPES: dict[str, type[BaseEvent]] = {
     cls.__dataclass_fields__["type"].default: cls  # type: ignore[misc]
     for cls in (
-        RunStarted, StepStarted, DecisionMade, ActionStarted, ActionFinished, ActionInterrupted,
+        RunStarted, StepStarted, DecisionMade, ActionStarted, ActionFinished, ProcessStarted,
+        ActionInterrupted,
         CheckpointSaved, WaitingForInput, InputReceived, ModelRequested, TextDelta,
         ThinkingDelta, ModelReplied, ModelRetried, FallbackUsed, LoopDetected,
         ContextCompacted, Notice, RunEnded,

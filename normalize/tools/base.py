@@ -53,6 +53,7 @@ class ToolContext:
     asker: Callable[[str], str | None] | None = None
     task_id: str = ""
     caches: CacheSet | None = None  # scoped caches (a workflow scope's `cache`), with `cache`
+    on_spawn: Callable[[int], None] | None = None  # told each child process's pid
 
     def cache_for(self, action: Action) -> ResultCache:
         """The cache an action's result goes to: its scope's, or the task's default."""

@@ -15,7 +15,7 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -210,6 +210,7 @@ def run_process(
     env: Mapping[str, str] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     grace: float = DEFAULT_GRACE,
+    on_spawn: Callable[[int], None] | None = None,
 ) -> ProcessOutcome:
     """Run `argv` to completion, timeout or cancel; raises `ToolError` if it cannot start.
 
@@ -243,6 +244,8 @@ def run_process(
         raise ToolError(f"not executable: {argv[0]}") from None
     except OSError as exc:
         raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+    if on_spawn is not None:
+        on_spawn(proc.pid)
 
     stopping = _Stopping()
 
@@ -407,5 +410,6 @@ class RunTool:
             cancel=ctx.cancel,
             max_bytes=self.max_bytes,
             grace=self.grace,
+            on_spawn=ctx.on_spawn,
         )
         return outcome_result(outcome, timeout)

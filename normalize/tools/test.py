@@ -250,7 +250,8 @@ class TestTool:
             )
         argv = _command(runner, target, args)
         timeout = float(action.params.get("timeout") or ctx.timeout)  # a workflow step's
-        outcome = run_process(argv, cwd=runner.directory, timeout=timeout, cancel=ctx.cancel)
+        outcome = run_process(argv, cwd=runner.directory, timeout=timeout, cancel=ctx.cancel,
+                              on_spawn=ctx.on_spawn)
         counts = parse_counts(runner.name, outcome.output)
         data: dict[str, object] = {
             "runner": runner.name,
