@@ -68,6 +68,12 @@ def run(
                                                    help="Directory to work in.")] = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
     approve: ApproveOpt = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", envvar="NORMALIZE_MODEL",
+        help="PROVIDER:MODEL for the workflow's model steps (llm-decide, llm transitions).")]
+    = None,
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", help="Base URL of the model server.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; run nothing.")]
     = False,
     json_output: JsonOpt = False,
@@ -78,7 +84,8 @@ def run(
 
     raise typer.Exit(run_workflow(_env(), workflow, var or [], goal=goal, workspace=workspace,
                                   max_turns=max_turns, approve=approve, dry_run=dry_run,
-                                  json_output=json_output, quiet=quiet))
+                                  json_output=json_output, quiet=quiet, model=model,
+                                  base_url=base_url))
 
 
 @app.command()

@@ -80,7 +80,8 @@ REPLY_FLAGS = {"approval": "--approve / --deny", "interrupt": "--answer yes|no",
 
 def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  workspace: Path | None, max_turns: int | None, approve: str | None,
-                 dry_run: bool, json_output: bool, quiet: bool) -> int:
+                 dry_run: bool, json_output: bool, quiet: bool, model: str | None = None,
+                 base_url: str | None = None) -> int:
     from normalize.runner import load_spec, parse_vars, run_task, start_task
 
     try:
@@ -88,6 +89,11 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         if not root.is_dir():
             raise UsageError(f"--workspace {root}: not a directory")
         spec = load_spec(ref, root, parse_vars(pairs))
+        if model or base_url:
+            from normalize.cli.agent import _apply_model
+
+            spec.llm = dict(spec.llm or {})
+            _apply_model(spec.llm, model, base_url)
         if dry_run:
             from normalize.cli.plan import print_plan
 

@@ -217,3 +217,19 @@ action = "done files: {tree}"
     assert proc.returncode == 0, proc.stderr
     summary = json_lines(proc.stdout)[-1]["summary"]
     assert summary.startswith("files: ") and "a.py" in summary and "\n" in summary
+
+
+def test_run_takes_a_model_for_its_model_steps(tmp_path: Path, normalize_home: Path) -> None:
+    repo = make_sample_repo(tmp_path / "repo")
+    calc = repo / "calc.py"
+    calc.write_text(calc.read_text().replace("return a + b", "return a - b"))
+    fix = ("edit calc.py <<EOF\n<<<<<<< SEARCH\n    return a - b\n=======\n"
+           "    return a + b\n>>>>>>> REPLACE\nEOF\ndone add adds again")
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["view calc.py", fix]))
+    env = {"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}
+    proc = cli("run", "validate-fix", "--model", f"scripted:{replies}", "--json", cwd=repo,
+               home=normalize_home, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert json_lines(proc.stdout)[-1]["summary"] == "the tests pass"
+    assert "return a + b" in calc.read_text()
