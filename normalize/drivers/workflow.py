@@ -31,9 +31,11 @@ from normalize.execution.scope import (
     ROOT_CACHE,
     ROOT_CONTEXT,
     ROOT_RETRY,
+    Note,
     Resolved,
     ScopeSettings,
     ScopeState,
+    record_history,
     render_notes,
     resolve,
 )
@@ -210,7 +212,8 @@ class WorkflowDriver:
         return [ScopeState.from_dict(f.get("scope")) for f in self.frames]
 
     def _bindings(self, task: Task) -> dict[str, Any]:
-        notes = [n for s in self._scopes() for n in s.notes]
+        notes = [Note.from_dict(n) for f in self.frames
+                 for n in (f.get("scope") or {}).get("notes", ())]
         values = {"task": task.goal, "workspace": task.workspace, "notes": render_notes(notes),
                   **self.vars}
         for frame in self.frames:
@@ -488,9 +491,10 @@ class WorkflowDriver:
         self._remember(step, action.text or action.tool, result)
         note = result.data.get("note") if result.ok else None
         if note:
-            scope = ScopeState.from_dict(self.frames[-1].get("scope"))
-            scope.note(str(note), turns=result.data.get("turns"), until=result.data.get("until"))
-            self.frames[-1]["scope"] = scope.to_dict()
+            data = self.frames[-1].get("scope") or {}
+            added = Note(str(note), result.data.get("turns"), result.data.get("until"))
+            self.frames[-1]["scope"] = {**data, "notes": [*data.get("notes", ()),
+                                                          added.to_dict()]}
         self._settle(step, result, 0 if result.ok else 1)
 
     def _failure_capture(self, step: StepSpec, result: ActionResult) -> Any:
@@ -520,12 +524,15 @@ class WorkflowDriver:
     def _remember(self, step: StepSpec, command: str, result: ActionResult) -> None:
         """Add the result to the innermost scope's history and age every note."""
         text = result.output + (result.error or "")
+        last = len(self.frames) - 1
         for index, frame in enumerate(self.frames):
-            scope = ScopeState.from_dict(frame.get("scope"))
-            scope.age(text)
-            if index == len(self.frames) - 1:
-                scope.record(command, result.status.value, text, step.name)
-            frame["scope"] = scope.to_dict()
+            data = frame.get("scope") or {}
+            if data.get("notes"):  # only scopes with notes have anything to age
+                notes = [Note.from_dict(n) for n in data["notes"]]
+                data = {**data, "notes": [n.to_dict() for n in notes if n.after(text)]}
+            if index == last:  # the history grows in place: no rebuild of the others
+                data = record_history(data, command, result.status.value, text, step.name)
+            frame["scope"] = data
 
     def _retry_policy(self, step: StepSpec) -> RetryPolicy:
         table = self.resolved(step if not self.frames[-1].get("self") else None).retry

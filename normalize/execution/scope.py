@@ -32,7 +32,7 @@ ROOT_CONTEXT = "task_tree"
 ROOT_CACHE = "persistent"
 ROOT_RETRY = "none"
 CONTEXT_STRATEGIES = ("task_tree", "task_list", "flat", "conversation", "none")
-HISTORY_LIMIT = 50
+HISTORY_LIMIT = 20
 PREVIEW_CHARS = 200
 
 JSON = dict[str, Any]
@@ -216,6 +216,16 @@ class ScopeState:
         return cls(str(data.get("name", "")),
                    [Note.from_dict(n) for n in data.get("notes", [])],
                    [HistoryEntry.from_dict(h) for h in data.get("history", [])])
+
+
+def record_history(data: Mapping[str, Any], command: str, status: str, output: str = "",
+                   step: str = "") -> JSON:
+    """A scope's plain-data state with one more history entry (the hot path of a workflow)."""
+    preview = " ".join(output.split())[:PREVIEW_CHARS]
+    history = [*data.get("history", ())[-(HISTORY_LIMIT - 1):],
+               HistoryEntry(command, status, preview, step).to_dict()]
+    return {"name": data.get("name", ""), "notes": list(data.get("notes", ())),
+            "history": history}
 
 
 def render_notes(notes: Iterable[Note]) -> str:
