@@ -33,6 +33,7 @@ from normalize.errors import (
     TaskNotFoundError,
 )
 from normalize.faults import crash_point
+from normalize.fsutil import fsync_directory
 from normalize.store.journal import JournalWriter, read_journal, tail_events, write_hint
 from normalize.store.migrations import migrate
 from normalize.store.paths import data_home
@@ -51,12 +52,18 @@ class StoreProblem:
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True,
-                       crash: str | None = None) -> None:
+                       crash: str | None = None, owned: bool = False) -> None:
     """Write `data` to `path` so that readers see the old or the new file, never a mix.
 
     `crash` names the fault-injection point reached with half the bytes written.
+    `owned` says the caller holds the file's lock, so a fixed temporary name is
+    safe (and cheaper than a unique one, at every checkpoint).
     """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if owned:
+        tmp = str(path.parent / f".{path.name}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    else:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             half = len(data) // 2
@@ -73,11 +80,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True,
             os.unlink(tmp)
         raise
     if fsync:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        fsync_directory(path.parent)
 
 
 def pid_alive(pid: int) -> bool:
@@ -236,7 +239,7 @@ class TaskStore:
         try:
             self.ensure()
             atomic_write_bytes(self.task_path(task.id), payload, fsync=self.fsync,
-                               crash="checkpoint_write")
+                               crash="checkpoint_write", owned=lock is not None)
         except OSError as exc:
             raise StoreError(
                 f"cannot save task {task.id} to {self.task_path(task.id)}: "
@@ -294,7 +297,7 @@ class TaskStore:
 
     def sweep(self, task_id: str) -> None:
         """Remove temporary files a killed writer of this task left (call with the lock held)."""
-        for tmp in self.tasks_dir.glob(f".{task_id}.json.*.tmp"):
+        for tmp in self.tasks_dir.glob(f".{task_id}.json*.tmp"):
             with contextlib.suppress(OSError):
                 tmp.unlink()
 
