@@ -30,3 +30,8 @@ def test_readme_documents_every_exit_status() -> None:
     section = README.split("## Exit statuses", 1)[1].split("\n## ", 1)[0]
     codes = {int(c) for c in re.findall(r"^\| (\d+) \|", section, re.M)}
     assert codes == {int(s) for s in ExitStatus}
+
+
+def test_readme_ci_recipe_is_the_example_file() -> None:
+    recipe = README.split("## In CI", 1)[1].split("```yaml\n", 1)[1].split("```")[0]
+    assert recipe == (REPO / "docs" / "ci-example.yml").read_text()
