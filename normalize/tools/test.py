@@ -268,4 +268,7 @@ class TestTool:
             result.output = f"no tests collected (pytest exit status 5)\n{result.output}"
         elif result.status is ResultStatus.ERROR and counts and not outcome.timed_out:
             result.error = f"{_describe(counts)} ({result.error})"
+        if counts and result.data.get("note") is None:
+            # the verdict first: previews and one-line displays show it before the log
+            result.output = f"{runner.name}: {_describe(counts)}\n{result.output}"
         return result

@@ -29,6 +29,8 @@ def test_health_json_run_is_recorded_and_listed(tmp_path: Path, normalize_home: 
     task_id = events[0]["task_id"]
     assert (normalize_home / "tasks" / f"{task_id}.json").is_file()
     assert "2 passed" in events[-1]["summary"]
+    tested = next(e for e in events if e["type"] == "action_finished" and e["tool"] == "test")
+    assert tested["preview"].splitlines()[0] == "pytest: 2 passed"  # the verdict comes first
 
     listing = cli("tasks", cwd=repo, home=normalize_home)
     assert listing.returncode == 0
