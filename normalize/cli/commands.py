@@ -23,7 +23,12 @@ def _options(env: Environment, *, workspace: Path | None, json_output: bool, qui
              approve: str | None = None) -> tuple[Any, Any]:
     from normalize.drivers.base import DriverServices
     from normalize.runner import RunOptions
+    from normalize.tools.approval import ApprovalMode
 
+    modes = [m.value for m in ApprovalMode]
+    if approve is not None and approve not in modes:
+        raise UsageError(f"--approve {approve}: unknown approval mode (choose from "
+                         f"{', '.join(modes)})")
     renderer = make_renderer(env, json_output=json_output, quiet=quiet)
     interactive = env.stdin_tty and env.stdout_tty and not json_output
     read = held(line_reader(env), renderer)

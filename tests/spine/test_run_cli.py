@@ -235,3 +235,20 @@ def test_run_takes_a_model_for_its_model_steps(tmp_path: Path, normalize_home: P
     assert proc.returncode == 0, proc.stderr
     assert json_lines(proc.stdout)[-1]["summary"] == "the tests pass"
     assert "return a + b" in calc.read_text()
+
+
+def test_bad_arguments_are_one_line_and_create_no_task(tmp_path: Path,
+                                                       normalize_home: Path) -> None:
+    for args, message in [
+        (("run", "health", "--approve", "maybe"), "--approve maybe: unknown approval mode"),
+        (("run", "health", "--var", "nope=1"), "has no variable 'nope'"),
+        (("run", "health", "--var", "bad"), "--var 'bad': expected KEY=VALUE"),
+        (("run", "nosuch"), "nosuch: no such workflow file or name"),
+        (("resume", "zzzz"), "no task matches 'zzzz'"),
+    ]:
+        proc = cli(*args, cwd=tmp_path, home=normalize_home)
+        assert proc.returncode == 2, args
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and message in lines[0], (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+    assert not list(normalize_home.glob("tasks/*.json"))
