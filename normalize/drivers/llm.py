@@ -106,7 +106,7 @@ class LLMSettings:
     @classmethod
     def from_config(cls, table: Mapping[str, Any]) -> LLMSettings:
         """Settings from a `[workflow.llm]` table; a bad key or type is a ConfigError."""
-        from normalize.workflow.loader import SCHEMAS, TYPE_NAMES
+        from normalize.workflow.schema import SCHEMAS, TYPE_NAMES
 
         allowed = SCHEMAS["llm"]  # the same keys and types a workflow file may use
         names = {f.name for f in fields(cls)}

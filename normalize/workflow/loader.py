@@ -14,69 +14,21 @@ from typing import Any
 from normalize.errors import ConfigError
 from normalize.workflow.interpolate import variables_in
 from normalize.workflow.locate import Locator
+from normalize.workflow.schema import (
+    BUILTIN_CONDITIONS,
+    BUILTIN_VARS,
+    DEFAULT_MAX_ITERATIONS,
+    NAME_RE,
+    ON_ERROR,
+    ON_INTERRUPT,
+    SCHEMAS,
+    STATE_VARS,
+    STRATEGIES,
+    TRANSFORMS,
+    TYPE_NAMES,
+    VAR_TOKEN_RE,
+)
 from normalize.workflow.spec import StateSpec, StepSpec, TransitionSpec, WorkflowSpec
-
-STRATEGIES = {
-    "context": ("task_tree", "task_list", "flat", "conversation", "none"),
-    "cache": ("none", "memory", "persistent"),
-    "retry": ("none", "fixed", "exponential"),
-}
-ON_ERROR = ("fail", "skip", "retry", "continue")
-ON_INTERRUPT = ("rerun", "fail", "ask")
-BUILTIN_CONDITIONS = ("success", "failure", "always", "llm")
-BUILTIN_VARS = ("task", "workspace", "notes")
-STATE_VARS = ("state", "visits")
-TRANSFORMS = ("json", "regex", "lines", "strip", "format")
-DEFAULT_MAX_ITERATIONS = 10
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_VAR_TOKEN = re.compile(r"\{[A-Za-z_][A-Za-z0-9_.-]*\}")
-
-Checker = Callable[[Any], bool]
-_str: Checker = lambda v: isinstance(v, str)  # noqa: E731
-_bool: Checker = lambda v: isinstance(v, bool)  # noqa: E731
-_int: Checker = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
-_num: Checker = lambda v: isinstance(v, int | float) and not isinstance(v, bool)  # noqa: E731
-_table: Checker = lambda v: isinstance(v, dict)  # noqa: E731
-_strs: Checker = lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)  # noqa: E731
-_str_or_table: Checker = lambda v: isinstance(v, str | dict)  # noqa: E731
-_tables: Checker = lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v)  # noqa: E731
-_flag_or_num: Checker = lambda v: isinstance(v, bool | int | float)  # noqa: E731
-
-TYPE_NAMES = {_str: "a string", _bool: "a boolean", _int: "an integer", _num: "a number",
-              _table: "a table", _strs: "a list of strings", _str_or_table: "a string or a table",
-              _tables: "an array of tables", _flag_or_num: "a boolean or a number"}
-
-SCHEMAS: dict[str, dict[str, Checker]] = {
-    "root": {"workflow": _table, "steps": _tables, "states": _tables},
-    "workflow": {"name": _str, "description": _str, "version": _int, "vars": _table,
-                 "context": _str_or_table, "cache": _str_or_table, "retry": _str_or_table,
-                 "limits": _table, "llm": _table, "permissions": _table, "steps": _tables,
-                 "driver": _str, "on_interrupt": _str},
-    "context": {"strategy": _str, "max_results": _int, "max_history": _int,
-                "compact_after_chars": _int},
-    "cache": {"strategy": _str, "preview_length": _int, "preview_lines": _int,
-              "ttl_seconds": _num, "max_bytes": _int},
-    "retry": {"strategy": _str, "max_attempts": _int, "base_delay": _num, "max_delay": _num,
-              "jitter": _flag_or_num},
-    "limits": {"max_turns": _int, "max_tokens": _int, "max_cost_usd": _num,
-               "timeout_seconds": _num},
-    "llm": {"provider": _str, "model": _str, "fallback": _strs, "system_prompt": _str,
-            "system_prompt_file": _str, "max_actions": _int, "allow_parallel": _bool,
-            "thinking": _bool, "base_url": _str, "max_tokens": _int, "temperature": _num,
-            "prices": _table},
-    "permissions": {"mode": _str, "allow": _strs, "deny": _strs, "allow_shell": _bool},
-    "step": {"name": _str, "action": _str, "capture": _str, "transform": _str, "on_error": _str,
-             "on_interrupt": _str, "condition": _str, "for_each": _str, "as": _str,
-             "parallel": _bool, "max_concurrency": _int, "steps": _tables, "context": _str,
-             "cache": _str, "retry": _str_or_table, "timeout": _num, "workflow": _str,
-             "prompt": _str, "max_turns": _int, "until": _str, "max_iterations": _int,
-             "else": _tables},
-    "state": {"name": _str, "action": _str, "transitions": _tables, "terminal": _bool,
-              "status": _str, "summary": _str,
-              "on_entry": _str, "on_exit": _str, "capture": _str, "timeout": _num,
-              "on_interrupt": _str, "workflow": _str, "prompt": _str, "max_turns": _int},
-    "transition": {"condition": _str, "next": _str},
-}
 
 
 class _Checker:
@@ -335,7 +287,7 @@ def _build(path: Path, data: dict[str, Any], source: str, *,
 
     variables = dict(wf.get("vars", {}))
     for key in variables:
-        if not _NAME.fullmatch(key):
+        if not NAME_RE.fullmatch(key):
             raise check.fail(f"workflow.vars.{key}", f"invalid variable name {key!r}")
         if key in BUILTIN_VARS:
             raise check.fail(f"workflow.vars.{key}", f"{{{key}}} is built in; pick another name")
@@ -415,7 +367,7 @@ class _Validator:
             raise self.check.fail(where, f"unknown command or step kind {first!r} in "
                                          f"action {value!r}{hint}")
         try:
-            parse_command(_VAR_TOKEN.sub("x", value))
+            parse_command(VAR_TOKEN_RE.sub("x", value))
         except UsageError as exc:
             raise self.check.fail(where, f"invalid action: {exc}") from None
 
@@ -453,7 +405,7 @@ class _Validator:
         """A `for_each` source: a list variable, files:GLOB, lines:TEXT or a plugin."""
         self.text(value, where, known)
         kind, sep, arg = value.partition(":")
-        if sep and _NAME.fullmatch(kind.replace("-", "_")):
+        if sep and NAME_RE.fullmatch(kind.replace("-", "_")):
             if kind not in ("files", "lines") and not self.plugins.is_source(kind):
                 broken = broken_plugin("sources", kind)
                 if broken:
@@ -535,7 +487,7 @@ class _Validator:
         as_name = item.get("as", "item")
         if item.get("for_each") is not None:
             self.source(item["for_each"], f"{here}.for_each", known)
-            if not _NAME.fullmatch(as_name):
+            if not NAME_RE.fullmatch(as_name):
                 raise check.fail(f"{here}.as", f"invalid variable name {as_name!r} in `as`")
             local.add(as_name)
         else:
@@ -576,7 +528,7 @@ class _Validator:
             raise check.fail(f"{here}.transform", "`transform` shapes a captured value; "
                                                   "add `capture`")
         capture = item.get("capture")
-        if capture is not None and not _NAME.fullmatch(capture):
+        if capture is not None and not NAME_RE.fullmatch(capture):
             raise check.fail(f"{here}.capture", f"invalid variable name {capture!r} in "
                                                 f"`capture`")
         if capture in BUILTIN_VARS:
@@ -625,7 +577,7 @@ class _Validator:
             names[item["name"]] = index
             capture = item.get("capture")
             if capture is not None:
-                if not _NAME.fullmatch(capture) or capture in BUILTIN_VARS:
+                if not NAME_RE.fullmatch(capture) or capture in BUILTIN_VARS:
                     raise self.check.fail(f"{here}.capture", f"invalid variable name "
                                                              f"{capture!r} in `capture`")
                 known.add(capture)
