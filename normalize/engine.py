@@ -159,14 +159,14 @@ class Engine:
         try:
             if resumed:
                 self._check_unchanged(task)
-            journal = self.store.journal(task.id)
+            journal = self.store.journal(task.id, redact=False)  # the emitter redacts
         except BaseException:
             lock.release()
             raise
         task.epoch = lock.epoch
         journal.guard = lock.verify
         emitter = Emitter(task.id, seq=self.store.last_seq(task) if resumed else task.seq,
-                          journal=journal)
+                          journal=journal, redact=self.store.redact)
         self._emitter = emitter
         for subscriber in self.subscribers:
             emitter.subscribe(subscriber)

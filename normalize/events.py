@@ -305,12 +305,18 @@ class Emit(Protocol):
 
 
 class Emitter:
-    """The one emit: stamps, journals, fans out. Thread-safe."""
+    """The one emit: stamps, redacts, journals, fans out. Thread-safe.
 
-    def __init__(self, task_id: str, *, seq: int = 0, journal: Journal | None = None) -> None:
+    Streamed deltas are neither journaled nor redacted (a secret split across
+    deltas could not be recognised anyway); the assembled reply is both.
+    """
+
+    def __init__(self, task_id: str, *, seq: int = 0, journal: Journal | None = None,
+                 redact: Callable[[Any], Any] | None = None) -> None:
         self.task_id = task_id
         self.seq = seq
         self.journal = journal
+        self.redact = redact
         self._subscribers: list[Subscriber] = []
         self._lock = threading.RLock()
 
@@ -323,6 +329,9 @@ class Emitter:
         with self._lock:
             self.seq += 1
             stamped = replace(event, task_id=self.task_id, seq=self.seq, ts=time.time())
+            if self.redact is not None and not stamped.transient:
+                # once, before any reader: the journal, `--json` on stdout, the live view
+                stamped = event_from_dict(self.redact(stamped.to_dict()))
             if self.journal is not None and not stamped.transient:
                 self.journal.append(stamped, durable=durable)
             for subscriber in list(self._subscribers):

@@ -301,9 +301,11 @@ class TaskStore:
             with contextlib.suppress(OSError):
                 tmp.unlink()
 
-    def journal(self, task_id: str) -> JournalWriter:
+    def journal(self, task_id: str, *, redact: bool = True) -> JournalWriter:
+        """The task's journal writer; `redact=False` when events come redacted already."""
         self.ensure()
-        return JournalWriter(self.journal_path(task_id), fsync=self.fsync, redact=self.redact,
+        return JournalWriter(self.journal_path(task_id), fsync=self.fsync,
+                             redact=self.redact if redact else None,
                              warn=self.warnings.append)
 
     def lock(self, task_id: str) -> TaskLock:

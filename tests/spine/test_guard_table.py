@@ -166,9 +166,10 @@ action = "view .env"
     proc = cli("run", str(flow), "--json", cwd=tmp_path, home=normalize_home)
     assert proc.returncode == 0, proc.stderr
     stored = "".join(p.read_text() for p in (normalize_home / "tasks").glob("*.json*"))
-    assert "[REDACTED]" in stored
+    assert "[REDACTED]" in stored and "[REDACTED]" in proc.stdout
     for secret in (key, "abcdefghijklmnop1234", "tok_8f3a9c2e71d4b605"):
         assert secret not in stored
+        assert secret not in proc.stdout  # --json goes to CI logs and artifacts
 
 
 def test_quoted_operators_are_not_a_chain(workspace: Path) -> None:
