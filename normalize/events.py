@@ -16,7 +16,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, Protocol
 
 EVENT_VERSION = 1
@@ -304,6 +304,14 @@ class Emit(Protocol):
     def __call__(self, event: BaseEvent, *, durable: bool = False) -> BaseEvent: ...
 
 
+def _stamp(event: BaseEvent, **stamps: Any) -> BaseEvent:
+    """A copy of a frozen event with its stamps set (what `dataclasses.replace` does, minus
+    re-running `__init__`: this runs for every event)."""
+    copy = object.__new__(type(event))
+    copy.__dict__.update(event.__dict__, **stamps)
+    return copy
+
+
 class Emitter:
     """The one emit: stamps, redacts, journals, fans out. Thread-safe.
 
@@ -328,10 +336,13 @@ class Emitter:
         """Stamp, journal (fsynced when `durable`) and fan out `event`, in seq order."""
         with self._lock:
             self.seq += 1
-            stamped = replace(event, task_id=self.task_id, seq=self.seq, ts=time.time())
+            stamped = _stamp(event, task_id=self.task_id, seq=self.seq, ts=time.time())
             if self.redact is not None and not stamped.transient:
                 # once, before any reader: the journal, `--json` on stdout, the live view
-                stamped = event_from_dict(self.redact(stamped.to_dict()))
+                plain = stamped.to_dict()
+                redacted = self.redact(plain)
+                if redacted != plain:
+                    stamped = event_from_dict(redacted)
             if self.journal is not None and not stamped.transient:
                 self.journal.append(stamped, durable=durable)
             for subscriber in list(self._subscribers):
