@@ -31,7 +31,7 @@ from normalize.providers.base import (
     one_line,
     status_error,
 )
-from normalize.providers.transport import abort_response, is_transport_error
+from normalize.providers.transport import LazyPool, abort_response, is_transport_error
 
 KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 MIN_THINKING_BUDGET = 1024
@@ -104,33 +104,29 @@ class AnthropicClient:
         self._api_key = api_key
         self._auth_token = auth_token
         self._timeout = timeout
-        self._sdk: Any = None
-        self._lock = threading.Lock()
+        self._sdk = LazyPool(self._make_sdk)
 
     def __repr__(self) -> str:
         return f"AnthropicClient(model={self.model!r}, base_url={self.base_url!r})"
 
+    def _make_sdk(self) -> Any:
+        import anthropic
+
+        return anthropic.Anthropic(
+            api_key=self._api_key,
+            auth_token=self._auth_token if self._api_key is None else None,
+            base_url=self.base_url,
+            max_retries=0,
+            timeout=self._timeout,
+        )
+
     def _client(self) -> Any:
         """The SDK client, created (and the SDK imported) on first use."""
-        with self._lock:
-            if self._sdk is None:
-                import anthropic
-
-                self._sdk = anthropic.Anthropic(
-                    api_key=self._api_key,
-                    auth_token=self._auth_token if self._api_key is None else None,
-                    base_url=self.base_url,
-                    max_retries=0,
-                    timeout=self._timeout,
-                )
-            return self._sdk
+        return self._sdk.get()
 
     def close(self) -> None:
         """Release the SDK's connection pool."""
-        with self._lock:
-            sdk, self._sdk = self._sdk, None
-        if sdk is not None:
-            sdk.close()
+        self._sdk.close()
 
     def stream(
         self, request: ModelRequest, cancel: CancelToken | None = None

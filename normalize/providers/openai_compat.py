@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,7 +30,7 @@ from normalize.providers.base import (
     one_line,
     status_error,
 )
-from normalize.providers.transport import abort_response, is_transport_error
+from normalize.providers.transport import LazyPool, abort_response, is_transport_error
 
 OPENAI_URL = "https://api.openai.com/v1"
 OLLAMA_URL = "http://localhost:11434/v1"
@@ -105,8 +104,7 @@ class OpenAICompatClient:
             official = urlsplit(self.base_url).hostname == "api.openai.com"
             max_tokens_key = "max_completion_tokens" if official else "max_tokens"
         self._max_tokens_key = max_tokens_key
-        self._http: Any = None
-        self._lock = threading.Lock()
+        self._http = LazyPool(self._make_http)
 
     def __repr__(self) -> str:
         return (
@@ -114,23 +112,21 @@ class OpenAICompatClient:
             f"base_url={self.base_url!r})"
         )
 
-    def _client(self) -> Any:
-        with self._lock:
-            if self._http is None:
-                import httpx
+    def _make_http(self) -> Any:
+        import httpx
 
-                self._http = httpx.Client(
-                    timeout=httpx.Timeout(self._timeout, connect=30.0),
-                    headers={"accept": "text/event-stream"},
-                )
-            return self._http
+        return httpx.Client(
+            timeout=httpx.Timeout(self._timeout, connect=30.0),
+            headers={"accept": "text/event-stream"},
+        )
+
+    def _client(self) -> Any:
+        """The httpx client, created (and httpx imported) on first use."""
+        return self._http.get()
 
     def close(self) -> None:
         """Release the connection pool."""
-        with self._lock:
-            http, self._http = self._http, None
-        if http is not None:
-            http.close()
+        self._http.close()
 
     def stream(
         self, request: ModelRequest, cancel: CancelToken | None = None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import threading
+from collections.abc import Callable
 from typing import Any
 
 _TRANSPORT_MODULES = frozenset({"httpx", "httpx2", "httpcore", "httpcore2"})
@@ -39,3 +41,25 @@ def abort_response(response: Any) -> None:
         response.close()
     except Exception:
         pass
+
+
+class LazyPool:
+    """A provider's connection pool: made on first use (its library imported only then),
+    shared by the client's threads, released by `close`."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._pool: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._pool is None:
+                self._pool = self._make()
+            return self._pool
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
