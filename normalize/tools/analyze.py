@@ -45,7 +45,7 @@ MODES = ("--health", "--complexity", "--types", "--lint")
 DEFAULT_THRESHOLD = 10
 TOP_FILES = 5
 TOP_FUNCTIONS = 10
-TODO_LOCATIONS = 5
+MARKER_LOCATIONS = 5
 MAX_PARSE_BYTES = 1_000_000  # larger Python files are counted but not parsed
 _MARKER_RE = re.compile(rb"\b(TODO|FIXME|XXX|HACK)\b")
 _COMMENT_LEADERS = (b"#", b"//", b"/*", b"<!--", b"--", b";")
@@ -232,7 +232,7 @@ def _markers(data: bytes, rel: str, health: Health) -> None:
         last_line_start = start
         kind = match.group(1).decode()
         health.markers[kind] = health.markers.get(kind, 0) + 1
-        if len(health.marker_locations) < TODO_LOCATIONS:
+        if len(health.marker_locations) < MARKER_LOCATIONS:
             line_no = data.count(b"\n", 0, start) + 1
             end = data.find(b"\n", match.start())
             text = data[start : end if end >= 0 else len(data)].decode("utf-8", "replace").strip()
