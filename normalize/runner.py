@@ -35,6 +35,9 @@ class RunOptions:
     approve: str | None = None
     allow: list[str] = field(default_factory=list)
     deny: list[str] = field(default_factory=list)
+    sandbox: str | None = None  # --sandbox workspace|read-only|off
+    network: bool | None = None  # --network
+    env_allow: list[str] = field(default_factory=list)
     services: DriverServices = field(default_factory=DriverServices)
     approver: Approver | None = None
     asker: Callable[[str], str | None] | None = None

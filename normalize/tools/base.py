@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from normalize.cancel import CancelToken
 from normalize.errors import NormalizeError, ToolError, WorkspaceError
+from normalize.sandbox import SandboxPolicy
 from normalize.task import Action, ActionResult
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class ToolContext:
     task_id: str = ""
     caches: CacheSet | None = None  # scoped caches (a workflow scope's `cache`), with `cache`
     on_spawn: Callable[[int], None] | None = None  # told each child process's pid
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)  # what programs may touch
 
     def cache_for(self, action: Action) -> ResultCache:
         """The cache an action's result goes to: its scope's, or the task's default."""
