@@ -205,14 +205,11 @@ def _hand_over(env: Environment, task: Any, driver: str, model: str | None, *,
 
 def _show_recent(env: Environment, task_id: str, limit: int = 5) -> None:
     """The last few actions, so the person taking over knows where the task stands."""
-    from normalize.cli.render import MARKS, first_line
+    from normalize.cli.describe import journal_events, recent_actions
     from normalize.store import TaskStore
 
-    finished = [e for e in TaskStore().tail(task_id, 200) if e.get("type") == "action_finished"]
-    for event in finished[-limit:]:
-        mark = MARKS.get(event.get("status", ""), "·")
-        env.stderr.write(f"  {mark} {first_line(event.get('command') or event.get('tool', ''), 70)}"
-                         "\n")
+    for line in recent_actions(journal_events(TaskStore().tail(task_id, 200)), limit):
+        env.stderr.write(line + "\n")
     env.stderr.write("  type commands (e.g. `view .`, `run pytest`), `done` to finish\n")
 
 
@@ -315,23 +312,10 @@ def show_task(env: Environment, ref: str, *, json_output: bool) -> int:
     if task.pending is not None:
         out.write(f"  waiting:   {task.pending.question}\n")
     out.write("steps:\n")
-    from normalize.cli.render import MARKS, first_line
+    from normalize.cli.describe import history, journal_events
 
-    count = 0
-    for event in events:
-        kind = event.get("type")
-        if kind == "step_started":
-            label = event.get("state") or event.get("name")
-            out.write(f"  → {label}\n")
-        elif kind == "action_finished":
-            count += 1
-            mark = MARKS.get(event.get("status", ""), "·")
-            out.write(f"  {mark} {first_line(event.get('command') or event.get('tool', ''), 70)}"
-                      f"  ({event.get('duration', 0):.2f}s)\n")
-        elif kind == "run_started" and event.get("resumed"):
-            out.write("  ↻ resumed\n")
-    if count == 0:
-        out.write("  (no actions yet)\n")
+    for line in history(journal_events(events)):
+        out.write(line + "\n")
     return 0
 
 

@@ -5,6 +5,9 @@
     LiveRenderer   the Rich live view: streamed text, spinners that turn into ✓ / ✗ / ⊘,
                    workflow progress, a footer (turn, tokens, cost, time), a summary panel
 
+Each renderer dispatches on the event classes; the words come from `cli/describe.py`
+(one function per message), this module only places and styles them.
+
 The live view never draws from the thread that emits: an event only updates
 the view's state and queues finished lines (constant time, under a lock), and
 `refresh()` draws the queued lines and the live region at most
@@ -23,15 +26,50 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from normalize.events import BaseEvent
+# re-exported (MARKS here, first_line below): callers elsewhere import them from this module
+from normalize.cli.describe import MARKS as MARKS
+from normalize.cli.describe import (
+    action_change,
+    action_failure,
+    answer_line,
+    command_label,
+    describe,
+    ending_title,
+    error_text,
+    interrupted_line,
+    mark,
+    message,
+    question_line,
+    run_started,
+    stats,
+    step_label,
+    step_line,
+)
+from normalize.cli.describe import first_line as first_line
+from normalize.events import (
+    ActionFinished,
+    ActionInterrupted,
+    ActionStarted,
+    BaseEvent,
+    DecisionMade,
+    InputReceived,
+    ModelReplied,
+    ModelRequested,
+    ModelRetried,
+    RunEnded,
+    RunStarted,
+    StepStarted,
+    TextDelta,
+    ThinkingDelta,
+    WaitingForInput,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.text import Text
 
-MARKS = {"success": "✓", "error": "✗", "blocked": "⊘", "cancelled": "⊘", "interrupted": "?"}
 STYLES = {"success": "green", "error": "red", "blocked": "yellow", "cancelled": "yellow",
           "interrupted": "yellow"}
 STATUS_STYLES = {"done": "green", "failed": "red", "waiting": "yellow", "interrupted": "yellow",
@@ -58,78 +96,6 @@ class JsonRenderer:
         self.out.flush()
 
 
-def first_line(text: str, width: int = 100) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= width else line[: width - 1] + "…"
-
-
-def describe(event: BaseEvent) -> str | None:
-    """A plain one-line description of an event, or None for noise."""
-    d: dict[str, Any] = event.to_dict()
-    kind = event.type
-    if kind == "run_started":
-        how = "resumed" if d["resumed"] else "started"
-        return f"task {d['task_id']} {how}: {first_line(d['goal'])} ({d['driver']})"
-    if kind == "step_started":
-        return f"→ {step_label(d)}"
-    if kind == "action_finished":
-        mark = MARKS.get(d["status"], "·")
-        line = f"  {mark} {command_label(d, 80)}  ({d['duration']:.2f}s)"
-        detail = d.get("error") if d["status"] != "success" else None
-        if detail:
-            line += f"\n      {first_line(detail, 120)}"
-        return line
-    if kind == "action_interrupted":
-        what = "runs again" if d["rerun"] else "outcome unknown"
-        return f"  ? {command_label(d, 80)}: interrupted, {what}"
-    if kind == "waiting_for_input":
-        return f"? waiting for an answer: {d['question']}"
-    if kind == "notice":
-        if d["level"] == "error":
-            return None
-        return f"  ! {first_line(d['message'], 120)}" if d["level"] == "warning" \
-            else f"  · {first_line(d['message'], 120)}"
-    if kind == "decision_made" and d.get("thinking"):
-        return "  " + first_line(d["thinking"], 120)
-    if kind == "fallback_used":
-        return f"  ! falling back from {d['from_model']} to {d['to_model']}: {d['reason']}"
-    if kind == "model_retried":
-        return f"  ! model call failed ({d['reason']}); retry {d['attempt']} in {d['delay']:.1f}s"
-    if kind == "loop_detected":
-        return f"  ! loop detected: {first_line(d['command'], 80)} repeated {d['repeats']}×"
-    if kind == "run_ended":
-        return summary_line(d)
-    return None
-
-
-def step_label(d: dict[str, Any]) -> str:
-    """`step 2/5: tests`, or `state fixing`, from a step_started event."""
-    if d.get("state"):
-        return f"state {d['state']}"
-    if d.get("total"):
-        return f"step {d['index']}/{d['total']}: {d['name']}"
-    return f"step {d['name']}"
-
-
-def stats(d: dict[str, Any]) -> list[str]:
-    """The figures of a run_ended event: turns, actions, time, tokens, cost."""
-    parts = [f"{d['turns']} turns", f"{d['actions']} actions", f"{d['duration']:.1f}s"]
-    if d.get("input_tokens") or d.get("output_tokens"):
-        parts.append(f"{d['input_tokens']:,} in / {d['output_tokens']:,} out tokens")
-    if d.get("cost_usd"):
-        parts.append(f"${d['cost_usd']:.4f}")
-    return parts
-
-
-def summary_line(d: dict[str, Any]) -> str:
-    line = f"task {d['task_id']} " + " · ".join([d["status"], *stats(d)])
-    if d.get("summary"):
-        line += f"\n  {first_line(d['summary'], 200)}"
-    if d.get("error"):
-        line += f"\n  error: {first_line(d['error'], 200)}"
-    return line
-
-
 class PlainRenderer:
     """Plain lines, for pipes, `--quiet`, `NO_COLOR` and dumb terminals."""
 
@@ -139,7 +105,7 @@ class PlainRenderer:
         self._lock = threading.Lock()
 
     def __call__(self, event: BaseEvent) -> None:
-        if self.quiet and event.type not in ("run_ended", "waiting_for_input"):
+        if self.quiet and not isinstance(event, RunEnded | WaitingForInput):
             return
         line = describe(event)
         if line is not None:
@@ -222,88 +188,81 @@ class LiveRenderer:
     # -- events: state changes only ------------------------------------------------------
 
     def __call__(self, event: BaseEvent) -> None:
-        kind = event.type
-        if kind in ("text_delta", "thinking_delta"):
-            text: str = getattr(event, "text", "")
+        if isinstance(event, TextDelta | ThinkingDelta):
             with self._lock:
-                (self.state.text if kind == "text_delta" else self.state.thinking).append(text)
+                (self.state.text if isinstance(event, TextDelta) else self.state.thinking).append(
+                    event.text)
             self._start()
             return
-        d = event.to_dict()
         with self._lock:
-            self._apply(kind, d)
-        if kind == "run_ended":
+            self._apply(event)
+        if isinstance(event, RunEnded):
             self.close()
         elif self._ended:
             self.refresh()  # after the run: plain prints, no live region
         else:
             self._start()
 
-    def _apply(self, kind: str, d: dict[str, Any]) -> None:
+    def _apply(self, event: BaseEvent) -> None:
         from rich.text import Text
 
         s = self.state
         if s.started is None:
             s.started = self.clock()
-        if kind in ("model_requested", "decision_made", "action_started"):
-            s.turn = d["turn"]
+        if isinstance(event, ModelRequested | DecisionMade | ActionStarted):
+            s.turn = event.turn
         add = self._queue.append
-        if kind == "run_started":
-            s.task_id = d["task_id"]
-            s.turn = d.get("turn", 0)
-            s.max_turns = d.get("max_turns")
-            s.input_tokens = d.get("input_tokens", 0)
-            s.output_tokens = d.get("output_tokens", 0)
-            s.cost_usd = d.get("cost_usd", 0.0)
-            how = "resumed" if d["resumed"] else "started"
-            add(Text.assemble(("task ", "bold"), (d["task_id"], "bold cyan"),
-                              f" {how}: {first_line(d['goal'], 70)} ",
-                              (f"({d['driver']})", "dim")))
-        elif kind == "step_started":
-            s.step = step_label(d)
-            add(Text(f"→ {s.step}", style="bold"))
-        elif kind == "decision_made":
-            if d.get("thinking"):
-                add(Text(d["thinking"].strip()))
-            s.text.clear()
-        elif kind == "model_replied":
-            s.input_tokens += d["input_tokens"]
-            s.output_tokens += d["output_tokens"]
-            s.cost_usd += d["cost_usd"]
-            s.text.clear()
-            s.thinking.clear()
-            if d.get("thinking"):
-                add(_dim_block(d["thinking"], THINKING_LINES))
-        elif kind == "model_retried":
-            s.text.clear()
-            s.thinking.clear()
-            add(Text(describe_text(kind, d) or "", style="yellow"))
-        elif kind == "action_started":
-            s.running[d["key"]] = (command_label(d, 70), self.clock())
-        elif kind == "action_finished":
-            s.running.pop(d["key"], None)
-            add(action_line(d))
-            if d["tool"] in ("edit", "write") and d["status"] == "success" and d["preview"]:
-                diff = diff_block(d["preview"])
-                if diff is not None:
-                    add(diff)
-        elif kind == "action_interrupted":
-            s.running.pop(d["key"], None)
-            what = "runs again" if d["rerun"] else "outcome unknown"
-            add(Text(f"? {command_label(d, 70)}: interrupted, {what}",
-                     style="yellow"))
-        elif kind == "waiting_for_input":
-            add(Text(f"? {d['question']}", style="bold yellow"))
-        elif kind == "input_received":
-            add(Text(f"  ↳ {first_line(d['answer'], 100)}", style="dim"))
-        elif kind == "run_ended":
-            s.running.clear()
-            add(summary_panel(d))
-        else:
-            line = describe_text(kind, d)
-            if line:
-                style = "yellow" if line.startswith("!") else "dim"
-                add(Text(line, style=style))
+        match event:
+            case RunStarted():
+                s.task_id = event.task_id
+                s.turn = event.turn
+                s.max_turns = event.max_turns
+                s.input_tokens = event.input_tokens
+                s.output_tokens = event.output_tokens
+                s.cost_usd = event.cost_usd
+                add(Text.assemble(*run_started(event, 70)))
+            case StepStarted():
+                s.step = step_label(event)
+                add(Text(step_line(event), style="bold"))
+            case DecisionMade():
+                if event.thinking:
+                    add(Text(event.thinking.strip()))
+                s.text.clear()
+            case ModelReplied():
+                s.input_tokens += event.input_tokens
+                s.output_tokens += event.output_tokens
+                s.cost_usd += event.cost_usd
+                s.text.clear()
+                s.thinking.clear()
+                if event.thinking:
+                    add(_dim_block(event.thinking, THINKING_LINES))
+            case ActionStarted():
+                s.running[event.key] = (command_label(event, 70), self.clock())
+            case ActionFinished():
+                s.running.pop(event.key, None)
+                add(action_line(event))
+                if event.tool in ("edit", "write") and event.status == "success" \
+                        and event.preview:
+                    diff = diff_block(event.preview)
+                    if diff is not None:
+                        add(diff)
+            case ActionInterrupted():
+                s.running.pop(event.key, None)
+                add(Text(interrupted_line(event, 70), style="yellow"))
+            case WaitingForInput():
+                add(Text(question_line(event), style="bold yellow"))
+            case InputReceived():
+                add(Text(answer_line(event), style="dim"))
+            case RunEnded():
+                s.running.clear()
+                add(summary_panel(event))
+            case _:
+                if isinstance(event, ModelRetried):  # the streamed text so far is void
+                    s.text.clear()
+                    s.thinking.clear()
+                line = message(event)
+                if line is not None:
+                    add(Text(line.text, style="yellow" if line.warning else "dim"))
 
     # -- drawing -------------------------------------------------------------------------
 
@@ -409,55 +368,19 @@ class LiveRenderer:
             ticker.join(timeout=1.0)
 
 
-def describe_text(kind: str, d: dict[str, Any]) -> str | None:
-    """A one-line text for the events that have no special look in the live view."""
-    if kind == "notice":
-        if d["level"] == "error":
-            return None
-        return f"{'!' if d['level'] == 'warning' else '·'} {first_line(d['message'], 120)}"
-    if kind == "fallback_used":
-        return f"! falling back from {d['from_model']} to {d['to_model']}: {d['reason']}"
-    if kind == "model_retried":
-        return f"! model call failed ({d['reason']}); retry {d['attempt']} in {d['delay']:.1f}s"
-    if kind == "loop_detected":
-        return f"! loop detected: {first_line(d['command'], 80)} repeated {d['repeats']}×"
-    if kind == "context_compacted":
-        return (f"· context compacted: {d['before_chars']:,} → {d['after_chars']:,} characters "
-                f"({d['results_compacted']} results)")
-    return None
-
-
-def command_label(d: dict[str, Any], width: int) -> str:
-    """An action's command as one line: its first line, without a heredoc marker."""
-    line = first_line(d.get("command") or d.get("tool") or "", 10_000)
-    if heredoc_marker(line):
-        line = line[: line.rfind("<<")].rstrip()
-    return line if len(line) <= width else line[: width - 1] + "…"
-
-
-def heredoc_marker(line: str) -> bool:
-    marker = line.rfind("<<")
-    return marker >= 0 and line[marker + 2:].strip().lstrip("-").strip("'\"").isidentifier()
-
-
-def action_line(d: dict[str, Any]) -> Text:
-    """`✓ view a.py  0.01s  first line of the output`, and the error under a failure."""
+def action_line(event: ActionFinished) -> Text:
+    """`✓ view a.py  0.01s  first line of the output`, and the reason under a failure."""
     from rich.text import Text
 
-    status = d["status"]
-    style = STYLES.get(status, "")
-    line = Text.assemble((MARKS.get(status, "·"), f"bold {style}".strip()), " ",
-                         command_label(d, 60),
-                         (f"  {d['duration']:.2f}s", "dim"))
-    data = d.get("data") or {}
-    if status == "success":
-        if "added" in data and "removed" in data:
-            line.append(f"  +{data['added']} -{data['removed']}", style="dim")
-        elif d["tool"] not in ("edit", "write") and d.get("preview"):
-            line.append(f"  {first_line(d['preview'], 40)}", style="dim")
+    style = STYLES.get(event.status, "")
+    line = Text.assemble((mark(event.status), f"bold {style}".strip()), " ",
+                         command_label(event, 60), (f"  {event.duration:.2f}s", "dim"))
+    if event.status == "success":
+        change = action_change(event)
+        if change:
+            line.append(f"  {change}", style="dim")
     else:
-        detail = d.get("error") or first_line(d.get("preview") or "", 100) or status
-        line.append(f"\n    {first_line(detail, 100)}", style=style)
+        line.append(f"\n    {action_failure(event)}", style=style)
     return line
 
 
@@ -488,21 +411,20 @@ def _dim_block(text: str, limit: int) -> Text:
     return Text("\n".join(lines), style="dim italic")
 
 
-def summary_panel(d: dict[str, Any]) -> RenderableType:
+def summary_panel(event: RunEnded) -> RenderableType:
     """The final panel: how the run ended, its summary, error and figures."""
     from rich.console import Group
     from rich.panel import Panel
     from rich.text import Text
 
-    status = d["status"]
     rows: list[RenderableType] = []
-    if d.get("summary"):
-        rows.append(Text(d["summary"].strip()))
-    if d.get("error"):
-        rows.append(Text(f"error: {d['error'].strip()}", style="red"))
-    rows.append(Text(" · ".join(stats(d)), style="dim"))
-    style = STATUS_STYLES.get(status, "")
-    title = Text.assemble((f"{MARKS['success'] if status == 'done' else '■'} {status}",
-                           f"bold {style}".strip()), (f" · task {d['task_id']}", "dim"))
+    if event.summary:
+        rows.append(Text(event.summary.strip()))
+    if event.error:
+        rows.append(Text(error_text(event.error.strip()), style="red"))
+    rows.append(Text(" · ".join(stats(event)), style="dim"))
+    style = STATUS_STYLES.get(event.status, "")
+    title = Text.assemble((ending_title(event), f"bold {style}".strip()),
+                          (f" · task {event.task_id}", "dim"))
     return Panel(Group(*rows), title=title, title_align="left", border_style=style or "none",
                  expand=False)

@@ -1,0 +1,251 @@
+"""What each event says, in words: one function per message, typed on the event classes.
+
+The renderers (`cli/render.py`) and `tasks show` decide where a message goes
+and how it looks; the wording lives here, once. Every function takes the event
+class it describes (never its dict form), so mypy catches a misspelt field.
+No rich here: `tasks show` and the plain renderer stay light.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
+
+from normalize.events import (
+    ActionFinished,
+    ActionInterrupted,
+    ActionStarted,
+    BaseEvent,
+    ContextCompacted,
+    DecisionMade,
+    FallbackUsed,
+    InputReceived,
+    LoopDetected,
+    ModelRetried,
+    Notice,
+    RunEnded,
+    RunStarted,
+    StepStarted,
+    WaitingForInput,
+    event_from_dict,
+)
+
+MARKS = {"success": "✓", "error": "✗", "blocked": "⊘", "cancelled": "⊘", "interrupted": "?"}
+
+ActionEvent = ActionStarted | ActionFinished | ActionInterrupted
+
+
+class Span(NamedTuple):
+    """A piece of a line and the style the live view gives it (plain output drops it)."""
+
+    text: str
+    style: str = ""
+
+
+class Line(NamedTuple):
+    """A one-line message; `warning` lines are marked `!`, the others `·`."""
+
+    text: str
+    warning: bool
+
+
+def first_line(text: str, width: int = 100) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def heredoc_marker(line: str) -> bool:
+    marker = line.rfind("<<")
+    return marker >= 0 and line[marker + 2:].strip().lstrip("-").strip("'\"").isidentifier()
+
+
+def command_label(event: ActionEvent, width: int) -> str:
+    """An action's command as one line: its first line, without a heredoc marker."""
+    line = first_line(event.command or event.tool, 10_000)
+    if heredoc_marker(line):
+        line = line[: line.rfind("<<")].rstrip()
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def mark(status: str) -> str:
+    return MARKS.get(status, "·")
+
+
+def plain(spans: Iterable[Span]) -> str:
+    """The text of a styled line."""
+    return "".join(span.text for span in spans)
+
+
+# -- the run and its steps ------------------------------------------------------------------
+
+
+def run_started(event: RunStarted, width: int) -> list[Span]:
+    """`task abc12345 started: the goal (llm)`."""
+    how = "resumed" if event.resumed else "started"
+    return [Span("task ", "bold"), Span(event.task_id, "bold cyan"),
+            Span(f" {how}: {first_line(event.goal, width)} "), Span(f"({event.driver})", "dim")]
+
+
+def step_label(event: StepStarted) -> str:
+    """`step 2/5: tests`, or `state fixing`."""
+    if event.state:
+        return f"state {event.state}"
+    if event.total:
+        return f"step {event.index}/{event.total}: {event.name}"
+    return f"step {event.name}"
+
+
+def step_line(event: StepStarted) -> str:
+    return f"→ {step_label(event)}"
+
+
+def stats(event: RunEnded) -> list[str]:
+    """The figures of a finished run: turns, actions, time, tokens, cost."""
+    parts = [f"{event.turns} turns", f"{event.actions} actions", f"{event.duration:.1f}s"]
+    if event.input_tokens or event.output_tokens:
+        parts.append(f"{event.input_tokens:,} in / {event.output_tokens:,} out tokens")
+    if event.cost_usd:
+        parts.append(f"${event.cost_usd:.4f}")
+    return parts
+
+
+def error_text(error: str) -> str:
+    return f"error: {error}"
+
+
+def summary_line(event: RunEnded) -> str:
+    """`task abc12345 done · 2 turns · …`, then the summary and the error, one line each."""
+    line = f"task {event.task_id} " + " · ".join([event.status, *stats(event)])
+    if event.summary:
+        line += f"\n  {first_line(event.summary, 200)}"
+    if event.error:
+        line += f"\n  {error_text(first_line(event.error, 200))}"
+    return line
+
+
+def ending_title(event: RunEnded) -> str:
+    """`✓ done`, or `■ failed`: the head of the summary panel."""
+    return f"{MARKS['success'] if event.status == 'done' else '■'} {event.status}"
+
+
+# -- actions ---------------------------------------------------------------------------------
+
+
+def action_outcome(event: ActionFinished, width: int) -> str:
+    """`✓ view a.py  (0.01s)`: the mark, the command and how long it took."""
+    return f"{mark(event.status)} {command_label(event, width)}  ({event.duration:.2f}s)"
+
+
+def action_change(event: ActionFinished) -> str | None:
+    """What a successful action did, in a few words: `+3 -1`, or its output's first line."""
+    if "added" in event.data and "removed" in event.data:
+        return f"+{event.data['added']} -{event.data['removed']}"
+    if event.tool not in ("edit", "write") and event.preview:
+        return first_line(event.preview, 40)
+    return None
+
+
+def action_failure(event: ActionFinished, width: int = 100) -> str:
+    """Why an action did not succeed: its error, else its output, else its status."""
+    return first_line(event.error or first_line(event.preview, width) or event.status, width)
+
+
+def interrupted_line(event: ActionInterrupted, width: int) -> str:
+    what = "runs again" if event.rerun else "outcome unknown"
+    return f"? {command_label(event, width)}: interrupted, {what}"
+
+
+def waiting_line(event: WaitingForInput) -> str:
+    """The plain log's line for a question (the live view shows `question_line`, in colour)."""
+    return f"? waiting for an answer: {event.question}"
+
+
+def question_line(event: WaitingForInput) -> str:
+    return f"? {event.question}"
+
+
+def answer_line(event: InputReceived) -> str:
+    return f"  ↳ {first_line(event.answer, 100)}"
+
+
+def message(event: BaseEvent) -> Line | None:
+    """The one-liners both views show the same way (notices, retries, fallbacks, loops)."""
+    match event:
+        case Notice(level="error"):
+            return None  # the run's ending reports it
+        case Notice():
+            return Line(f"{'!' if event.level == 'warning' else '·'} "
+                        f"{first_line(event.message, 120)}", event.level == "warning")
+        case FallbackUsed():
+            return Line(f"! falling back from {event.from_model} to {event.to_model}: "
+                        f"{event.reason}", True)
+        case ModelRetried():
+            return Line(f"! model call failed ({event.reason}); retry {event.attempt} in "
+                        f"{event.delay:.1f}s", True)
+        case LoopDetected():
+            return Line(f"! loop detected: {first_line(event.command, 80)} repeated "
+                        f"{event.repeats}×", True)
+        case ContextCompacted():
+            return Line(f"· context compacted: {event.before_chars:,} → {event.after_chars:,} "
+                        f"characters ({event.results_compacted} results)", False)
+    return None
+
+
+def describe(event: BaseEvent) -> str | None:
+    """The plain renderer's line(s) for an event, or None for noise."""
+    match event:
+        case RunStarted():
+            return plain(run_started(event, 100))
+        case StepStarted():
+            return step_line(event)
+        case ActionFinished():
+            outcome = f"  {action_outcome(event, 80)}"
+            if event.status != "success" and event.error:
+                outcome += f"\n      {first_line(event.error, 120)}"
+            return outcome
+        case ActionInterrupted():
+            return f"  {interrupted_line(event, 80)}"
+        case WaitingForInput():
+            return waiting_line(event)
+        case DecisionMade() if event.thinking:
+            return f"  {first_line(event.thinking, 120)}"
+        case ContextCompacted():
+            return None  # the live view's footnote; too chatty for a log
+        case RunEnded():
+            return summary_line(event)
+    line = message(event)
+    return None if line is None else f"  {line.text}"
+
+
+# -- a task's journal, read back -------------------------------------------------------------
+
+
+def journal_events(raw: Iterable[dict[str, Any]]) -> Iterator[BaseEvent]:
+    """Events from a journal's dicts; a kind this version does not know is skipped."""
+    for data in raw:
+        try:
+            yield event_from_dict(data)
+        except (KeyError, TypeError):
+            continue
+
+
+def history(events: Iterable[BaseEvent]) -> list[str]:
+    """The steps of `tasks show`: steps, actions and resumptions, oldest first."""
+    out: list[str] = []
+    actions = 0
+    for event in events:
+        match event:
+            case StepStarted():
+                out.append(f"  {step_line(event)}")
+            case ActionFinished():
+                actions += 1
+                out.append(f"  {action_outcome(event, 70)}")
+            case RunStarted(resumed=True):
+                out.append("  ↻ resumed")
+    return out if actions else [*out, "  (no actions yet)"]
+
+
+def recent_actions(events: Iterable[BaseEvent], limit: int = 5) -> list[str]:
+    """The last few actions, marked and named, for the person taking a task over."""
+    finished = [e for e in events if isinstance(e, ActionFinished)]
+    return [f"  {mark(e.status)} {command_label(e, 70)}" for e in finished[-limit:]]
