@@ -30,7 +30,9 @@ class JournalWriter:
 
     `guard`, when set, runs before every append and may raise (the engine uses
     it to stop a process that lost ownership of the task from writing). A
-    failed write raises `StoreError` naming the file.
+    failed write raises `StoreError` naming the file. `fsyncs` counts the
+    fsyncs done, so a caller (an audit, a test) can tell which appends are on
+    disk for sure: a killed process cannot reveal a missing one.
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class JournalWriter:
         self.guard: Callable[[], None] | None = None
         self._fh: BinaryIO | None = None
         self.offset = 0
+        self.fsyncs = 0
 
     def _file(self) -> BinaryIO:
         if self._fh is None:
@@ -84,6 +87,7 @@ class JournalWriter:
             fh.flush()
             if durable and self.fsync:
                 os.fsync(fh.fileno())
+                self.fsyncs += 1
         except OSError as exc:
             self._drop_handle()
             raise StoreError(f"cannot write the journal {self.path}: {exc.strerror or exc}",
@@ -104,6 +108,7 @@ class JournalWriter:
             self._fh.flush()
             if self.fsync:
                 os.fsync(self._fh.fileno())
+                self.fsyncs += 1
 
     def close(self) -> None:
         self._drop_handle()
