@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from normalize.cli.console import flush_out, write_out
 from normalize.events import BaseEvent
 
 if TYPE_CHECKING:
@@ -51,11 +52,10 @@ class JsonRenderer:
     def __call__(self, event: BaseEvent) -> None:
         line = event.to_json() + "\n"
         with self._lock:
-            self.out.write(line)
-            self.out.flush()
+            write_out(self.out, line)
 
     def close(self) -> None:
-        self.out.flush()
+        flush_out(self.out)
 
 
 def first_line(text: str, width: int = 100) -> str:
@@ -144,11 +144,10 @@ class PlainRenderer:
         line = describe(event)
         if line is not None:
             with self._lock:
-                self.out.write(line + "\n")
-                self.out.flush()
+                write_out(self.out, line + "\n")
 
     def close(self) -> None:
-        self.out.flush()
+        flush_out(self.out)
 
 
 # -- the live view ---------------------------------------------------------------------------
