@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -219,3 +221,39 @@ def test_an_error_stops_the_rest_of_an_in_order_decision_but_not_a_parallel_one(
                                              parse_command("view here.txt")], parallel=True)])
     engine.run(Task.new("parallel", str(tmp_path), "list"), together)
     assert [status for _, status in together.heard] == ["error", "success"]
+
+
+def test_a_run_that_lost_its_task_writes_nothing_and_still_lets_go(tmp_path: Path,
+                                                                  normalize_home: Path) -> None:
+    (tmp_path / "f0.txt").write_text("0\n")
+    events: list[BaseEvent] = []
+    cancel = CancelToken()
+    engine, store = make_engine(tmp_path, normalize_home, events.append, cancel=cancel)
+    task = Task.new("taken over", str(tmp_path), "list")
+    owner = store.tasks_dir / f"{task.id}.owner"
+
+    class LosingDriver(ListDriver):
+        def on_result(self, task: Task, action: Action, result: ActionResult) -> None:
+            # another process takes the task over (as after a lost lock file), then we cancel
+            owner.write_text(json.dumps({"pid": os.getpid() + 1, "epoch": 99}))
+            cancel.cancel("test")
+
+    saved: dict[str, bytes] = {}
+
+    class Snapshotting(LosingDriver):
+        def decide(self, task: Task, ctx: RunContext) -> Decision | None:
+            saved["task"] = store.task_path(task.id).read_bytes()
+            saved["journal"] = store.journal_path(task.id).read_bytes()
+            return super().decide(task, ctx)
+
+    outcome = engine.run(task, Snapshotting(views(1)))
+    assert outcome.status is TaskStatus.FAILED
+    assert outcome.error is not None and "taken over by process" in outcome.error
+    assert store.task_path(task.id).read_bytes() == saved["task"]  # not one byte written
+    journal = store.journal_path(task.id).read_bytes()
+    assert journal.startswith(saved["journal"])
+    after = [json.loads(line)["type"] for line in journal[len(saved["journal"]):].splitlines()]
+    assert "run_ended" not in after and "checkpoint_saved" not in after
+    ended = [e for e in events if isinstance(e, RunEnded)]
+    assert len(ended) == 1 and ended[0].summary == "stopped without saving"  # watchers hear it
+    assert not cancel.cancelled and lock_is_free(store, task.id)
