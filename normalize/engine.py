@@ -6,17 +6,19 @@
         → checkpoint → done? → finalize
 
 Every way a run ends goes through `finalize`: it records the ending, saves
-the task, emits `run_ended`, releases the lock and re-arms the cancel signal.
-The engine knows nothing about models, TOML or terminals.
+the task, emits `run_ended`, and then, whatever failed before, releases the
+lock and re-arms the cancel signal. Only taking the lock comes before the
+protected region, and it writes nothing. A watcher that raises is detached by
+the emitter and never ends the run. The engine knows nothing about models,
+TOML or terminals.
 
 Crash safety: a decision with side effects is checkpointed (as `task.inflight`)
 before its actions run; each side-effecting action is journaled (fsynced) as
-started before it runs and as finished after. On resume, `_recover` feeds the
-finished results back, runs again what never started or was read-only, and
-turns a side effect that started but never finished into an `interrupted`
-result ("outcome unknown") for the driver to decide about. A run that ends
-with its decision still in flight saves the state of the in-flight checkpoint,
-so those results are never fed to the driver twice.
+started before it runs and as finished after, and so is each process it
+starts. On resume, `Recovery` (normalize/recovery.py) settles what the last
+process left. A run that ends with its decision still in flight saves the
+state of the in-flight checkpoint, so those results are never fed to the
+driver twice.
 
 Hand-over: each driver's state is kept under its name (`task.driver_states`).
 A driver that takes a task over from another starts fresh; if it has an
@@ -46,13 +48,12 @@ from normalize.errors import (
 )
 from normalize.events import (
     ActionFinished,
-    ActionInterrupted,
     ActionStarted,
     BaseEvent,
     CheckpointSaved,
     DecisionMade,
     Emitter,
-    InputReceived,
+    Journal,
     Notice,
     ProcessStarted,
     RunEnded,
@@ -61,26 +62,15 @@ from normalize.events import (
     WaitingForInput,
 )
 from normalize.faults import crash_point
+from normalize.recovery import OUTCOME_UNKNOWN, Recovery, Reply, StopRun, reply_text
 from normalize.store import TaskLock, TaskStore
-from normalize.task import (
-    Action,
-    ActionResult,
-    Decision,
-    ResultStatus,
-    Task,
-    TaskStatus,
-    Wait,
-)
+from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus
 from normalize.tools import procs
 from normalize.tools.base import ToolContext, ToolRegistry
 
+__all__ = ["MAX_PARALLEL", "OUTCOME_UNKNOWN", "Engine", "Reply", "RunOutcome", "reply_text"]
+
 MAX_PARALLEL = 8
-
-OUTCOME_UNKNOWN = (
-    "outcome unknown: the process stopped while this action ran, so it may or may not have "
-    "taken effect (in full or in part); check its effect before running it again"
-)
-
 
 @dataclass
 class RunOutcome:
@@ -93,25 +83,7 @@ class RunOutcome:
     error: str | None = None
 
 
-@dataclass
-class Reply:
-    """A person's reply to the task's pending wait (`resume --answer/--approve/--deny`)."""
-
-    answer: str | None = None
-    approve: bool | None = None
-
-
-class _Stop(Exception):
-    """Leaves the loop for `finalize` with a status."""
-
-    def __init__(self, status: TaskStatus, summary: str = "", error: str | None = None) -> None:
-        super().__init__(summary)
-        self.status = status
-        self.summary = summary
-        self.error = error
-
-
-class Engine:
+class Engine(Recovery):
     """Runs a task with a driver until it ends, waits, or is stopped."""
 
     def __init__(
@@ -134,7 +106,6 @@ class Engine:
         self._started = 0.0
         self._lock: TaskLock | None = None
         self._emitter: Emitter | None = None
-        self._ended = False
         self._inflight_saved: tuple[dict[str, Any], int] | None = None
         self._approved: set[str] = set()
 
@@ -148,69 +119,40 @@ class Engine:
         resumed: bool = False,
         reply: Reply | None = None,
     ) -> RunOutcome:
-        """Drive `task` to its next resting point and return how it ended."""
+        """Drive `task` to its next resting point and return how it ended.
+
+        Taking ownership (the lock and, on resume, the check that no one changed
+        the task since it was loaded) writes nothing, so a refusal simply raises.
+        Everything after it is inside the protected region: every way out, an
+        exception in the setup included, goes through `finalize`.
+        """
         self._started = time.monotonic()
-        self._ended = False
         self._inflight_saved = None
         self._approved = set()
+        self._emitter = None
         lock = self.store.lock(task.id)
         lock.acquire(epoch=task.epoch + 1)
         self._lock = lock
         try:
             if resumed:
                 self._check_unchanged(task)
-            journal = self.store.journal(task.id, redact=False)  # the emitter redacts
         except BaseException:
             lock.release()
             raise
         task.epoch = lock.epoch
-        journal.guard = lock.verify
-        emitter = Emitter(task.id, seq=self.store.last_seq(task) if resumed else task.seq,
-                          journal=journal, redact=self.store.redact)
-        self._emitter = emitter
-        for subscriber in self.subscribers:
-            emitter.subscribe(subscriber)
-        ctx = RunContext(task=task, workspace=self.tool_ctx.workspace, emit=emitter.emit,
-                         cancel=self.cancel, tools=self.tools, interactive=self.interactive)
-        self.tool_ctx.task_id = task.id
         try:
-            handed_from = [name for name in task.driver_states if name != task.driver]
-            warned = len(self.store.warnings)
-            if resumed and task.driver in task.driver_states:
-                driver.restore(copy.deepcopy(task.driver_state))
-            if task.inflight is not None:
-                self._inflight_saved = (copy.deepcopy(task.driver_state), task.journal_offset)
-            task.status = TaskStatus.RUNNING
-            task.error = None
-            emitter.emit(RunStarted(goal=task.goal, driver=task.driver, workspace=task.workspace,
-                                    workflow=task.workflow, resumed=resumed, epoch=task.epoch,
-                                    pid=os.getpid(), turn=task.turn,
-                                    max_turns=task.limits.max_turns,
-                                    max_cost_usd=task.limits.max_cost_usd,
-                                    input_tokens=task.usage.input_tokens,
-                                    output_tokens=task.usage.output_tokens,
-                                    cost_usd=task.usage.cost_usd))
-            if resumed and handed_from and task.driver not in task.driver_states:
-                emitter.emit(Notice(message=f"the {task.driver} driver takes over this task "
-                                            f"from {', '.join(handed_from)} at turn {task.turn}"))
-                adopt = getattr(driver, "adopt", None)
-                if callable(adopt):  # optional: a driver may read what happened before it
-                    adopt(self._history(task))
-            warned = self._warn(warned)
-            if resumed:
-                self._recover(task, driver, ctx, reply)
-            self._warn(warned)
-            self._checkpoint(task, driver)
+            ctx = self._open(task, resumed)
+            self._begin(task, driver, ctx, resumed, reply)
             while True:
                 self._check_limits(task)
                 decision = driver.decide(task, ctx)
                 if decision is None:
-                    raise _Stop(TaskStatus.DONE, task.summary or "finished")
+                    raise StopRun(TaskStatus.DONE, task.summary or "finished")
                 self._run_decision(task, driver, ctx, decision)
-        except _Stop as stop:
+        except StopRun as stop:
             return self.finalize(task, driver, stop.status, stop.summary, stop.error)
-        except StaleEpochError as exc:
-            return self._abandon(task, str(exc))
+        except StaleEpochError as exc:  # another process owns the task: write nothing
+            return self.finalize(task, driver, TaskStatus.FAILED, error=str(exc), owned=False)
         except KeyboardInterrupt:  # a second Ctrl-C: stop at once, still through the exit door
             self.cancel.cancel("stopped at once")
             return self.finalize(task, driver, TaskStatus.INTERRUPTED, "interrupted",
@@ -221,9 +163,59 @@ class Engine:
         except NormalizeError as exc:
             return self.finalize(task, driver, TaskStatus.FAILED, error=str(exc))
         except Exception as exc:
-            emitter.emit(Notice(level="error", message=traceback.format_exc(limit=8)))
             return self.finalize(task, driver, TaskStatus.FAILED,
-                                 error=f"internal error: {type(exc).__name__}: {exc}")
+                                 error=f"internal error: {type(exc).__name__}: {exc}",
+                                 trace=traceback.format_exc(limit=8))
+        except BaseException as exc:  # SystemExit and kin: end the run properly, then go on
+            self.finalize(task, driver, TaskStatus.INTERRUPTED, "interrupted",
+                          f"stopped by {type(exc).__name__}")
+            raise
+
+    def _open(self, task: Task, resumed: bool) -> RunContext:
+        """The run's emitter (watchers first, then the journal) and the drivers' context."""
+        assert self._lock is not None
+        emitter = Emitter(task.id, seq=task.seq, redact=self.store.redact)
+        self._emitter = emitter
+        for subscriber in self.subscribers:
+            emitter.subscribe(subscriber)
+        journal = self.store.journal(task.id, redact=False)  # the emitter redacts
+        journal.guard = self._lock.verify
+        if resumed:
+            emitter.seq = self.store.last_seq(task)
+        emitter.journal = journal
+        self.tool_ctx.task_id = task.id
+        return RunContext(task=task, workspace=self.tool_ctx.workspace, emit=emitter.emit,
+                          cancel=self.cancel, tools=self.tools, interactive=self.interactive)
+
+    def _begin(self, task: Task, driver: Driver, ctx: RunContext, resumed: bool,
+               reply: Reply | None) -> None:
+        """Restore the driver, announce the run, settle what a resume inherits, checkpoint."""
+        handed_from = [name for name in task.driver_states if name != task.driver]
+        warned = len(self.store.warnings)
+        if resumed and task.driver in task.driver_states:
+            driver.restore(copy.deepcopy(task.driver_state))
+        if task.inflight is not None:
+            self._inflight_saved = (copy.deepcopy(task.driver_state), task.journal_offset)
+        task.status = TaskStatus.RUNNING
+        task.error = None
+        ctx.emit(RunStarted(goal=task.goal, driver=task.driver, workspace=task.workspace,
+                            workflow=task.workflow, resumed=resumed, epoch=task.epoch,
+                            pid=os.getpid(), turn=task.turn, max_turns=task.limits.max_turns,
+                            max_cost_usd=task.limits.max_cost_usd,
+                            input_tokens=task.usage.input_tokens,
+                            output_tokens=task.usage.output_tokens,
+                            cost_usd=task.usage.cost_usd))
+        if resumed and handed_from and task.driver not in task.driver_states:
+            ctx.emit(Notice(message=f"the {task.driver} driver takes over this task "
+                                    f"from {', '.join(handed_from)} at turn {task.turn}"))
+            adopt = getattr(driver, "adopt", None)
+            if callable(adopt):  # optional: a driver may read what happened before it
+                adopt(self._history(task))
+        warned = self._warn(warned)
+        if resumed:
+            self._recover(task, driver, ctx, reply)
+        self._warn(warned)
+        self._checkpoint(task, driver)
 
     def _history(self, task: Task, limit: int = 20) -> list[dict[str, Any]]:
         """The task's last finished actions, for a driver taking it over (`adopt`)."""
@@ -253,19 +245,19 @@ class Engine:
 
     def _check_limits(self, task: Task) -> None:
         if self.cancel.cancelled:
-            raise _Stop(TaskStatus.INTERRUPTED, "interrupted", self.cancel.reason or None)
+            raise StopRun(TaskStatus.INTERRUPTED, "interrupted", self.cancel.reason or None)
         limits = task.limits
         if limits.max_turns is not None and task.turn >= limits.max_turns:
-            raise _Stop(TaskStatus.LIMIT, f"reached max_turns ({limits.max_turns})")
+            raise StopRun(TaskStatus.LIMIT, f"reached max_turns ({limits.max_turns})")
         used = task.usage
         if limits.max_tokens is not None and \
                 used.input_tokens + used.output_tokens >= limits.max_tokens:
-            raise _Stop(TaskStatus.LIMIT, f"reached max_tokens ({limits.max_tokens})")
+            raise StopRun(TaskStatus.LIMIT, f"reached max_tokens ({limits.max_tokens})")
         if limits.max_cost_usd is not None and used.cost_usd >= limits.max_cost_usd:
-            raise _Stop(TaskStatus.LIMIT,
+            raise StopRun(TaskStatus.LIMIT,
                         f"reached the budget (${used.cost_usd:.4f} of ${limits.max_cost_usd:g})")
         if limits.timeout_seconds is not None and self._elapsed(task) >= limits.timeout_seconds:
-            raise _Stop(TaskStatus.LIMIT, f"reached timeout_seconds ({limits.timeout_seconds:g})")
+            raise StopRun(TaskStatus.LIMIT, f"reached timeout_seconds ({limits.timeout_seconds:g})")
 
     def _elapsed(self, task: Task) -> float:
         return task.elapsed + (time.monotonic() - self._started)
@@ -293,13 +285,13 @@ class Engine:
         task.inflight = None
         if task.pending is not None:
             self._checkpoint(task, driver)
-            raise _Stop(TaskStatus.WAITING, task.pending.question)
+            raise StopRun(TaskStatus.WAITING, task.pending.question)
         if self.cancel.cancelled:
-            raise _Stop(TaskStatus.INTERRUPTED, "interrupted", self.cancel.reason or None)
+            raise StopRun(TaskStatus.INTERRUPTED, "interrupted", self.cancel.reason or None)
         self._checkpoint(task, driver)
         if decision.done:
             task.summary = decision.summary or task.summary
-            raise _Stop(decision.status, task.summary or decision.status.value)
+            raise StopRun(decision.status, task.summary or decision.status.value)
 
     def _execute(self, task: Task, driver: Driver, ctx: RunContext, actions: list[Action],
                  parallel: bool, skip: frozenset[str] = frozenset(), fanout: int = 0) -> None:
@@ -378,113 +370,6 @@ class Engine:
             return
         driver.on_result(task, action, result)
 
-    # -- resuming --------------------------------------------------------
-
-    def _recover(self, task: Task, driver: Driver, ctx: RunContext, reply: Reply | None) -> None:
-        """Settle what the last process left: a pending wait, an in-flight decision."""
-        if task.pending is not None:
-            self._answer(task, driver, ctx, task.pending, reply)
-        if task.inflight is None:
-            return
-        decision = Decision.from_dict(task.inflight["decision"])
-        finished: dict[str, dict[str, Any]] = {}
-        started: set[str] = set()
-        children: dict[str, list[dict[str, Any]]] = {}
-        for event in self.store.events_since(task):
-            if event.get("type") == "action_finished":
-                finished[event["key"]] = event
-            elif event.get("type") == "action_started":
-                started.add(event["key"])
-            elif event.get("type") == "process_started":
-                children.setdefault(event["key"], []).append(event)
-        done_keys: set[str] = set()
-        for action in decision.actions:
-            if action.key in finished:
-                event = finished[action.key]
-                result = ActionResult(ResultStatus(event["status"]), output=event["preview"],
-                                      exit_code=event.get("exit_code"), error=event.get("error"),
-                                      cache_id=event.get("cache_id"), data=event.get("data", {}))
-                driver.on_result(task, action, result)
-                done_keys.add(action.key)
-            elif action.key in started and not self.tools.is_read_only(action):
-                ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
-                                           read_only=False, rerun=False))
-                shown = action.text or action.tool
-                stopped = self._stop_survivors(ctx, children.get(action.key, []))
-                result = ActionResult(ResultStatus.INTERRUPTED,
-                                      output=f"`{shown}`: {OUTCOME_UNKNOWN}{stopped}",
-                                      error=OUTCOME_UNKNOWN + stopped,
-                                      data={"outcome": "unknown"})
-                self._finish(task, driver, ctx, action, result)
-                done_keys.add(action.key)
-            elif action.key in started:
-                ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
-                                           read_only=True, rerun=True))
-        self._approved = set(task.inflight.get("approved", []))
-        self._execute(task, driver, ctx, decision.actions, decision.parallel,
-                      skip=frozenset(done_keys), fanout=decision.max_concurrency)
-        self._settle(task, driver, decision)
-
-    def _stop_survivors(self, ctx: RunContext, spawned: list[dict[str, Any]]) -> str:
-        """Stop the children of an interrupted action that outlived the last process.
-
-        Only when that process is gone: a live owner (one whose lock was lost)
-        still watches its own children.
-        """
-        stopped = []
-        for event in spawned:
-            pid = int(event["pid"])
-            owner = int(event.get("owner") or 0)
-            if owner and procs.same_process_alive(owner, event.get("owner_started")):
-                continue
-            if procs.same_process_alive(pid, event.get("started")):
-                procs.stop_group(pid)
-                stopped.append(str(pid))
-                ctx.emit(Notice(level="warning", message=f"stopped process {pid}, left running "
-                                                         f"by the interrupted `{event['key']}`"))
-        if not stopped:
-            return ""
-        return f"; its process {', '.join(stopped)} was still running and has been stopped"
-
-    def _answer(self, task: Task, driver: Driver, ctx: RunContext, wait: Wait,
-                reply: Reply | None) -> None:
-        """Turn the person's reply into the result of the action the task waited on.
-
-        Without a fitting reply the task keeps waiting (and says so again). An
-        approved side effect runs as a one-action decision of its own, with the
-        same journal and checkpoint guarantees as any other.
-        """
-        action = wait.action or Action("ask", {"args": [wait.question]}, text="ask")
-        answer = reply_text(wait, reply)
-        if answer is None:
-            ctx.emit(WaitingForInput(kind=wait.kind, question=wait.question,
-                                     command=action.text or None))
-            raise _Stop(TaskStatus.WAITING, wait.question)
-        task.pending = None
-        ctx.emit(InputReceived(kind=wait.kind, answer=answer))
-        if wait.kind == "approval":
-            if answer == "approved":
-                approved = Action(action.tool, dict(action.params), action.text,
-                                  key=f"{task.turn}.0")
-                decision = Decision(actions=[approved])
-                task.inflight = {"turn": task.turn, "decision": decision.to_dict(),
-                                 "approved": [approved.key]}
-                self._approved = {approved.key}
-                self._checkpoint(task, driver)
-                self._execute(task, driver, ctx, decision.actions, parallel=False)
-                self._settle(task, driver, decision)
-                return
-            result = ActionResult.blocked("denied by the user")
-        else:
-            result = ActionResult.success(f"The user answered: {answer}",
-                                          data={"question": wait.question, "answer": answer})
-        ctx.emit(ActionFinished(turn=task.turn, key=action.key, tool=action.tool,
-                                command=action.text, status=result.status.value,
-                                duration=round(result.duration, 6), exit_code=result.exit_code,
-                                error=result.error, preview=result.shown[:4000],
-                                cache_id=result.cache_id, data=result.data))
-        driver.on_result(task, action, result)
-
     # -- checkpoints and the exit door -----------------------------------
 
     def _checkpoint(self, task: Task, driver: Driver) -> None:
@@ -499,78 +384,101 @@ class Engine:
         self._emitter.emit(CheckpointSaved(turn=task.turn, bytes=size))
 
     def finalize(self, task: Task, driver: Driver, status: TaskStatus, summary: str = "",
-                 error: str | None = None) -> RunOutcome:
-        """The single exit door: record the ending, save, announce, unlock, re-arm."""
-        emitter = self._emitter
-        assert emitter is not None
-        task.status = status
-        if summary:
-            task.summary = summary
-        task.error = error
-        task.elapsed = self._elapsed(task)
+                 error: str | None = None, *, owned: bool = True,
+                 trace: str | None = None) -> RunOutcome:
+        """The single exit door: record the ending, save, announce, unlock, re-arm.
+
+        `owned=False` (another process took the task over, or a save finds it
+        did) writes nothing, neither the task nor the journal; the watchers
+        still hear the end. `trace` (an internal error's traceback) is emitted
+        as a notice just before `run_ended`. Whatever fails on the way, the
+        lock is released and the cancel signal re-armed.
+        """
         try:
-            if task.inflight is not None and self._inflight_saved is not None:
-                # the decision is still out: keep the state and journal position of its
-                # checkpoint, so a resume feeds each finished result to the driver once
-                task.driver_state, task.journal_offset = self._inflight_saved
-            else:
-                task.driver_state = driver.snapshot()
-                task.journal_offset = getattr(emitter.journal, "offset", 0)
-            task.seq = emitter.seq + 1
-            self.store.save(task, lock=self._lock)
-        except StaleEpochError as exc:
-            return self._abandon(task, str(exc))
-        except NormalizeError as exc:
-            error = f"{error}; {exc}" if error else str(exc)
+            task.status = status
+            if summary:
+                task.summary = summary
             task.error = error
-        except Exception as exc:  # a driver that cannot snapshot: still end cleanly
-            error = f"{error}; cannot save the task: {exc}" if error else \
-                f"cannot save the task: {type(exc).__name__}: {exc}"
+            task.elapsed = self._elapsed(task)
+            if owned:
+                try:
+                    error = _joined(error, self._save_ending(task, driver, trace is not None))
+                except StaleEpochError as exc:
+                    owned, error = False, _joined(error, str(exc))
+                except NormalizeError as exc:
+                    error = _joined(error, str(exc))
+                except Exception as exc:
+                    error = _joined(error, f"cannot save the task: {type(exc).__name__}: {exc}")
+            if not owned:
+                self._detach_journal()
+                status, task.summary = TaskStatus.FAILED, "stopped without saving"
             task.error = error
-        ended = RunEnded(status=status.value, exit_code=int(status.exit_status),
-                         summary=task.summary, error=error, turns=task.turn,
-                         actions=task.actions_run,
-                         duration=round(time.monotonic() - self._started, 6),
-                         input_tokens=task.usage.input_tokens,
-                         output_tokens=task.usage.output_tokens,
-                         cost_usd=round(task.usage.cost_usd, 6))
-        try:
-            emitter.emit(ended)
-        except NormalizeError:  # the journal cannot be written: the watchers still hear it
-            self._detach_journal()
-            emitter.emit(ended)
-        self._close()
+            self._announce(task, status, error, trace)
+        finally:
+            self._close()
         return RunOutcome(task, status, status.exit_status, task.summary, error)
 
-    def _abandon(self, task: Task, error: str) -> RunOutcome:
-        """Stop without writing: another process owns the task now (watchers still hear it)."""
-        self._detach_journal()
+    def _save_ending(self, task: Task, driver: Driver, traced: bool) -> str | None:
+        """Save the ended task; a driver that cannot snapshot keeps its last checkpoint's state."""
+        problem = None
+        if task.inflight is not None and self._inflight_saved is not None:
+            # the decision is still out: keep the state and journal position of its
+            # checkpoint, so a resume feeds each finished result to the driver once
+            task.driver_state, task.journal_offset = self._inflight_saved
+        else:
+            try:
+                task.driver_state = driver.snapshot()
+            except Exception as exc:
+                problem = f"cannot snapshot the driver: {type(exc).__name__}: {exc}"
+            task.journal_offset = getattr(self._journal, "offset", 0)
         if self._emitter is not None:
-            self._emitter.emit(RunEnded(status=TaskStatus.FAILED.value,
-                                        exit_code=int(ExitStatus.FAILED),
-                                        summary="stopped without saving", error=error,
-                                        turns=task.turn, actions=task.actions_run,
-                                        duration=round(time.monotonic() - self._started, 6)))
-        self._close()
-        return RunOutcome(task, TaskStatus.FAILED, ExitStatus.FAILED, error=error)
+            task.seq = self._emitter.seq + 1 + traced  # the seq `run_ended` will get
+        self.store.save(task, lock=self._lock)
+        return problem
+
+    def _announce(self, task: Task, status: TaskStatus, error: str | None,
+                  trace: str | None) -> None:
+        """Emit the ending; a journal that cannot take it is dropped, the watchers still hear it."""
+        if self._emitter is None:
+            return
+        ending: list[BaseEvent] = [Notice(level="error", message=trace)] if trace else []
+        ending.append(RunEnded(status=status.value, exit_code=int(status.exit_status),
+                               summary=task.summary, error=error, turns=task.turn,
+                               actions=task.actions_run,
+                               duration=round(time.monotonic() - self._started, 6),
+                               input_tokens=task.usage.input_tokens,
+                               output_tokens=task.usage.output_tokens,
+                               cost_usd=round(task.usage.cost_usd, 6)))
+        for event in ending:
+            try:
+                self._emitter.emit(event)
+            except Exception:
+                self._detach_journal()
+                self._emitter.emit(event)
+
+    @property
+    def _journal(self) -> Journal | None:
+        return None if self._emitter is None else self._emitter.journal
 
     def _detach_journal(self) -> None:
         """Stop journaling (it failed, or is not ours); watchers still get every event."""
-        if self._emitter is not None and self._emitter.journal is not None:
-            close = getattr(self._emitter.journal, "close", None)
-            if close is not None:
-                close()
+        journal = self._journal
+        if journal is not None:
+            assert self._emitter is not None
             self._emitter.journal = None
+            _close_journal(journal)
 
     def _close(self) -> None:
-        if self._emitter is not None and self._emitter.journal is not None:
-            journal = self._emitter.journal
-            close = getattr(journal, "close", None)
-            if close is not None:
-                close()
-        if self._lock is not None:
-            self._lock.release()
-        self.cancel.reset()
+        """Close the journal, release the lock, re-arm the cancel signal, come what may."""
+        try:
+            if self._journal is not None:
+                _close_journal(self._journal)
+        finally:
+            try:
+                if self._lock is not None:
+                    self._lock.release()
+            finally:
+                self.cancel.reset()
 
     def emit(self, event: BaseEvent) -> None:
         """Emit through the running task's emitter (for code driving the engine)."""
@@ -578,23 +486,14 @@ class Engine:
             self._emitter.emit(event)
 
 
-def reply_text(wait: Wait, reply: Reply | None) -> str | None:
-    """The reply to `wait` as text, or None when it does not answer it.
+def _joined(error: str | None, more: str | None) -> str | None:
+    """Two problems as one line (either may be missing)."""
+    if not more:
+        return error
+    return f"{error}; {more}" if error else more
 
-    An approval takes `--approve`/`--deny` (or an answer of yes/no); a question
-    takes `--answer`; an interrupted action's question ("run it again?") takes
-    either.
-    """
-    if reply is None:
-        return None
-    if wait.kind == "approval":
-        verdict = reply.approve
-        if verdict is None and reply.answer is not None:
-            verdict = {"y": True, "yes": True, "n": False, "no": False}.get(
-                reply.answer.strip().lower())
-        return None if verdict is None else "approved" if verdict else "denied"
-    if reply.answer is not None:
-        return reply.answer
-    if wait.kind == "interrupt" and reply.approve is not None:
-        return "yes" if reply.approve else "no"
-    return None
+
+def _close_journal(journal: Journal) -> None:
+    close = getattr(journal, "close", None)
+    if close is not None:
+        close()

@@ -16,6 +16,18 @@
 
 Each error renders as one line (`str(err)`); the CLI prints it and exits with
 `err.exit_status`.
+
+Exit statuses (`ExitStatus`, the same table is in the README):
+
+    0    done
+    1    failed
+    2    usage or configuration error
+    3    a limit was reached; resumable
+    4    waiting for an answer or an approval
+    5    stuck: the model repeated itself without progress
+    130  interrupted: Ctrl-C, SIGTERM, or stdout closed (`… --json | head -1`); resumable.
+         A closed stdout is an interruption like Ctrl-C (not 141, "killed by SIGPIPE"): the
+         run stops at a safe point and saves the task, so one status says "resume it".
 """
 
 from __future__ import annotations
@@ -32,7 +44,7 @@ class ExitStatus(IntEnum):
     LIMIT = 3
     WAITING = 4
     STUCK = 5
-    INTERRUPTED = 130
+    INTERRUPTED = 130  # Ctrl-C, SIGTERM, or stdout closed under the run
 
 
 class NormalizeError(Exception):

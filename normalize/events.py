@@ -317,6 +317,10 @@ class Emitter:
 
     Streamed deltas are neither journaled nor redacted (a secret split across
     deltas could not be recognised anyway); the assembled reply is both.
+
+    A subscriber that raises is detached, and a warning `Notice` naming it and
+    its error is emitted after the event (journaled, and shown to the others):
+    one broken watcher never stops the run or the other watchers.
     """
 
     def __init__(self, task_id: str, *, seq: int = 0, journal: Journal | None = None,
@@ -330,7 +334,7 @@ class Emitter:
 
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
         self._subscribers.append(subscriber)
-        return lambda: self._subscribers.remove(subscriber)
+        return lambda: self._detach(subscriber)
 
     def emit(self, event: BaseEvent, *, durable: bool = False) -> BaseEvent:
         """Stamp, journal (fsynced when `durable`) and fan out `event`, in seq order."""
@@ -345,6 +349,31 @@ class Emitter:
                     stamped = event_from_dict(redacted)
             if self.journal is not None and not stamped.transient:
                 self.journal.append(stamped, durable=durable)
-            for subscriber in list(self._subscribers):
-                subscriber(stamped)
+            failed = self._fan_out(stamped)
+            for subscriber, exc in failed:  # after the event, so every watcher keeps seq order
+                self.emit(Notice(level="warning", message=(
+                    f"subscriber {_name(subscriber)} was detached: it raised "
+                    f"{type(exc).__name__}: {exc}")))
         return stamped
+
+    def _fan_out(self, event: BaseEvent) -> list[tuple[Subscriber, Exception]]:
+        """Give `event` to each subscriber; detach and return the ones that raised."""
+        failed: list[tuple[Subscriber, Exception]] = []
+        for subscriber in list(self._subscribers):
+            try:
+                subscriber(event)
+            except Exception as exc:  # isolated: a watcher's failure is not the run's
+                self._detach(subscriber)
+                failed.append((subscriber, exc))
+        return failed
+
+    def _detach(self, subscriber: Subscriber) -> None:
+        with self._lock:
+            if subscriber in self._subscribers:
+                self._subscribers.remove(subscriber)
+
+
+def _name(subscriber: Subscriber) -> str:
+    """A subscriber as a person reads it: its function's or its class's name."""
+    name = getattr(subscriber, "__qualname__", None)
+    return str(name) if name else type(subscriber).__qualname__

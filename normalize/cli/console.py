@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
 from normalize.cancel import CancelToken
 from normalize.errors import NormalizeError
@@ -83,7 +83,12 @@ class SignalCancel:
     token again (`hard`: subprocesses are killed at once) and raises
     KeyboardInterrupt in the main thread; the engine still leaves through
     `finalize`, and every file write is atomic, so nothing is left half written.
+
+    While it is entered, `output_closed` (the reader of stdout went away)
+    cancels the run too, once and gracefully, with the reason "stdout closed".
     """
+
+    running: ClassVar[list[SignalCancel]] = []
 
     def __init__(self, cancel: CancelToken,
                  notify: Callable[[str], None] | None = None) -> None:
@@ -104,11 +109,60 @@ class SignalCancel:
     def __enter__(self) -> SignalCancel:
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._previous[sig] = signal.signal(sig, self._handle)
+        SignalCancel.running.append(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self in SignalCancel.running:
+            SignalCancel.running.remove(self)
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+
+
+def output_closed(stream: TextIO) -> None:
+    """The reader of `stream` went away (`normalize run … --json | head -1`).
+
+    The stream's file descriptor is pointed at /dev/null, so later writes and
+    the flush at interpreter exit succeed silently (what the Python docs advise
+    for a broken pipe), and the runs inside a `SignalCancel` are cancelled with
+    the reason "stdout closed": each stops at its next safe point, saved as
+    `interrupted` (exit status 130) and resumable.
+    """
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):  # not a file (a StringIO), or closed
+        pass
+    else:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+    for guard in list(SignalCancel.running):
+        if not guard.cancel.cancelled:  # a reader leaving is no second Ctrl-C
+            guard.cancel.cancel("stdout closed")
+
+
+def write_out(out: TextIO, text: str) -> None:
+    """Write and flush; if the reader went away, `output_closed` and raise on.
+
+    The renderers write through this: the emitter then detaches the renderer
+    and journals why, and the run stops as `interrupted`.
+    """
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        output_closed(out)
+        raise
+
+
+def flush_out(out: TextIO) -> None:
+    """Flush at the end; a reader that went away is no error any more."""
+    try:
+        out.flush()
+    except BrokenPipeError:
+        output_closed(out)
 
 
 def line_reader(env: Environment) -> Callable[[str], str | None]:

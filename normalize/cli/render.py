@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
+from normalize.cli.console import flush_out, write_out
+
 # re-exported (MARKS here, first_line below): callers elsewhere import them from this module
 from normalize.cli.describe import MARKS as MARKS
 from normalize.cli.describe import (
@@ -89,11 +91,10 @@ class JsonRenderer:
     def __call__(self, event: BaseEvent) -> None:
         line = event.to_json() + "\n"
         with self._lock:
-            self.out.write(line)
-            self.out.flush()
+            write_out(self.out, line)
 
     def close(self) -> None:
-        self.out.flush()
+        flush_out(self.out)
 
 
 class PlainRenderer:
@@ -110,11 +111,10 @@ class PlainRenderer:
         line = describe(event)
         if line is not None:
             with self._lock:
-                self.out.write(line + "\n")
-                self.out.flush()
+                write_out(self.out, line + "\n")
 
     def close(self) -> None:
-        self.out.flush()
+        flush_out(self.out)
 
 
 # -- the live view ---------------------------------------------------------------------------

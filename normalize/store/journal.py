@@ -31,6 +31,10 @@ class JournalWriter:
     `guard`, when set, runs before every append and may raise (the engine uses
     it to stop a process that lost ownership of the task from writing). A
     failed write raises `StoreError` naming the file.
+
+    `on_append`, when set, is called after each line is written with the event
+    and whether the line was fsynced: a killed process cannot reveal a missing
+    fsync, so this is how an audit (or a test) sees which writes are durable.
     """
 
     def __init__(
@@ -48,6 +52,7 @@ class JournalWriter:
         self.guard: Callable[[], None] | None = None
         self._fh: BinaryIO | None = None
         self.offset = 0
+        self.on_append: Callable[[BaseEvent, bool], None] | None = None
 
     def _file(self) -> BinaryIO:
         if self._fh is None:
@@ -82,13 +87,16 @@ class JournalWriter:
             fh = self._file()
             fh.write(line)
             fh.flush()
-            if durable and self.fsync:
+            synced = durable and self.fsync
+            if synced:
                 os.fsync(fh.fileno())
         except OSError as exc:
             self._drop_handle()
             raise StoreError(f"cannot write the journal {self.path}: {exc.strerror or exc}",
                              hint=write_hint(exc)) from exc
         self.offset += len(line)
+        if self.on_append is not None:
+            self.on_append(event, synced)
 
     def _drop_handle(self) -> None:
         """Drop the handle after a failed write, so a retry re-opens and re-checks the tail."""
