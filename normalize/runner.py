@@ -144,3 +144,14 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     engine = Engine(store, tools, tool_context(task, options), cancel=options.cancel,
                     subscribers=options.subscribers, interactive=options.interactive)
     return engine.run(task, driver, resumed=resumed, reply=reply)
+
+
+def run_flow(root: object, *, goal: str = "", options: RunOptions | None = None,
+             overrides: Mapping[str, Any] | None = None, **compile_options: Any) -> RunOutcome:
+    """Compile a Python flow and run it as a task: the same engine, events and store as TOML."""
+    from normalize.workflow.flow import compile_flow
+
+    options = options or RunOptions()
+    spec = compile_flow(root, base_dir=options.workspace, overrides=overrides,
+                        **compile_options)
+    return run_task(start_task(spec, goal, options), options)

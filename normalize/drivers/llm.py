@@ -58,7 +58,6 @@ from normalize.events import (
     ThinkingDelta,
 )
 from normalize.execution.context import ContextStrategy, make_context, signature
-from normalize.execution.retry import RetryPolicy
 from normalize.intents import parse
 from normalize.providers import base as model_events
 from normalize.providers.base import (
@@ -71,6 +70,7 @@ from normalize.providers.base import (
     complete,
 )
 from normalize.providers.pricing import DEFAULT_TABLE, PriceTable
+from normalize.retry import RetryPolicy
 from normalize.task import Action, ActionResult, Decision, Task, TaskStatus, Usage
 
 ModelFactory = Callable[..., ModelClient]
