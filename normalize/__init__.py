@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "start_task": "normalize.runner",
     "open_task": "normalize.runner",
     "run_task": "normalize.runner",
+    "run_flow": "normalize.runner",
     "TaskStore": "normalize.store",
     # tools and the command language
     "Tool": "normalize.tools.base",
@@ -54,13 +55,12 @@ _EXPORTS: dict[str, str] = {
     "parse": "normalize.intents",
     "parse_command": "normalize.intents",
     # workflows in Python
-    "Step": "normalize.execution.flow",
-    "Sequence": "normalize.execution.flow",
-    "Loop": "normalize.execution.flow",
-    "Branch": "normalize.execution.flow",
-    "Scope": "normalize.execution.flow",
-    "run_flow": "normalize.execution.flow",
-    "to_toml": "normalize.execution.flow",
+    "Step": "normalize.workflow.flow",
+    "Sequence": "normalize.workflow.flow",
+    "Loop": "normalize.workflow.flow",
+    "Branch": "normalize.workflow.flow",
+    "Scope": "normalize.workflow.flow",
+    "to_toml": "normalize.workflow.flow",
     # errors
     "ExitStatus": "normalize.errors",
     "NormalizeError": "normalize.errors",
@@ -126,9 +126,8 @@ if TYPE_CHECKING:
         UsageError,
     )
     from normalize.events import EVENT_VERSION, Emitter, event_from_dict
-    from normalize.execution.flow import Branch, Loop, Scope, Sequence, Step, run_flow, to_toml
     from normalize.intents import parse, parse_command
-    from normalize.runner import RunOptions, load_spec, open_task, run_task, start_task
+    from normalize.runner import RunOptions, load_spec, open_task, run_flow, run_task, start_task
     from normalize.store import TaskStore
     from normalize.task import (
         Action,
@@ -143,6 +142,7 @@ if TYPE_CHECKING:
     )
     from normalize.tools import default_tools
     from normalize.tools.base import Tool, ToolContext, ToolRegistry
+    from normalize.workflow.flow import Branch, Loop, Scope, Sequence, Step, to_toml
 
 
 def __getattr__(name: str) -> Any:

@@ -2,19 +2,23 @@
 
 `start_task` turns a workflow (or a driver name) into a new Task; `open_task`
 loads one to resume; `run_task` builds the engine, the tools' context and the
-driver, and drives the task to its next resting point.
+driver, and drives the task to its next resting point; `run_flow` does both
+for a workflow written in Python. Between runs, `hand_over` gives a task to
+another driver and `switch_model` points it at another model (`resume
+--driver`, `resume --model`); `apply_model` sets a workflow's model before
+its first run (`--model`, `--base-url`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from normalize.cancel import CancelToken
-from normalize.drivers.base import Driver, DriverServices, create_driver
+from normalize.drivers.base import DRIVERS, Driver, DriverServices, create_driver
 from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
@@ -127,8 +131,59 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
                        asker=options.asker if options.interactive else None, caches=caches)
 
 
+def driver_services(options: RunOptions) -> DriverServices:
+    """The caller's services; `replay:TASKID` looks the task up in the run's own store."""
+    services = options.services
+    if services.resolve_journal is None:
+        store = _store(options)
+        services = replace(services,
+                           resolve_journal=lambda ref: store.journal_path(store.resolve(ref)))
+    return services
+
+
 def make_driver(task: Task, options: RunOptions) -> Driver:
-    return create_driver(task.driver, task.driver_config, options.services)
+    return create_driver(task.driver, task.driver_config, driver_services(options))
+
+
+def apply_model(llm: dict[str, Any], model: str | None, base_url: str | None = None) -> None:
+    """Put a `PROVIDER:MODEL` spec and a base URL into a workflow's `llm` table."""
+    from normalize.drivers.llm import LLMSettings, names_provider
+    from normalize.providers.registry import parse_spec
+
+    if model:
+        provider, name = parse_spec(model)
+        if LLMSettings.from_config(llm).spec.split(":", 1)[0] != provider:
+            # the workflow's bare fallback names belong to its own provider: drop them
+            llm["fallback"] = [f for f in llm.get("fallback", []) if names_provider(f)]
+        llm["provider"], llm["model"] = provider, name
+    if base_url:
+        llm["base_url"] = base_url
+
+
+def switch_model(task: Task, model: str) -> None:
+    """Point the task's model settings at `model` (a `PROVIDER:MODEL` spec) for its next run."""
+    spec = task.driver_config.get("spec") or {}
+    if spec.get("llm"):
+        spec["llm"] = {**spec["llm"], "model": model}
+    else:
+        task.driver_config["llm"] = {**(task.driver_config.get("llm") or {}), "model": model}
+
+
+def hand_over(task: Task, driver: str, *, model: str | None = None) -> str:
+    """Give `task` to the driver registered as `driver` for its next run; the one it had.
+
+    Each driver's state is kept under its name, so handing the task back later
+    resumes the first driver where it stopped. `model` goes with `llm` only.
+    """
+    if driver not in DRIVERS.names():
+        raise UsageError(f"--driver {driver}: unknown driver "
+                         f"(known: {', '.join(sorted(DRIVERS.names()))})")
+    if model is not None:
+        if driver != "llm":
+            raise UsageError(f"--model goes with --driver llm, not --driver {driver}")
+        switch_model(task, model)
+    previous, task.driver = task.driver, driver
+    return previous
 
 
 def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
@@ -144,3 +199,14 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     engine = Engine(store, tools, tool_context(task, options), cancel=options.cancel,
                     subscribers=options.subscribers, interactive=options.interactive)
     return engine.run(task, driver, resumed=resumed, reply=reply)
+
+
+def run_flow(root: object, *, goal: str = "", options: RunOptions | None = None,
+             overrides: Mapping[str, Any] | None = None, **compile_options: Any) -> RunOutcome:
+    """Compile a Python flow and run it as a task: the same engine, events and store as TOML."""
+    from normalize.workflow.flow import compile_flow
+
+    options = options or RunOptions()
+    spec = compile_flow(root, base_dir=options.workspace, overrides=overrides,
+                        **compile_options)
+    return run_task(start_task(spec, goal, options), options)

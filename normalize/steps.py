@@ -3,7 +3,8 @@
 Registered like drivers (entry-point group `normalize.steps`). A step kind is
 a callable `(config, services) -> Driver`: the workflow hands that driver
 the decisions until it is done (see `normalize.workflow.delegate` for the
-config it receives). Built in:
+config it receives). A step kind reaches other drivers through the driver
+registry (`create_driver`), never by importing one. Built in:
 
     llm-decide [TEXT]   a model works on TEXT (or the step's `prompt`) until it
                         says `done` or the step's `max_turns` is reached
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from normalize.drivers.base import Driver, DriverServices
+from normalize.drivers.base import Driver, DriverServices, create_driver
 from normalize.plugins import PluginGroup
 
 
@@ -36,9 +37,7 @@ def is_step_kind(name: str) -> bool:
 
 
 def llm_decide(config: dict[str, Any], services: DriverServices) -> Driver:
-    """The `llm-decide` step: an LLM driver bounded by the step, on the step's goal."""
-    from normalize.drivers.llm import LLMDriver
-
+    """The `llm-decide` step: the `llm` driver bounded by the step, on the step's goal."""
     goal = str(config.get("goal") or "")
     if config.get("notes"):
         goal += f"\n\nNotes from the workflow:\n{config['notes']}"
@@ -48,4 +47,4 @@ def llm_decide(config: dict[str, Any], services: DriverServices) -> Driver:
         # the goal is already filled in; braces in it are literal text
         "goal": goal.replace("{", "{{").replace("}", "}}") if goal else None,
     }
-    return LLMDriver.from_config(llm_config, services)
+    return create_driver("llm", llm_config, services)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from normalize.cli.commands import _finish, _options
+from normalize.cli.commands import finish, run_options
 from normalize.cli.console import Environment, SignalCancel, error_line, fail
 from normalize.errors import ExitStatus, MissingKeyError, NormalizeError, UsageError
 
@@ -41,21 +41,6 @@ class _Clients:
         self.made.clear()
 
 
-def _apply_model(llm: dict[str, Any], model: str | None, base_url: str | None) -> None:
-    """Put `--model PROVIDER:MODEL` and `--base-url` into the workflow's llm table."""
-    if model:
-        from normalize.drivers.llm import LLMSettings, names_provider
-        from normalize.providers.registry import parse_spec
-
-        provider, name = parse_spec(model)
-        if LLMSettings.from_config(llm).spec.split(":", 1)[0] != provider:
-            # the workflow's bare fallback names belong to its own provider: drop them
-            llm["fallback"] = [f for f in llm.get("fallback", []) if names_provider(f)]
-        llm["provider"], llm["model"] = provider, name
-    if base_url:
-        llm["base_url"] = base_url
-
-
 def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str | None,
               max_turns: int | None, budget: float | None, approve: str | None,
               context: str | None, workflow: str | None, workspace: Path | None,
@@ -63,7 +48,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.drivers.base import DriverServices
     from normalize.drivers.llm import LLMSettings, prefetch_sdk
-    from normalize.runner import load_spec, run_task, start_task
+    from normalize.runner import apply_model, load_spec, run_task, start_task
 
     clients = _Clients()
     try:
@@ -84,7 +69,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
             spec.context = {**spec.context, "strategy": context}
         if spec.llm is not None or model or base_url:
             spec.llm = dict(spec.llm or {})
-            _apply_model(spec.llm, model, base_url)
+            apply_model(spec.llm, model, base_url)
             settings = LLMSettings.from_config(spec.llm)
             prefetch_sdk(settings.spec)  # the SDK loads while the rest is set up
             if not settings.spec.startswith("replay:"):
@@ -93,8 +78,8 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
                 except MissingKeyError:
                     error_line(env, MISSING_KEY.format(spec=settings.spec))
                     return int(ExitStatus.USAGE)
-        options, renderer = _options(env, workspace=root, json_output=json_output,
-                                     quiet=quiet, approve=approve)
+        options, renderer = run_options(env, workspace=root, json_output=json_output,
+                                        quiet=quiet, approve=approve)
         options.services = DriverServices(read_line=options.services.read_line,
                                           model_factory=clients)
         task = start_task(spec, goal, options)
@@ -106,7 +91,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         env.stderr.flush()
         with SignalCancel(options.cancel):
             outcome = run_task(task, options)
-        return _finish(env, outcome, renderer, json_output)
+        return finish(env, outcome, renderer, json_output)
     except NormalizeError as exc:
         return fail(env, exc)
     finally:

@@ -13,14 +13,14 @@ from normalize.cli.console import (
     fail,
     held,
     line_reader,
-    make_renderer,
     prompt_reader,
 )
 from normalize.errors import ExitStatus, NormalizeError, UsageError
 
 
-def _options(env: Environment, *, workspace: Path | None, json_output: bool, quiet: bool,
-             approve: str | None = None) -> tuple[Any, Any]:
+def run_options(env: Environment, *, workspace: Path | None, json_output: bool, quiet: bool,
+                approve: str | None = None) -> tuple[Any, Any]:
+    """The RunOptions a command runs under (terminal, approvals, prompt) and its renderer."""
     from normalize.drivers.base import DriverServices
     from normalize.runner import RunOptions
     from normalize.tools.approval import ApprovalMode
@@ -29,6 +29,8 @@ def _options(env: Environment, *, workspace: Path | None, json_output: bool, qui
     if approve is not None and approve not in modes:
         raise UsageError(f"--approve {approve}: unknown approval mode (choose from "
                          f"{', '.join(modes)})")
+    from normalize.cli.render import make_renderer
+
     renderer = make_renderer(env, json_output=json_output, quiet=quiet)
     interactive = env.stdin_tty and env.stdout_tty and not json_output
     read = held(line_reader(env), renderer)
@@ -61,7 +63,8 @@ def _approver(env: Environment, renderer: Any = None) -> Any:
     return approve
 
 
-def _finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) -> int:
+def finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) -> int:
+    """Close the renderer, say how to go on with the task; the exit status."""
     close = getattr(renderer, "close", None)
     if close is not None:
         close()
@@ -87,7 +90,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  workspace: Path | None, max_turns: int | None, approve: str | None,
                  dry_run: bool, json_output: bool, quiet: bool, model: str | None = None,
                  base_url: str | None = None) -> int:
-    from normalize.runner import load_spec, parse_vars, run_task, start_task
+    from normalize.runner import apply_model, load_spec, parse_vars, run_task, start_task
 
     try:
         root = (workspace or Path.cwd()).resolve()
@@ -95,17 +98,15 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
             raise UsageError(f"--workspace {root}: not a directory")
         spec = load_spec(ref, root, parse_vars(pairs))
         if model or base_url:
-            from normalize.cli.agent import _apply_model
-
             spec.llm = dict(spec.llm or {})
-            _apply_model(spec.llm, model, base_url)
+            apply_model(spec.llm, model, base_url)
         if dry_run:
             from normalize.cli.plan import print_plan
 
             print_plan(env, spec, goal, root)
             return 0
-        options, renderer = _options(env, workspace=root, json_output=json_output, quiet=quiet,
-                                     approve=approve)
+        options, renderer = run_options(env, workspace=root, json_output=json_output,
+                                        quiet=quiet, approve=approve)
         task = start_task(spec, goal, options)
         if max_turns is not None:
             task.limits.max_turns = max_turns
@@ -113,7 +114,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
             env.stderr.write(f"task {task.id}\n")
         with SignalCancel(options.cancel, notify=_stopping_note(env)):
             outcome = run_task(task, options)
-        return _finish(env, outcome, renderer, json_output)
+        return finish(env, outcome, renderer, json_output)
     except NormalizeError as exc:
         return fail(env, exc)
 
@@ -122,14 +123,15 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool
                 driver: str | None, max_turns: int | None, budget: float | None,
                 json_output: bool, quiet: bool, model: str | None = None) -> int:
     from normalize.engine import Reply, reply_text
-    from normalize.runner import open_task, run_task
+    from normalize.runner import hand_over, open_task, run_task, switch_model
 
     try:
         if approve and deny:
             raise UsageError("--approve and --deny exclude each other")
         if model is not None and (driver or "llm") != "llm":
             raise UsageError("--model goes with --driver llm")
-        options, renderer = _options(env, workspace=None, json_output=json_output, quiet=quiet)
+        options, renderer = run_options(env, workspace=None, json_output=json_output,
+                                        quiet=quiet)
         task = open_task(ref, options)
         if task.status.value == "done":
             raise UsageError(f"task {task.id} is already done; nothing to resume")
@@ -141,16 +143,21 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool
         elif task.pending is not None and options.interactive:
             reply = _ask_pending(env, task)
         if driver is not None and driver != task.driver:
-            _hand_over(env, task, driver, model, quiet=quiet)
+            previous = hand_over(task, driver, model=model)
+            if not quiet:
+                env.stderr.write(f"task {task.id}: handing over from {previous} to {driver} "
+                                 f"at turn {task.turn}\n")
+                if driver == "user":
+                    _show_recent(env, task.id, options.store)
         elif model is not None:
-            _set_model(task, model)
+            switch_model(task, model)
         if max_turns is not None:
             task.limits.max_turns = task.turn + max_turns
         if budget is not None:
             task.limits.max_cost_usd = budget
         with SignalCancel(options.cancel, notify=_stopping_note(env)):
             outcome = run_task(task, options, resumed=True, reply=reply)
-        return _finish(env, outcome, renderer, json_output)
+        return finish(env, outcome, renderer, json_output)
     except NormalizeError as exc:
         return fail(env, exc)
 
@@ -175,40 +182,11 @@ def _check_reply(task: Any, reply: Any, reply_text: Any) -> None:
                          f"{REPLY_FLAGS.get(pending.kind, '--answer TEXT')}")
 
 
-def _set_model(task: Any, model: str) -> None:
-    """Point the task's model settings at `model` (a `PROVIDER:MODEL` spec)."""
-    spec = task.driver_config.get("spec") or {}
-    if spec.get("llm"):
-        spec["llm"] = {**spec["llm"], "model": model}
-    else:
-        task.driver_config["llm"] = {**(task.driver_config.get("llm") or {}), "model": model}
-
-
-def _hand_over(env: Environment, task: Any, driver: str, model: str | None, *,
-               quiet: bool) -> None:
-    """Give the task to another driver: check it exists and can run here, say what happened."""
-    from normalize.drivers.base import DRIVERS
-
-    if driver not in DRIVERS.names():
-        raise UsageError(f"--driver {driver}: unknown driver "
-                         f"(known: {', '.join(sorted(DRIVERS.names()))})")
-    if driver == "llm" and model is not None:
-        _set_model(task, model)
-    previous = task.driver
-    task.driver = driver
-    if not quiet:
-        env.stderr.write(f"task {task.id}: handing over from {previous} to {driver} "
-                         f"at turn {task.turn}\n")
-        if driver == "user":
-            _show_recent(env, task.id)
-
-
-def _show_recent(env: Environment, task_id: str, limit: int = 5) -> None:
+def _show_recent(env: Environment, task_id: str, store: Any, limit: int = 5) -> None:
     """The last few actions, so the person taking over knows where the task stands."""
     from normalize.cli.describe import journal_events, recent_actions
-    from normalize.store import TaskStore
 
-    for line in recent_actions(journal_events(TaskStore().tail(task_id, 200)), limit):
+    for line in recent_actions(journal_events(store.tail(task_id, 200)), limit):
         env.stderr.write(line + "\n")
     env.stderr.write("  type commands (e.g. `view .`, `run pytest`), `done` to finish\n")
 

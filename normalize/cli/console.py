@@ -61,19 +61,6 @@ def fail(env: Environment, exc: NormalizeError) -> int:
     return int(exc.exit_status)
 
 
-def make_renderer(env: Environment, *, json_output: bool, quiet: bool) -> Any:
-    """The subscriber that shows this run: JSON lines, plain lines, or the live view."""
-    from normalize.cli.render import JsonRenderer, LiveRenderer, PlainRenderer
-
-    if json_output:
-        return JsonRenderer(env.stdout)
-    if quiet or env.plain:
-        return PlainRenderer(env.stdout, quiet=quiet)
-    from rich.console import Console
-
-    return LiveRenderer(Console(file=env.stdout))
-
-
 class SignalCancel:
     """SIGINT/SIGTERM → cancel the run gracefully; a second one → stop at once.
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
-from normalize.cli.console import flush_out, write_out
+from normalize.cli.console import Environment, flush_out, write_out
 
 # re-exported (MARKS here, first_line below): callers elsewhere import them from this module
 from normalize.cli.describe import MARKS as MARKS
@@ -428,3 +428,15 @@ def summary_panel(event: RunEnded) -> RenderableType:
                           (f" · task {event.task_id}", "dim"))
     return Panel(Group(*rows), title=title, title_align="left", border_style=style or "none",
                  expand=False)
+
+
+def make_renderer(env: Environment, *, json_output: bool,
+                  quiet: bool) -> JsonRenderer | PlainRenderer | LiveRenderer:
+    """The subscriber that shows this run: JSON lines, plain lines, or the live view."""
+    if json_output:
+        return JsonRenderer(env.stdout)
+    if quiet or env.plain:
+        return PlainRenderer(env.stdout, quiet=quiet)
+    from rich.console import Console
+
+    return LiveRenderer(Console(file=env.stdout))

@@ -132,7 +132,7 @@ BUILT_IN_WORDS = {
     "conditions": dict.fromkeys(
         ("success", "failure", "always", "contains", "not_contains", "matches", "exit_code",
          "var", "visits"), "normalize.workflow.conditions:evaluate",
-    ) | {"llm": "normalize.workflow.choose:choose_next"},
+    ) | {"llm": "normalize.drivers.choose:choose_next"},
     "sources": {"files": "normalize.workflow.sources:glob_files",
                 "lines": "normalize.workflow.sources:resolve_items"},
     "steps": {"for-each": "key for_each (normalize.drivers.workflow)",

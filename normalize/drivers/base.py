@@ -34,6 +34,8 @@ class DriverServices:
     read_line: LineReader | None = None
     model_factory: Callable[..., Any] | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    resolve_journal: Callable[[str], Path] | None = None
+    """The journal of the task a reference names, in the run's own store (`replay:TASKID`)."""
 
 
 @dataclass

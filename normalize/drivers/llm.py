@@ -58,7 +58,6 @@ from normalize.events import (
     ThinkingDelta,
 )
 from normalize.execution.context import ContextStrategy, make_context, signature
-from normalize.execution.retry import RetryPolicy
 from normalize.intents import parse
 from normalize.providers import base as model_events
 from normalize.providers.base import (
@@ -71,6 +70,7 @@ from normalize.providers.base import (
     complete,
 )
 from normalize.providers.pricing import DEFAULT_TABLE, PriceTable
+from normalize.retry import RetryPolicy
 from normalize.task import Action, ActionResult, Decision, Task, TaskStatus, Usage
 
 ModelFactory = Callable[..., ModelClient]
@@ -166,14 +166,6 @@ def prefetch_sdk(spec: str) -> None:
     _prefetch = prefetch_import()
 
 
-def _journal_of(ref: str) -> Path:
-    """The journal of the task `ref` names, for `replay:TASKID`."""
-    from normalize.store import TaskStore
-
-    store = TaskStore()
-    return store.journal_path(store.resolve(ref))
-
-
 def record_reply(task: Task, ctx: RunContext, reply: Completed, *, turn: int,
                  prices: PriceTable = DEFAULT_TABLE, unpriced: set[str] | None = None) -> float:
     """Add a reply's tokens and cost to `task.usage`, journal it as `model_replied`.
@@ -218,6 +210,7 @@ class LLMDriver:
         model_factory: ModelFactory | None = None,
         retry: RetryPolicy = MODEL_RETRY,
         prompt_dir: Path | None = None,
+        resolve_journal: Callable[[str], Path] | None = None,
     ) -> None:
         self.settings = settings or LLMSettings()
         self.context = context or make_context()
@@ -226,6 +219,7 @@ class LLMDriver:
         self.model_factory = model_factory
         self.retry = retry
         self.prompt_dir = prompt_dir
+        self.resolve_journal = resolve_journal
         self.prices: PriceTable = (DEFAULT_TABLE.merged(self.settings.prices)
                                    if self.settings.prices else DEFAULT_TABLE)
         self._client: ModelClient | None = None
@@ -259,7 +253,8 @@ class LLMDriver:
         return cls(settings, context=make_context(**context_conf),
                    goal=str(goal) if goal else None, variables=variables,
                    model_factory=services.model_factory, retry=retry,
-                   prompt_dir=Path(path).parent if path else None)
+                   prompt_dir=Path(path).parent if path else None,
+                   resolve_journal=services.resolve_journal)
 
     # -- state -------------------------------------------------------------
 
@@ -296,8 +291,8 @@ class LLMDriver:
 
     def _make(self, spec: str) -> ModelClient:
         opts: dict[str, Any] = {}
-        if spec.startswith("replay:"):
-            opts["resolve_journal"] = _journal_of
+        if spec.startswith("replay:") and self.resolve_journal is not None:
+            opts["resolve_journal"] = self.resolve_journal
         if self.model_factory is not None:
             return self.model_factory(spec, base_url=self.settings.base_url, **opts)
         from normalize.providers.registry import create_client

@@ -179,7 +179,7 @@ class StateMachineDriver:
         values = self._values(task)
         for transition in state.transitions:
             if transition.condition == "llm":
-                from normalize.workflow.choose import choose_next
+                from normalize.drivers.choose import choose_next
 
                 targets = [t.next for t in state.transitions if t.condition == "llm"]
                 picked = choose_next(task, ctx, self.services, self.spec.llm, state.name,

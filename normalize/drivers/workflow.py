@@ -26,7 +26,6 @@ from normalize.drivers.base import DriverServices, RunContext
 from normalize.drivers.interrupts import interrupt_policy, interrupt_question, rerun_answer
 from normalize.errors import ConfigError, UsageError
 from normalize.events import Notice, StepStarted
-from normalize.execution.retry import RetryPolicy
 from normalize.execution.scope import (
     ROOT_CACHE,
     ROOT_CONTEXT,
@@ -40,6 +39,7 @@ from normalize.execution.scope import (
     resolve,
 )
 from normalize.intents import parse_command, verb_for
+from normalize.retry import RetryPolicy
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus
 from normalize.workflow.conditions import evaluate
 from normalize.workflow.delegate import Delegate, StepOutcome

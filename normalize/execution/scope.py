@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from normalize.errors import ConfigError
-from normalize.execution.retry import RetryPolicy
+from normalize.retry import RetryPolicy
 
 ROOT_CONTEXT = "task_tree"
 ROOT_CACHE = "persistent"
@@ -240,7 +240,7 @@ class Scope:
     """A container of steps with its own strategies, notes and history.
 
     Used two ways: as a node of a Python workflow (`Scope(Step(...), context=
-    "flat")`, compiled by `normalize.execution.flow`), and directly, as a live
+    "flat")`, compiled by `normalize.workflow.flow`), and directly, as a live
     scope tree (`scope.child(cache="none")`, `scope.note(...)`).
     """
 

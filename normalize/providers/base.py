@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from normalize.cancel import CancelToken
 from normalize.errors import ProviderError
-from normalize.execution.retry import RetryPolicy
+from normalize.retry import RetryPolicy
 
 MAX_RETRY_AFTER = 60.0
 """Longest `retry-after` honoured; a provider asking for more fails the model at once."""

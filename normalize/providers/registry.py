@@ -70,7 +70,7 @@ def _scripted(
     env: Mapping[str, str] | None = None,
     **opts: Any,
 ) -> ModelClient:
-    from normalize.testing.scripted import create
+    from normalize.providers.scripted import create
 
     return create(model, base_url=base_url, env=env, **opts)
 

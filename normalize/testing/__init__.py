@@ -1,13 +1,16 @@
 """Test helpers users can import: a strict scripted model and fake model servers.
 
-`FakeModelServer`, `Fault` and `Reply` load `http.server` on first use only.
+The scripted model is a provider like the others (`scripted:FILE`, defined in
+`normalize.providers.scripted`); it is shown here beside the fake servers, so
+tests find every double in one place. `FakeModelServer`, `Fault` and `Reply`
+load `http.server` on first use only.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from normalize.testing.scripted import ScriptedModel, ScriptExhaustedError
+from normalize.providers.scripted import ScriptedModel, ScriptExhaustedError
 
 if TYPE_CHECKING:
     from normalize.testing.servers import FakeModelServer, Fault, RecordedRequest, Reply

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import normalize
 from normalize.errors import UsageError
 from normalize.store.paths import config_home
 
@@ -21,7 +20,7 @@ class WorkflowEntry:
 
 def builtin_dir() -> Path:
     """The built-in workflows: packaged data, or the source tree's `workflows/`."""
-    package = Path(normalize.__file__).parent
+    package = Path(__file__).parent.parent
     packaged = package / "_builtin_workflows"
     return packaged if packaged.is_dir() else package.parent / "workflows"
 

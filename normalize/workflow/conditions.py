@@ -24,7 +24,7 @@ ConditionFn = Callable[[ActionResult | None, str, Mapping[str, Any]], bool]
 
 
 def _builtin_conditions() -> dict[str, str]:
-    return {"py": "normalize.execution.flow:python_condition"}
+    return {"py": "normalize.workflow.flow:python_condition"}
 
 
 CONDITIONS: PluginGroup[ConditionFn] = PluginGroup("normalize.conditions", _builtin_conditions)

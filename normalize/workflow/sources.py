@@ -25,7 +25,7 @@ SourceFn = Callable[[str, Path, Mapping[str, Any]], list[Any]]
 
 def _builtin_sources() -> dict[str, str]:
     return {"code": "normalize.workflow.sources:code_files",
-            "py": "normalize.execution.flow:python_source"}
+            "py": "normalize.workflow.flow:python_source"}
 
 
 SOURCES: PluginGroup[SourceFn] = PluginGroup("normalize.sources", _builtin_sources)

@@ -17,7 +17,7 @@ from normalize.drivers.base import DriverServices
 from normalize.drivers.llm import LLMDriver
 from normalize.engine import RunOutcome
 from normalize.events import BaseEvent
-from normalize.execution.retry import RetryPolicy
+from normalize.retry import RetryPolicy
 from normalize.runner import RunOptions, load_spec, make_driver, run_task, start_task
 from normalize.store import TaskStore
 from normalize.testing import ScriptedModel

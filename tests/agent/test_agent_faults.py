@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from agent_helpers import KEYS
 
-from normalize.execution.retry import RetryPolicy
+from normalize.retry import RetryPolicy
 from normalize.testing.servers import FakeModelServer, Fault
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from normalize.execution.retry import RetryPolicy
 from normalize.providers import ModelClient, ModelRequest, close_client, create_client
+from normalize.retry import RetryPolicy
 from normalize.testing.servers import FakeModelServer
 
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-test", "OPENAI_API_KEY": "sk-test"}

@@ -10,7 +10,6 @@ import pytest
 
 from normalize.cancel import CancelToken
 from normalize.errors import ExitStatus, MissingKeyError, ProviderError
-from normalize.execution.retry import RetryPolicy
 from normalize.providers import (
     Completed,
     ModelClient,
@@ -25,6 +24,7 @@ from normalize.providers import (
     complete,
     create_client,
 )
+from normalize.retry import RetryPolicy
 from normalize.testing.servers import FakeModelServer, Fault, Reply
 
 MODEL = "anthropic:claude-haiku-4-5"

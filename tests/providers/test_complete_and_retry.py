@@ -11,7 +11,6 @@ import pytest
 
 from normalize.cancel import CancelToken
 from normalize.errors import ConfigError, ProviderError
-from normalize.execution.retry import RetryPolicy
 from normalize.providers import (
     ModelEvent,
     ModelRequest,
@@ -21,6 +20,7 @@ from normalize.providers import (
     complete,
     parse_retry_after,
 )
+from normalize.retry import RetryPolicy
 from normalize.testing import ScriptedModel
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.001, max_delay=0.002)

@@ -8,7 +8,6 @@ from collections.abc import Callable
 import pytest
 
 from normalize.errors import ExitStatus, MissingKeyError
-from normalize.execution.retry import RetryPolicy
 from normalize.providers import (
     Completed,
     IncompleteStreamError,
@@ -23,6 +22,7 @@ from normalize.providers import (
     create_client,
 )
 from normalize.providers.openai_compat import OLLAMA_URL, OpenAICompatClient, iter_sse_data
+from normalize.retry import RetryPolicy
 from normalize.testing.servers import FakeModelServer, Fault, Reply
 
 MODEL = "openai:gpt-4o-mini"

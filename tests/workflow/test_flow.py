@@ -10,7 +10,11 @@ import pytest
 from wf_support import Run, Runner
 
 from normalize.errors import ConfigError
-from normalize.execution.flow import (
+from normalize.retry import RetryPolicy
+from normalize.runner import RunOptions, run_flow
+from normalize.store import TaskStore
+from normalize.task import ActionResult
+from normalize.workflow.flow import (
     Branch,
     Loop,
     Scope,
@@ -18,13 +22,8 @@ from normalize.execution.flow import (
     Step,
     compile_flow,
     register_condition,
-    run_flow,
     to_toml,
 )
-from normalize.execution.retry import RetryPolicy
-from normalize.runner import RunOptions
-from normalize.store import TaskStore
-from normalize.task import ActionResult
 
 TOML = '''
 [workflow]

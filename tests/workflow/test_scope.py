@@ -10,8 +10,8 @@ from wf_support import Runner
 
 from normalize.drivers.base import DriverServices
 from normalize.drivers.workflow import WorkflowDriver
-from normalize.execution.retry import RetryPolicy
 from normalize.execution.scope import Note, Resolved, Scope, ScopeSettings, resolve
+from normalize.retry import RetryPolicy
 from normalize.testing import ScriptedModel
 from normalize.workflow.loader import load_workflow
 

@@ -8,8 +8,8 @@ from helpers import REPO, make_sample_repo
 from wf_support import Runner
 
 from normalize.drivers.base import DriverServices
+from normalize.drivers.choose import parse_pick
 from normalize.testing import ScriptedModel
-from normalize.workflow.choose import parse_pick
 
 
 def test_entry_action_exit_then_transition(run_spec: Runner, workspace: Path) -> None:

@@ -4,6 +4,9 @@ The model sees the state, how its action ended (status, exit code, the tail
 of the output) and the candidate states, and answers with one name. An
 answer naming none of them gets one corrective question; a second miss
 leaves the pick to the caller (the state machine fails with a clear line).
+The model comes from the driver's services (`model_factory`) when lent one,
+and is read from the workflow's `[workflow.llm]` table as the LLM driver
+reads it.
 """
 
 from __future__ import annotations
@@ -13,8 +16,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from normalize.drivers.base import DriverServices, RunContext
-from normalize.events import ModelReplied, ModelRequested, Notice
-from normalize.task import ActionResult, Task, Usage
+from normalize.drivers.llm import LLMSettings, record_reply
+from normalize.events import ModelRequested, Notice
+from normalize.providers.base import ModelRequest, close_client, complete
+from normalize.providers.pricing import DEFAULT_TABLE
+from normalize.task import ActionResult, Task
 
 OUTPUT_TAIL = 3_000
 ATTEMPTS = 2
@@ -57,17 +63,15 @@ def choose_next(task: Task, ctx: RunContext, services: DriverServices,
                 llm: Mapping[str, Any] | None, state: str, result: ActionResult | None,
                 targets: list[str]) -> str | None:
     """Ask the model which of `targets` follows `state`; None when it never names one."""
-    from normalize.drivers.llm import LLMSettings
-    from normalize.providers.base import ModelRequest, close_client, complete
-    from normalize.providers.pricing import DEFAULT_TABLE
-
     settings = LLMSettings.from_config(llm or {})
+    prices = DEFAULT_TABLE.merged(settings.prices) if settings.prices else DEFAULT_TABLE
     if services.model_factory is not None:
         client = services.model_factory(settings.spec, base_url=settings.base_url)
     else:
         from normalize.providers.registry import create_client
 
         client = create_client(settings.spec, base_url=settings.base_url)
+    unpriced: set[str] = set()
     messages: list[dict[str, Any]] = [{"role": "user",
                                        "content": _question(state, result, targets)}]
     try:
@@ -79,18 +83,7 @@ def choose_next(task: Task, ctx: RunContext, services: DriverServices,
             ctx.emit(ModelRequested(turn=task.turn, model=client.model, attempt=attempt,
                                     input_chars=chars))
             reply = complete(client, request, cancel=ctx.cancel)
-            usage = reply.usage
-            estimate = DEFAULT_TABLE.estimate(reply.spec, usage)
-            task.usage.add(Usage(input_tokens=usage.input_tokens,
-                                 output_tokens=usage.output_tokens,
-                                 cache_read_tokens=usage.cache_read_tokens,
-                                 cache_write_tokens=usage.cache_write_tokens,
-                                 cost_usd=estimate.usd, requests=1))
-            ctx.emit(ModelReplied(turn=task.turn, model=reply.spec, text=reply.text,
-                                  thinking=reply.thinking, stop_reason=reply.stop_reason,
-                                  input_tokens=usage.input_tokens,
-                                  output_tokens=usage.output_tokens,
-                                  cost_usd=round(estimate.usd, 8)), durable=True)
+            record_reply(task, ctx, reply, turn=task.turn, prices=prices, unpriced=unpriced)
             picked = parse_pick(reply.text, targets)
             if picked is not None:
                 ctx.emit(Notice(message=f"state {state!r}: the model picked {picked!r}"))

@@ -1,6 +1,6 @@
 """Workflows written in Python: `Step`, `Sequence`, `Loop`, `Branch` and `Scope`.
 
-    from normalize.execution.flow import Branch, Loop, Scope, Step, run_flow
+    from normalize import Branch, Loop, Scope, Step, run_flow
 
     flow = Scope(
         Step("analyze {target} --health", capture="health"),
@@ -12,10 +12,11 @@
     outcome = run_flow(flow, name="fix", vars={"target": "."})
 
 A flow compiles to the TOML of a workflow file (`to_toml`), which the loader
-validates into the very `WorkflowSpec` a file produces (`compile_flow`): the
-same driver runs it, with the same events, checkpoints and store, and
-`normalize resume` continues it. What TOML cannot say, a flow passes as
-Python callables: a condition `(result, variables) -> bool` or a `for_each`
+validates into the very `WorkflowSpec` a file produces (`compile_flow`).
+Running one is the runner's job (`normalize.runner.run_flow`): the same
+driver runs it, with the same events, checkpoints and store, and `normalize
+resume` continues it. What TOML cannot say, a flow passes as Python
+callables: a condition `(result, variables) -> bool` or a `for_each`
 source `(variables) -> iterable`. They are registered at run time under
 `py:NAME` (in the `normalize.conditions` and `normalize.sources` groups), so
 a task using them resumes only in a process that compiled the flow again.
@@ -28,17 +29,14 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from normalize.errors import ConfigError
-from normalize.execution.retry import RetryPolicy
 from normalize.execution.scope import Scope, ScopeSettings
+from normalize.retry import RetryPolicy
 from normalize.task import ActionResult
-
-if TYPE_CHECKING:
-    from normalize.engine import RunOutcome
-    from normalize.runner import RunOptions
-    from normalize.workflow.spec import WorkflowSpec
+from normalize.workflow.loader import load_workflow_text
+from normalize.workflow.spec import WorkflowSpec
 
 __all__ = [
     "Branch",
@@ -49,7 +47,6 @@ __all__ = [
     "compile_flow",
     "register_condition",
     "register_source",
-    "run_flow",
     "to_document",
     "to_toml",
 ]
@@ -325,20 +322,6 @@ def compile_flow(root: object, *, base_dir: Path | str | None = None,
     Errors name the line of the generated TOML (`to_toml` shows it) as
     `<python:NAME>:LINE:COL: message`.
     """
-    from normalize.workflow.loader import load_workflow_text
-
     name = options.get("name", "python")
     return load_workflow_text(to_toml(root, **options), label=f"<python:{name}>",
                               base_dir=base_dir, overrides=overrides)
-
-
-def run_flow(root: object, *, goal: str = "", options: RunOptions | None = None,
-             overrides: Mapping[str, Any] | None = None, **compile_options: Any) -> RunOutcome:
-    """Compile the flow and run it as a task: the same engine, events and store as TOML."""
-    from normalize.runner import RunOptions, run_task, start_task
-
-    options = options or RunOptions()
-    spec = compile_flow(root, base_dir=options.workspace, overrides=overrides,
-                        **compile_options)
-    task = start_task(spec, goal, options)
-    return run_task(task, options)

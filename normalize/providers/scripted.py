@@ -1,10 +1,11 @@
-"""A strict scripted model for tests and for users' CI (`--model scripted:FILE`).
+"""The scripted provider: a strict model for tests and for users' CI (`--model scripted:FILE`).
 
 Each call consumes the next step of the script: a reply string, a callable
 that builds the reply from the request, or an exception to raise. A call past
 the end fails loudly (`ScriptExhaustedError`), and `assert_done` fails when
 steps are left over, so a test notices both a model called too often and a
 model called too rarely. Usage is estimated as in `providers.synthetic`.
+Tests import it as `normalize.testing.ScriptedModel`.
 """
 
 from __future__ import annotations
