@@ -1,7 +1,7 @@
 """The workflow driver: runs `[[workflow.steps]]` in order, with nesting and fan-out.
 
-Its state is a small stack of frames (which step list, which step, which
-loop item, which `until` iteration), so a task resumes mid-workflow,
+Its state is a small stack of frames (`normalize.drivers.frames`: which step
+list, which step, which loop item, which `until` iteration), so a task resumes mid-workflow,
 mid-loop, at the exact step. Each frame is a scope with its own notes and
 history; strategies (context, cache, retry) are inherited along the frames
 (see `normalize.execution.scope`). A step's result may be captured into a
@@ -23,6 +23,7 @@ import re
 from typing import Any, ClassVar
 
 from normalize.drivers.base import DriverServices, RunContext
+from normalize.drivers.frames import Frame, Loop, Repeat, holders, steps_at
 from normalize.drivers.interrupts import interrupt_policy, interrupt_question, rerun_answer
 from normalize.errors import ConfigError, UsageError
 from normalize.events import Notice, StepStarted
@@ -157,8 +158,7 @@ class WorkflowDriver:
         self.label = label
         self.vars: dict[str, Any] = dict(spec.vars)
         self.vars.update(variables or {})
-        self.frames: list[dict[str, Any]] = [{"path": [], "pc": 0,
-                                              "scope": ScopeState(spec.name).to_dict()}]
+        self.frames: list[Frame] = [Frame(scope=ScopeState(spec.name).to_dict())]
         self.last: dict[str, Any] | None = None
         self.attempt = 1
         self.retry_delay = 0.0
@@ -175,7 +175,7 @@ class WorkflowDriver:
     # -- state -----------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
-        return {"vars": self.vars, "frames": self.frames, "last": self.last,
+        return {"vars": self.vars, "frames": [f.to_json() for f in self.frames], "last": self.last,
                 "attempt": self.attempt, "retry_delay": self.retry_delay,
                 "failure": self.failure, "pending": self.pending,
                 "interrupted": self.interrupted,
@@ -183,7 +183,8 @@ class WorkflowDriver:
 
     def restore(self, state: dict[str, Any]) -> None:
         self.vars = dict(state.get("vars", self.vars))
-        self.frames = list(state.get("frames", self.frames))
+        if "frames" in state:
+            self.frames = [Frame.from_json(f) for f in state["frames"]]
         self.last = state.get("last")
         self.attempt = int(state.get("attempt", 1))
         self.retry_delay = float(state.get("retry_delay", 0.0))
@@ -195,41 +196,28 @@ class WorkflowDriver:
 
     # -- navigation ------------------------------------------------------
 
-    def _steps(self, path: list[int]) -> list[StepSpec]:
-        """The step list at `path` (a negative index walks into that step's `else`)."""
-        steps = self.spec.steps
-        for index in path:
-            steps = steps[index].steps if index >= 0 else steps[-index - 1].otherwise
-        return steps
+    def _holder(self, frame: Frame) -> StepSpec:
+        """The step whose nested steps (or `else`, or loop) the frame runs."""
+        return holders(self.spec.steps, frame.path)[-1]
 
-    def _frame_steps(self, frame: dict[str, Any]) -> list[StepSpec]:
-        if frame.get("self"):
-            parent = self._steps(frame["path"][:-1])[frame["path"][-1]]
-            return [parent]
-        return self._steps(frame["path"])
-
-    def _scopes(self) -> list[ScopeState]:
-        return [ScopeState.from_dict(f.get("scope")) for f in self.frames]
+    def _frame_steps(self, frame: Frame) -> list[StepSpec]:
+        if frame.holder:
+            return [self._holder(frame)]
+        return steps_at(self.spec.steps, frame.path)
 
     def _bindings(self, task: Task) -> dict[str, Any]:
-        notes = [Note.from_dict(n) for f in self.frames
-                 for n in (f.get("scope") or {}).get("notes", ())]
+        notes = [Note.from_dict(n) for f in self.frames for n in f.scope.get("notes", ())]
         values = {"task": task.goal, "workspace": task.workspace, "notes": render_notes(notes),
                   **self.vars}
         for frame in self.frames:
-            loop = frame.get("loop")
-            if loop:
-                values[loop["as"]] = loop["items"][loop["i"]]
+            if frame.loop is not None:
+                values[frame.loop.as_] = frame.loop.item
         return values
 
     def resolved(self, step: StepSpec | None = None) -> Resolved:
         """The strategies in effect for `step` in the current frame (see the scope table)."""
-        chain: list[ScopeSettings] = []
-        steps = self.spec.steps
-        for index in self.frames[-1]["path"] if self.frames else []:
-            holder = steps[index if index >= 0 else -index - 1]
-            chain.append(settings_of(holder))
-            steps = holder.steps if index >= 0 else holder.otherwise
+        path = self.frames[-1].path if self.frames else ()
+        chain = [settings_of(holder) for holder in holders(self.spec.steps, path)]
         if step is not None:
             chain.append(settings_of(step))
         return resolve(chain, root_settings(self.spec))
@@ -242,15 +230,15 @@ class WorkflowDriver:
         if frame is None:
             return None
         steps = self._frame_steps(frame)
-        return steps[frame["pc"]] if frame["pc"] < len(steps) else None
+        return steps[frame.pc] if frame.pc < len(steps) else None
 
     def _advance(self) -> None:
-        self.frames[-1]["pc"] += 1
+        self.frames[-1].pc += 1
         self.attempt = 1
         self.retry_delay = 0.0
 
-    def _push(self, frame: dict[str, Any], name: str) -> None:
-        frame.setdefault("scope", ScopeState(name).to_dict())
+    def _push(self, frame: Frame, name: str) -> None:
+        frame.scope = ScopeState(name).to_dict()
         self.frames.append(frame)
 
     # -- deciding --------------------------------------------------------
@@ -280,13 +268,12 @@ class WorkflowDriver:
         """Move to the next runnable step; its decision, or None to look again."""
         frame = self.frames[-1]
         steps = self._frame_steps(frame)
-        if frame["pc"] >= len(steps):
+        if frame.pc >= len(steps):
             self._end_of_frame(task, ctx)
             return None
-        step = steps[frame["pc"]]
+        step = steps[frame.pc]
         values = self._bindings(task)
-        here = [*frame["path"], frame["pc"]]
-        if not frame.get("self"):
+        if not frame.holder:
             holds = True
             if step.condition:
                 condition = fill(step.condition, values, f"step {step.name!r}")
@@ -297,13 +284,12 @@ class WorkflowDriver:
                     return None
             if len(self.frames) == 1:
                 label = f"{self.label} › {step.name}" if self.label else step.name
-                ctx.emit(StepStarted(name=label, index=frame["pc"] + 1,
+                ctx.emit(StepStarted(name=label, index=frame.pc + 1,
                                      total=len(self.spec.steps)))
             if not holds:
                 ctx.emit(Notice(message=f"step {step.name!r}: {step.condition} is false; "
                                         f"running its `else`"))
-                self._push({"path": [*frame["path"], -frame["pc"] - 1], "pc": 0},
-                           f"{step.name} (else)")
+                self._push(Frame(frame.here("else")), f"{step.name} (else)")
                 return None
             if step.for_each:
                 source = fill(step.for_each, values, f"step {step.name!r}")
@@ -314,15 +300,15 @@ class WorkflowDriver:
                     return None
                 if step.parallel and step.action:
                     return self._fanout(step, items, values)
-                self._push({"path": here, "pc": 0, "self": not step.steps,
-                            "loop": {"items": items, "i": 0, "as": step.as_}}, step.name)
+                self._push(Frame(frame.here(), holder=not step.steps,
+                                 loop=Loop(items, 0, step.as_)), step.name)
                 return None
             if step.until:
-                self._push({"path": here, "pc": 0, "self": not step.steps,
-                            "repeat": {"i": 1, "max": step.max_iterations or 10}}, step.name)
+                self._push(Frame(frame.here(), holder=not step.steps,
+                                 repeat=Repeat(1, step.max_iterations or 10)), step.name)
                 return None
             if step.steps:
-                self._push({"path": here, "pc": 0}, step.name)
+                self._push(Frame(frame.here()), step.name)
                 return None
         return self._leaf(ctx, step, values)
 
@@ -379,25 +365,24 @@ class WorkflowDriver:
     def _end_of_frame(self, task: Task, ctx: RunContext) -> None:
         """A frame's steps are done: next loop item, next iteration, or back to the parent."""
         frame = self.frames[-1]
-        loop = frame.get("loop")
-        if loop and loop["i"] + 1 < len(loop["items"]):
-            loop["i"] += 1
-            frame["pc"] = 0
+        loop, repeat = frame.loop, frame.repeat
+        if loop is not None and loop.i + 1 < len(loop.items):
+            loop.i += 1
+            frame.pc = 0
             return
-        repeat = frame.get("repeat")
-        if repeat:
-            holder = self._steps(frame["path"][:-1])[frame["path"][-1]]
+        if repeat is not None:
+            holder = self._holder(frame)
             values = self._bindings(task)
             until = fill(holder.until or "always", values, f"step {holder.name!r}")
             if not evaluate(until, self._last_result(), values):
-                if repeat["i"] < repeat["max"]:
-                    repeat["i"] += 1
-                    frame["pc"] = 0
+                if repeat.i < repeat.max:
+                    repeat.i += 1
+                    frame.pc = 0
                     ctx.emit(Notice(message=f"step {holder.name!r}: {until} is false; "
-                                            f"iteration {repeat['i']} of {repeat['max']}"))
+                                            f"iteration {repeat.i} of {repeat.max}"))
                     return
                 self.frames.pop()
-                why = f"`until = {until!r}` still false after {repeat['max']} iterations"
+                why = f"`until = {until!r}` still false after {repeat.max} iterations"
                 self._settle(holder, ActionResult.failure(why), 1)
                 return
         self.frames.pop()
@@ -491,10 +476,10 @@ class WorkflowDriver:
         self._remember(step, action.text or action.tool, result)
         note = result.data.get("note") if result.ok else None
         if note:
-            data = self.frames[-1].get("scope") or {}
+            scope = self.frames[-1].scope
             added = Note(str(note), result.data.get("turns"), result.data.get("until"))
-            self.frames[-1]["scope"] = {**data, "notes": [*data.get("notes", ()),
-                                                          added.to_dict()]}
+            self.frames[-1].scope = {**scope, "notes": [*scope.get("notes", ()),
+                                                        added.to_dict()]}
         self._settle(step, result, 0 if result.ok else 1)
 
     def _failure_capture(self, step: StepSpec, result: ActionResult) -> Any:
@@ -526,16 +511,16 @@ class WorkflowDriver:
         text = result.output + (result.error or "")
         last = len(self.frames) - 1
         for index, frame in enumerate(self.frames):
-            data = frame.get("scope") or {}
+            data = frame.scope
             if data.get("notes"):  # only scopes with notes have anything to age
                 notes = [Note.from_dict(n) for n in data["notes"]]
                 data = {**data, "notes": [n.to_dict() for n in notes if n.after(text)]}
             if index == last:  # the history grows in place: no rebuild of the others
                 data = record_history(data, command, result.status.value, text, step.name)
-            frame["scope"] = data
+            frame.scope = data
 
     def _retry_policy(self, step: StepSpec) -> RetryPolicy:
-        table = self.resolved(step if not self.frames[-1].get("self") else None).retry
+        table = self.resolved(step if not self.frames[-1].holder else None).retry
         if table.get("strategy", ROOT_RETRY) == "none" and step.on_error == "retry":
             table = DEFAULT_RETRY
         return Resolved(retry=table).retry_policy
@@ -544,13 +529,13 @@ class WorkflowDriver:
         """Inside an `until` loop, a failed step ends the iteration; `until` then decides."""
         for depth in range(len(self.frames) - 1, -1, -1):
             frame = self.frames[depth]
-            if frame.get("repeat"):
+            if frame.repeat is not None:
                 del self.frames[depth + 1:]
-                frame["pc"] = len(self._frame_steps(frame))
+                frame.pc = len(self._frame_steps(frame))
                 self.attempt = 1
                 self.retry_delay = 0.0
                 return True
-            if frame.get("loop"):
+            if frame.loop is not None:
                 return False  # a for_each between: its item failed, and that fails the loop
         return False
 

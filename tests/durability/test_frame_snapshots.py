@@ -6,7 +6,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from durability_support import cli, task_file
+
+from normalize.drivers.frames import Frame, Hop, Loop, Repeat
+from normalize.drivers.workflow import WorkflowDriver
+from normalize.workflow.spec import WorkflowSpec
 
 OLD = Path(__file__).parents[1] / "fixtures" / "tasks" / "workflow-frames"
 OLD_ID = "786c5b7a"
@@ -35,8 +40,37 @@ def test_a_task_waiting_inside_old_shape_frames_resumes_to_the_end(
     assert first.returncode == 4, first.stdout + first.stderr
     assert "Paint it blue?" in first.stdout
     assert (tmp_path / "paint-red.txt").read_text() == "The user answered: yes\n"
+    saved = task_file(normalize_home, OLD_ID)["driver_states"]["workflow"]["frames"]
+    assert [f["path"] for f in saved] == [  # saved again in today's shape
+        [], [[1, "then"]], [[1, "then"], [0, "then"]], [[1, "then"], [0, "then"], [0, "else"]]]
+    assert saved[2]["loop"] == {"items": ["red", "blue"], "i": 1, "as": "colour"}
     second = cli("resume", OLD_ID, "--answer", "no", cwd=tmp_path, home=normalize_home)
     assert second.returncode == 0, second.stdout + second.stderr
     assert (tmp_path / "paint-blue.txt").read_text() == "The user answered: no\n"
     assert "all 3 steps finished" in second.stdout
     assert task_file(normalize_home, OLD_ID)["status"] == "done"
+
+
+def test_old_and_new_frame_shapes_read_as_the_same_frame() -> None:
+    old = {"path": [1, 0, -3], "pc": 2, "self": True, "scope": {"name": "s"},
+           "loop": {"items": ["a", "b"], "i": 1, "as": "x"}}
+    frame = Frame.from_json(old)
+    assert frame == Frame((Hop(1), Hop(0), Hop(2, "else")), 2, {"name": "s"}, holder=True,
+                          loop=Loop(["a", "b"], 1, "x"))
+    assert Frame.from_json(json.loads(json.dumps(frame.to_json()))) == frame
+
+
+def test_a_bad_branch_in_a_snapshot_is_refused() -> None:
+    with pytest.raises(ValueError, match="bad frame branch"):
+        Frame.from_json({"path": [[0, "sideways"]], "pc": 0})
+
+
+def test_the_driver_snapshot_is_plain_json_and_restores_to_the_same_state() -> None:
+    spec = WorkflowSpec(name="w", path="w.toml", driver="workflow")
+    driver = WorkflowDriver(spec)
+    driver.frames.append(Frame((Hop(0),), 1, repeat=Repeat(2, 5)))
+    state = json.loads(json.dumps(driver.snapshot()))
+    again = WorkflowDriver(spec)
+    again.restore(state)
+    assert again.frames == driver.frames
+    assert again.snapshot() == state
