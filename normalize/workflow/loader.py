@@ -1,9 +1,10 @@
 """Loading workflow files (TOML, via tomlkit) into a WorkflowSpec.
 
 Every problem is reported before anything runs, as one `FILE:LINE:COL:
-message` line naming the key. The accepted format is WORKFLOWS.md's. Reading
-is here; the checks are in `workflow.check` (any table), `workflow.validate`
-(steps and states) and `workflow.build` (the `[workflow]` table, the spec).
+message` line naming the key. The format is the README's "Workflows"; its
+tables of keys are `workflow.schema`. Reading is here; the checks are in
+`workflow.check` (any table), `workflow.validate` (steps and states) and
+`workflow.build` (the `[workflow]` table, the spec).
 """
 
 from __future__ import annotations
