@@ -1,6 +1,10 @@
-"""The workflow driver's stack of frames: where in which step list it is, which loop item.
+"""The workflow driver's state as data: its stack of frames, what it waits for.
 
-A frame is plain data that snapshots to JSON. Task files written before
+A frame says which step list, which step in it, which loop item or `until`
+iteration; `Pending` is the step whose actions are out, `Interrupted` a step
+whose side effect was cut off.
+
+All of it snapshots to plain JSON. Task files written before
 frames were dataclasses still load: their paths are integers (a negative
 `-i - 1` meaning the `else` of step `i`) and `self` is today's `holder`.
 """
@@ -136,3 +140,47 @@ def holders(steps: list[StepSpec], path: tuple[Hop, ...]) -> list[StepSpec]:
         out.append(steps[hop.index])
         steps = hop.steps_of(steps)
     return out
+
+
+@dataclass
+class Pending:
+    """The actions of a step that are out: one step's, a fan-out's, or an interrupt question's.
+
+    Its JSON shape is the one task files have always had.
+    """
+
+    kind: Literal["step", "fanout", "interrupt"]
+    results: list[JSON] = field(default_factory=list)  # a fan-out's results so far
+    count: int = 1  # how many results a fan-out waits for
+    items: list[Any] | None = None  # a fan-out's items, kept when a transform needs them
+
+    def to_json(self) -> JSON:
+        data: JSON = {"kind": self.kind, "results": self.results}
+        if self.kind == "fanout":
+            data.update(count=self.count, items=self.items)
+        return data
+
+    @classmethod
+    def from_json(cls, data: JSON | None) -> Pending | None:
+        if not data:
+            return None
+        kind = data.get("kind")
+        if kind not in ("step", "fanout", "interrupt"):
+            raise ValueError(f"bad pending kind {kind!r}")
+        return cls(kind, list(data.get("results", [])), int(data.get("count", 1)),
+                   data.get("items"))
+
+
+@dataclass
+class Interrupted:
+    """A step result whose side effect was cut off: the result and the command that ran."""
+
+    result: JSON
+    command: str = ""
+
+    def to_json(self) -> JSON:
+        return {"result": self.result, "command": self.command}
+
+    @classmethod
+    def from_json(cls, data: JSON | None) -> Interrupted | None:
+        return None if not data else cls(dict(data["result"]), str(data.get("command") or ""))

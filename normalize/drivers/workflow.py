@@ -23,7 +23,15 @@ import re
 from typing import Any, ClassVar
 
 from normalize.drivers.base import DriverServices, RunContext
-from normalize.drivers.frames import Frame, Loop, Repeat, holders, steps_at
+from normalize.drivers.frames import (
+    Frame,
+    Interrupted,
+    Loop,
+    Pending,
+    Repeat,
+    holders,
+    steps_at,
+)
 from normalize.drivers.interrupts import interrupt_policy, interrupt_question, rerun_answer
 from normalize.errors import ConfigError, UsageError
 from normalize.events import Notice, StepStarted
@@ -163,8 +171,8 @@ class WorkflowDriver:
         self.attempt = 1
         self.retry_delay = 0.0
         self.failure: str | None = None
-        self.pending: dict[str, Any] | None = None  # the step whose actions are out
-        self.interrupted: dict[str, Any] | None = None  # a step result whose outcome is unknown
+        self.pending: Pending | None = None  # the step whose actions are out
+        self.interrupted: Interrupted | None = None  # a step result whose outcome is unknown
         self.delegate: Delegate | None = None
 
     @classmethod
@@ -175,11 +183,13 @@ class WorkflowDriver:
     # -- state -----------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
-        return {"vars": self.vars, "frames": [f.to_json() for f in self.frames], "last": self.last,
-                "attempt": self.attempt, "retry_delay": self.retry_delay,
-                "failure": self.failure, "pending": self.pending,
-                "interrupted": self.interrupted,
-                "delegate": None if self.delegate is None else self.delegate.snapshot()}
+        pending, interrupted, delegate = self.pending, self.interrupted, self.delegate
+        return {"vars": self.vars, "frames": [f.to_json() for f in self.frames],
+                "last": self.last, "attempt": self.attempt, "retry_delay": self.retry_delay,
+                "failure": self.failure,
+                "pending": None if pending is None else pending.to_json(),
+                "interrupted": None if interrupted is None else interrupted.to_json(),
+                "delegate": None if delegate is None else delegate.snapshot()}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.vars = dict(state.get("vars", self.vars))
@@ -189,8 +199,8 @@ class WorkflowDriver:
         self.attempt = int(state.get("attempt", 1))
         self.retry_delay = float(state.get("retry_delay", 0.0))
         self.failure = state.get("failure")
-        self.pending = state.get("pending")
-        self.interrupted = state.get("interrupted")
+        self.pending = Pending.from_json(state.get("pending"))
+        self.interrupted = Interrupted.from_json(state.get("interrupted"))
         delegate = state.get("delegate")
         self.delegate = None if delegate is None else Delegate.restore(delegate, self.services)
 
@@ -342,7 +352,7 @@ class WorkflowDriver:
         if action.tool == "done":
             return Decision.finish(" ".join(action.args) or "done")
         self._scope_cache(action, step)
-        self.pending = {"kind": "step", "results": []}
+        self.pending = Pending("step")
         return Decision(actions=[action])
 
     def _scope_cache(self, action: Action, step: StepSpec) -> None:
@@ -394,8 +404,8 @@ class WorkflowDriver:
                    for item in items]
         for action in actions:
             self._scope_cache(action, step)
-        self.pending = {"kind": "fanout", "results": [], "count": len(actions),
-                        "items": items if step.transform else None}
+        self.pending = Pending("fanout", count=len(actions),
+                               items=items if step.transform else None)
         return Decision(actions=actions, parallel=True,
                         max_concurrency=max(1, step.max_concurrency))
 
@@ -409,10 +419,10 @@ class WorkflowDriver:
         policy = interrupt_policy(step.on_interrupt, self.spec.on_interrupt,
                                   interactive=ctx.interactive)
         if policy == "ask":
-            self.pending = {"kind": "interrupt", "results": []}
-            command = self.interrupted.get("command") or step.action or step.name
+            self.pending = Pending("interrupt")
+            command = self.interrupted.command or step.action or step.name
             return Decision(actions=[interrupt_question(f"step {step.name!r}", command)])
-        result = ActionResult.from_dict(self.interrupted["result"])
+        result = ActionResult.from_dict(self.interrupted.result)
         self.interrupted = None
         if policy == "rerun":
             ctx.emit(Notice(message=f"step {step.name!r}: running it again "
@@ -432,43 +442,18 @@ class WorkflowDriver:
             return
         kept = result.to_dict()
         kept["output"] = kept["output"][:RESULT_KEEP]
-        if self.pending and self.pending["kind"] == "fanout":
-            self.pending["results"].append(kept)
-            if len(self.pending["results"]) < self.pending["count"]:
-                return
-            results = [ActionResult.from_dict(r) for r in self.pending["results"]]
-            failed = [r for r in results if not r.ok]
-            merged = ActionResult(
-                ResultStatus.ERROR if failed else ResultStatus.SUCCESS,
-                output="\n".join(r.output for r in results),
-                error=failed[0].error if failed else None,
-            )
-            self.last = merged.to_dict()
-            if step.capture:
-                values = self._bindings(task)
-                items = self.pending["items"] or [None] * len(results)
-                self.vars[step.capture] = [
-                    apply_transform(step.transform, r.output, {**values, step.as_: item})
-                    for r, item in zip(results, items, strict=True)]
-            self.pending = None
-            self._remember(step, f"{step.name} ×{len(results)}", merged)
-            self._settle(step, merged, len(failed))
+        if self.pending is not None and self.pending.kind == "fanout":
+            self._fanout_result(task, step, kept)
             return
-        if self.pending and self.pending["kind"] == "interrupt":
-            self.pending = None
-            rerun = rerun_answer(result)  # None: no fitting answer, so it is asked again
-            if rerun is not None and self.interrupted is not None:
-                interrupted = ActionResult.from_dict(self.interrupted["result"])
-                self.interrupted = None
-                if not rerun:
-                    self._settle(step, interrupted, 1)
+        if self.pending is not None and self.pending.kind == "interrupt":
+            self._interrupt_answer(step, result)
             return
         self.pending = None
         self.last = kept
         if result.status is ResultStatus.CANCELLED:
             return  # stopped by the user: the step runs again on resume
         if result.status is ResultStatus.INTERRUPTED:
-            self.interrupted = {"result": kept, "command": action.text}
+            self.interrupted = Interrupted(kept, action.text)
             return  # the next decide follows the step's on_interrupt
         if result.ok and step.capture:
             self.vars[step.capture] = apply_transform(step.transform, result.output,
@@ -481,6 +466,40 @@ class WorkflowDriver:
             self.frames[-1].scope = {**scope, "notes": [*scope.get("notes", ()),
                                                         added.to_dict()]}
         self._settle(step, result, 0 if result.ok else 1)
+
+    def _fanout_result(self, task: Task, step: StepSpec, kept: dict[str, Any]) -> None:
+        """One result of a fan-out; the last one merges them all and settles the step."""
+        assert self.pending is not None
+        self.pending.results.append(kept)
+        if len(self.pending.results) < self.pending.count:
+            return
+        results = [ActionResult.from_dict(r) for r in self.pending.results]
+        failed = [r for r in results if not r.ok]
+        merged = ActionResult(
+            ResultStatus.ERROR if failed else ResultStatus.SUCCESS,
+            output="\n".join(r.output for r in results),
+            error=failed[0].error if failed else None,
+        )
+        self.last = merged.to_dict()
+        if step.capture:
+            values = self._bindings(task)
+            items = self.pending.items or [None] * len(results)
+            self.vars[step.capture] = [
+                apply_transform(step.transform, r.output, {**values, step.as_: item})
+                for r, item in zip(results, items, strict=True)]
+        self.pending = None
+        self._remember(step, f"{step.name} ×{len(results)}", merged)
+        self._settle(step, merged, len(failed))
+
+    def _interrupt_answer(self, step: StepSpec, result: ActionResult) -> None:
+        """The answer to "run the interrupted step again?"."""
+        self.pending = None
+        rerun = rerun_answer(result)  # None: no fitting answer, so it is asked again
+        if rerun is not None and self.interrupted is not None:
+            interrupted = ActionResult.from_dict(self.interrupted.result)
+            self.interrupted = None
+            if not rerun:
+                self._settle(step, interrupted, 1)
 
     def _failure_capture(self, step: StepSpec, result: ActionResult) -> Any:
         """What a failed `on_error = "continue"` step captures: its transformed output, or

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from durability_support import cli, task_file
 
-from normalize.drivers.frames import Frame, Hop, Loop, Repeat
+from normalize.drivers.frames import Frame, Hop, Interrupted, Loop, Pending, Repeat
 from normalize.drivers.workflow import WorkflowDriver
 from normalize.workflow.spec import WorkflowSpec
 
@@ -74,3 +74,24 @@ def test_the_driver_snapshot_is_plain_json_and_restores_to_the_same_state() -> N
     again.restore(state)
     assert again.frames == driver.frames
     assert again.snapshot() == state
+
+
+def test_restoring_the_old_state_changes_nothing_but_the_frame_paths() -> None:
+    old = json.loads((OLD / f"{OLD_ID}.json").read_text())["driver_states"]["workflow"]
+    driver = WorkflowDriver(WorkflowSpec(name="frames", path="frames.toml", driver="workflow"))
+    driver.restore(old)
+    state = json.loads(json.dumps(driver.snapshot()))
+    for frame in (*old["frames"], *state["frames"]):
+        frame.pop("path")
+        frame["holder"] = frame.pop("holder", frame.pop("self", False))
+    assert state == old  # pending, interrupted, loops, scopes: the same JSON as before
+
+
+def test_a_fanout_and_an_interruption_round_trip_through_json() -> None:
+    spec = WorkflowSpec(name="w", path="w.toml", driver="workflow")
+    driver = WorkflowDriver(spec)
+    driver.pending = Pending("fanout", [{"status": "success"}], count=3, items=["a", "b", "c"])
+    driver.interrupted = Interrupted({"status": "interrupted", "output": ""}, "run make")
+    again = WorkflowDriver(spec)
+    again.restore(json.loads(json.dumps(driver.snapshot())))
+    assert (again.pending, again.interrupted) == (driver.pending, driver.interrupted)
