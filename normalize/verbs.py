@@ -2,7 +2,8 @@
 
 `VERBS` is the single source of truth: the parser (`normalize.intents`), the
 `normalize help commands` page and the LLM system prompt all read it, so the
-docs and the parser cannot disagree. The contract is COMMANDS.md.
+docs and the parser cannot disagree. The README's "The command language" is the
+user-facing summary.
 """
 
 from __future__ import annotations

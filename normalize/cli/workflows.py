@@ -139,7 +139,7 @@ BUILT_IN_WORDS = {
               "fanout": "key parallel (normalize.drivers.workflow)",
               "condition": "key condition (normalize.workflow.conditions)",
               "capture": "key capture (normalize.drivers.workflow)",
-              "transform": "key transform (normalize.drivers.workflow:apply_transform)",
+              "transform": "key transform (normalize.drivers.step_actions:apply_transform)",
               "workflow": "key workflow (normalize.workflow.delegate)"},
 }
 """What the language itself knows: words and step keys, listed beside the plugins."""

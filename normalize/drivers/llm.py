@@ -57,7 +57,9 @@ from normalize.events import (
     TextDelta,
     ThinkingDelta,
 )
-from normalize.execution.context import ContextStrategy, make_context, signature
+from normalize.execution.context import make_context
+from normalize.execution.context.base import ContextStrategy
+from normalize.execution.context.results import signature
 from normalize.intents import parse
 from normalize.providers import base as model_events
 from normalize.providers.base import (

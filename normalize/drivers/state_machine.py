@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from normalize.drivers.base import DriverServices, RunContext
 from normalize.drivers.interrupts import interrupt_policy, interrupt_question, rerun_answer
-from normalize.drivers.workflow import (
+from normalize.drivers.step_actions import (
     RESULT_KEEP,
     action_for,
     apply_transform,

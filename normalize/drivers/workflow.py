@@ -1,7 +1,7 @@
 """The workflow driver: runs `[[workflow.steps]]` in order, with nesting and fan-out.
 
-Its state is a small stack of frames (which step list, which step, which
-loop item, which `until` iteration), so a task resumes mid-workflow,
+Its state is a small stack of frames (`normalize.drivers.frames`: which step
+list, which step, which loop item, which `until` iteration), so a task resumes mid-workflow,
 mid-loop, at the exact step. Each frame is a scope with its own notes and
 history; strategies (context, cache, retry) are inherited along the frames
 (see `normalize.execution.scope`). A step's result may be captured into a
@@ -18,17 +18,31 @@ done, and its state nests in this driver's snapshot.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any, ClassVar
 
 from normalize.drivers.base import DriverServices, RunContext
+from normalize.drivers.frames import (
+    Frame,
+    Interrupted,
+    Loop,
+    Pending,
+    Repeat,
+    holders,
+    steps_at,
+)
 from normalize.drivers.interrupts import interrupt_policy, interrupt_question, rerun_answer
-from normalize.errors import ConfigError, UsageError
+from normalize.drivers.step_actions import (
+    RESULT_KEEP,
+    action_for,
+    apply_transform,
+    delegate_config,
+    fill,
+    root_settings,
+    step_kind_of,
+)
+from normalize.errors import UsageError
 from normalize.events import Notice, StepStarted
 from normalize.execution.scope import (
-    ROOT_CACHE,
-    ROOT_CONTEXT,
     ROOT_RETRY,
     Note,
     Resolved,
@@ -38,111 +52,21 @@ from normalize.execution.scope import (
     render_notes,
     resolve,
 )
-from normalize.intents import parse_command, verb_for
 from normalize.retry import RetryPolicy
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus
 from normalize.workflow.conditions import evaluate
 from normalize.workflow.delegate import Delegate, StepOutcome
-from normalize.workflow.interpolate import interpolate
 from normalize.workflow.sources import resolve_items
 from normalize.workflow.spec import StepSpec, WorkflowSpec
 
-RESULT_KEEP = 20_000  # characters of the last result kept for conditions
 DEFAULT_RETRY = {"strategy": "exponential", "max_attempts": 3, "base_delay": 0.5,
                  "max_delay": 8.0}
 """The policy `on_error = "retry"` uses when no retry policy is in effect."""
 
 
-def apply_transform(transform: str | None, text: str,
-                    values: dict[str, Any] | None = None) -> Any:
-    """`json:a.b` (a field), `regex:PATTERN` (group 1, or the match), `lines`, `strip`,
-    `format:TEXT` (TEXT with the step's variables and `{result}` filled in)."""
-    if not transform:
-        return text
-    kind, _, arg = transform.partition(":")
-    if kind == "format":
-        return fill(arg, {**(values or {}), "result": text}, "transform")
-    if kind == "json":
-        value: Any = json.loads(text)
-        for part in filter(None, arg.split(".")):
-            value = value[int(part)] if isinstance(value, list) else value[part]
-        return value
-    if kind == "regex":
-        match = re.search(arg, text, re.MULTILINE)
-        if match is None:
-            return ""
-        return match.group(1) if match.groups() else match.group(0)
-    if kind == "lines":
-        return [ln for ln in text.splitlines() if ln.strip()]
-    if kind == "strip":
-        return text.strip()
-    raise ConfigError(f"unknown transform {transform!r} (json:FIELD, regex:PATTERN, lines, "
-                      f"strip, format:TEXT)")
-
-
-def fill(text: str, variables: dict[str, Any], where: str) -> str:
-    """Interpolate `text`; a variable not set yet is a clear error naming it."""
-    try:
-        return interpolate(text, variables)
-    except (KeyError, IndexError, TypeError) as exc:
-        name = exc.args[0] if exc.args else "?"
-        raise UsageError(f"{where}: variable {{{name}}} is not set (the step that captures it "
-                         f"did not run or did not succeed)") from None
-
-
-def action_for(text: str, variables: dict[str, Any], step: StepSpec | None = None, *,
-               timeout: float | None = None) -> Action:
-    """Parse a step's interpolated command into an Action (with its `timeout`, if any)."""
-    command = fill(text, variables, f"step {step.name!r}" if step else "action")
-    head, _, rest = command.strip().partition(" ")
-    verb = verb_for(head)
-    if verb is not None and verb.name == "done":
-        # a summary is free text: captured values may span lines or hold quotes
-        return Action("done", {"args": [rest.strip()] if rest.strip() else [], "body": None},
-                      text=command)
-    action = parse_command(command)
-    timeout = timeout if timeout is not None else (step.timeout if step is not None else None)
-    if timeout is not None:
-        action.params["timeout"] = timeout
-    return action
-
-
-def step_kind_of(text: str | None) -> str | None:
-    """The step kind an action names (`llm-decide …`), if it names one."""
-    if not text or not text.strip():
-        return None
-    from normalize.steps import is_step_kind
-
-    first = text.split(None, 1)[0]
-    return first if is_step_kind(first) else None
-
-
-def delegate_config(kind: str, text: str, values: dict[str, Any], *, name: str,
-                    prompt: str | None, max_turns: int | None, llm: dict[str, Any] | None,
-                    settings: Resolved, notes: str) -> dict[str, Any]:
-    """What a step kind's sub-driver is built from (plain JSON, kept for resume)."""
-    words = fill(text, values, f"step {name!r}").split(None, 1)
-    args = words[1] if len(words) > 1 else ""
-    prompt_text = fill(prompt, values, f"step {name!r}") if prompt else ""
-    plain = {k: v for k, v in values.items() if isinstance(v, str | int | float | bool | list)}
-    return {"kind": kind, "name": name, "args": args, "prompt": prompt_text,
-            "goal": prompt_text or args or str(values.get("task", "")),
-            "max_turns": max_turns, "llm": llm, "context": settings.context,
-            "cache": settings.cache, "retry": settings.retry, "notes": notes, "vars": plain}
-
-
 def settings_of(step: StepSpec) -> ScopeSettings:
     return ScopeSettings(step.context, {"strategy": step.cache} if step.cache else None,
                          step.retry)
-
-
-def root_settings(spec: WorkflowSpec) -> Resolved:
-    """The workflow's own strategies (`[workflow.context]`, `.cache`, `.retry`)."""
-    return Resolved(
-        context=spec.context.get("strategy", ROOT_CONTEXT),
-        cache=dict(spec.cache) if spec.cache else {"strategy": ROOT_CACHE},
-        retry=dict(spec.retry) if spec.retry else {"strategy": ROOT_RETRY},
-    )
 
 
 class WorkflowDriver:
@@ -157,14 +81,13 @@ class WorkflowDriver:
         self.label = label
         self.vars: dict[str, Any] = dict(spec.vars)
         self.vars.update(variables or {})
-        self.frames: list[dict[str, Any]] = [{"path": [], "pc": 0,
-                                              "scope": ScopeState(spec.name).to_dict()}]
+        self.frames: list[Frame] = [Frame(scope=ScopeState(spec.name).to_dict())]
         self.last: dict[str, Any] | None = None
         self.attempt = 1
         self.retry_delay = 0.0
         self.failure: str | None = None
-        self.pending: dict[str, Any] | None = None  # the step whose actions are out
-        self.interrupted: dict[str, Any] | None = None  # a step result whose outcome is unknown
+        self.pending: Pending | None = None  # the step whose actions are out
+        self.interrupted: Interrupted | None = None  # a step result whose outcome is unknown
         self.delegate: Delegate | None = None
 
     @classmethod
@@ -175,61 +98,51 @@ class WorkflowDriver:
     # -- state -----------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
-        return {"vars": self.vars, "frames": self.frames, "last": self.last,
-                "attempt": self.attempt, "retry_delay": self.retry_delay,
-                "failure": self.failure, "pending": self.pending,
-                "interrupted": self.interrupted,
-                "delegate": None if self.delegate is None else self.delegate.snapshot()}
+        pending, interrupted, delegate = self.pending, self.interrupted, self.delegate
+        return {"vars": self.vars, "frames": [f.to_json() for f in self.frames],
+                "last": self.last, "attempt": self.attempt, "retry_delay": self.retry_delay,
+                "failure": self.failure,
+                "pending": None if pending is None else pending.to_json(),
+                "interrupted": None if interrupted is None else interrupted.to_json(),
+                "delegate": None if delegate is None else delegate.snapshot()}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.vars = dict(state.get("vars", self.vars))
-        self.frames = list(state.get("frames", self.frames))
+        if "frames" in state:
+            self.frames = [Frame.from_json(f) for f in state["frames"]]
         self.last = state.get("last")
         self.attempt = int(state.get("attempt", 1))
         self.retry_delay = float(state.get("retry_delay", 0.0))
         self.failure = state.get("failure")
-        self.pending = state.get("pending")
-        self.interrupted = state.get("interrupted")
+        self.pending = Pending.from_json(state.get("pending"))
+        self.interrupted = Interrupted.from_json(state.get("interrupted"))
         delegate = state.get("delegate")
         self.delegate = None if delegate is None else Delegate.restore(delegate, self.services)
 
     # -- navigation ------------------------------------------------------
 
-    def _steps(self, path: list[int]) -> list[StepSpec]:
-        """The step list at `path` (a negative index walks into that step's `else`)."""
-        steps = self.spec.steps
-        for index in path:
-            steps = steps[index].steps if index >= 0 else steps[-index - 1].otherwise
-        return steps
+    def _holder(self, frame: Frame) -> StepSpec:
+        """The step whose nested steps (or `else`, or loop) the frame runs."""
+        return holders(self.spec.steps, frame.path)[-1]
 
-    def _frame_steps(self, frame: dict[str, Any]) -> list[StepSpec]:
-        if frame.get("self"):
-            parent = self._steps(frame["path"][:-1])[frame["path"][-1]]
-            return [parent]
-        return self._steps(frame["path"])
-
-    def _scopes(self) -> list[ScopeState]:
-        return [ScopeState.from_dict(f.get("scope")) for f in self.frames]
+    def _frame_steps(self, frame: Frame) -> list[StepSpec]:
+        if frame.holder:
+            return [self._holder(frame)]
+        return steps_at(self.spec.steps, frame.path)
 
     def _bindings(self, task: Task) -> dict[str, Any]:
-        notes = [Note.from_dict(n) for f in self.frames
-                 for n in (f.get("scope") or {}).get("notes", ())]
+        notes = [Note.from_dict(n) for f in self.frames for n in f.scope.get("notes", ())]
         values = {"task": task.goal, "workspace": task.workspace, "notes": render_notes(notes),
                   **self.vars}
         for frame in self.frames:
-            loop = frame.get("loop")
-            if loop:
-                values[loop["as"]] = loop["items"][loop["i"]]
+            if frame.loop is not None:
+                values[frame.loop.as_] = frame.loop.item
         return values
 
     def resolved(self, step: StepSpec | None = None) -> Resolved:
         """The strategies in effect for `step` in the current frame (see the scope table)."""
-        chain: list[ScopeSettings] = []
-        steps = self.spec.steps
-        for index in self.frames[-1]["path"] if self.frames else []:
-            holder = steps[index if index >= 0 else -index - 1]
-            chain.append(settings_of(holder))
-            steps = holder.steps if index >= 0 else holder.otherwise
+        path = self.frames[-1].path if self.frames else ()
+        chain = [settings_of(holder) for holder in holders(self.spec.steps, path)]
         if step is not None:
             chain.append(settings_of(step))
         return resolve(chain, root_settings(self.spec))
@@ -242,15 +155,15 @@ class WorkflowDriver:
         if frame is None:
             return None
         steps = self._frame_steps(frame)
-        return steps[frame["pc"]] if frame["pc"] < len(steps) else None
+        return steps[frame.pc] if frame.pc < len(steps) else None
 
     def _advance(self) -> None:
-        self.frames[-1]["pc"] += 1
+        self.frames[-1].pc += 1
         self.attempt = 1
         self.retry_delay = 0.0
 
-    def _push(self, frame: dict[str, Any], name: str) -> None:
-        frame.setdefault("scope", ScopeState(name).to_dict())
+    def _push(self, frame: Frame, name: str) -> None:
+        frame.scope = ScopeState(name).to_dict()
         self.frames.append(frame)
 
     # -- deciding --------------------------------------------------------
@@ -280,13 +193,12 @@ class WorkflowDriver:
         """Move to the next runnable step; its decision, or None to look again."""
         frame = self.frames[-1]
         steps = self._frame_steps(frame)
-        if frame["pc"] >= len(steps):
+        if frame.pc >= len(steps):
             self._end_of_frame(task, ctx)
             return None
-        step = steps[frame["pc"]]
+        step = steps[frame.pc]
         values = self._bindings(task)
-        here = [*frame["path"], frame["pc"]]
-        if not frame.get("self"):
+        if not frame.holder:
             holds = True
             if step.condition:
                 condition = fill(step.condition, values, f"step {step.name!r}")
@@ -297,13 +209,12 @@ class WorkflowDriver:
                     return None
             if len(self.frames) == 1:
                 label = f"{self.label} › {step.name}" if self.label else step.name
-                ctx.emit(StepStarted(name=label, index=frame["pc"] + 1,
+                ctx.emit(StepStarted(name=label, index=frame.pc + 1,
                                      total=len(self.spec.steps)))
             if not holds:
                 ctx.emit(Notice(message=f"step {step.name!r}: {step.condition} is false; "
                                         f"running its `else`"))
-                self._push({"path": [*frame["path"], -frame["pc"] - 1], "pc": 0},
-                           f"{step.name} (else)")
+                self._push(Frame(frame.here("else")), f"{step.name} (else)")
                 return None
             if step.for_each:
                 source = fill(step.for_each, values, f"step {step.name!r}")
@@ -314,15 +225,15 @@ class WorkflowDriver:
                     return None
                 if step.parallel and step.action:
                     return self._fanout(step, items, values)
-                self._push({"path": here, "pc": 0, "self": not step.steps,
-                            "loop": {"items": items, "i": 0, "as": step.as_}}, step.name)
+                self._push(Frame(frame.here(), holder=not step.steps,
+                                 loop=Loop(items, 0, step.as_)), step.name)
                 return None
             if step.until:
-                self._push({"path": here, "pc": 0, "self": not step.steps,
-                            "repeat": {"i": 1, "max": step.max_iterations or 10}}, step.name)
+                self._push(Frame(frame.here(), holder=not step.steps,
+                                 repeat=Repeat(1, step.max_iterations or 10)), step.name)
                 return None
             if step.steps:
-                self._push({"path": here, "pc": 0}, step.name)
+                self._push(Frame(frame.here()), step.name)
                 return None
         return self._leaf(ctx, step, values)
 
@@ -356,7 +267,7 @@ class WorkflowDriver:
         if action.tool == "done":
             return Decision.finish(" ".join(action.args) or "done")
         self._scope_cache(action, step)
-        self.pending = {"kind": "step", "results": []}
+        self.pending = Pending("step")
         return Decision(actions=[action])
 
     def _scope_cache(self, action: Action, step: StepSpec) -> None:
@@ -379,25 +290,24 @@ class WorkflowDriver:
     def _end_of_frame(self, task: Task, ctx: RunContext) -> None:
         """A frame's steps are done: next loop item, next iteration, or back to the parent."""
         frame = self.frames[-1]
-        loop = frame.get("loop")
-        if loop and loop["i"] + 1 < len(loop["items"]):
-            loop["i"] += 1
-            frame["pc"] = 0
+        loop, repeat = frame.loop, frame.repeat
+        if loop is not None and loop.i + 1 < len(loop.items):
+            loop.i += 1
+            frame.pc = 0
             return
-        repeat = frame.get("repeat")
-        if repeat:
-            holder = self._steps(frame["path"][:-1])[frame["path"][-1]]
+        if repeat is not None:
+            holder = self._holder(frame)
             values = self._bindings(task)
             until = fill(holder.until or "always", values, f"step {holder.name!r}")
             if not evaluate(until, self._last_result(), values):
-                if repeat["i"] < repeat["max"]:
-                    repeat["i"] += 1
-                    frame["pc"] = 0
+                if repeat.i < repeat.max:
+                    repeat.i += 1
+                    frame.pc = 0
                     ctx.emit(Notice(message=f"step {holder.name!r}: {until} is false; "
-                                            f"iteration {repeat['i']} of {repeat['max']}"))
+                                            f"iteration {repeat.i} of {repeat.max}"))
                     return
                 self.frames.pop()
-                why = f"`until = {until!r}` still false after {repeat['max']} iterations"
+                why = f"`until = {until!r}` still false after {repeat.max} iterations"
                 self._settle(holder, ActionResult.failure(why), 1)
                 return
         self.frames.pop()
@@ -409,8 +319,8 @@ class WorkflowDriver:
                    for item in items]
         for action in actions:
             self._scope_cache(action, step)
-        self.pending = {"kind": "fanout", "results": [], "count": len(actions),
-                        "items": items if step.transform else None}
+        self.pending = Pending("fanout", count=len(actions),
+                               items=items if step.transform else None)
         return Decision(actions=actions, parallel=True,
                         max_concurrency=max(1, step.max_concurrency))
 
@@ -424,10 +334,10 @@ class WorkflowDriver:
         policy = interrupt_policy(step.on_interrupt, self.spec.on_interrupt,
                                   interactive=ctx.interactive)
         if policy == "ask":
-            self.pending = {"kind": "interrupt", "results": []}
-            command = self.interrupted.get("command") or step.action or step.name
+            self.pending = Pending("interrupt")
+            command = self.interrupted.command or step.action or step.name
             return Decision(actions=[interrupt_question(f"step {step.name!r}", command)])
-        result = ActionResult.from_dict(self.interrupted["result"])
+        result = ActionResult.from_dict(self.interrupted.result)
         self.interrupted = None
         if policy == "rerun":
             ctx.emit(Notice(message=f"step {step.name!r}: running it again "
@@ -447,43 +357,18 @@ class WorkflowDriver:
             return
         kept = result.to_dict()
         kept["output"] = kept["output"][:RESULT_KEEP]
-        if self.pending and self.pending["kind"] == "fanout":
-            self.pending["results"].append(kept)
-            if len(self.pending["results"]) < self.pending["count"]:
-                return
-            results = [ActionResult.from_dict(r) for r in self.pending["results"]]
-            failed = [r for r in results if not r.ok]
-            merged = ActionResult(
-                ResultStatus.ERROR if failed else ResultStatus.SUCCESS,
-                output="\n".join(r.output for r in results),
-                error=failed[0].error if failed else None,
-            )
-            self.last = merged.to_dict()
-            if step.capture:
-                values = self._bindings(task)
-                items = self.pending["items"] or [None] * len(results)
-                self.vars[step.capture] = [
-                    apply_transform(step.transform, r.output, {**values, step.as_: item})
-                    for r, item in zip(results, items, strict=True)]
-            self.pending = None
-            self._remember(step, f"{step.name} ×{len(results)}", merged)
-            self._settle(step, merged, len(failed))
+        if self.pending is not None and self.pending.kind == "fanout":
+            self._fanout_result(task, step, kept)
             return
-        if self.pending and self.pending["kind"] == "interrupt":
-            self.pending = None
-            rerun = rerun_answer(result)  # None: no fitting answer, so it is asked again
-            if rerun is not None and self.interrupted is not None:
-                interrupted = ActionResult.from_dict(self.interrupted["result"])
-                self.interrupted = None
-                if not rerun:
-                    self._settle(step, interrupted, 1)
+        if self.pending is not None and self.pending.kind == "interrupt":
+            self._interrupt_answer(step, result)
             return
         self.pending = None
         self.last = kept
         if result.status is ResultStatus.CANCELLED:
             return  # stopped by the user: the step runs again on resume
         if result.status is ResultStatus.INTERRUPTED:
-            self.interrupted = {"result": kept, "command": action.text}
+            self.interrupted = Interrupted(kept, action.text)
             return  # the next decide follows the step's on_interrupt
         if result.ok and step.capture:
             self.vars[step.capture] = apply_transform(step.transform, result.output,
@@ -491,11 +376,45 @@ class WorkflowDriver:
         self._remember(step, action.text or action.tool, result)
         note = result.data.get("note") if result.ok else None
         if note:
-            data = self.frames[-1].get("scope") or {}
+            scope = self.frames[-1].scope
             added = Note(str(note), result.data.get("turns"), result.data.get("until"))
-            self.frames[-1]["scope"] = {**data, "notes": [*data.get("notes", ()),
-                                                          added.to_dict()]}
+            self.frames[-1].scope = {**scope, "notes": [*scope.get("notes", ()),
+                                                        added.to_dict()]}
         self._settle(step, result, 0 if result.ok else 1)
+
+    def _fanout_result(self, task: Task, step: StepSpec, kept: dict[str, Any]) -> None:
+        """One result of a fan-out; the last one merges them all and settles the step."""
+        assert self.pending is not None
+        self.pending.results.append(kept)
+        if len(self.pending.results) < self.pending.count:
+            return
+        results = [ActionResult.from_dict(r) for r in self.pending.results]
+        failed = [r for r in results if not r.ok]
+        merged = ActionResult(
+            ResultStatus.ERROR if failed else ResultStatus.SUCCESS,
+            output="\n".join(r.output for r in results),
+            error=failed[0].error if failed else None,
+        )
+        self.last = merged.to_dict()
+        if step.capture:
+            values = self._bindings(task)
+            items = self.pending.items or [None] * len(results)
+            self.vars[step.capture] = [
+                apply_transform(step.transform, r.output, {**values, step.as_: item})
+                for r, item in zip(results, items, strict=True)]
+        self.pending = None
+        self._remember(step, f"{step.name} ×{len(results)}", merged)
+        self._settle(step, merged, len(failed))
+
+    def _interrupt_answer(self, step: StepSpec, result: ActionResult) -> None:
+        """The answer to "run the interrupted step again?"."""
+        self.pending = None
+        rerun = rerun_answer(result)  # None: no fitting answer, so it is asked again
+        if rerun is not None and self.interrupted is not None:
+            interrupted = ActionResult.from_dict(self.interrupted.result)
+            self.interrupted = None
+            if not rerun:
+                self._settle(step, interrupted, 1)
 
     def _failure_capture(self, step: StepSpec, result: ActionResult) -> Any:
         """What a failed `on_error = "continue"` step captures: its transformed output, or
@@ -526,16 +445,16 @@ class WorkflowDriver:
         text = result.output + (result.error or "")
         last = len(self.frames) - 1
         for index, frame in enumerate(self.frames):
-            data = frame.get("scope") or {}
+            data = frame.scope
             if data.get("notes"):  # only scopes with notes have anything to age
                 notes = [Note.from_dict(n) for n in data["notes"]]
                 data = {**data, "notes": [n.to_dict() for n in notes if n.after(text)]}
             if index == last:  # the history grows in place: no rebuild of the others
                 data = record_history(data, command, result.status.value, text, step.name)
-            frame["scope"] = data
+            frame.scope = data
 
     def _retry_policy(self, step: StepSpec) -> RetryPolicy:
-        table = self.resolved(step if not self.frames[-1].get("self") else None).retry
+        table = self.resolved(step if not self.frames[-1].holder else None).retry
         if table.get("strategy", ROOT_RETRY) == "none" and step.on_error == "retry":
             table = DEFAULT_RETRY
         return Resolved(retry=table).retry_policy
@@ -544,13 +463,13 @@ class WorkflowDriver:
         """Inside an `until` loop, a failed step ends the iteration; `until` then decides."""
         for depth in range(len(self.frames) - 1, -1, -1):
             frame = self.frames[depth]
-            if frame.get("repeat"):
+            if frame.repeat is not None:
                 del self.frames[depth + 1:]
-                frame["pc"] = len(self._frame_steps(frame))
+                frame.pc = len(self._frame_steps(frame))
                 self.attempt = 1
                 self.retry_delay = 0.0
                 return True
-            if frame.get("loop"):
+            if frame.loop is not None:
                 return False  # a for_each between: its item failed, and that fails the loop
         return False
 

@@ -1,6 +1,6 @@
 """The `edit` and `write` tools: change files in place and answer with a unified diff.
 
-`edit` has three forms (see COMMANDS.md): SEARCH/REPLACE blocks, a line range
+`edit` has three forms (see `normalize help commands`): SEARCH/REPLACE blocks, a line range
 (`PATH:START-END`) and a symbol (`PATH/Class/method`). Every form is applied in
 memory first and written once, atomically, so a failing block leaves the file
 untouched. Files keep their encoding (UTF-8 with or without BOM; latin-1 for

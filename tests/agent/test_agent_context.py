@@ -7,15 +7,11 @@ import json
 import pytest
 
 from normalize.errors import ConfigError
-from normalize.execution.context import (
-    CONTEXTS,
-    ContextStrategy,
-    ConversationContext,
-    TaskTreeContext,
-    make_context,
-    register_context,
-    signature,
-)
+from normalize.execution.context import CONTEXTS, make_context, register_context
+from normalize.execution.context.base import ContextStrategy
+from normalize.execution.context.conversation import ConversationContext
+from normalize.execution.context.plans import TaskTreeContext
+from normalize.execution.context.results import signature
 from normalize.task import Action, ActionResult
 
 GOAL = "make the tests pass"

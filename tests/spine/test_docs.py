@@ -35,3 +35,16 @@ def test_readme_documents_every_exit_status() -> None:
 def test_readme_ci_recipe_is_the_example_file() -> None:
     recipe = README.split("## In CI", 1)[1].split("```yaml\n", 1)[1].split("```")[0]
     assert recipe == (REPO / "docs" / "ci-example.yml").read_text()
+
+
+def test_every_document_the_code_names_is_in_the_repository() -> None:
+    """A docstring that says "see X.md" points at a file a reader can open."""
+    package = REPO / "normalize"
+    missing = []
+    for module in sorted(package.rglob("*.py")):
+        for name in set(re.findall(r"\b([\w./-]+\.md)\b", module.read_text())):
+            candidates = [REPO / name, REPO / "docs" / name, module.parent / name,
+                          package / name]
+            if not any(c.is_file() for c in candidates):
+                missing.append(f"{module.relative_to(REPO)}: {name}")
+    assert not missing

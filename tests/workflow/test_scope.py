@@ -9,6 +9,7 @@ import pytest
 from wf_support import Runner
 
 from normalize.drivers.base import DriverServices
+from normalize.drivers.frames import Frame, Hop, steps_at
 from normalize.drivers.workflow import WorkflowDriver
 from normalize.execution.scope import Note, Resolved, Scope, ScopeSettings, resolve
 from normalize.retry import RetryPolicy
@@ -107,8 +108,9 @@ def test_nested_steps_in_toml_inherit_the_same_way(tmp_path: Path, path: list[in
     file = tmp_path / "nested.toml"
     file.write_text(NESTED)
     driver = WorkflowDriver(load_workflow(file))
-    driver.frames = [{"path": path[:n], "pc": 0} for n in range(len(path) + 1)]
-    step = driver._steps(path)[index]
+    hops = tuple(Hop(i) for i in path)
+    driver.frames = [Frame(hops[:n]) for n in range(len(hops) + 1)]
+    step = steps_at(driver.spec.steps, hops)[index]
     resolved: Resolved = driver.resolved(step)
     policy = resolved.retry_policy
     assert (resolved.context, resolved.cache["strategy"], policy.strategy,

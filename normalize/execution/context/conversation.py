@@ -1,0 +1,108 @@
+"""The conversation strategy: every reply and result as messages, compacted past a size."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from normalize.execution.context.base import ContextStrategy
+from normalize.execution.context.results import Compaction, Message, Prompt, ResultEntry
+from normalize.task import Action, ActionResult
+
+KEEP_RECENT_TURNS = 2  # results of the last turns are never compacted
+
+
+class ConversationContext(ContextStrategy):
+    """Every reply and result as messages, the baseline; old results compact past a size.
+
+    Compaction is deterministic: when the messages exceed
+    `compact_after_chars`, the oldest results (never those of the last
+    KEEP_RECENT_TURNS turns) are replaced by their first lines and their
+    fetch id, oldest first, until the messages fit in half the threshold.
+    """
+
+    name = "conversation"
+    bounded = False
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.turns: list[dict[str, Any]] = []  # {"reply", "results", "feedback"}
+        self.intro_feedback: list[str] = []
+
+    def add_reply(self, text: str, prose: str, turn: int) -> None:
+        if self.turns:
+            self.turns[-1]["feedback"] = list(self.feedback)
+        else:
+            self.intro_feedback = list(self.feedback)
+        super().add_reply(text, prose, turn)
+        self.turns.append({"turn": turn, "reply": text, "results": []})
+
+    def add_result(self, action: Action, result: ActionResult, turn: int) -> ResultEntry:
+        entry = super().add_result(action, result, turn)
+        if self.turns:
+            self.turns[-1]["results"].append(entry)
+        return entry
+
+    def build(self, goal: str, turn: int) -> Prompt:
+        compaction = self._compact(goal, turn)
+        return Prompt(self._messages(goal, turn), compaction)
+
+    def render(self, goal: str, turn: int) -> str:
+        return "\n\n".join(m["content"] for m in self._messages(goal, turn))
+
+    def _messages(self, goal: str, turn: int) -> list[Message]:
+        intro = [f"# Task\n{goal.strip()}"]
+        notes = self._live_notes(turn)
+        feedback = self.intro_feedback if self.turns else self.feedback
+        if feedback:
+            intro.append("## From normalize\n" + "\n".join(f"- {f}" for f in feedback))
+        messages: list[Message] = [{"role": "user", "content": "\n\n".join(intro) + "\n"}]
+        for index, record in enumerate(self.turns):
+            last = index == len(self.turns) - 1
+            messages.append({"role": "assistant", "content": record["reply"] or "(empty)"})
+            parts = [r.render() for r in record["results"]]
+            feedback = self.feedback if last else record.get("feedback", [])
+            if last and notes:
+                parts.append("## Notes\n" + "\n".join(f"- {n}" for n in notes))
+            if feedback:
+                parts.append("## From normalize\n" + "\n".join(f"- {f}" for f in feedback))
+            messages.append({"role": "user",
+                             "content": "\n\n".join(parts) if parts else "(nothing ran)"})
+        return messages
+
+    def _compact(self, goal: str, turn: int) -> Compaction | None:
+        if not self.compact_after_chars:
+            return None
+        before = sum(len(m["content"]) for m in self._messages(goal, turn))
+        if before <= self.compact_after_chars:
+            return None
+        target = self.compact_after_chars // 2
+        size, count = before, 0
+        for record in self.turns[: max(len(self.turns) - KEEP_RECENT_TURNS, 0)]:
+            for index, entry in enumerate(record["results"]):
+                if size <= target:
+                    break
+                if entry.compacted:
+                    continue
+                small = entry.compact()
+                record["results"][index] = small
+                size -= len(entry.render()) - len(small.render())
+                count += 1
+        if not count:
+            return None
+        after = sum(len(m["content"]) for m in self._messages(goal, turn))
+        return Compaction(before, after, count)
+
+    def snapshot(self) -> dict[str, Any]:
+        state = super().snapshot()
+        state["turns"] = [{**t, "results": [asdict(r) for r in t["results"]]}
+                          for t in self.turns]
+        state["intro_feedback"] = list(self.intro_feedback)
+        return state
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        super().restore(state)
+        self.turns = [{**t, "results": [ResultEntry.from_dict(r) for r in t.get("results", [])]}
+                      for t in state.get("turns", [])]
+        self.intro_feedback = [str(f) for f in state.get("intro_feedback", [])]

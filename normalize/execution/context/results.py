@@ -1,0 +1,136 @@
+"""What a context strategy is made of: one action's result as the model sees it, a prompt.
+
+`signature` digests an action and its outcome, so the driver can spot a loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from normalize.task import Action, ActionResult
+
+Message = dict[str, str]
+
+RESULT_CHARS = 2_500
+LINE_CHARS = 160
+
+MARKS = {"success": "✓", "error": "✗", "blocked": "⊘", "cancelled": "⊘", "interrupted": "?"}
+
+
+def clip(text: str, limit: int, tail: str = "…") -> str:
+    return text if len(text) <= limit else text[: max(limit - len(tail), 0)] + tail
+
+
+def first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+@dataclass
+class ResultEntry:
+    """One action's outcome as the model sees it."""
+
+    turn: int
+    command: str
+    status: str
+    text: str
+    cache_id: str | None = None
+    exit_code: int | None = None
+    compacted: bool = False
+
+    @classmethod
+    def of(cls, action: Action, result: ActionResult, turn: int,
+           limit: int = RESULT_CHARS) -> ResultEntry:
+        """The entry for `result`: its preview (or output), its error, clipped to `limit`."""
+        text = result.shown
+        if result.error and result.error not in text:
+            text = f"error: {result.error}\n{text}" if text else f"error: {result.error}"
+        if len(text) > limit:
+            if result.cache_id:
+                where = f"fetch {result.cache_id}"
+            elif action.tool == "fetch" and action.args:
+                where = f"clipped; `fetch {action.args[0]} START-END` shows a range of lines"
+            else:
+                where = "clipped"
+            text = clip(text, limit - len(where) - 4, "") + f"\n… ({where})"
+        command = action.text.strip() or " ".join([action.tool, *action.args])
+        return cls(turn, command, result.status.value, text, result.cache_id, result.exit_code)
+
+    @property
+    def mark(self) -> str:
+        mark = MARKS.get(self.status, "·")
+        if self.exit_code not in (None, 0):
+            mark += f" exit {self.exit_code}"
+        return mark
+
+    @property
+    def head(self) -> str:
+        """The command's first line (a heredoc body is not repeated)."""
+        return clip(first_line(self.command) or self.command, LINE_CHARS)
+
+    def render(self) -> str:
+        return f"### `{self.head}` {self.mark}\n{self.text or '(no output)'}"
+
+    def line(self) -> str:
+        """One history line: turn, mark, command, the first line of the result."""
+        gist = first_line(self.text)
+        line = f"{self.turn + 1}. {self.mark} {self.head}"
+        return clip(f"{line} → {gist}" if gist else line, LINE_CHARS)
+
+    def compact(self) -> ResultEntry:
+        """A short form: the first lines and where the rest is (deterministic)."""
+        lines = self.text.splitlines()
+        if len(lines) <= 4 and len(self.text) <= 300:
+            return ResultEntry(**{**asdict(self), "compacted": True})
+        keep = "\n".join(clip(ln, 100) for ln in lines[:3])
+        where = (f"fetch {self.cache_id} for the full text" if self.cache_id
+                 else "run the command again to see it")
+        text = f"{keep}\n… compacted ({len(lines)} lines); {where}"
+        return ResultEntry(**{**asdict(self), "text": text, "compacted": True})
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ResultEntry:
+        return cls(int(data.get("turn", 0)), str(data.get("command", "")),
+                   str(data.get("status", "")), str(data.get("text", "")),
+                   data.get("cache_id"), data.get("exit_code"), bool(data.get("compacted")))
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What one compaction did (the driver records it as `context_compacted`)."""
+
+    before_chars: int
+    after_chars: int
+    results_compacted: int
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The messages of one model request (user first and last, alternating)."""
+
+    messages: list[Message]
+    compaction: Compaction | None = None
+
+    @property
+    def chars(self) -> int:
+        return sum(len(m["content"]) for m in self.messages)
+
+
+def signature(action: Action, result: ActionResult) -> str:
+    """A short digest of an action and its outcome, for loop detection.
+
+    Durations printed by tools (`in 0.42s`) are masked so that a rerun with the
+    same outcome has the same signature.
+    """
+    text = re.sub(r"\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds)\b", "T", result.shown)
+    params = json.dumps(action.params, sort_keys=True, default=str)
+    payload = "\x00".join([action.tool, params, result.status.value,
+                           str(result.exit_code), text, result.error or ""])
+    return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()

@@ -1,0 +1,181 @@
+"""Building a WorkflowSpec from a parsed file: the `[workflow]` table, then steps or states.
+
+Each `[workflow]` key with rules of its own has a checker in `WORKFLOW_KEYS`;
+which driver runs the file follows from its body (`BODIES`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from normalize.errors import ConfigError
+from normalize.workflow.check import Checker
+from normalize.workflow.schema import BUILTIN_VARS, NAME_RE, ON_INTERRUPT, STATE_VARS, STRATEGIES
+from normalize.workflow.spec import WorkflowSpec
+from normalize.workflow.validate import LoadNested, Plugins, Validator
+
+APPROVAL_MODES = ("ask", "auto", "yes", "never")
+
+
+@dataclass
+class Source:
+    """One workflow file being built: where it is, what it says, who includes it."""
+
+    path: Path
+    data: dict[str, Any]
+    check: Checker
+    stack: tuple[Path, ...]
+    label: str | None = None
+
+
+def _limits(source: Source, limits: Any) -> None:
+    source.check.table(limits, "limits", "workflow.limits")
+    for key, value in limits.items():
+        if value <= 0:
+            raise source.check.fail(f"workflow.limits.{key}",
+                                    f"{key} must be positive, not {value}")
+
+
+def _permissions(source: Source, perms: Any) -> None:
+    source.check.table(perms, "permissions", "workflow.permissions")
+    source.check.choice(perms.get("mode"), APPROVAL_MODES, "workflow.permissions.mode",
+                        "approval mode")
+
+
+def _on_interrupt(source: Source, value: Any) -> None:
+    source.check.choice(value, ON_INTERRUPT, "workflow.on_interrupt", "on_interrupt")
+
+
+def _llm(source: Source, llm: Any) -> None:
+    from normalize.providers.registry import PROVIDERS
+
+    check = source.check
+    check.table(llm, "llm", "workflow.llm")
+    check.choice(llm.get("provider"), tuple(sorted(PROVIDERS)), "workflow.llm.provider",
+                 "provider")
+    if "system_prompt_file" in llm:
+        if not (source.path.parent / llm["system_prompt_file"]).is_file():
+            raise check.fail("workflow.llm.system_prompt_file",
+                             f"system_prompt_file {llm['system_prompt_file']!r} not found")
+
+
+def _driver(source: Source, driver: Any) -> None:
+    from normalize.drivers.base import DRIVERS
+
+    if driver not in DRIVERS:
+        raise source.check.fail("workflow.driver", f"unknown driver {driver!r} "
+                                                   f"(known: {', '.join(DRIVERS.names())})")
+
+
+def _vars(source: Source, variables: Any) -> None:
+    for key in variables:
+        if not NAME_RE.fullmatch(key):
+            raise source.check.fail(f"workflow.vars.{key}", f"invalid variable name {key!r}")
+        if key in BUILTIN_VARS:
+            raise source.check.fail(f"workflow.vars.{key}",
+                                    f"{{{key}}} is built in; pick another name")
+
+
+WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
+    "limits": _limits,
+    "permissions": _permissions,
+    "on_interrupt": _on_interrupt,
+    "llm": _llm,
+    "driver": _driver,
+    "vars": _vars,
+}
+"""`[workflow]` keys with rules beyond their type → their check (run when the key is set)."""
+
+
+def _strategy_tables(check: Checker, wf: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """`context`, `cache` and `retry` as tables (`"flat"` is `{strategy = "flat"}`), checked."""
+    tables: dict[str, dict[str, Any]] = {}
+    for name, choices in STRATEGIES.items():
+        value = wf.get(name, {})
+        if isinstance(value, str):
+            value = {"strategy": value}
+        check.table(value, name, f"workflow.{name}")
+        check.choice(value.get("strategy"), choices, f"workflow.{name}.strategy",
+                     f"{name} strategy")
+        tables[name] = value
+    check.retry_values(tables["retry"], "workflow.retry")
+    return tables
+
+
+def _variables(check: Checker, wf: Mapping[str, Any],
+               overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The workflow's `vars` with `--var` overrides applied (an unknown one is an error)."""
+    variables = dict(wf.get("vars", {}))
+    unknown = set(overrides or {}) - set(variables) - {"task"}
+    if unknown:
+        name = sorted(unknown)[0]
+        raise ConfigError(f"--var {name}: the workflow {check.path} has no variable {name!r} "
+                          f"(it has: {', '.join(sorted(variables)) or 'none'})")
+    variables.update(overrides or {})
+    return variables
+
+
+def _steps_table(source: Source, wf: Mapping[str, Any]) -> tuple[Any, str]:
+    """The steps (`[[steps]]` or `[[workflow.steps]]`, not both) and their key path."""
+    raw, key = wf.get("steps"), "workflow.steps"
+    if "steps" in source.data:
+        if raw is not None:
+            raise source.check.fail("steps", "use either [[steps]] or [[workflow.steps]], "
+                                             "not both")
+        raw, key = source.data["steps"], "steps"
+    if raw is not None and source.data.get("states") is not None:
+        raise source.check.fail("states", "a workflow has either steps or states, not both")
+    return raw, key
+
+
+def _body(source: Source, spec: WorkflowSpec, validator: Validator, wf: Mapping[str, Any],
+          known: set[str]) -> str:
+    """Check the steps or states into `spec`; the driver the body implies."""
+    raw_steps, steps_key = _steps_table(source, wf)
+    raw_states = source.data.get("states")
+    if raw_steps is not None:
+        if not raw_steps:
+            raise source.check.fail(steps_key, "the workflow's steps are empty")
+        spec.steps = validator.steps(raw_steps, steps_key, known)
+        return "workflow"
+    if raw_states is not None:
+        spec.states = validator.states(raw_states, known | set(STATE_VARS))
+        return "state_machine"
+    if wf.get("llm") is not None:
+        return "llm"
+    if wf.get("driver") is None:
+        raise source.check.fail("workflow", "the workflow has no [[workflow.steps]], no "
+                                            "[[states]] and no [workflow.llm]: nothing to run")
+    return "workflow"
+
+
+def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: Plugins,
+               load: LoadNested) -> WorkflowSpec:
+    """Check a parsed workflow file and build its spec; ConfigError at the first problem."""
+    check = source.check
+    check.table(source.data, "root", "")
+    wf = dict(source.data.get("workflow", {}))
+    check.table(wf, "workflow", "workflow")
+    _steps_table(source, wf)
+    tables = _strategy_tables(check, wf)
+    for key, check_key in WORKFLOW_KEYS.items():
+        if key in wf:
+            check_key(source, wf[key])
+    variables = _variables(check, wf, overrides)
+    spec = WorkflowSpec(
+        name=wf.get("name", source.path.stem),
+        path=str(source.path) if source.label is None else source.label,
+        driver="workflow", description=wf.get("description", ""),
+        version=wf.get("version", 1), vars=variables, context=tables["context"],
+        cache=tables["cache"], retry=tables["retry"], limits=dict(wf.get("limits", {})),
+        llm=wf.get("llm"), permissions=dict(wf.get("permissions", {})),
+        on_interrupt=wf.get("on_interrupt"),
+    )
+    validator = Validator(check, plugins, (*source.stack, source.path.resolve()), load)
+    implied = _body(source, spec, validator, wf, set(variables) | set(BUILTIN_VARS))
+    spec.driver = wf.get("driver") or implied
+    spec.includes = validator.includes
+    return spec
