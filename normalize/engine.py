@@ -171,7 +171,7 @@ class Engine:
         for subscriber in self.subscribers:
             emitter.subscribe(subscriber)
         ctx = RunContext(task=task, workspace=self.tool_ctx.workspace, emit=emitter.emit,
-                         cancel=self.cancel, tools=self.tools, interactive=self.interactive)
+                         cancel=self.cancel, interactive=self.interactive)
         self.tool_ctx.task_id = task.id
         try:
             handed_from = [name for name in task.driver_states if name != task.driver]
