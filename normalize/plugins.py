@@ -100,15 +100,16 @@ def use_entry_points(table: Mapping[str, Mapping[str, str]], *,
     points = {group: [EntryPoint(name, target, dist) for name, target in names.items()]
               for group, names in table.items()}
     _source = lambda group: list(points.get(group, []))  # noqa: E731
-    _reset_all()
+    reset_all()
     try:
         yield
     finally:
         _source = previous
-        _reset_all()
+        reset_all()
 
 
-def _reset_all() -> None:
+def reset_all() -> None:
+    """Make every registry read its entry points again (after sys.path changed)."""
     for group in list(_groups):
         group.reset()
 
