@@ -1,8 +1,9 @@
 """Suite-wide fixtures: an isolated data home, a stranger's plugin, and no leftover processes.
 
 The whole suite runs with a foreign normalize plugin installed (a dist-info on
-sys.path and on PYTHONPATH for the programs tests start), so no test can pass
-only because the environment happens to hold nothing but normalize. And no
+sys.path and on PYTHONPATH for the programs tests start; two of its entry
+points fail to import), so no test can pass only because the environment
+happens to hold nothing but normalize. And no
 test may leave a child process running: one found after a test is killed and
 the test fails, named.
 """
@@ -22,12 +23,14 @@ FOREIGN_DIST = "stranger_normalize_plugin"
 FOREIGN_ENTRY_POINTS = """\
 [normalize.drivers]
 stranger = stranger_normalize_plugin:StrangerDriver
+stranger-broken = stranger_normalize_plugin_gone:Driver
 
 [normalize.steps]
 stranger-step = stranger_normalize_plugin:step
 
 [normalize.conditions]
 stranger-condition = stranger_normalize_plugin:condition
+stranger-broken = stranger_normalize_plugin_gone:condition
 
 [normalize.sources]
 stranger-source = stranger_normalize_plugin:source
