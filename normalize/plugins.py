@@ -18,14 +18,12 @@ import sys
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class PluginInfo:
+class PluginInfo(NamedTuple):
     """Where a registered name comes from."""
 
     group: str
@@ -34,8 +32,7 @@ class PluginInfo:
     origin: str  # "builtin", "plugin:DIST", "runtime"
 
 
-@dataclass(frozen=True)
-class EntryPoint:
+class EntryPoint(NamedTuple):
     """One advertised plugin: its name, `module:attr` target and distribution."""
 
     name: str
