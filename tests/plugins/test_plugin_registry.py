@@ -125,3 +125,18 @@ def test_every_builtin_driver_implements_the_whole_contract() -> None:
 def test_drivers_are_not_lent_the_tools() -> None:
     assert [f.name for f in dataclasses.fields(RunContext)] == [
         "task", "workspace", "emit", "cancel", "interactive"]
+
+
+def test_a_workflow_naming_a_broken_driver_says_why_before_running(tmp_path: Path) -> None:
+    from normalize import RunOptions, load_spec, run_task, start_task
+
+    (tmp_path / "wf.toml").write_text('[workflow]\nname = "wf"\ndriver = "broken"\n')
+    table = {"normalize.drivers": {"broken": "no_such_module_for_normalize:Driver"}}
+    with use_entry_points(table, dist="fakeplug"):
+        options = RunOptions(workspace=tmp_path)
+        task = start_task(load_spec(str(tmp_path / "wf.toml"), tmp_path), "", options)
+        with pytest.raises(UsageError, match=r"^unknown driver 'broken': the plugin "
+                                             r"no_such_module_for_normalize:Driver "
+                                             r"\(plugin:fakeplug\) failed to load: "
+                                             r"ModuleNotFoundError"):
+            run_task(task, options)
