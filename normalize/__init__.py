@@ -31,11 +31,14 @@ _EXPORTS: dict[str, str] = {
     "EVENT_VERSION": "normalize.events",
     "Emitter": "normalize.events",
     "event_from_dict": "normalize.events",
+    "Notice": "normalize.events",
     # the engine and drivers
     "Engine": "normalize.engine",
     "RunOutcome": "normalize.engine",
     "Reply": "normalize.engine",
     "Driver": "normalize.drivers.base",
+    "DriverConfig": "normalize.drivers.base",
+    "DriverFactory": "normalize.drivers.base",
     "DriverServices": "normalize.drivers.base",
     "RunContext": "normalize.drivers.base",
     "create_driver": "normalize.drivers.base",
@@ -77,6 +80,8 @@ __all__ = [
     "ConfigError",
     "Decision",
     "Driver",
+    "DriverConfig",
+    "DriverFactory",
     "DriverServices",
     "Emitter",
     "Engine",
@@ -84,6 +89,7 @@ __all__ = [
     "Limits",
     "Loop",
     "NormalizeError",
+    "Notice",
     "ProviderError",
     "Reply",
     "ResultStatus",
@@ -116,7 +122,14 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from normalize.drivers.base import Driver, DriverServices, RunContext, create_driver
+    from normalize.drivers.base import (
+        Driver,
+        DriverConfig,
+        DriverFactory,
+        DriverServices,
+        RunContext,
+        create_driver,
+    )
     from normalize.engine import Engine, Reply, RunOutcome
     from normalize.errors import (
         ConfigError,
@@ -125,7 +138,7 @@ if TYPE_CHECKING:
         ProviderError,
         UsageError,
     )
-    from normalize.events import EVENT_VERSION, Emitter, event_from_dict
+    from normalize.events import EVENT_VERSION, Emitter, Notice, event_from_dict
     from normalize.intents import parse, parse_command
     from normalize.runner import RunOptions, load_spec, open_task, run_flow, run_task, start_task
     from normalize.store import TaskStore

@@ -185,7 +185,7 @@ class Engine(Recovery):
         emitter.journal = journal
         self.tool_ctx.task_id = task.id
         return RunContext(task=task, workspace=self.tool_ctx.workspace, emit=emitter.emit,
-                          cancel=self.cancel, tools=self.tools, interactive=self.interactive)
+                          cancel=self.cancel, interactive=self.interactive)
 
     def _begin(self, task: Task, driver: Driver, ctx: RunContext, resumed: bool,
                reply: Reply | None) -> None:

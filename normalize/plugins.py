@@ -3,27 +3,112 @@
 A `PluginGroup` maps names to objects. Built-ins are listed as
 `module:attribute` strings and imported on first use; plugins come from an
 entry-point group. A plugin that fails to import becomes a warning, never a
-crash; `normalize plugins` shows both.
+crash; `normalize plugins` shows both, and `unknown(name)` names the failure.
+
+Where the entry points come from is one seam: `use_entry_points` replaces the
+installed distributions' entry points with a given table (tests, embedding
+programs), so a registry sees exactly the plugins its caller chose.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+import os
+import sys
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Generic, NamedTuple, TypeVar
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class PluginInfo:
+class PluginInfo(NamedTuple):
     """Where a registered name comes from."""
 
     group: str
     name: str
     target: str
     origin: str  # "builtin", "plugin:DIST", "runtime"
+
+
+class EntryPoint(NamedTuple):
+    """One advertised plugin: its name, `module:attr` target and distribution."""
+
+    name: str
+    target: str
+    dist: str = "?"
+
+
+EntryPointSource = Callable[[str], list[EntryPoint]]
+"""Gives the entry points of one group (the installed ones, or a test's table)."""
+
+
+def installed_entry_points(group: str) -> list[EntryPoint]:
+    """The entry points the installed distributions advertise for `group`."""
+    from importlib.metadata import entry_points
+
+    return [EntryPoint(ep.name, ep.value, getattr(ep.dist, "name", None) or "?")
+            for ep in entry_points(group=group)]
+
+
+def advertised_names(group: str) -> list[str]:
+    """The names installed distributions advertise for `group`, read cheaply (for help text).
+
+    A plain scan of the `entry_points.txt` files of the dist-info and egg-info
+    directories on sys.path: `importlib.metadata` alone costs more than a
+    tenth of `normalize --help`. `PluginGroup` keeps using `importlib.metadata`.
+    """
+    if _source is not installed_entry_points:
+        return sorted(ep.name for ep in _source(group))
+    names: set[str] = set()
+    for entry in sys.path:
+        try:
+            dirs = [d.path for d in os.scandir(entry or ".")
+                    if d.name.endswith((".dist-info", ".egg-info")) and d.is_dir()]
+        except OSError:
+            continue
+        for directory in dirs:
+            try:
+                with open(os.path.join(directory, "entry_points.txt"), encoding="utf-8") as f:
+                    lines = f.read().splitlines()
+            except OSError:
+                continue
+            inside = False
+            for line in lines:
+                line = line.strip()
+                if line.startswith("["):
+                    inside = line == f"[{group}]"
+                elif inside and "=" in line and not line.startswith(("#", ";")):
+                    names.add(line.split("=", 1)[0].strip())
+    return sorted(names)
+
+
+_source: EntryPointSource = installed_entry_points
+_groups: weakref.WeakSet[PluginGroup[Any]] = weakref.WeakSet()
+
+
+@contextmanager
+def use_entry_points(table: Mapping[str, Mapping[str, str]], *,
+                     dist: str = "injected") -> Iterator[None]:
+    """Within the block, the entry points are `table` (group → name → target), nothing else."""
+    global _source
+    previous = _source
+    points = {group: [EntryPoint(name, target, dist) for name, target in names.items()]
+              for group, names in table.items()}
+    _source = lambda group: list(points.get(group, []))  # noqa: E731
+    reset_all()
+    try:
+        yield
+    finally:
+        _source = previous
+        reset_all()
+
+
+def reset_all() -> None:
+    """Make every registry read its entry points again (after sys.path changed)."""
+    for group in list(_groups):
+        group.reset()
 
 
 def load_target(target: str) -> object:
@@ -43,7 +128,17 @@ class PluginGroup(Generic[T]):
         self._builtins = builtins
         self._targets: dict[str, PluginInfo] | None = None
         self._loaded: dict[str, T] = {}
+        self._runtime: dict[str, T] = {}
         self.warnings: list[str] = []
+        self.failures: dict[str, str] = {}  # name → why it failed to load
+        _groups.add(self)
+
+    def reset(self) -> None:
+        """Forget what was read and loaded (run-time registrations stay)."""
+        self._targets = None
+        self._loaded = {}
+        self.warnings = []
+        self.failures = {}
 
     def _index(self) -> dict[str, PluginInfo]:
         if self._targets is None:
@@ -51,21 +146,22 @@ class PluginGroup(Generic[T]):
                 name: PluginInfo(self.group, name, target, "builtin")
                 for name, target in self._builtins().items()
             }
-            from importlib.metadata import entry_points
-
             try:
-                found = entry_points(group=self.group)
+                found = _source(self.group)
             except Exception as exc:  # a broken installed distribution
                 self.warnings.append(f"{self.group}: cannot read entry points: {exc}")
-                found = ()  # type: ignore[assignment]
+                found = []
             for ep in found:
-                dist = getattr(ep.dist, "name", "?") if ep.dist else "?"
-                targets[ep.name] = PluginInfo(self.group, ep.name, ep.value, f"plugin:{dist}")
+                targets[ep.name] = PluginInfo(self.group, ep.name, ep.target, f"plugin:{ep.dist}")
+            for name, obj in self._runtime.items():
+                targets[name] = PluginInfo(self.group, name, repr(obj), "runtime")
+                self._loaded[name] = obj
             self._targets = targets
         return self._targets
 
     def register(self, name: str, obj: T) -> None:
         """Register an object at run time (tests, embedding programs)."""
+        self._runtime[name] = obj
         self._index()[name] = PluginInfo(self.group, name, repr(obj), "runtime")
         self._loaded[name] = obj
 
@@ -86,6 +182,7 @@ class PluginGroup(Generic[T]):
         try:
             obj: T = load_target(info.target)  # type: ignore[assignment]
         except Exception as exc:
+            self.failures[name] = f"{type(exc).__name__}: {exc}"
             message = f"{self.group}: plugin {name!r} ({info.target}) failed to load: {exc}"
             if message not in self.warnings:
                 self.warnings.append(message)
@@ -102,3 +199,18 @@ class PluginGroup(Generic[T]):
             except KeyError:
                 continue
         return out
+
+    def unknown(self, name: str, noun: str) -> str:
+        """Why `name` cannot be had: a plugin's import error, or the names that exist."""
+        self.load_all()
+        known = ", ".join(n for n in self.names() if n not in self.failures) or "none"
+        message = f"unknown {noun} {name!r}"
+        if name in self.failures:
+            info = self._index()[name]
+            message += (f": the plugin {info.target} ({info.origin}) failed to load: "
+                        f"{self.failures[name]}")
+        elif self.failures:
+            broken = "; ".join(f"{n} ({self._index()[n].target}): {why}"
+                               for n, why in sorted(self.failures.items()))
+            message += f" (plugins that failed to load: {broken})"
+        return f"{message} (known: {known})"

@@ -1,11 +1,174 @@
-"""Suite-wide fixtures: every test gets its own normalize data home."""
+"""Suite-wide fixtures: an isolated data home, a stranger's plugin, and no leftover processes.
+
+The whole suite runs with a foreign normalize plugin installed (a dist-info on
+sys.path and on PYTHONPATH for the programs tests start; two of its entry
+points fail to import), so no test can pass only because the environment
+happens to hold nothing but normalize. And no
+test may leave a child process running: one found after a test is killed and
+the test fails, named.
+"""
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+FOREIGN_DIST = "stranger_normalize_plugin"
+FOREIGN_ENTRY_POINTS = """\
+[normalize.drivers]
+stranger = stranger_normalize_plugin:StrangerDriver
+stranger-broken = stranger_normalize_plugin_gone:Driver
+
+[normalize.steps]
+stranger-step = stranger_normalize_plugin:step
+
+[normalize.conditions]
+stranger-condition = stranger_normalize_plugin:condition
+stranger-broken = stranger_normalize_plugin_gone:condition
+
+[normalize.sources]
+stranger-source = stranger_normalize_plugin:source
+
+[normalize.stranger-group]
+anything = stranger_normalize_plugin:StrangerDriver
+"""
+FOREIGN_MODULE = '''"""A third party's normalize plugin: present in every test, used by none."""
+
+
+class StrangerDriver:
+    name = "stranger"
+
+    @classmethod
+    def from_config(cls, config, services):
+        return cls()
+
+    def decide(self, task, ctx):
+        return None
+
+    def on_result(self, task, action, result):
+        pass
+
+    def snapshot(self):
+        return {}
+
+    def restore(self, state):
+        pass
+
+
+def step(*args, **kwargs):
+    return None
+
+
+def condition(*args, **kwargs):
+    return False
+
+
+def source(*args, **kwargs):
+    return []
+'''
+
+
+def install_foreign_plugin(site: Path) -> Path:
+    """Write the stranger's distribution (module + dist-info with entry points) into `site`."""
+    dist = site / f"{FOREIGN_DIST}-9.9.dist-info"
+    dist.mkdir(parents=True, exist_ok=True)
+    (dist / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {FOREIGN_DIST.replace('_', '-')}\nVersion: 9.9\n")
+    (dist / "entry_points.txt").write_text(FOREIGN_ENTRY_POINTS)
+    (site / f"{FOREIGN_DIST}.py").write_text(FOREIGN_MODULE)
+    return site
+
+
+@pytest.fixture(scope="session", autouse=True)
+def foreign_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A stranger's plugin installed for the whole session, in-process and for subprocesses."""
+    import importlib
+
+    from normalize import plugins
+
+    site = install_foreign_plugin(tmp_path_factory.mktemp("foreign-site"))
+    previous = os.environ.get("PYTHONPATH")
+    sys.path.append(str(site))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [previous, str(site)]))
+    importlib.invalidate_caches()
+    plugins.reset_all()
+    yield site
+    sys.path.remove(str(site))
+    if previous is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = previous
+    plugins.reset_all()
+
+
+def _children() -> dict[int, int]:
+    """pid → parent pid of every living (not zombie) process, read from /proc."""
+    out: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            out[int(entry)] = int(fields[1])
+    return out
+
+
+def descendants(root: int) -> set[int]:
+    """Every living process below `root`."""
+    parents = _children()
+    found: set[int] = set()
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found
+        found |= frontier
+    return found
+
+
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "?"
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail (and kill, by pid) any process a test started and left running."""
+    if not os.path.isdir("/proc"):
+        yield
+        return
+    before = descendants(os.getpid())
+    yield
+    left = descendants(os.getpid()) - before
+    deadline = time.monotonic() + 2.0
+    while left and time.monotonic() < deadline:  # a child being reaped right now
+        time.sleep(0.05)
+        left &= descendants(os.getpid())
+    if not left:
+        return
+    described = [f"{pid} ({_command(pid)})" for pid in sorted(left)]
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+        try:
+            os.waitpid(pid, 0)  # our own child: reap it; a grandchild goes to init
+        except ChildProcessError:
+            pass
+    pytest.fail(f"{request.node.nodeid} left processes running: {', '.join(described)}",
+                pytrace=False)
 
 
 @pytest.fixture(autouse=True)

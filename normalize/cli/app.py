@@ -43,6 +43,15 @@ def _env() -> Any:
     return Environment()
 
 
+def _driver_help() -> str:
+    """The --driver help with every registered driver (entry points read, nothing imported)."""
+    from normalize.drivers.builtin import BUILTIN_DRIVERS
+    from normalize.plugins import advertised_names
+
+    names = sorted({*BUILTIN_DRIVERS, *advertised_names("normalize.drivers")})
+    return f"Continue with another driver: {', '.join(names)}."
+
+
 def complete_task_ids(incomplete: str) -> list[str]:
     """Task ids for shell completion (reads file names only)."""
     from normalize.cli.complete import task_ids
@@ -129,9 +138,7 @@ def resume(
     approve_action: Annotated[bool, typer.Option("--approve", help="Approve the pending action.")]
     = False,
     deny: Annotated[bool, typer.Option("--deny", help="Deny the pending action.")] = False,
-    driver: Annotated[str | None, typer.Option("--driver",
-                                               help="Continue with another driver (user, llm).")]
-    = None,
+    driver: Annotated[str | None, typer.Option("--driver", help=_driver_help())] = None,
     model: Annotated[str | None, typer.Option(
         "--model", help="PROVIDER:MODEL for the llm driver (with --driver llm).")] = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1,

@@ -1,0 +1,1 @@
+"""The drivers: the contract in `base`, the built-in implementations beside it."""

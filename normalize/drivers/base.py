@@ -1,10 +1,11 @@
-"""The Driver protocol, the context a driver decides in, and the driver registry.
+"""The driver contract: the Driver protocol, what a driver is lent, and the registry.
 
-A driver decides; the engine does. `decide` returns the next Decision (or
-None when there is nothing left to do), `on_result` hears how each action
-ended, and `snapshot` / `restore` carry the driver's state across processes.
-Built-in drivers and third-party ones (entry-point group `normalize.drivers`)
-are registered the same way.
+A driver decides; the engine does. `from_config` builds a driver from the
+task's JSON config, `decide` returns the next Decision (or None when there is
+nothing left to do), `on_result` hears how each action ended, and `snapshot`
+/ `restore` carry the driver's state across processes. Built-in drivers and
+third-party ones (entry-point group `normalize.drivers`) are registered the
+same way. docs/plugins.md is the guide for writing one.
 """
 
 from __future__ import annotations
@@ -12,19 +13,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 from normalize.cancel import CancelToken
+from normalize.drivers.builtin import BUILTIN_DRIVERS
 from normalize.errors import UsageError
 from normalize.events import Emit
 from normalize.plugins import PluginGroup
 from normalize.task import Action, ActionResult, Decision, Task
 
-if TYPE_CHECKING:
-    from normalize.tools.base import ToolRegistry
-
 LineReader = Callable[[str], str | None]
 """Reads one command from a person given a prompt; None means end of input."""
+
+DriverConfig = dict[str, Any]
+"""A task's `driver_config`, plain JSON that the task keeps across resumes.
+
+A task started from a workflow file has `{"spec": WORKFLOW}` where WORKFLOW is
+the validated file as a dict (`name`, `description`, `vars` with `--var`
+overrides applied, `limits`, `steps`, `states`, `llm`, ...), plus `"approve"`
+when the run was started with `--approve MODE`. Read keys with `.get`: a
+driver taking a task over from another gets that task's config as it is.
+"""
 
 
 @dataclass
@@ -40,57 +49,71 @@ class DriverServices:
 
 @dataclass
 class RunContext:
-    """What a driver may consult while deciding."""
+    """What a driver may consult while deciding (it never executes tools itself)."""
 
     task: Task
     workspace: Path
     emit: Emit
     cancel: CancelToken
-    tools: ToolRegistry
     interactive: bool = False
 
 
 @runtime_checkable
 class Driver(Protocol):
-    """Decides what a task does next."""
+    """Decides what a task does next: the whole contract a driver plugin implements.
+
+    The engine calls, in order: `from_config` once per process; `restore` on a
+    resumed task this driver ran before (not when it takes a task over from
+    another driver); then repeatedly `decide`, and `on_result` once per action
+    of each decision, in the order written; `snapshot` at every checkpoint.
+    Raise a `NormalizeError` (e.g. `ConfigError`) to fail the task with a
+    one-line message; any other exception fails it as an internal error.
+    """
 
     name: ClassVar[str]
 
-    def decide(self, task: Task, ctx: RunContext) -> Decision | None: ...
+    @classmethod
+    def from_config(cls, config: DriverConfig, services: DriverServices) -> Self:
+        """A driver for a task whose `driver_config` is `config`."""
+        ...
 
-    def on_result(self, task: Task, action: Action, result: ActionResult) -> None: ...
+    def decide(self, task: Task, ctx: RunContext) -> Decision | None:
+        """The next decision; None or `Decision.finish(...)` ends the run."""
+        ...
 
-    def snapshot(self) -> dict[str, Any]: ...
+    def on_result(self, task: Task, action: Action, result: ActionResult) -> None:
+        """How one action of the last decision ended."""
+        ...
 
-    def restore(self, state: dict[str, Any]) -> None: ...
+    def snapshot(self) -> dict[str, Any]:
+        """The driver's state as JSON, enough for `restore` to continue in a new process."""
+        ...
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a `snapshot` taken by an earlier process."""
+        ...
 
 
-class DriverFactory(Protocol):
-    """A driver class: built from its JSON config and the lent services."""
-
-    name: ClassVar[str]
-
-    def from_config(self, config: dict[str, Any], services: DriverServices) -> Driver: ...
+DriverFactory = Callable[[DriverConfig, DriverServices], Driver]
+"""The factory signature: a driver class's bound `from_config`."""
 
 
 def _builtin_drivers() -> dict[str, str]:
-    return {
-        "workflow": "normalize.drivers.workflow:WorkflowDriver",
-        "state_machine": "normalize.drivers.state_machine:StateMachineDriver",
-        "user": "normalize.drivers.user:UserDriver",
-        "llm": "normalize.drivers.llm:LLMDriver",
-    }
+    return dict(BUILTIN_DRIVERS)
 
 
-DRIVERS: PluginGroup[Any] = PluginGroup("normalize.drivers", _builtin_drivers)
+DRIVERS: PluginGroup[type[Driver]] = PluginGroup("normalize.drivers", _builtin_drivers)
 
 
-def create_driver(name: str, config: dict[str, Any], services: DriverServices) -> Driver:
+def create_driver(name: str, config: DriverConfig, services: DriverServices) -> Driver:
     """Instantiate the driver registered as `name` from its config."""
     try:
         cls = DRIVERS.get(name)
     except KeyError:
-        known = ", ".join(DRIVERS.names())
-        raise UsageError(f"unknown driver {name!r} (known: {known})") from None
-    driver: Driver = cls.from_config(config, services)
-    return driver
+        raise UsageError(DRIVERS.unknown(name, "driver")) from None
+    factory: DriverFactory | None = getattr(cls, "from_config", None)
+    if not callable(factory):
+        target = DRIVERS.infos()[DRIVERS.names().index(name)].target
+        raise UsageError(f"driver {name!r} ({target}) has no from_config(config, services); "
+                         f"see docs/plugins.md")
+    return factory(config, services)

@@ -8,13 +8,13 @@ import sys
 import normalize
 
 EXPECTED = {
-    "Action", "ActionResult", "Branch", "ConfigError", "Decision", "Driver", "DriverServices",
-    "EVENT_VERSION", "Emitter", "Engine", "ExitStatus", "Limits", "Loop", "NormalizeError",
-    "ProviderError", "Reply", "ResultStatus", "RunContext", "RunOptions", "RunOutcome", "Scope",
-    "Sequence", "Step", "Task", "TaskStatus", "TaskStore", "Tool", "ToolContext", "ToolRegistry",
-    "Usage", "UsageError", "Wait", "create_driver", "default_tools", "event_from_dict",
-    "load_spec", "open_task", "parse", "parse_command", "run_flow", "run_task", "start_task",
-    "to_toml",
+    "Action", "ActionResult", "Branch", "ConfigError", "Decision", "Driver", "DriverConfig",
+    "DriverFactory", "DriverServices", "EVENT_VERSION", "Emitter", "Engine", "ExitStatus", "Limits",
+    "Loop", "NormalizeError", "Notice", "ProviderError", "Reply", "ResultStatus", "RunContext",
+    "RunOptions", "RunOutcome", "Scope", "Sequence", "Step", "Task", "TaskStatus", "TaskStore",
+    "Tool", "ToolContext", "ToolRegistry", "Usage", "UsageError", "Wait", "create_driver",
+    "default_tools", "event_from_dict", "load_spec", "open_task", "parse", "parse_command",
+    "run_flow", "run_task", "start_task", "to_toml",
 }
 
 

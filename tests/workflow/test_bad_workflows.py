@@ -1,7 +1,8 @@
 """A corpus of malformed workflow files, each rejected with its exact `FILE:LINE:COL: message`.
 
 Each fixture under tests/fixtures/workflows/bad/ states its expected error on
-its first line (`# expect: …`, `{dir}` standing for the fixture directory).
+its first line (`# expect: …`, `{dir}` standing for the fixture directory and
+`{drivers}` for the registered drivers, plugins installed here included).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, cli
 
+from normalize.drivers.base import DRIVERS
 from normalize.errors import ConfigError, ExitStatus
 from normalize.workflow.loader import load_workflow
 
@@ -21,7 +23,8 @@ FIXTURES = sorted(BAD.glob("*.toml"))
 def expected(path: Path) -> str:
     first = path.read_text(encoding="utf-8").splitlines()[0]
     assert first.startswith("# expect: "), f"{path.name} lacks its `# expect:` line"
-    return first.removeprefix("# expect: ").replace("{dir}", str(BAD))
+    drivers = ", ".join(DRIVERS.names())
+    return first.removeprefix("# expect: ").replace("{dir}", str(BAD)).replace("{drivers}", drivers)
 
 
 def test_the_corpus_is_big_enough() -> None:
