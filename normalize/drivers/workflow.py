@@ -41,6 +41,7 @@ from normalize.execution.scope import (
 )
 from normalize.intents import parse_command, verb_for
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus
+from normalize.workflow.argv import bind_command
 from normalize.workflow.conditions import evaluate
 from normalize.workflow.delegate import Delegate, StepOutcome
 from normalize.workflow.interpolate import interpolate
@@ -100,7 +101,7 @@ def action_for(text: str, variables: dict[str, Any], step: StepSpec | None = Non
         # a summary is free text: captured values may span lines or hold quotes
         return Action("done", {"args": [rest.strip()] if rest.strip() else [], "body": None},
                       text=command)
-    action = parse_command(command)
+    action = bind_command(text, variables, parse_command)  # values are arguments, not text
     timeout = timeout if timeout is not None else (step.timeout if step is not None else None)
     if timeout is not None:
         action.params["timeout"] = timeout
