@@ -20,8 +20,9 @@ import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["SUPPORTED", "open_dir", "read_bytes", "write_bytes"]
+__all__ = ["SUPPORTED", "open_dir", "open_file", "read_bytes", "write_bytes"]
 
 SUPPORTED = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
 """Whether this platform can walk by descriptor (POSIX); elsewhere plain paths are used."""
@@ -59,17 +60,24 @@ def open_dir(root: Path | str, parts: list[str], *, create: bool = False) -> Ite
         os.close(fd)
 
 
-def read_bytes(root: Path | str, rel: str | Path) -> bytes:
-    """The bytes of the file `rel` under `root`, opened without following any link."""
+def open_file(root: Path | str, rel: str | Path) -> BinaryIO:
+    """The file `rel` under `root` opened for reading, no link followed on the way."""
     if not SUPPORTED:
-        return (Path(root) / rel).read_bytes()
+        return (Path(root) / rel).open("rb")
     *dirs, name = _parts(rel) or ["."]
     with open_dir(root, dirs) as dfd:
         fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
-        with os.fdopen(fd, "rb") as fh:
-            if stat.S_ISDIR(os.fstat(fh.fileno()).st_mode):
-                raise IsADirectoryError(errno.EISDIR, "is a directory", str(rel))
-            return fh.read()
+    fh = os.fdopen(fd, "rb")
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        fh.close()
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(rel))
+    return fh
+
+
+def read_bytes(root: Path | str, rel: str | Path) -> bytes:
+    """The bytes of the file `rel` under `root`, opened without following any link."""
+    with open_file(root, rel) as fh:
+        return fh.read()
 
 
 def write_bytes(root: Path | str, rel: str | Path, data: bytes, *, fsync: bool = True) -> None:
