@@ -163,3 +163,14 @@ def test_a_resumed_task_keeps_its_recorded_permissions(tmp_path: Path,
     second = cli("resume", task_id, "--answer", "yes", "--json", cwd=root, home=normalize_home)
     assert second.returncode == 0, second.stderr
     assert (root / "ran.txt").exists()
+
+
+def test_trust_refuses_bad_arguments_with_one_line(tmp_path: Path, normalize_home: Path) -> None:
+    missing = cli("trust", str(tmp_path / "nope.toml"), cwd=tmp_path, home=normalize_home)
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        f"normalize: error: {tmp_path / 'nope.toml'}: no such file"]
+    (tmp_path / "w.toml").write_text("[workflow]\n")
+    untrusted = cli("trust", "--remove", str(tmp_path / "w.toml"), cwd=tmp_path,
+                    home=normalize_home)
+    assert untrusted.returncode == 2 and "not trusted" in untrusted.stderr
