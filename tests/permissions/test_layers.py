@@ -92,3 +92,21 @@ def test_a_users_own_workflow_is_trusted(normalize_home: Path, tmp_path: Path) -
     assert spec.origin == "user"
     task = start_task(spec, "g", RunOptions(workspace=tmp_path, fsync=False))
     assert task.driver_config["permissions"]["mode"] == "yes"
+
+
+def test_the_tools_cannot_write_the_users_config_even_inside_the_workspace(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from normalize.intents import parse_command
+    from normalize.runner import tool_context
+    from normalize.tools import default_tools
+
+    monkeypatch.setenv("NORMALIZE_CONFIG", str(tmp_path / "cfg"))
+    flow = tmp_path / "f.toml"
+    flow.write_text('[workflow]\nname = "f"\n[[workflow.steps]]\nname = "a"\naction = "note"\n')
+    options = RunOptions(workspace=tmp_path, fsync=False)
+    task = start_task(load_spec(str(flow), tmp_path), "g", options)
+    ctx = tool_context(task, options)
+    action = parse_command("write cfg/config.toml <<EOF\n[trust]\nEOF")
+    result = default_tools().execute(action, ctx)
+    assert result.status.value == "blocked" and "protected" in (result.error or "")
+    assert not (tmp_path / "cfg" / "config.toml").exists()
