@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from normalize.cancel import CancelToken
 from normalize.drivers.base import DRIVERS, Driver, DriverServices, create_driver
@@ -23,9 +23,14 @@ from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
 from normalize.store import TaskStore
+from normalize.store.paths import config_home
 from normalize.task import Limits, Task
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
 from normalize.workflow.spec import WorkflowSpec
+
+if TYPE_CHECKING:
+    from normalize.permissions import Permissions
+    from normalize.sandbox import SandboxPolicy
 
 
 @dataclass
@@ -73,24 +78,80 @@ def parse_vars(pairs: Iterable[str]) -> dict[str, str]:
 
 def load_spec(ref: str, workspace: Path,
               variables: Mapping[str, Any] | None = None) -> WorkflowSpec:
-    """Find and validate a workflow by path or name."""
+    """Find and validate a workflow by path or name, noting whether its permissions count.
+
+    A name finds the workspace's `.normalize/workflows/` first, but an untrusted
+    workspace file does not replace a built-in or user workflow of that name
+    (see `normalize.workflow.catalog.locate_workflow`).
+    """
+    from normalize.permissions import file_digest, is_trusted
     from normalize.steps import is_step_kind
-    from normalize.workflow.catalog import find_workflow
+    from normalize.workflow.catalog import locate_workflow
     from normalize.workflow.conditions import is_condition
     from normalize.workflow.loader import load_workflow
 
-    path = find_workflow(ref, workspace)
-    return load_workflow(path, overrides=variables, is_condition=is_condition,
+    found = locate_workflow(ref, workspace, is_trusted)
+    before = file_digest(found.path) if found.origin == "trusted" else None
+    spec = load_workflow(found.path, overrides=variables, is_condition=is_condition,
                          is_step_kind=is_step_kind)
+    origin = found.origin
+    if before is not None and file_digest(found.path) != before:
+        origin = "workspace"  # changed while it was read: trust the older content only
+    spec.origin = origin
+    spec.shadowed = str(found.shadowed) if found.shadowed else ""
+    return spec
+
+
+def _shown(path: str, workspace: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        return path
+
+
+def resolve_permissions(spec: WorkflowSpec, options: RunOptions) -> Permissions:
+    """Defaults < the user's config < the workflow (only narrowing, if untrusted) < flags."""
+    from normalize.permissions import UNTRUSTED_HINT, load_user_config
+
+    perms = load_user_config()
+    where = _shown(spec.path, options.workspace)
+    if spec.shadowed:
+        shadowed = _shown(spec.shadowed, options.workspace)
+        perms = replace(perms, notes=(f"ignored {shadowed}: {UNTRUSTED_HINT}; running the "
+                                      f"{spec.origin} workflow {spec.name!r} ({where}) instead",))
+    perms = perms.overlay(spec.permissions, where, trusted=spec.origin != "workspace")
+    return command_line(perms, options)
+
+
+def command_line(perms: Permissions, options: RunOptions) -> Permissions:
+    """`perms` with the flags on top (they may widen: the user typed them)."""
+    table: dict[str, Any] = {"allow": options.allow, "deny": options.deny,
+                             "env_allow": options.env_allow}
+    if options.approve:
+        table["mode"] = options.approve
+    if options.sandbox is not None:
+        table["sandbox"] = options.sandbox
+    if options.network is not None:
+        table["network"] = options.network
+    return perms.overlay(table, "the command line")
+
+
+def sandbox_policy(options: RunOptions, permissions: Mapping[str, Any]) -> SandboxPolicy:
+    """What programs may touch: the recorded `permissions` with the flags on top."""
+    from normalize.permissions import Permissions
+
+    return command_line(Permissions.from_dict(permissions), options).sandbox_policy()
 
 
 def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
                limits: Limits | None = None) -> Task:
     """A new task that runs `spec` in the workspace."""
     limits = limits or Limits.from_dict(spec.limits)
-    config: dict[str, Any] = {"spec": spec.to_dict()}
-    if options.approve:
-        config["approve"] = options.approve  # a resumed run keeps the approval mode
+    perms = resolve_permissions(spec, options)
+    # a resumed run keeps these (the flags of that run may change them)
+    config: dict[str, Any] = {"spec": spec.to_dict(), "permissions": perms.to_dict()}
+    if perms.notes:
+        config["permission_notes"] = list(perms.notes)
     task = Task.new(goal=goal or spec.description or spec.name,
                     workspace=str(options.workspace.resolve()), driver=spec.driver,
                     driver_config=config, limits=limits, workflow=spec.path)
@@ -116,19 +177,34 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
     strategy = cache_conf.pop("strategy", "persistent")
     cache = make_cache(strategy, directory=store.cache_dir(task.id), **cache_conf)
     caches = CacheSet(cache, store.cache_dir(task.id))
-    permissions = dict(spec.get("permissions") or {})
-    approve = options.approve or task.driver_config.get("approve")
-    if approve:
-        permissions["mode"] = approve
-    permissions.setdefault("mode", "auto")
-    permissions["allow"] = [*permissions.get("allow", []), *options.allow]
-    permissions["deny"] = [*permissions.get("deny", []), *options.deny]
-    policy = ApprovalPolicy.from_config(permissions, interactive=options.interactive)
-    guard = WorkspaceGuard(workspace, protected=[store.home])
+    perms = task_permissions(task, options)
+    policy = ApprovalPolicy.from_config(perms.approval_config(),
+                                        interactive=options.interactive)
+    guard = WorkspaceGuard(workspace, protected=[store.home, config_home()])
     return ToolContext(workspace=workspace, guard=guard, cache=cache, policy=policy,
                        cancel=options.cancel, timeout=options.timeout,
                        approver=options.approver if options.interactive else None,
-                       asker=options.asker if options.interactive else None, caches=caches)
+                       asker=options.asker if options.interactive else None, caches=caches,
+                       sandbox=perms.sandbox_policy())
+
+
+def task_permissions(task: Task, options: RunOptions) -> Permissions:
+    """The permissions recorded when the task started, with this run's flags on top.
+
+    A task from before permissions were recorded is resolved anew from its
+    stored spec (and its recorded `approve`).
+    """
+    from normalize.permissions import Permissions
+
+    recorded = task.driver_config.get("permissions")
+    if isinstance(recorded, Mapping):
+        return command_line(Permissions.from_dict(recorded), options)
+    spec = WorkflowSpec.from_dict(task.driver_config["spec"]) if task.driver_config.get(
+        "spec") else WorkflowSpec(name=task.driver, path="", driver=task.driver)
+    legacy = task.driver_config.get("approve")
+    if legacy and not options.approve:
+        options = replace(options, approve=legacy)
+    return resolve_permissions(spec, options)
 
 
 def driver_services(options: RunOptions) -> DriverServices:
@@ -196,8 +272,12 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
         raise UsageError(f"workspace {task.workspace} of task {task.id} no longer exists")
     tools = options.tools or default_tools()
     driver = driver or make_driver(task, options)
+    notes = [] if resumed else task.driver_config.get("permission_notes") or []
+    subscribers = list(options.subscribers)
     engine = Engine(store, tools, tool_context(task, options), cancel=options.cancel,
-                    subscribers=options.subscribers, interactive=options.interactive)
+                    subscribers=subscribers, interactive=options.interactive)
+    if notes:
+        engine.subscribers.append(_announcer(engine, notes))
     return engine.run(task, driver, resumed=resumed, reply=reply)
 
 
@@ -210,3 +290,18 @@ def run_flow(root: object, *, goal: str = "", options: RunOptions | None = None,
     spec = compile_flow(root, base_dir=options.workspace, overrides=overrides,
                         **compile_options)
     return run_task(start_task(spec, goal, options), options)
+
+
+def _announcer(engine: Engine, notes: list[str]) -> Subscriber:
+    """Emits the ignored permissions as warnings right after `run_started`, once."""
+    from normalize.events import BaseEvent, Notice, RunStarted
+
+    pending = list(notes)
+
+    def announce(event: BaseEvent) -> None:
+        if isinstance(event, RunStarted) and pending:
+            for message in pending:
+                engine.emit(Notice(level="warning", message=message))
+            pending.clear()
+
+    return announce

@@ -89,6 +89,9 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
             task.limits.max_cost_usd = budget
         env.stderr.write(f"task {task.id}\n")
         env.stderr.flush()
+        from normalize.cli.trust import report_ignored
+
+        report_ignored(env, task)
         with SignalCancel(options.cancel):
             outcome = run_task(task, options)
         return finish(env, outcome, renderer, json_output)

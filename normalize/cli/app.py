@@ -232,6 +232,30 @@ def workflows_validate(
                                         json_output=json_output))
 
 
+TRUST_HELP = """Trust a workflow file's permissions: record its exact content (sha256).
+
+A workflow found by name under the workspace (.normalize/workflows/NAME.toml, the
+dwim.toml that `normalize agent` would pick up) may only narrow permissions and does
+not replace a built-in workflow of the same name: the model could have written it.
+Once trusted it counts as yours; any change to the file untrusts it again. Files
+named by path on the command line, your config dir's and the built-in workflows
+are trusted already.
+"""
+
+
+@app.command(help=TRUST_HELP)
+def trust(
+    files: Annotated[list[Path] | None, typer.Argument(help="Workflow files to trust.")] = None,
+    remove: Annotated[bool, typer.Option("--remove", help="Untrust FILE instead.")] = False,
+    show: Annotated[bool, typer.Option("--list", help="The trusted files and whether each "
+                                                      "still has its trusted content.")] = False,
+) -> None:
+    """Trust a workflow file's permissions (its exact content)."""
+    from normalize.cli.trust import trust as run_trust
+
+    raise typer.Exit(run_trust(_env(), files or [], remove=remove, show=show))
+
+
 @app.command()
 def plugins(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Everything registered (drivers, steps, conditions, sources, providers, tools)."""

@@ -112,6 +112,9 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
             task.limits.max_turns = max_turns
         if not json_output and not quiet:
             env.stderr.write(f"task {task.id}\n")
+        from normalize.cli.trust import report_ignored
+
+        report_ignored(env, task)
         with SignalCancel(options.cancel, notify=_stopping_note(env)):
             outcome = run_task(task, options)
         return finish(env, outcome, renderer, json_output)

@@ -14,6 +14,7 @@ from normalize.errors import ConfigError, UsageError
 from normalize.execution.scope import ROOT_CACHE, ROOT_CONTEXT, ROOT_RETRY, Resolved
 from normalize.intents import parse_command, verb_for
 from normalize.task import Action
+from normalize.workflow.argv import bind_command
 from normalize.workflow.interpolate import interpolate
 from normalize.workflow.spec import StepSpec, WorkflowSpec
 
@@ -67,7 +68,7 @@ def action_for(text: str, variables: dict[str, Any], step: StepSpec | None = Non
         # a summary is free text: captured values may span lines or hold quotes
         return Action("done", {"args": [rest.strip()] if rest.strip() else [], "body": None},
                       text=command)
-    action = parse_command(command)
+    action = bind_command(text, variables, parse_command)  # values are arguments, not text
     timeout = timeout if timeout is not None else (step.timeout if step is not None else None)
     if timeout is not None:
         action.params["timeout"] = timeout

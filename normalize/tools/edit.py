@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from normalize.errors import ToolError
-from normalize.fsutil import atomic_write
+from normalize.fsopen import read_bytes, write_bytes
 from normalize.task import Action, ActionResult
 
 if TYPE_CHECKING:
@@ -409,14 +409,15 @@ def _replace_range(text: str, target: _Target, body: str) -> str:
     return _join(lines, trailing)
 
 
-def _read(path: Path, rel: str) -> FileText:
+def _read(root: Path, path: Path, rel: str) -> FileText:
     if path.is_dir():
         raise ToolError(f"{rel} is a directory")
-    return FileText.decode(path.read_bytes(), rel)
+    return FileText.decode(read_bytes(root, path.relative_to(root)), rel)
 
 
 def _save(
-    path: Path, rel: str, file: FileText, old: str, new: str, notes: list[str], *, created: bool
+    root: Path, path: Path, rel: str, file: FileText, old: str, new: str, notes: list[str], *,
+    created: bool
 ) -> ActionResult:
     """Write `new` atomically and answer with its diff against `old`."""
     diff, added, removed = unified_diff(old, new, rel, created=created)
@@ -425,7 +426,7 @@ def _save(
         return ActionResult.success(
             "\n".join([*notes, f"no changes: {rel} already has this text"]), data=data
         )
-    atomic_write(path, file.encode(new, rel))
+    write_bytes(root, path.relative_to(root), file.encode(new, rel))
     return ActionResult.success("\n".join([*notes, diff]).rstrip("\n"), data=data)
 
 
@@ -448,7 +449,7 @@ class EditTool:
         target = _resolve_target(arg, ctx.guard)
         if not target.path.exists():
             raise ToolError(f"no such file: {target.rel}; create it with `write {target.rel}`")
-        file = _read(target.path, target.rel)
+        file = _read(ctx.guard.root, target.path, target.rel)
         old = file.text
         has_blocks = any(_SEARCH_RE.match(line) for line in body.split("\n"))
         notes: list[str] = []
@@ -470,7 +471,8 @@ class EditTool:
                     f"`write {target.rel}`"
                 )
             new, notes = apply_blocks(old, parse_blocks(body), target.rel)
-        return _save(target.path, target.rel, file, old, new, notes, created=False)
+        return _save(ctx.guard.root, target.path, target.rel, file, old, new, notes,
+                     created=False)
 
 
 class WriteTool:
@@ -490,7 +492,7 @@ class WriteTool:
         created = not real.exists()
         notes: list[str] = []
         try:
-            file = FileText("") if created else _read(real, rel)
+            file = FileText("") if created else _read(ctx.guard.root, real, rel)
         except ToolError:
             if real.is_dir():
                 raise
@@ -505,9 +507,7 @@ class WriteTool:
             except UnicodeEncodeError:
                 file.encoding = "utf-8"
                 notes.append(f"note: {rel} was latin-1 and is now written as UTF-8")
-        if created:
-            real.parent.mkdir(parents=True, exist_ok=True)
-        result = _save(real, rel, file, file.text, new, notes, created=created)
+        result = _save(ctx.guard.root, real, rel, file, file.text, new, notes, created=created)
         result.data["created"] = created
         if result.data["added"] or result.data["removed"] or created:
             verb = "created" if created else "overwrote"

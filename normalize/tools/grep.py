@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from normalize.errors import ToolError
+from normalize.fsopen import read_bytes
 from normalize.task import Action, ActionResult
 from normalize.tools.base import ToolContext
 from normalize.tools.files import BINARY_SNIFF, walk
@@ -123,7 +124,7 @@ class GrepTool:
                 if path.stat().st_size > self.max_file_bytes:
                     skipped_large += 1
                     continue
-                raw = path.read_bytes()
+                raw = read_bytes(ctx.guard.root, path.relative_to(ctx.guard.root))
             except OSError:
                 continue
             if b"\x00" in raw[:BINARY_SNIFF]:

@@ -1,8 +1,16 @@
 """The workspace guard: every path a tool touches stays inside the workspace.
 
 A path is refused when it is absolute, starts with `~`, escapes with `..`, or
-resolves (through symlinks) outside the workspace; writes are also refused
-into `.git/` and into normalize's own data directory.
+resolves (through symlinks) outside the workspace. Writes are also refused
+into any `.git` (a directory or a worktree's `.git` file, at any depth: a
+nested repository's `sub/.git/config` runs code through `core.fsmonitor`), into
+the workspace's `.normalize/` (its workflows set permissions) and into
+normalize's own data directory. Reading them is fine.
+
+A symlink inside the workspace that points inside it is followed here, once;
+the file tools then open the resolved path component by component without
+following any link (`normalize.fsopen`), so a link swapped in after this
+check makes the operation fail instead of escaping.
 """
 
 from __future__ import annotations
@@ -44,10 +52,15 @@ class WorkspaceGuard:
         return real
 
     def check_writable(self, real: Path, shown: str) -> None:
-        """Refuse writes into `.git/` and into normalize's own data."""
-        rel = real.relative_to(self.root)
-        if rel.parts and rel.parts[0] == ".git":
-            raise WorkspaceError(f"refused {shown!r}: writes into .git/ are not allowed")
+        """Refuse writes into any `.git`, the workspace's `.normalize/`, normalize's own data."""
+        for parts in (real.relative_to(self.root).parts, Path(os.path.normpath(shown)).parts):
+            folded = [part.casefold() for part in parts]  # `.GIT` is `.git` on macOS
+            if ".git" in folded:
+                raise WorkspaceError(f"refused {shown!r}: writes into .git are not allowed "
+                                     f"(at any depth)")
+            if folded[:1] == [".normalize"]:
+                raise WorkspaceError(f"refused {shown!r}: writes into .normalize/ are not "
+                                     f"allowed (its workflows set permissions)")
         for place in self.protected:
             if self._inside(real, place):
                 raise WorkspaceError(f"refused {shown!r}: normalize's own data is protected")

@@ -102,6 +102,18 @@ def text_after_verb(action: Action) -> str | None:
     return parts[1] if words == action.args else None
 
 
+def _chain_of_words(words: list[str]) -> list[list[str]]:
+    """`split_chain` for words without their text, where an argument holding whitespace is
+    one literal argument (as the `run` tool passes it, without a shell), not a chain."""
+    literal = {f"\ue002{i}": w for i, w in enumerate(words)
+               if i and any(c.isspace() for c in w)}
+    if not literal:
+        return split_chain(words)
+    held = {w: k for k, w in literal.items()}
+    parts = split_chain([held.get(w, w) if i else w for i, w in enumerate(words)])
+    return [[literal.get(w, w) for w in part] for part in parts]
+
+
 _CHAIN_TOKENS = frozenset({";", "&&", "||", "|", "&", ";;", "|&"})
 
 
@@ -113,7 +125,7 @@ def command_parts(action: Action) -> list[list[str]]:
     """
     rest = text_after_verb(action)
     if rest is None:
-        return split_chain(action.args)
+        return _chain_of_words(action.args)
     lexer = shlex.shlex(rest, posix=True, punctuation_chars=";&|<>")
     lexer.whitespace_split = True
     lexer.commenters = ""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from normalize.errors import ToolError
+from normalize.fsopen import open_file, read_bytes
 from normalize.task import Action, ActionResult
 from normalize.tools.base import ToolContext
 from normalize.tools.code import (
@@ -52,6 +53,7 @@ class Target:
     end: int | None = None
     single: bool = False
     symbol: str | None = None
+    root: Path | None = None  # the workspace: reads open beneath it (normalize.fsopen)
 
 
 def resolve_target(ctx: ToolContext, spec: str) -> Target:
@@ -117,9 +119,13 @@ def numbered(lines: Iterable[str], first: int, last: int) -> str:
     return "\n".join(out)
 
 
-def read_lines(path: Path) -> list[str]:
-    """The file's lines, decoded as UTF-8 with replacement, without line endings."""
-    text = path.read_bytes().decode("utf-8", "replace")
+def read_lines(path: Path, root: Path | None = None) -> list[str]:
+    """The file's lines, decoded as UTF-8 with replacement, without line endings.
+
+    With `root`, the file is opened beneath it without following links.
+    """
+    raw = read_bytes(root, path.relative_to(root)) if root is not None else path.read_bytes()
+    text = raw.decode("utf-8", "replace")
     return split_lines(text)
 
 
@@ -131,8 +137,9 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def _stream_lines(path: Path, start: int, end: int | None) -> Iterator[str]:
-    with path.open("rb") as fh:
+def _stream_lines(path: Path, start: int, end: int | None, root: Path | None
+                  ) -> Iterator[str]:
+    with (path.open("rb") if root is None else open_file(root, path.relative_to(root))) as fh:
         for raw in islice(fh, start - 1, end):
             yield raw.decode("utf-8", "replace").rstrip("\r\n")
 
@@ -202,6 +209,7 @@ class ViewTool:
     def run(self, action: Action, ctx: ToolContext) -> ActionResult:
         spec = _one_arg(action, "view", self.usage)
         target = resolve_target(ctx, spec or ".")
+        target.root = ctx.guard.root
         if target.path.is_dir():
             return directory_tree(ctx, target, self.max_entries)
         if is_binary(target.path):
@@ -214,7 +222,7 @@ class ViewTool:
             return self._range(target)
         if target.path.stat().st_size > READ_LIMIT:
             return self._head(target, None, "too large to outline")
-        lines = read_lines(target.path)
+        lines = read_lines(target.path, ctx.guard.root)
         if target.symbol is not None:
             return self._symbol(target, lines)
         size = target.path.stat().st_size
@@ -232,10 +240,10 @@ class ViewTool:
         if start < 1 or (end is not None and end < start):
             raise ToolError(f"bad line range {start}-{end} for {target.shown}; lines start at 1")
         if target.path.stat().st_size > READ_LIMIT:
-            shown = list(_stream_lines(target.path, start, end))
+            shown = list(_stream_lines(target.path, start, end, target.root))
             total = None
         else:
-            lines = read_lines(target.path)
+            lines = read_lines(target.path, target.root)
             total = len(lines)
             shown = lines[start - 1 : end]
         if not shown:
@@ -285,7 +293,7 @@ class ViewTool:
         head = (
             lines[: self.max_lines]
             if lines is not None
-            else list(_stream_lines(target.path, 1, self.max_lines))
+            else list(_stream_lines(target.path, 1, self.max_lines, target.root))
         )
         hint = (
             f"… {target.shown}: {why}; showing lines 1-{len(head)}. "
@@ -395,7 +403,7 @@ class SkeletonTool:
             raise ToolError(f"skeleton takes a file or a symbol, not a line range: {spec}")
         if target.path.stat().st_size > READ_LIMIT:
             raise ToolError(f"{target.shown} is too large to outline; use view PATH:START-END")
-        symbols = _outline_or_fail(target, "\n".join(read_lines(target.path)))
+        symbols = _outline_or_fail(target, "\n".join(read_lines(target.path, ctx.guard.root)))
         if target.symbol is not None:
             symbols = [_find_or_fail(target, symbols, target.symbol)]
         data = {"path": target.shown, "kind": "skeleton", "symbols": _count(symbols)}
@@ -416,7 +424,7 @@ class SkeletonTool:
                 continue
             if path.stat().st_size > self.max_file_bytes or is_binary(path):
                 continue
-            symbols = outline(path, "\n".join(read_lines(path))) or []
+            symbols = outline(path, "\n".join(read_lines(path, ctx.guard.root))) or []
             if not symbols:
                 continue
             budget = self.max_symbols - symbols_shown

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,17 +45,66 @@ def list_workflows(workspace: Path) -> list[WorkflowEntry]:
     return sorted(seen.values(), key=lambda e: e.name)
 
 
+def _always(path: Path) -> bool:
+    del path
+    return True
+
+
 def find_workflow(ref: str, workspace: Path) -> Path:
     """A workflow file from a path or a name (`health`, `dwim.toml`)."""
+    return locate_workflow(ref, workspace, _always).path
+
+
+@dataclass(frozen=True)
+class Located:
+    """Which file a workflow reference means, and whether the user vouches for it.
+
+    `origin` is "path" (named by path: the user's choice), "builtin", "user"
+    (the user's config dir), "trusted" (a workspace file whose exact content
+    `normalize trust` recorded) or "workspace" (found by name under the
+    workspace, untrusted: its permissions may only narrow). `shadowed` is an
+    untrusted workspace file passed over for the built-in or user workflow of
+    the same name.
+    """
+
+    path: Path
+    origin: str
+    shadowed: Path | None = None
+
+    @property
+    def trusted(self) -> bool:
+        return self.origin != "workspace"
+
+
+def names_a_path(ref: str) -> bool:
+    """Whether `ref` is a path (has a `/`, starts with `.` or ends in `.toml`) and not a name.
+
+    A bare name never means a file of that name in the current directory, so
+    a planted `./dwim` cannot stand in for the agent's workflow.
+    """
+    return "/" in ref or ref.startswith(".") or ref.endswith(".toml")
+
+
+def locate_workflow(ref: str, workspace: Path,
+                    is_trusted: Callable[[Path], bool] | None = None) -> Located:
+    """The file `ref` names and its origin; built-in and user names win over an untrusted
+    workspace file of the same name (`is_trusted` says which workspace files are trusted)."""
     path = Path(ref)
-    if path.is_file():
-        return path
-    looks_like_path = "/" in ref or ref.startswith(".")
-    if not looks_like_path:
+    if names_a_path(ref) and path.is_file():
+        return Located(path, "path")
+    if "/" not in ref and not ref.startswith("."):
         name = ref.removesuffix(".toml")
-        for _, directory in search_dirs(workspace):
-            candidate = directory / f"{name}.toml"
-            if candidate.is_file():
-                return candidate
+        found = [(origin, directory / f"{name}.toml") for origin, directory in
+                 search_dirs(workspace)]
+        found = [(origin, candidate) for origin, candidate in found if candidate.is_file()]
+        if found:
+            origin, candidate = found[0]
+            if origin != "project":
+                return Located(candidate, origin)
+            if is_trusted is not None and is_trusted(candidate):
+                return Located(candidate, "trusted")
+            if len(found) > 1:
+                return Located(found[1][1], found[1][0], shadowed=candidate)
+            return Located(candidate, "workspace")
     names = ", ".join(e.name for e in list_workflows(workspace)) or "none"
     raise UsageError(f"{ref}: no such workflow file or name (known names: {names})")

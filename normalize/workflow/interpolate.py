@@ -2,6 +2,8 @@
 
 A list value becomes its items separated by spaces (or by newlines when an
 item spans several lines); `{name.field}` and `{name.0}` reach into values.
+This is for text; a step's command binds values as arguments instead
+(`normalize.workflow.argv`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ def variables_in(text: str) -> list[str]:
     return [m.group(1) for m in _VAR.finditer(text) if m.group(1)]
 
 
-def _lookup(name: str, values: Mapping[str, Any]) -> Any:
+def lookup_value(name: str, values: Mapping[str, Any]) -> Any:
+    """The value `{name}` stands for (`a.b`, `a.0` reach into it); KeyError when unknown."""
     if name in values:
         return values[name]
     head, _, rest = name.partition(".")
@@ -37,7 +40,7 @@ def interpolate(text: str, values: Mapping[str, Any]) -> str:
             return "{"
         if token == "}}":
             return "}"
-        value = _lookup(match.group(1), values)
+        value = lookup_value(match.group(1), values)
         if isinstance(value, list):  # words on one line; multi-line items one after another
             sep = "\n" if any("\n" in str(v) for v in value) else " "
             return sep.join(str(v) for v in value)

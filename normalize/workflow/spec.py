@@ -115,6 +115,8 @@ class WorkflowSpec:
     steps: list[StepSpec] = field(default_factory=list)
     states: list[StateSpec] = field(default_factory=list)
     includes: JSON = field(default_factory=dict)  # nested workflow files, by path
+    origin: str = ""  # how it was found (see workflow.catalog.Located); "" = handed in by code
+    shadowed: str = ""  # an untrusted workspace file of the same name that was passed over
 
     def to_dict(self) -> JSON:
         return asdict(self)

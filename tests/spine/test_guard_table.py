@@ -42,6 +42,12 @@ def workspace(tmp_path: Path) -> Path:
     outside = tmp_path / "outside.txt"
     outside.write_text("secret\n")
     (root / "link.txt").symlink_to(outside)
+    (root / "sub" / ".git").mkdir(parents=True)  # a nested repository
+    (root / "sub" / ".git" / "config").write_text("[core]\n")
+    (root / "wt").mkdir()
+    (root / "wt" / ".git").write_text("gitdir: ../.git/worktrees/wt\n")  # a worktree's file
+    (root / ".normalize" / "workflows").mkdir(parents=True)
+    (root / "to-git").symlink_to("sub/.git")
     return root
 
 
@@ -51,7 +57,19 @@ CASES = [
     ("view link.txt", ResultStatus.BLOCKED, "a symlink points outside the workspace"),
     ("view escape/passwd", ResultStatus.BLOCKED, "a symlink points outside the workspace"),
     ("write .git/config <<EOF\n[core]\nbare = true\nEOF", ResultStatus.BLOCKED,
-     "writes into .git/ are not allowed"),
+     "writes into .git are not allowed"),
+    ("write sub/.git/config <<EOF\n[core]\nfsmonitor = touch pwned\nEOF", ResultStatus.BLOCKED,
+     "writes into .git are not allowed"),
+    ("write wt/.git <<EOF\ngitdir: /elsewhere\nEOF", ResultStatus.BLOCKED,
+     "writes into .git are not allowed"),
+    ("write to-git/hooks/pre-commit <<EOF\ntouch pwned\nEOF", ResultStatus.BLOCKED,
+     "writes into .git are not allowed"),
+    ("edit sub/.git/config <<EOF\n<<<<<<< SEARCH\n[core]\n=======\n[x]\n>>>>>>> REPLACE\nEOF",
+     ResultStatus.BLOCKED, "writes into .git are not allowed"),
+    ("write .normalize/workflows/dwim.toml <<EOF\n[workflow.permissions]\nmode = \"yes\"\nEOF",
+     ResultStatus.BLOCKED, "writes into .normalize/ are not allowed"),
+    ("write .normalize/config.toml <<EOF\nx = 1\nEOF", ResultStatus.BLOCKED,
+     "writes into .normalize/ are not allowed"),
     ("edit twice.py <<EOF\n<<<<<<< SEARCH\nx = 1\n=======\nx = 3\n>>>>>>> REPLACE\nEOF",
      ResultStatus.ERROR, "lines 1, 3"),
     ("edit twice.py <<EOF\n<<<<<<< SEARCH\nz = 9\n=======\nz = 3\n>>>>>>> REPLACE\nEOF",
@@ -72,6 +90,13 @@ def test_bad_input_is_refused_and_changes_nothing(workspace: Path, command: str,
     assert result.status is status, result
     assert message in (result.error or ""), result.error
     assert snapshot(workspace) == before
+
+
+def test_reading_git_and_normalize_dirs_is_still_allowed(workspace: Path) -> None:
+    ctx = ToolContext(workspace=workspace, guard=WorkspaceGuard(workspace), cache=NoCache(),
+                      policy=ApprovalPolicy(mode="auto"))
+    shown = default_tools().execute(parse_command("view sub/.git/config"), ctx)
+    assert shown.ok and "[core]" in shown.output
 
 
 def test_a_file_named_dash_rf_is_a_plain_name(workspace: Path) -> None:

@@ -41,7 +41,8 @@ LAYERS: dict[str, str] = {
     "normalize.store": "store",
     **{f"normalize.{name}": "core" for name in (
         "task", "events", "errors", "intents", "verbs", "redact", "cancel", "faults",
-        "fsutil", "plugins", "sandbox", "retry")},
+        "fsutil", "plugins", "sandbox", "retry", "fsopen")},
+    "normalize.permissions": "api",  # resolves the layers: user config, workflow, flags
 }
 
 CORE = {"core"}

@@ -1,0 +1,127 @@
+"""Opening files under a root without following links: the file tools' race-free path.
+
+Checking a path and then opening it by name lets another process swap a
+directory for a symlink in between. Here every directory of a path is opened
+relative to its parent's descriptor with `O_NOFOLLOW | O_DIRECTORY`, the final
+file with `O_NOFOLLOW`, new directories are made with `mkdir(dir_fd=)`, and a
+write goes to a temporary file in the final directory that is renamed over the
+target inside that same directory. A link anywhere on the way is an `OSError`
+(ELOOP or ENOTDIR), never a file outside the root.
+
+Paths are relative, already checked by the guard (no `..`, no absolute path).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["SUPPORTED", "open_dir", "open_file", "read_bytes", "write_bytes"]
+
+SUPPORTED = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
+"""Whether this platform can walk by descriptor (POSIX); elsewhere plain paths are used."""
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _parts(rel: str | Path) -> list[str]:
+    parts = [p for p in Path(rel).parts if p not in ("", ".")]
+    if any(p == ".." for p in parts) or Path(rel).is_absolute():
+        raise OSError(errno.EPERM, "path leaves its root", str(rel))
+    return parts
+
+
+@contextlib.contextmanager
+def open_dir(root: Path | str, parts: list[str], *, create: bool = False) -> Iterator[int]:
+    """A descriptor of `root/parts...`, each step opened without following a link."""
+    fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        for name in parts:
+            try:
+                child = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o777, dir_fd=fd)
+                child = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def open_file(root: Path | str, rel: str | Path) -> BinaryIO:
+    """The file `rel` under `root` opened for reading, no link followed on the way."""
+    if not SUPPORTED:
+        return (Path(root) / rel).open("rb")
+    *dirs, name = _parts(rel) or ["."]
+    with open_dir(root, dirs) as dfd:
+        fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+    fh = os.fdopen(fd, "rb")
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        fh.close()
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(rel))
+    return fh
+
+
+def read_bytes(root: Path | str, rel: str | Path) -> bytes:
+    """The bytes of the file `rel` under `root`, opened without following any link."""
+    with open_file(root, rel) as fh:
+        return fh.read()
+
+
+def write_bytes(root: Path | str, rel: str | Path, data: bytes, *, fsync: bool = True) -> None:
+    """Replace `root/rel` with `data` atomically, creating missing directories.
+
+    The temporary file and the rename both live in the directory the walk
+    opened, so a directory swapped for a link meanwhile cannot redirect them.
+    An existing file keeps its permission bits; a symlink as the final name is
+    refused (the guard resolved in-workspace links to their target already).
+    """
+    if not SUPPORTED:
+        from normalize.fsutil import atomic_write
+
+        atomic_write(Path(root) / rel, data, fsync=fsync)
+        return
+    *dirs, name = _parts(rel)
+    with open_dir(root, dirs, create=True) as dfd:
+        keep: int | None = None
+        try:
+            info = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+        else:
+            if stat.S_ISLNK(info.st_mode):
+                raise OSError(errno.ELOOP, "refusing to write through a symlink", str(rel))
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "is a directory", str(rel))
+            keep = stat.S_IMODE(info.st_mode)
+        tmp = f".{name[:200]}.{secrets.token_hex(4)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+        fd = os.open(tmp, flags, 0o666, dir_fd=dfd)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                if keep is not None:
+                    os.fchmod(fh.fileno(), keep)
+                if fsync:
+                    os.fsync(fh.fileno())
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+            raise
+        if fsync:
+            with contextlib.suppress(OSError):
+                os.fsync(dfd)
