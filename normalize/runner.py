@@ -18,6 +18,7 @@ from normalize.drivers.base import Driver, DriverServices, create_driver
 from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
+from normalize.sandbox import SandboxMode, SandboxPolicy, probe
 from normalize.store import TaskStore
 from normalize.task import Limits, Task
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
@@ -121,10 +122,48 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
     permissions["deny"] = [*permissions.get("deny", []), *options.deny]
     policy = ApprovalPolicy.from_config(permissions, interactive=options.interactive)
     guard = WorkspaceGuard(workspace, protected=[store.home])
+    sandbox = sandbox_policy(options, permissions, hidden=(str(store.home),))
+    refuse_unconfined(sandbox, policy.mode.value, options.interactive)
     return ToolContext(workspace=workspace, guard=guard, cache=cache, policy=policy,
                        cancel=options.cancel, timeout=options.timeout,
                        approver=options.approver if options.interactive else None,
-                       asker=options.asker if options.interactive else None, caches=caches)
+                       asker=options.asker if options.interactive else None, caches=caches,
+                       sandbox=sandbox)
+
+
+def sandbox_policy(options: RunOptions, permissions: Mapping[str, Any], *,
+                   hidden: tuple[str, ...] = ()) -> SandboxPolicy:
+    """The sandbox a task's programs run under: the flags, else `[workflow.permissions]`.
+
+    `hidden` adds paths no program may read (normalize's store); its config
+    directory is always added.
+    """
+    from normalize.store.paths import config_home
+
+    mode = options.sandbox or permissions.get("sandbox") or SandboxMode.WORKSPACE.value
+    choices = ", ".join(m.value for m in SandboxMode)
+    if mode not in {m.value for m in SandboxMode}:
+        raise UsageError(f"sandbox {mode!r}: unknown sandbox mode (choose from {choices})")
+    network = options.network if options.network is not None else permissions.get("network",
+                                                                                   False)
+    if not isinstance(network, bool):
+        raise UsageError("[workflow.permissions] network must be true or false")
+    env_allow = [*permissions.get("env_allow", []), *options.env_allow]
+    if not all(isinstance(name, str) for name in env_allow):
+        raise UsageError("[workflow.permissions] env_allow must be a list of strings")
+    return SandboxPolicy(SandboxMode(mode), network, tuple(env_allow),
+                         (*hidden, str(config_home())))
+
+
+def refuse_unconfined(sandbox: SandboxPolicy, approve: str, interactive: bool) -> None:
+    """Fail closed: a `UsageError` when programs could run unconfined with no person to ask."""
+    if sandbox.mode is SandboxMode.OFF or approve == "never" or (approve == "ask" and interactive):
+        return
+    found = probe()
+    if not found.available:
+        raise UsageError(f"the sandbox is unavailable ({found.reason}); programs would run "
+                         f"unconfined, so this run is refused; pass --sandbox off to run "
+                         f"them anyway")
 
 
 def make_driver(task: Task, options: RunOptions) -> Driver:
