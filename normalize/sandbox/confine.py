@@ -33,6 +33,9 @@ CREDENTIAL_STORES = (".ssh", ".aws", ".gnupg", ".netrc", ".config/gh", ".docker/
 """Paths under HOME no program may read."""
 PROTECTED_NAMES = frozenset({".git", ".normalize"})
 """Entries no program may write, at any depth of the workspace."""
+TOOL_MANAGED = frozenset({"node_modules", "__pycache__", ".mypy_cache", ".ruff_cache",
+                          ".pytest_cache", ".tox", ".nox"})
+"""Directories the walk does not enter (nor a virtualenv's, found by its `pyvenv.cfg`)."""
 WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts",
                     "/dev/shm")
 
@@ -58,7 +61,11 @@ class Confinement:
 
 
 def protected_paths(workspace: str) -> Iterator[str]:
-    """Every `.git` and `.normalize` (directory or file) in the workspace, not following links."""
+    """Every `.git` and `.normalize` (directory or file) in the workspace, not following links.
+
+    Dependency and cache trees (`node_modules`, virtualenvs, …) are not entered:
+    they are the slow part of a walk and hold no repository of the user's own.
+    """
     stack = [workspace]
     while stack:
         directory = stack.pop()
@@ -66,12 +73,17 @@ def protected_paths(workspace: str) -> Iterator[str]:
             entries = os.scandir(directory)
         except OSError:
             continue
+        below: list[str] = []
         with entries:
             for entry in entries:
                 if entry.name in PROTECTED_NAMES:
                     yield entry.path
-                elif entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
+                elif entry.name == "pyvenv.cfg":
+                    below = []
+                    break
+                elif entry.name not in TOOL_MANAGED and entry.is_dir(follow_symlinks=False):
+                    below.append(entry.path)
+        stack.extend(below)
 
 
 def _hidden(policy: SandboxPolicy, env: Mapping[str, str]) -> set[str]:
