@@ -119,3 +119,38 @@ def test_sandbox_policy_takes_the_flags_over_the_workflow(tmp_path: Path) -> Non
         sandbox_policy(RunOptions(workspace=tmp_path), {"sandbox": "loose"})
     with pytest.raises(UsageError, match="network must be true or false"):
         sandbox_policy(RunOptions(workspace=tmp_path), {"network": "yes"})
+
+
+@pytest.mark.parametrize("layer", ["landlock_tcp", "network_namespace"])
+def test_each_network_layer_alone_stops_a_connection(layer: str) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    from normalize.sandbox.child import CLONE_NEWNET, CLONE_NEWUSER, ChildPlan
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    ruleset = landlock.Ruleset(landlock.abi_version(), deny_tcp=layer == "landlock_tcp")
+    ruleset.allow("/", landlock.ACCESS_READ | landlock.ACCESS_WRITE)
+    plan = ChildPlan(unshare=CLONE_NEWUSER | CLONE_NEWNET if layer == "network_namespace" else 0,
+                     ruleset_fd=ruleset.fd)
+    code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)"
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], preexec_fn=plan.preexec(),
+                              capture_output=True, text=True, check=False, timeout=30)
+    finally:
+        ruleset.close()
+        server.settimeout(0.1)
+        try:
+            server.accept()[0].close()
+            accepted = True
+        except TimeoutError:
+            accepted = False
+        server.close()
+    assert proc.returncode != 0
+    expected = "PermissionError" if layer == "landlock_tcp" else "Network is unreachable"
+    assert expected in proc.stderr
+    assert not accepted
