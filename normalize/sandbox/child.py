@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from normalize.sandbox.landlock import _libc, restrict_self
+from normalize.sandbox.landlock import _libc, restrictor
 
 __all__ = ["ChildPlan"]
 
@@ -66,7 +66,8 @@ class ChildPlan:
 
     def preexec(self) -> Callable[[], None]:
         libc = _libc()
-        unshare, mount = libc.unshare, libc.mount
+        unshare, mount = libc.unshare, libc.mount  # looked up before the fork, not after
+        restrict = restrictor()
 
         def apply() -> None:
             if self.unshare:
@@ -79,6 +80,6 @@ class ChildPlan:
                 flags = MS_REMOUNT | MS_BIND | MS_RDONLY | keep
                 _check(mount(None, path, None, ctypes.c_ulong(flags), None))
             if self.ruleset_fd >= 0:
-                restrict_self(self.ruleset_fd)
+                restrict(self.ruleset_fd)
 
         return apply

@@ -13,12 +13,12 @@ import ctypes
 import ctypes.util
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 
 __all__ = [
     "ACCESS_FILE", "ACCESS_READ", "ACCESS_WRITE", "Ruleset", "abi_version", "fs_handled",
-    "restrict_self",
+    "restrictor",
 ]
 
 SYS_CREATE_RULESET = 444
@@ -148,10 +148,23 @@ class Ruleset:
             self.fd = -1
 
 
-def restrict_self(ruleset_fd: int) -> None:
-    """In the child: no new privileges, then enter the Landlock domain. Raises OSError."""
-    _syscall_prctl = _libc().prctl
-    if _syscall_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-    _syscall(SYS_RESTRICT_SELF, ctypes.c_int(ruleset_fd), ctypes.c_uint32(0))
+def restrictor() -> Callable[[int], None]:
+    """A function for the child: no new privileges, then enter the Landlock domain.
+
+    The libc symbols are looked up here, in the parent: a lookup (dlsym) in a
+    child forked from a threaded process could wait forever on a lock.
+    """
+    libc = _libc()
+    prctl, syscall = libc.prctl, libc.syscall
+    syscall.restype = ctypes.c_long
+
+    def restrict(ruleset_fd: int) -> None:
+        if prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+        if syscall(ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_int(ruleset_fd),
+                   ctypes.c_uint32(0)) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+
+    return restrict

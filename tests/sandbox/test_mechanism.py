@@ -154,3 +154,16 @@ def test_each_network_layer_alone_stops_a_connection(layer: str) -> None:
     expected = "PermissionError" if layer == "landlock_tcp" else "Network is unreachable"
     assert expected in proc.stderr
     assert not accepted
+
+
+def test_programs_start_in_the_sandbox_from_many_threads_at_once(ws: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def start(index: int) -> int | None:
+        return run_process(["/bin/sh", "-c", f"echo {index} > out{index}"], cwd=ws,
+                           timeout=60).exit_code
+
+    with ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(start, range(32)))
+    assert codes == [0] * 32
+    assert len(list(ws.glob("out*"))) == 32
