@@ -8,8 +8,8 @@ from typing import ClassVar
 import pytest
 
 from normalize.errors import ConfigError
-from normalize.task import Action, ActionResult, ResultStatus
 from normalize.sandbox import SandboxMode, SandboxPolicy
+from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.approval import UNCONFINED_PARAM, ApprovalMode, ApprovalPolicy, is_destructive
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
 from normalize.tools.guard import WorkspaceGuard
