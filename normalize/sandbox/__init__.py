@@ -3,7 +3,7 @@
 `SandboxPolicy` is plain data (it travels in `ToolContext`). `probe()` says
 what this machine can enforce; `confine()` prepares one child process (its
 scrubbed environment, temporary directory and the function run before exec).
-Standard library only: this is core, below tools and the runner.
+The standard library and `normalize.faults` only: this is core, below tools.
 """
 
 from __future__ import annotations

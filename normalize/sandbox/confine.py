@@ -18,7 +18,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from normalize.sandbox import landlock
 from normalize.sandbox.child import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWUSER, ChildPlan, mount_flags
@@ -47,7 +47,6 @@ class Confinement:
     env: dict[str, str]
     tmpdir: str | None = None
     preexec: Callable[[], None] | None = None
-    protected: list[str] = field(default_factory=list)
     _ruleset: landlock.Ruleset | None = None
 
     def close(self) -> None:
@@ -151,7 +150,6 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
         if policy.mode is SandboxMode.WORKSPACE:
             for path in protected_paths(root):
                 plan.read_only.append((os.fsencode(path), mount_flags(path)))
-                confinement.protected.append(path)
         confinement.preexec = plan.preexec()
     except BaseException:
         confinement.close()

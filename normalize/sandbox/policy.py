@@ -28,8 +28,3 @@ class SandboxPolicy:
     network: bool = False
     env_allow: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
-
-    @property
-    def confined(self) -> bool:
-        """True when programs run inside the boundary (mode not off, no network)."""
-        return self.mode is not SandboxMode.OFF and not self.network
