@@ -12,6 +12,10 @@ The points:
     action_ran         the action ran; its end is not yet journaled
     checkpoint_write   half of a task file is written to its temporary file
     model_stream       a model reply is half streamed (scripted models)
+
+`NORMALIZE_NO_SANDBOX=1` makes the sandbox report itself unavailable, so the
+fail-closed paths can be tested on a machine that has one. It is read at each
+check (a test may set it in its own process).
 """
 
 from __future__ import annotations
@@ -45,3 +49,8 @@ def crash_point(name: str) -> None:
         _hits += 1
         if _hits >= _NTH:
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+def sandbox_disabled() -> bool:
+    """True when the tests made the sandbox unavailable (`NORMALIZE_NO_SANDBOX=1`)."""
+    return os.environ.get("NORMALIZE_NO_SANDBOX", "") not in ("", "0")

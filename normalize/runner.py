@@ -22,6 +22,7 @@ from normalize.drivers.base import DRIVERS, Driver, DriverServices, create_drive
 from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
+from normalize.sandbox import SandboxMode, SandboxPolicy, probe
 from normalize.store import TaskStore
 from normalize.store.paths import config_home
 from normalize.task import Limits, Task
@@ -136,11 +137,16 @@ def command_line(perms: Permissions, options: RunOptions) -> Permissions:
     return perms.overlay(table, "the command line")
 
 
-def sandbox_policy(options: RunOptions, permissions: Mapping[str, Any]) -> SandboxPolicy:
-    """What programs may touch: the recorded `permissions` with the flags on top."""
+def sandbox_policy(options: RunOptions, permissions: Mapping[str, Any], *,
+                   hidden: tuple[str, ...] = ()) -> SandboxPolicy:
+    """What programs may touch: the recorded `permissions` with the flags on top.
+
+    `hidden` names paths no program may read (normalize's store and config).
+    """
     from normalize.permissions import Permissions
 
-    return command_line(Permissions.from_dict(permissions), options).sandbox_policy()
+    policy = command_line(Permissions.from_dict(permissions), options).sandbox_policy()
+    return replace(policy, hidden=hidden) if hidden else policy
 
 
 def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
@@ -181,11 +187,13 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
     policy = ApprovalPolicy.from_config(perms.approval_config(),
                                         interactive=options.interactive)
     guard = WorkspaceGuard(workspace, protected=[store.home, config_home()])
+    sandbox = replace(perms.sandbox_policy(), hidden=(str(store.home), str(config_home())))
+    refuse_unconfined(sandbox, policy.mode.value, options.interactive)
     return ToolContext(workspace=workspace, guard=guard, cache=cache, policy=policy,
                        cancel=options.cancel, timeout=options.timeout,
                        approver=options.approver if options.interactive else None,
                        asker=options.asker if options.interactive else None, caches=caches,
-                       sandbox=perms.sandbox_policy())
+                       sandbox=sandbox)
 
 
 def task_permissions(task: Task, options: RunOptions) -> Permissions:
@@ -215,6 +223,17 @@ def driver_services(options: RunOptions) -> DriverServices:
         services = replace(services,
                            resolve_journal=lambda ref: store.journal_path(store.resolve(ref)))
     return services
+
+
+def refuse_unconfined(sandbox: SandboxPolicy, approve: str, interactive: bool) -> None:
+    """Fail closed: a `UsageError` when programs could run unconfined with no person to ask."""
+    if sandbox.mode is SandboxMode.OFF or approve == "never" or (approve == "ask" and interactive):
+        return
+    found = probe()
+    if not found.available:
+        raise UsageError(f"the sandbox is unavailable ({found.reason}); programs would run "
+                         f"unconfined, so this run is refused; pass --sandbox off to run "
+                         f"them anyway")
 
 
 def make_driver(task: Task, options: RunOptions) -> Driver:

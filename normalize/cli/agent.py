@@ -44,7 +44,8 @@ class _Clients:
 def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str | None,
               max_turns: int | None, budget: float | None, approve: str | None,
               context: str | None, workflow: str | None, workspace: Path | None,
-              json_output: bool, quiet: bool) -> int:
+              json_output: bool, quiet: bool, sandbox: str | None = None,
+              network: bool | None = None) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.drivers.base import DriverServices
     from normalize.drivers.llm import LLMSettings, prefetch_sdk
@@ -79,7 +80,8 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
                     error_line(env, MISSING_KEY.format(spec=settings.spec))
                     return int(ExitStatus.USAGE)
         options, renderer = run_options(env, workspace=root, json_output=json_output,
-                                        quiet=quiet, approve=approve)
+                                        quiet=quiet, approve=approve, sandbox=sandbox,
+                                        network=network)
         options.services = DriverServices(read_line=options.services.read_line,
                                           model_factory=clients)
         task = start_task(spec, goal, options)

@@ -35,6 +35,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON event per line o
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Only the final summary.")]
 ApproveOpt = Annotated[str | None, typer.Option(
     "--approve", help="Approval mode for side effects: ask, auto, yes, never.")]
+SandboxOpt = Annotated[str | None, typer.Option(
+    "--sandbox", help="What programs may touch: workspace (default), read-only, off.")]
+NetworkOpt = Annotated[bool | None, typer.Option(
+    "--network/--no-network", help="Let programs use the network (leaves the sandbox: asks).")]
 
 
 def _env() -> Any:
@@ -77,6 +81,8 @@ def run(
                                                    help="Directory to work in.")] = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
     approve: ApproveOpt = None,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
     model: Annotated[str | None, typer.Option(
         "--model", "-m", envvar="NORMALIZE_MODEL",
         help="PROVIDER:MODEL for the workflow's model steps (llm-decide, llm transitions).")]
@@ -94,7 +100,7 @@ def run(
     raise typer.Exit(run_workflow(_env(), workflow, var or [], goal=goal, workspace=workspace,
                                   max_turns=max_turns, approve=approve, dry_run=dry_run,
                                   json_output=json_output, quiet=quiet, model=model,
-                                  base_url=base_url))
+                                  base_url=base_url, sandbox=sandbox, network=network))
 
 
 @app.command()
@@ -110,6 +116,8 @@ def agent(
     budget: Annotated[float | None, typer.Option("--budget", help="Stop at this cost (USD).")]
     = None,
     approve: ApproveOpt = None,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
     context: Annotated[str | None, typer.Option(
         "--context", help="task_tree, task_list, flat, conversation or none.")] = None,
     workflow: Annotated[str | None, typer.Option(
@@ -126,7 +134,8 @@ def agent(
     raise typer.Exit(run_agent(_env(), task, model=model, base_url=base_url,
                                max_turns=max_turns, budget=budget, approve=approve,
                                context=context, workflow=workflow, workspace=workspace,
-                               json_output=json_output, quiet=quiet))
+                               json_output=json_output, quiet=quiet, sandbox=sandbox,
+                               network=network))
 
 
 @app.command()
@@ -144,6 +153,8 @@ def resume(
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1,
                                                   help="Allow N more turns.")] = None,
     budget: Annotated[float | None, typer.Option("--budget", help="New budget in USD.")] = None,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -152,7 +163,8 @@ def resume(
 
     raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve_action, deny=deny,
                                  driver=driver, max_turns=max_turns, budget=budget,
-                                 json_output=json_output, quiet=quiet, model=model))
+                                 json_output=json_output, quiet=quiet, model=model,
+                                 sandbox=sandbox, network=network))
 
 
 @tasks_app.callback(invoke_without_command=True)
@@ -262,6 +274,19 @@ def plugins(json_output: Annotated[bool, typer.Option("--json")] = False) -> Non
     from normalize.cli.workflows import list_plugins
 
     raise typer.Exit(list_plugins(_env(), json_output=json_output))
+
+
+sandbox_app = typer.Typer(help="The sandbox every program normalize starts runs under.",
+                          no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(sandbox_app, name="sandbox")
+
+
+@sandbox_app.command("check")
+def sandbox_check(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """What the sandbox enforces on this machine; exit 1 when it cannot be applied."""
+    from normalize.cli.sandbox import check
+
+    raise typer.Exit(check(_env(), json_output=json_output))
 
 
 VERB_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}

@@ -19,7 +19,8 @@ from normalize.errors import ExitStatus, NormalizeError, UsageError
 
 
 def run_options(env: Environment, *, workspace: Path | None, json_output: bool, quiet: bool,
-                approve: str | None = None) -> tuple[Any, Any]:
+                approve: str | None = None, sandbox: str | None = None,
+                network: bool | None = None) -> tuple[Any, Any]:
     """The RunOptions a command runs under (terminal, approvals, prompt) and its renderer."""
     from normalize.drivers.base import DriverServices
     from normalize.runner import RunOptions
@@ -29,6 +30,7 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
     if approve is not None and approve not in modes:
         raise UsageError(f"--approve {approve}: unknown approval mode (choose from "
                          f"{', '.join(modes)})")
+    _check_sandbox(env, sandbox)
     from normalize.cli.render import make_renderer
 
     renderer = make_renderer(env, json_output=json_output, quiet=quiet)
@@ -39,12 +41,27 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
         subscribers=[renderer],
         interactive=interactive,
         approve=approve,
+        sandbox=sandbox,
+        network=network,
         approver=_approver(env, renderer) if interactive else None,
         asker=(lambda q: read(f"{q}\n> ")) if interactive else None,
     )
     options.services = DriverServices(read_line=prompt_reader(
         env, lambda: options.workspace, renderer=renderer, cancel=options.cancel))
     return options, renderer
+
+
+def _check_sandbox(env: Environment, sandbox: str | None) -> None:
+    """Refuse an unknown `--sandbox` before any task exists; warn about `--sandbox off`."""
+    from normalize.sandbox import SandboxMode
+
+    modes = [m.value for m in SandboxMode]
+    if sandbox is not None and sandbox not in modes:
+        raise UsageError(f"--sandbox {sandbox}: unknown sandbox mode (choose from "
+                         f"{', '.join(modes)})")
+    if sandbox == SandboxMode.OFF:
+        env.stderr.write("normalize: warning: --sandbox off: programs run unconfined, with "
+                         "your full rights (only the environment is scrubbed)\n")
 
 
 def _approver(env: Environment, renderer: Any = None) -> Any:
@@ -89,7 +106,8 @@ REPLY_FLAGS = {"approval": "--approve / --deny", "interrupt": "--answer yes|no",
 def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  workspace: Path | None, max_turns: int | None, approve: str | None,
                  dry_run: bool, json_output: bool, quiet: bool, model: str | None = None,
-                 base_url: str | None = None) -> int:
+                 base_url: str | None = None, sandbox: str | None = None,
+                 network: bool | None = None) -> int:
     from normalize.runner import apply_model, load_spec, parse_vars, run_task, start_task
 
     try:
@@ -106,7 +124,8 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
             print_plan(env, spec, goal, root)
             return 0
         options, renderer = run_options(env, workspace=root, json_output=json_output,
-                                        quiet=quiet, approve=approve)
+                                        quiet=quiet, approve=approve, sandbox=sandbox,
+                                        network=network)
         task = start_task(spec, goal, options)
         if max_turns is not None:
             task.limits.max_turns = max_turns
@@ -124,7 +143,8 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
 
 def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool, deny: bool,
                 driver: str | None, max_turns: int | None, budget: float | None,
-                json_output: bool, quiet: bool, model: str | None = None) -> int:
+                json_output: bool, quiet: bool, model: str | None = None,
+                sandbox: str | None = None, network: bool | None = None) -> int:
     from normalize.engine import Reply, reply_text
     from normalize.runner import hand_over, open_task, run_task, switch_model
 
@@ -134,7 +154,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool
         if model is not None and (driver or "llm") != "llm":
             raise UsageError("--model goes with --driver llm")
         options, renderer = run_options(env, workspace=None, json_output=json_output,
-                                        quiet=quiet)
+                                        quiet=quiet, sandbox=sandbox, network=network)
         task = open_task(ref, options)
         if task.status.value == "done":
             raise UsageError(f"task {task.id} is already done; nothing to resume")

@@ -1,30 +1,19 @@
-"""What a program normalize starts may touch: the sandbox settings every run carries.
+"""What a program normalize starts may touch, and the kernel mechanism that enforces it.
 
-`SandboxPolicy` is plain data (it travels in `ToolContext` and is resolved from
-the command line, the user's config and the workflow's permissions). The
-mechanism that enforces it lives beside it in this package.
+`SandboxPolicy` is plain data (it travels in `ToolContext`). `probe()` says
+what this machine can enforce; `confine()` prepares one child process (its
+scrubbed environment, temporary directory and the function run before exec).
+The standard library and `normalize.faults` only: this is core, below tools.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
+from normalize.sandbox.confine import CREDENTIAL_STORES, Confinement, confine, protected_paths
+from normalize.sandbox.env import is_secret_name, scrub_env
+from normalize.sandbox.policy import SandboxMode, SandboxPolicy
+from normalize.sandbox.probe import Probe, probe
 
-__all__ = ["SandboxMode", "SandboxPolicy"]
-
-
-class SandboxMode(StrEnum):
-    """What a program may write: the workspace, nothing, or anything (`off`)."""
-
-    WORKSPACE = "workspace"
-    READ_ONLY = "read-only"
-    OFF = "off"
-
-
-@dataclass(frozen=True)
-class SandboxPolicy:
-    """The boundary for programs: writable area, network, environment passed through."""
-
-    mode: SandboxMode = SandboxMode.WORKSPACE
-    network: bool = False
-    env_allow: tuple[str, ...] = ()
+__all__ = [
+    "CREDENTIAL_STORES", "Confinement", "Probe", "SandboxMode", "SandboxPolicy", "confine",
+    "is_secret_name", "probe", "protected_paths", "scrub_env",
+]

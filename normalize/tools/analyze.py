@@ -30,7 +30,7 @@ from normalize.errors import ToolError
 from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.base import ToolContext
 from normalize.tools.files import BINARY_SNIFF, language_of, walk
-from normalize.tools.run import run_process
+from normalize.tools.run import run_process, sandbox_of
 
 __all__ = [
     "AnalyzeTool",
@@ -418,7 +418,8 @@ def run_checker(kind: str, target: str | None, ctx: ToolContext) -> CheckerRun:
         )
         return CheckerRun(kind, None, what)
     tool, argv = chosen
-    outcome = run_process(argv, cwd=ctx.guard.root, timeout=ctx.timeout, cancel=ctx.cancel)
+    outcome = run_process(argv, cwd=ctx.guard.root, timeout=ctx.timeout, cancel=ctx.cancel,
+                          **sandbox_of(ctx))
     errors = _count_issues(tool, outcome.output)
     run = CheckerRun(kind, tool, outcome.output.rstrip("\n"), errors, cancelled=outcome.cancelled)
     reason = outcome.failure(ctx.timeout)

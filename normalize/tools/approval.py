@@ -1,16 +1,22 @@
 """The approval policy: which side-effecting actions run, which ask a person, which are refused.
 
-Read-only tools never reach the policy. A `run` command is judged part by part
-(`pytest; rm -rf ~` is two parts, `ls && rm x` too); every part must pass.
+Approvals decide who says yes; the sandbox (`normalize.sandbox`) decides what
+a yes can touch. So a program the sandbox confines is not a risk class of its
+own: what asks is what leaves the boundary. Read-only tools never reach the
+policy. A `run` command is judged part by part (`pytest; rm -rf ~` is two
+parts, `ls && rm x` too); every part must pass.
 
-| the action                                   | ask    | auto   | yes    | never   |
-|----------------------------------------------|--------|--------|--------|---------|
-| matches a `deny` pattern                     | refuse | refuse | refuse | refuse  |
-| `run`/`test` part holds `$(` or a backtick   | refuse | refuse | refuse | refuse  |
-| matches an `allow` pattern, or remembered    | run    | run    | run    | run     |
-| `edit` / `write` (the guard confines them)   | person | run    | run    | refuse  |
-| `test`, or a known checker (list below)      | person | run    | run    | refuse  |
-| any other command                            | person | person | run    | refuse  |
+| the action                                          | ask    | auto   | yes    | never   |
+|-----------------------------------------------------|--------|--------|--------|---------|
+| matches a `deny` pattern                            | refuse | refuse | refuse | refuse  |
+| `run`/`test` part holds `$(` or a backtick          | refuse | refuse | refuse | refuse  |
+|   (unless `allow_shell`; the shell is confined too) |        |        |        |         |
+| matches an `allow` pattern, or remembered           | run    | run    | run    | run     |
+| a program leaving the boundary: `network = true`,   | person | person | run    | refuse  |
+|   `--sandbox off`, or no sandbox on this machine    |        |        |        |         |
+| a destructive command (list below)                  | person | person | run    | refuse  |
+| any other `run` / `test` (the sandbox confines it)  | person | run    | run    | refuse  |
+| `edit` / `write` (the guard confines them)          | person | run    | run    | refuse  |
 
 `person`: the approver callable on the context is asked (`yes` / `no` /
 `always`; `always` remembers the program, e.g. `rm` or `python -m pytest`, for
@@ -18,11 +24,13 @@ the rest of the run). Without one, `ask` mode — and `auto` when the policy is
 `interactive` — answers with a *waiting* verdict carrying a `Wait(kind="approval")`,
 so the task can wait for an answer; non-interactive `auto` refuses and says how
 to allow the command. Nothing is ever approved automatically for want of a person.
+When the sandbox is unavailable the question says so, and a person's yes runs
+that one program unconfined.
 
-Known checkers: test runners (`pytest`, `python -m pytest`, `npm test`, `cargo
-test`, `go test`, `tox`, `nox`), type checkers (`mypy`, `pyright`), linters in
-check mode (`ruff check`, `ruff format --check`, `flake8`, `eslint`) and `git
-status/diff/log/show` — never with a redirection or a writing flag such as `--fix`.
+Destructive, even inside the workspace: `rm -r`/`-rf`, `git reset --hard`,
+`git clean`, `git checkout -- …`/`git checkout .`, `git restore`, `git stash
+drop|clear`, `git branch -D`, `find … -delete` or `-exec rm`, `shred`, also
+behind `env`, `sudo`, `xargs`, `nice`, `nohup`, `time`, `timeout`.
 
 Patterns are `fnmatch` patterns matched (case-sensitively) against each part's
 text and the whole command: `"pytest*"`, `"rm *"`. For other tools the text is
@@ -40,13 +48,14 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from normalize.errors import ConfigError
+from normalize.sandbox import SandboxMode, SandboxPolicy, probe
 from normalize.task import Action, ActionResult, ResultStatus, Wait
 from normalize.tools.shell import command_parts, text_after_verb, unquoted_operators
 
 if TYPE_CHECKING:
     from normalize.tools.base import ToolContext
 
-__all__ = ["KNOWN_CHECKERS", "ApprovalMode", "ApprovalPolicy", "is_known_checker"]
+__all__ = ["UNCONFINED_PARAM", "ApprovalMode", "ApprovalPolicy", "is_destructive", "outside_reason"]
 
 
 class ApprovalMode(StrEnum):
@@ -58,80 +67,70 @@ class ApprovalMode(StrEnum):
     NEVER = "never"
 
 
-KNOWN_CHECKERS: tuple[tuple[str, ...], ...] = (
-    ("pytest",),
-    ("py.test",),
-    ("npm", "test"),
-    ("npm", "run", "test"),
-    ("cargo", "test"),
-    ("go", "test"),
-    ("tox",),
-    ("nox",),
-    ("mypy",),
-    ("pyright",),
-    ("ruff", "check"),
-    ("ruff", "format", "--check"),
-    ("flake8",),
-    ("eslint",),
-    ("git", "status"),
-    ("git", "diff"),
-    ("git", "log"),
-    ("git", "show"),
-)
-"""Command prefixes that `auto` runs without asking (flags may follow anywhere)."""
-
-_WRITING_FLAGS = (
-    "--fix",
-    "--unsafe-fixes",
-    "--add-noqa",
-    "--install-types",
-    "--output",
-    "--ext-diff",
-    "--basetemp",
-    "--watch",
-)
-_REDIRECTIONS = frozenset({">", ">>", "<"})
 _SUBSTITUTION_RE = re.compile(r"\$\(|`")
 _PYTHON_RE = re.compile(r"^python(?:\d+(?:\.\d+)?)?$")
 _ANSWERS = {"y": "yes", "yes": "yes", "a": "always", "always": "always"}
-_CONFIG_KEYS = ("mode", "allow", "deny", "allow_shell")
+_CONFIG_KEYS = ("mode", "allow", "deny", "allow_shell", "sandbox", "network", "env_allow")
+_WRAPPERS = frozenset({"env", "sudo", "doas", "nice", "nohup", "time", "command", "xargs",
+                       "stdbuf", "ionice", "timeout", "exec"})
+UNCONFINED_PARAM = "_unconfined"
+"""Set on an action when a person let it run without the sandbox (this machine has none)."""
 
 
-def _program(words: list[str]) -> list[str]:
-    """Words with the program reduced to its name and `python -m X` read as `X`.
+def _unwrap(words: list[str]) -> list[str]:
+    """The command behind `env X=1`, `sudo`, `xargs -0`, `timeout 5` and the like."""
+    while words and os.path.basename(words[0]) in _WRAPPERS:
+        wrapper = os.path.basename(words[0])
+        words = words[1:]
+        while words and (words[0].startswith("-") or "=" in words[0]
+                         or (wrapper == "timeout" and words[0][:1].isdigit())):
+            words = words[1:]
+    return words
 
-    A program given by path keeps its path unless it is relative and stays
-    inside the workspace (`.venv/bin/pytest`), so `/tmp/x/pytest` is no checker.
-    """
+
+def _git_destructive(args: list[str]) -> bool:
+    while args and args[0].startswith("-"):  # git -C dir -c k=v --no-pager SUBCOMMAND
+        args = args[2:] if args[0] in ("-C", "-c") else args[1:]
+    if not args:
+        return False
+    sub, rest = args[0], args[1:]
+    if sub == "reset":
+        return any(w in ("--hard", "--merge", "--keep") for w in rest)
+    if sub in ("clean", "restore"):
+        return True
+    if sub == "checkout":
+        return any(w in ("--", ".", "-f", "--force", "-p", "--patch") for w in rest)
+    if sub == "stash":
+        return bool(rest) and rest[0] in ("drop", "clear")
+    if sub == "branch":
+        return any(w in ("-D", "--delete", "-d") for w in rest)
+    if sub == "switch":
+        return any(w in ("-f", "--force", "--discard-changes") for w in rest)
+    return sub == "rm" and any(_recursive_flag(w) for w in rest)
+
+
+def _recursive_flag(word: str) -> bool:
+    if word == "--recursive":
+        return True
+    return word.startswith("-") and not word.startswith("--") and ("r" in word or "R" in word)
+
+
+def is_destructive(words: list[str]) -> bool:
+    """True for a command that deletes or discards work wholesale, even inside the workspace."""
+    words = _unwrap(words)
     if not words:
-        return words
-    first = words[0]
-    if "/" in first and (os.path.isabs(first) or ".." in first.split("/")):
-        return words
-    name = os.path.basename(first).removesuffix(".exe")
-    rest = words[1:]
-    if _PYTHON_RE.match(name) and len(rest) >= 2 and rest[0] == "-m":
-        return [rest[1], *rest[2:]]
+        return False
+    name, rest = os.path.basename(words[0]), words[1:]
+    if name == "rm":
+        return any(_recursive_flag(w) for w in rest)
     if name == "git":
-        rest = [w for w in rest if w != "--no-pager"]
-    return [name, *rest]
-
-
-def is_known_checker(words: list[str]) -> bool:
-    """True for a test runner, type checker, check-mode linter or read-only git command."""
-    words = _program(words)
-    if any(w in _REDIRECTIONS for w in words):
-        return False
-    if any(w.startswith(_WRITING_FLAGS) for w in words):
-        return False
-    if words and words[0] == "eslint" and any(w in ("-o", "--output-file") for w in words):
-        return False
-    for prefix in KNOWN_CHECKERS:
-        head = [p for p in prefix if not p.startswith("-")]
-        flags = [p for p in prefix if p.startswith("-")]
-        if words[: len(head)] == head and all(f in words for f in flags):
-            return True
-    return False
+        return _git_destructive(rest)
+    if name == "find":
+        return "-delete" in rest or any(
+            w in ("-exec", "-execdir", "-ok") and i + 1 < len(rest)
+            and os.path.basename(rest[i + 1]) in ("rm", "shred", "unlink")
+            for i, w in enumerate(rest))
+    return name == "shred"
 
 
 def _remember_key(words: list[str]) -> str:
@@ -148,28 +147,46 @@ def _remember_key(words: list[str]) -> str:
 class _Part:
     text: str
     words: list[str]
-    kind: str  # "checker" | "edit" | "other"
+    kind: str  # "confined" | "edit" | "outside" | "destructive" | "other"
     key: str
 
 
-def _parts(action: Action) -> tuple[str, list[_Part]]:
+def outside_reason(sandbox: SandboxPolicy) -> str | None:
+    """Why a program would leave the sandbox's boundary, or None when it stays inside."""
+    if sandbox.mode is SandboxMode.OFF:
+        return "it runs with --sandbox off"
+    found = probe()
+    if not found.available:
+        return f"the sandbox is unavailable ({found.reason}), so it would run unconfined"
+    if sandbox.network:
+        return "it runs with network access"
+    return None
+
+
+def _unconfinable(sandbox: SandboxPolicy) -> bool:
+    """True when programs should be confined but this machine cannot confine them."""
+    return sandbox.mode is not SandboxMode.OFF and not probe().available
+
+
+def _program_kind(words: list[str], outside: str | None) -> str:
+    if outside is not None:
+        return "outside"
+    return "destructive" if is_destructive(words) else "confined"
+
+
+def _parts(action: Action, outside: str | None) -> tuple[str, list[_Part]]:
     """The whole command text and the parts to judge."""
     args = action.args
     if action.tool == "run":
         whole = " ".join(args)
         parts = [
-            _Part(
-                " ".join(words),
-                words,
-                "checker" if is_known_checker(words) else "other",
-                _remember_key(words),
-            )
+            _Part(" ".join(words), words, _program_kind(words, outside), _remember_key(words))
             for words in command_parts(action)
         ]
         return whole, parts
     whole = " ".join([action.tool, *args])
     if action.tool == "test":
-        kind = "checker"
+        kind = "outside" if outside is not None else "confined"
     elif action.tool in ("edit", "write"):
         kind = "edit"
     else:
@@ -217,6 +234,7 @@ class ApprovalPolicy:
         With `allow_shell`, an allowed `run` whose text holds shell syntax is marked
         to run through `/bin/sh -c` (every part of it was judged first).
         """
+        action.params.pop(UNCONFINED_PARAM, None)  # only a person's yes below may set it
         verdict = self._judge(action, ctx)
         if verdict is None and self.allow_shell and action.tool == "run":
             rest = text_after_verb(action)
@@ -225,7 +243,8 @@ class ApprovalPolicy:
         return verdict
 
     def _judge(self, action: Action, ctx: ToolContext) -> ActionResult | None:
-        whole, parts = _parts(action)
+        outside = outside_reason(ctx.sandbox) if action.tool in ("run", "test") else None
+        whole, parts = _parts(action, outside)
         if not parts:
             return None
         for pattern in self.deny:
@@ -251,7 +270,7 @@ class ApprovalPolicy:
                 f"refused `{pending[0].text}`: the approval mode is `never`; allow it with an "
                 f"allow pattern such as {_suggest(pending[0])!r} in [workflow.permissions]"
             )
-        return self._escalate(action, ctx, whole, parts, pending)
+        return self._escalate(action, ctx, whole, parts, pending, outside)
 
     def _passes(self, part: _Part) -> bool:
         if any(fnmatchcase(part.text, pattern) for pattern in self.allow):
@@ -260,7 +279,7 @@ class ApprovalPolicy:
             return True
         if self.mode is ApprovalMode.YES:
             return True
-        return self.mode is ApprovalMode.AUTO and part.kind in ("checker", "edit")
+        return self.mode is ApprovalMode.AUTO and part.kind in ("confined", "edit")
 
     def _escalate(
         self,
@@ -269,18 +288,24 @@ class ApprovalPolicy:
         whole: str,
         parts: list[_Part],
         pending: list[_Part],
+        outside: str | None,
     ) -> ActionResult | None:
         """Ask a person about the parts that need one, or say why no one can be asked."""
         names = ", ".join(f"`{part.text}`" for part in pending)
         label = whole if action.tool == "run" else whole.split(" ", 1)[-1]
+        why = _why(pending, outside)
         question = f"Allow {action.tool} `{label}`?"
         if len(parts) > 1:
             question += f" (needs approval: {names})"
+        if why:
+            question += f" ({why})"
         if ctx.approver is not None:
             answer = _ANSWERS.get(str(ctx.approver(question)).strip().lower(), "no")
             if answer == "always":
                 self.remembered.update(part.key for part in pending)
             if answer in ("yes", "always"):
+                if outside is not None and _unconfinable(ctx.sandbox):
+                    action.params[UNCONFINED_PARAM] = True
                 return None
             return ActionResult.blocked(f"not approved: {names}")
         if self.mode is ApprovalMode.ASK or self.interactive:
@@ -289,11 +314,24 @@ class ApprovalPolicy:
                 error=f"waiting for approval: {action.tool} `{label}`",
                 wait=Wait(kind="approval", question=question, action=action),
             )
+        if outside is not None and _unconfinable(ctx.sandbox):
+            return ActionResult.blocked(f"refused {names}: {outside}; rerun with --sandbox off "
+                                        f"to run programs unconfined")
+        because = f" ({why})" if why else ""
         return ActionResult.blocked(
-            f"refused {names}: it needs approval and no one can give it in this "
+            f"refused {names}: it needs approval{because} and no one can give it in this "
             f"non-interactive run; allow it with `--approve yes` or an allow pattern such as "
             f"{_suggest(pending[0])!r} in [workflow.permissions]"
         )
+
+
+def _why(pending: list[_Part], outside: str | None) -> str:
+    """What makes these parts need a person: leaving the boundary, or destroying work."""
+    if outside is not None and any(part.kind == "outside" for part in pending):
+        return outside
+    if any(part.kind == "destructive" for part in pending):
+        return "it deletes or discards work in the workspace"
+    return ""
 
 
 def _mode(value: object) -> ApprovalMode:

@@ -1,10 +1,12 @@
 """The `run` tool: runs a program in the workspace, never through a shell.
 
 `run_process` is the engine room shared with `test` and `analyze`: the child
-gets its own process group, no stdin, and the parent's environment plus
-`PYTHONUNBUFFERED=1`; stdout and stderr are read together without blocking,
-capped in memory, and the process group is stopped on timeout or cancel.
-POSIX only (process groups and signals).
+runs under the sandbox (see `normalize.sandbox`: Landlock, namespaces, a
+temporary directory as TMPDIR) with its own process group, no stdin, and the
+parent's environment minus credentials plus `PYTHONUNBUFFERED=1`; stdout and
+stderr are read together without blocking, capped in memory, and the process
+group is stopped on timeout or cancel. Where the sandbox cannot be applied, a
+program starts only with `--sandbox off` (fail closed). POSIX only.
 """
 
 from __future__ import annotations
@@ -18,15 +20,20 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 from normalize.cancel import CancelToken
 from normalize.errors import ToolError
+from normalize.sandbox import Confinement, SandboxMode, SandboxPolicy, confine, probe
 from normalize.task import Action, ActionResult, ResultStatus
+from normalize.tools.approval import UNCONFINED_PARAM
 from normalize.tools.base import ToolContext
 from normalize.tools.shell import has_shell_syntax, text_after_verb, unquoted_operators
 
-__all__ = ["DEFAULT_MAX_BYTES", "ProcessOutcome", "RunTool", "refuse_shell_syntax", "run_process"]
+__all__ = [
+    "DEFAULT_MAX_BYTES", "ProcessOutcome", "RunTool", "refuse_shell_syntax",
+    "run_process", "sandbox_of",
+]
 
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 DEFAULT_GRACE = 3.0
@@ -211,8 +218,15 @@ def run_process(
     max_bytes: int = DEFAULT_MAX_BYTES,
     grace: float = DEFAULT_GRACE,
     on_spawn: Callable[[int], None] | None = None,
+    sandbox: SandboxPolicy | None = None,
+    workspace: Path | str | None = None,
+    label: str = "",
 ) -> ProcessOutcome:
     """Run `argv` to completion, timeout or cancel; raises `ToolError` if it cannot start.
+
+    `sandbox` (default: workspace mode) confines the child to `workspace`
+    (default: `cwd`); when the sandbox cannot be applied it raises `ToolError`
+    unless the mode is off.
 
     On cancel the process group gets SIGINT, then SIGTERM and SIGKILL `grace`
     seconds apart; a hard cancel sends SIGKILL at once. On timeout it gets
@@ -226,26 +240,60 @@ def run_process(
         return ProcessOutcome(argv, "", None, 0.0, cancelled=True)
     if not Path(cwd).is_dir():
         raise ToolError(f"working directory does not exist: {cwd}")
-    child_env = dict(os.environ if env is None else env)
-    child_env["PYTHONUNBUFFERED"] = "1"
+    confinement = _confinement(sandbox or SandboxPolicy(), workspace or cwd, env, label)
     try:
-        proc = subprocess.Popen(
+        confinement.env["PYTHONUNBUFFERED"] = "1"
+        proc = _spawn(argv, cwd, confinement)
+        if on_spawn is not None:
+            on_spawn(proc.pid)
+        return _finish(proc, argv, started, timeout, cancel, max_bytes, grace)
+    finally:
+        confinement.close()
+
+
+def _confinement(policy: SandboxPolicy, workspace: Path | str, env: Mapping[str, str] | None,
+                 label: str) -> Confinement:
+    """The child's sandbox, or `ToolError` when it cannot be applied (fail closed)."""
+    abi = 0
+    if policy.mode is not SandboxMode.OFF:
+        found = probe()
+        if not found.available:
+            raise ToolError(f"refused: the sandbox is unavailable ({found.reason}); rerun with "
+                            f"--sandbox off to run programs unconfined")
+        abi = found.landlock_abi
+    try:
+        return confine(policy, workspace, abi=abi, env=env, label=label)
+    except OSError as exc:
+        raise ToolError(f"refused: the sandbox could not be prepared ({exc.strerror or exc}); "
+                        f"rerun with --sandbox off to run programs unconfined") from None
+
+
+def _spawn(argv: list[str], cwd: Path | str, confinement: Confinement) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
             argv,
             cwd=cwd,
-            env=child_env,
+            env=confinement.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=confinement.preexec,  # syscalls only: see normalize.sandbox
         )
     except FileNotFoundError:
         raise _not_found(argv[0]) from None
     except PermissionError:
         raise ToolError(f"not executable: {argv[0]}") from None
+    except subprocess.SubprocessError:
+        raise ToolError(f"refused: the sandbox could not be applied to {argv[0]}; rerun with "
+                        f"--sandbox off to run programs unconfined") from None
     except OSError as exc:
         raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
-    if on_spawn is not None:
-        on_spawn(proc.pid)
+
+
+def _finish(proc: subprocess.Popen[bytes], argv: list[str], started: float, timeout: float,
+            cancel: CancelToken | None, max_bytes: int, grace: float) -> ProcessOutcome:
+    """Read the running child to its end (timeout, cancel) and describe how it ended."""
 
     stopping = _Stopping()
 
@@ -294,6 +342,22 @@ def run_process(
         truncated_bytes=capture.dropped,
         signal_name=signal_name,
     )
+
+
+class SandboxArgs(TypedDict):
+    """The sandbox keywords of `run_process`."""
+
+    sandbox: SandboxPolicy
+    workspace: Path
+    label: str
+
+
+def sandbox_of(ctx: ToolContext, action: Action | None = None) -> SandboxArgs:
+    """The sandbox arguments of `run_process` for an action in `ctx`."""
+    policy = ctx.sandbox
+    if action is not None and action.params.get(UNCONFINED_PARAM) is True:
+        policy = SandboxPolicy(SandboxMode.OFF, policy.network, policy.env_allow)
+    return SandboxArgs(sandbox=policy, workspace=ctx.workspace, label=ctx.task_id)
 
 
 def refuse_shell_syntax(action: Action, words: list[str]) -> None:
@@ -411,5 +475,6 @@ class RunTool:
             max_bytes=self.max_bytes,
             grace=self.grace,
             on_spawn=ctx.on_spawn,
+            **sandbox_of(ctx, action),
         )
         return outcome_result(outcome, timeout)

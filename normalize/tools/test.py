@@ -33,7 +33,7 @@ from normalize.errors import ToolError
 from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.base import ToolContext
 from normalize.tools.files import walk
-from normalize.tools.run import outcome_result, run_process
+from normalize.tools.run import outcome_result, run_process, sandbox_of
 
 __all__ = ["Runner", "TestTool", "detect_runner", "parse_counts", "pytest_command"]
 
@@ -251,7 +251,7 @@ class TestTool:
         argv = _command(runner, target, args)
         timeout = float(action.params.get("timeout") or ctx.timeout)  # a workflow step's
         outcome = run_process(argv, cwd=runner.directory, timeout=timeout, cancel=ctx.cancel,
-                              on_spawn=ctx.on_spawn)
+                              on_spawn=ctx.on_spawn, **sandbox_of(ctx, action))
         counts = parse_counts(runner.name, outcome.output)
         data: dict[str, object] = {
             "runner": runner.name,

@@ -38,20 +38,26 @@ def json_lines(text: str) -> list[dict[str, Any]]:
 
 
 def workspace(root: Path) -> Path:
-    """A workspace with a helper program that creates the file it is given."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "mk.py").write_text("import sys\nopen(sys.argv[1], 'w').write('made')\n")
+    """A workspace with directories a destructive command (`rm -r`) can remove."""
+    for name in ("victim", "second"):
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / "keep.txt").write_text("kept\n")
     return root
 
 
-def maker_workflow(name: str, permissions: str, target: str = "ran.txt") -> str:
-    """A workflow whose one step runs a program that is not a known checker."""
+def ran(root: Path, target: str = "victim") -> bool:
+    """Whether the destructive command ran (its directory is gone)."""
+    return not (root / target).exists()
+
+
+def maker_workflow(name: str, permissions: str, target: str = "victim") -> str:
+    """A workflow whose one step is destructive (`rm -r`): `auto` asks, `yes` runs it."""
     return f'''[workflow]
 name = "{name}"
 {permissions}
 [[workflow.steps]]
 name = "make"
-action = "run {PY} mk.py {target}"
+action = "run rm -r {target}"
 on_error = "continue"
 '''
 

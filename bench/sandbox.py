@@ -1,0 +1,141 @@
+"""What the sandbox costs and what it saves.
+
+    python bench/sandbox.py              # start-up medians, the ratio, the prompt share
+    python bench/sandbox.py --runs 100
+
+Start-up: `true` and `python3 -c pass` started through `run_process`, in the
+workspace sandbox and with `--sandbox off` (the same code path, the same
+scrubbed environment), interleaved run by run so a slow moment hits both
+alike; the median wall time of each. The workspace is this repository, so the
+walk that finds every `.git` and `.normalize` is part of the cost; the walk of
+a generated 5,000-file tree is timed alone.
+
+Prompts: the side-effecting actions of the 30-turn token benchmark's script
+(bench/tokens.py), judged in non-interactive `auto` by the policy before the
+sandbox (the "known checkers" list, read from git at BEFORE) and by today's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+BEFORE = "a98f404"  # the last commit whose approvals trusted a list of known checkers
+
+
+def startup(runs: int) -> list[dict[str, Any]]:
+    from normalize.sandbox import SandboxMode, SandboxPolicy
+    from normalize.tools.run import run_process
+
+    programs = {"true": ["true"], "python3 -c pass": [sys.executable, "-c", "pass"]}
+    modes = {"sandboxed": SandboxPolicy(), "unsandboxed": SandboxPolicy(SandboxMode.OFF)}
+    times: dict[tuple[str, str], list[float]] = {(p, m): [] for p in programs for m in modes}
+    for _ in range(runs):
+        for program, argv in programs.items():
+            for mode, policy in modes.items():
+                started = time.perf_counter()
+                outcome = run_process(argv, cwd=ROOT, timeout=30, sandbox=policy)
+                times[(program, mode)].append(time.perf_counter() - started)
+                assert outcome.ok, outcome.output
+    rows = []
+    for program in programs:
+        boxed = statistics.median(times[(program, "sandboxed")]) * 1000
+        bare = statistics.median(times[(program, "unsandboxed")]) * 1000
+        rows.append({"program": program, "sandboxed_ms": boxed, "unsandboxed_ms": bare,
+                     "ratio": boxed / bare})
+    return rows
+
+
+def walk_ms(files: int = 5000) -> tuple[float, float]:
+    """Median ms of finding the protected paths in this repository and in a `files`-file tree."""
+    from normalize.sandbox import protected_paths
+
+    def timed(root: Path) -> float:
+        samples = []
+        for _ in range(9):
+            started = time.perf_counter()
+            list(protected_paths(str(root)))
+            samples.append(time.perf_counter() - started)
+        return statistics.median(samples) * 1000
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for index in range(files):
+            directory = Path(tmp, f"pkg{index // 100}", f"mod{index // 10 % 10}")
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / f"f{index}.py").write_text("x = 1\n")
+        Path(tmp, "pkg3", ".git").mkdir()
+        return timed(ROOT), timed(Path(tmp))
+
+
+def _old_policy_module() -> ModuleType:
+    source = subprocess.run(["git", "show", f"{BEFORE}:normalize/tools/approval.py"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout
+    spec = importlib.util.spec_from_loader("approval_before_sandbox", loader=None)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    exec(compile(source, "approval_before_sandbox.py", "exec"), module.__dict__)
+    return module
+
+
+def prompts() -> dict[str, Any]:
+    """How many of the token benchmark's side effects ask under each policy (auto, no person)."""
+    from tokens import script
+
+    from normalize.intents import parse
+    from normalize.tools import default_tools
+    from normalize.tools.approval import ApprovalMode, ApprovalPolicy
+    from normalize.tools.base import ToolContext
+    from normalize.tools.guard import WorkspaceGuard
+
+    old = _old_policy_module()
+    tools = default_tools()
+    actions = [action for reply in script(30) if isinstance(reply, str)
+               for action in parse(reply).actions if not tools.is_read_only(action)]
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx = ToolContext(workspace=Path(tmp), guard=WorkspaceGuard(Path(tmp)), cache=None,  # type: ignore[arg-type]
+                          policy=ApprovalPolicy(mode=ApprovalMode.AUTO))
+        new_asks = [a for a in actions
+                    if ApprovalPolicy(mode=ApprovalMode.AUTO).check(a, ctx) is not None]
+        old_policy = old.ApprovalPolicy(mode=old.ApprovalMode.AUTO)
+        old_asks = [a for a in actions if old_policy.check(a, ctx) is not None]
+    return {"side_effects": len(actions), "asked_before": len(old_asks),
+            "asked_now": len(new_asks),
+            "removed": 1 - len(new_asks) / len(old_asks) if old_asks else 0.0,
+            "examples": sorted({a.text.split(" -c ")[0] for a in old_asks})}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=50)
+    args = parser.parse_args(argv)
+    print("| program | sandboxed (ms) | unsandboxed (ms) | ratio |")
+    print("|---|---:|---:|---:|")
+    for row in startup(args.runs):
+        print(f"| `{row['program']}` | {row['sandboxed_ms']:.1f} | "
+              f"{row['unsandboxed_ms']:.1f} | {row['ratio']:.2f} |")
+    repo, tree = walk_ms()
+    print(f"\nwalk for .git/.normalize: {repo:.1f} ms on this repository, "
+          f"{tree:.1f} ms on a 5,000-file tree")
+    found = prompts()
+    print(f"\n30-turn token benchmark, non-interactive auto: {found['side_effects']} side "
+          f"effects; asked before the sandbox: {found['asked_before']} "
+          f"({', '.join(found['examples'])}); asked now: {found['asked_now']}; "
+          f"prompts removed: {found['removed']:.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

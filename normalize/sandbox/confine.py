@@ -1,0 +1,157 @@
+"""Turning a `SandboxPolicy` into what one child process starts with.
+
+Filesystem: Landlock allows reading everywhere except the credential stores
+(built as rules on the siblings of each hidden path, since Landlock can only
+allow), writing in the workspace, the per-program temporary directory and a few
+devices. Landlock cannot take a `.git` out of a writable workspace without
+making the workspace root read-only for new files, so every `.git` and
+`.normalize` found in the workspace is bind-mounted read-only in a private mount
+namespace (inside a new user namespace, so no privilege is needed and none is
+gained: the child keeps its uid, and Landlock forbids it any later mount or
+umount). Network: a new network namespace (no interfaces but a down loopback)
+plus Landlock's TCP rules on ABI 4 and later.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
+from normalize.sandbox import landlock
+from normalize.sandbox.child import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWUSER, ChildPlan, mount_flags
+from normalize.sandbox.env import scrub_env
+from normalize.sandbox.policy import SandboxMode, SandboxPolicy
+
+__all__ = ["CREDENTIAL_STORES", "PROTECTED_NAMES", "Confinement", "confine", "protected_paths"]
+
+CREDENTIAL_STORES = (".ssh", ".aws", ".gnupg", ".netrc", ".config/gh", ".docker/config.json",
+                     ".kube", ".git-credentials", ".config/gcloud", ".azure", ".pypirc",
+                     ".npmrc", ".cargo/credentials.toml", ".config/hub")
+"""Paths under HOME no program may read."""
+PROTECTED_NAMES = frozenset({".git", ".normalize"})
+"""Entries no program may write, at any depth of the workspace."""
+TOOL_MANAGED = frozenset({"node_modules", "__pycache__", ".mypy_cache", ".ruff_cache",
+                          ".pytest_cache", ".tox", ".nox"})
+"""Directories the walk does not enter (nor a virtualenv's, found by its `pyvenv.cfg`)."""
+WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts",
+                    "/dev/shm")
+
+
+@dataclass
+class Confinement:
+    """One child's sandbox: its environment, temp dir and the function run before exec."""
+
+    env: dict[str, str]
+    tmpdir: str | None = None
+    preexec: Callable[[], None] | None = None
+    _ruleset: landlock.Ruleset | None = None
+
+    def close(self) -> None:
+        """Free the ruleset and remove the temporary directory."""
+        if self._ruleset is not None:
+            self._ruleset.close()
+            self._ruleset = None
+        if self.tmpdir is not None:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            self.tmpdir = None
+
+
+def protected_paths(workspace: str) -> Iterator[str]:
+    """Every `.git` and `.normalize` (directory or file) in the workspace, not following links.
+
+    Dependency and cache trees (`node_modules`, virtualenvs, …) are not entered:
+    they are the slow part of a walk and hold no repository of the user's own.
+    """
+    stack = [workspace]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = os.scandir(directory)
+        except OSError:
+            continue
+        below: list[str] = []
+        with entries:
+            for entry in entries:
+                if entry.name in PROTECTED_NAMES:
+                    yield entry.path
+                elif entry.name == "pyvenv.cfg":
+                    below = []
+                    break
+                elif entry.name not in TOOL_MANAGED and entry.is_dir(follow_symlinks=False):
+                    below.append(entry.path)
+        stack.extend(below)
+
+
+def _hidden(policy: SandboxPolicy, env: Mapping[str, str]) -> set[str]:
+    home = env.get("HOME") or os.path.expanduser("~")
+    paths = [os.path.join(home, name) for name in CREDENTIAL_STORES]
+    return {os.path.realpath(p) for p in [*paths, *policy.hidden]}
+
+
+def _beneath(path: str, other: str) -> bool:
+    return other.startswith(path.rstrip("/") + "/")
+
+
+def _readable(path: str, hidden: set[str]) -> Iterator[str]:
+    """Paths whose hierarchies together cover `path` minus every hidden path."""
+    real = os.path.realpath(path)
+    if real in hidden:
+        return
+    if not any(_beneath(real, h) for h in hidden):
+        yield real
+        return
+    try:
+        names = os.listdir(real)
+    except OSError:
+        return
+    for name in names:
+        yield from _readable(os.path.join(real, name), hidden)
+
+
+def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
+             env: Mapping[str, str]) -> landlock.Ruleset:
+    ruleset = landlock.Ruleset(abi, deny_tcp=not policy.network)
+    try:
+        ruleset.allow_all(_readable("/", _hidden(policy, env)), landlock.ACCESS_READ)
+        write = landlock.ACCESS_READ | landlock.ACCESS_WRITE
+        if policy.mode is SandboxMode.WORKSPACE:
+            ruleset.allow(workspace, write)
+        ruleset.allow(tmpdir, write)
+        ruleset.allow_all(WRITABLE_DEVICES, write)
+    except BaseException:
+        ruleset.close()
+        raise
+    return ruleset
+
+
+def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: int,
+            env: Mapping[str, str] | None = None, label: str = "") -> Confinement:
+    """The confinement for one program; `abi` 0 with mode off gives only the scrubbed env.
+
+    Raises OSError when Landlock refuses the ruleset (the caller fails closed).
+    """
+    child_env = scrub_env(os.environ if env is None else env, policy.env_allow)
+    if policy.mode is SandboxMode.OFF:
+        return Confinement(env=child_env)
+    root = os.path.realpath(workspace)
+    tmpdir = tempfile.mkdtemp(prefix=f"normalize-{label or 'run'}-")
+    for name in ("TMPDIR", "TMP", "TEMP"):
+        child_env[name] = tmpdir
+    confinement = Confinement(env=child_env, tmpdir=tmpdir)
+    try:
+        ruleset = _ruleset(policy, root, tmpdir, abi, child_env)
+        confinement._ruleset = ruleset
+        plan = ChildPlan(unshare=CLONE_NEWUSER | CLONE_NEWNS, ruleset_fd=ruleset.fd)
+        if not policy.network:
+            plan.unshare |= CLONE_NEWNET
+        if policy.mode is SandboxMode.WORKSPACE:
+            for path in protected_paths(root):
+                plan.read_only.append((os.fsencode(path), mount_flags(path)))
+        confinement.preexec = plan.preexec()
+    except BaseException:
+        confinement.close()
+        raise
+    return confinement

@@ -1,0 +1,30 @@
+"""The sandbox settings as plain data: the mode and what passes through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = ["SandboxMode", "SandboxPolicy"]
+
+
+class SandboxMode(StrEnum):
+    """What a program may write: the workspace, nothing, or anything (`off`)."""
+
+    WORKSPACE = "workspace"
+    READ_ONLY = "read-only"
+    OFF = "off"
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """The boundary for programs: writable area, network, environment passed through.
+
+    `hidden` names more paths no program may read (normalize's own data and
+    config directories), beside the credential stores under HOME.
+    """
+
+    mode: SandboxMode = SandboxMode.WORKSPACE
+    network: bool = False
+    env_allow: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
