@@ -253,6 +253,7 @@ def list_tasks(env: Environment, *, json_output: bool) -> int:
 
     store = TaskStore()
     tasks, problems = store.all()
+    tasks = [store.shown(task) for task in tasks]
     for problem in problems:
         env.stderr.write(f"normalize: warning: {problem.message}\n")
     if json_output:
@@ -287,7 +288,7 @@ def show_task(env: Environment, ref: str, *, json_output: bool) -> int:
 
     try:
         store = TaskStore()
-        task = store.load(store.resolve(ref))
+        task = store.shown(store.load(store.resolve(ref)))
     except NormalizeError as exc:
         return fail(env, exc)
     events = list(store.events(task.id))
