@@ -108,9 +108,10 @@ _VALUES = {
 # a text is scanned for these first (fast, in C), and the regex runs only on the
 # lines that hold one.
 _ANCHORS = (
-    "-----begin", "authoriz", "bearer", "sk-", "k_live_", "k_test_", "gh", "glpat-",
-    "glptt-", "gldt-", "glrt-", "akia", "asia", "aiza", "xox", "xapp-", "eyj", "npm_",
-    "pypi-", "hf_", "sg.", "q~", "sig=", "://", "passw", "passphrase", "sec", "token", "key",
+    "-----begin", "authoriz", "bearer", "sk-", "k_live_", "k_test_", "gh", "github_pat_",
+    "glpat-", "glptt-", "gldt-", "glrt-", "akia", "asia", "aiza", "xox", "xapp-", "eyj",
+    "npm_", "pypi-", "hf_", "sg.", "q~", "sig=", "://", "passw", "passphrase", "sec", "token",
+    "key",
 )
 SCAN_DIRECT = 512  # texts shorter than this skip the anchor scan
 

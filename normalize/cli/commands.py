@@ -69,7 +69,10 @@ def _finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) ->
     if outcome.status.value == "waiting" and task.pending is not None:
         target = env.stderr if json_output else env.stdout
         how = REPLY_FLAGS.get(task.pending.kind, "--answer TEXT")
-        target.write(f"task {task.id} is waiting: {task.pending.question}\n"
+        from normalize.redact import Redactor  # the task is exact; what is shown is not
+
+        question = Redactor.for_workspace(task.workspace).redact(task.pending.question)
+        target.write(f"task {task.id} is waiting: {question}\n"
                      f"  continue with: normalize resume {task.id} {how}\n")
     elif outcome.status.value in ("interrupted", "limit_reached", "failed"):
         target = env.stderr
