@@ -134,11 +134,12 @@ action = """run {PYTHON} -c "{USE}" {{dsn}} {{key}}"""
 
 
 def cli(*args: str, cwd: Path, home: Path, timeout: float = 90,
+        env_extra: dict[str, str] | None = None,
         **popen: object) -> subprocess.CompletedProcess[str]:
     """`normalize ARGS` in a subprocess, with a secret-named variable in its environment."""
     env = {k: v for k, v in os.environ.items() if k not in ("NORMALIZE_CRASH_AT", "TERM")}
     env.update({"NORMALIZE_HOME": str(home), "PYTHONUNBUFFERED": "1",
-                "MY_SERVICE_TOKEN": ENV_SECRET})
+                "MY_SERVICE_TOKEN": ENV_SECRET, **(env_extra or {})})
     return subprocess.run([PYTHON, "-m", "normalize.cli.app", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout, check=False,
                           **popen)  # type: ignore[call-overload]
