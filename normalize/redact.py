@@ -336,8 +336,10 @@ class DeltaRedaction:
             space = max(buf.rfind(c, 0, cut) for c in " \n\t")
             cut = space + 1 if space >= 0 else 0
         begin = buf.rfind("-----BEGIN ", 0, cut)
-        if begin >= 0 and "-----END " not in buf[begin:]:
-            cut = begin
+        if begin >= 0:  # a key block is held until its END line is whole
+            end = buf.find("-----END ", begin)
+            if end < 0 or buf.find("-----", end + 9) < 0:
+                cut = begin
         for match in self.redactor._regex.finditer(buf, 0, len(buf)):
             if match.start() >= cut:
                 break
