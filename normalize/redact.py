@@ -268,6 +268,12 @@ class Redactor:
         out.append(text[done:])
         return "".join(out)
 
+    def may_hold_secret(self, text: str) -> bool:
+        """Whether `text` holds an anchor or a collected value (else it has no secret)."""
+        lower = text.lower()
+        return (any(anchor in lower for anchor in _ANCHORS)
+                or any(value in text for value in self._literals))
+
     def stream(self) -> DeltaRedaction:
         """A redaction for text that arrives in pieces (streamed model deltas)."""
         return DeltaRedaction(self)
@@ -340,6 +346,8 @@ class DeltaRedaction:
             end = buf.find("-----END ", begin)
             if end < 0 or buf.find("-----", end + 9) < 0:
                 cut = begin
+        if not self.redactor.may_hold_secret(buf):
+            return cut
         for match in self.redactor._regex.finditer(buf, 0, len(buf)):
             if match.start() >= cut:
                 break
