@@ -193,7 +193,8 @@ class Redactor:
         self._memo: dict[str, str] = {}
 
     @classmethod
-    def for_workspace(cls, root: Path | str, env: Mapping[str, str] | None = None) -> Redactor:
+    def for_workspace(cls, root: Path | str, env: Mapping[str, str] | None = None, *,
+                      walk: bool = True) -> Redactor:
         """A redactor that also knows the workspace's `.env*` values and secret env variables.
 
         `.env*` files (not `.env.example` and the like) are found at and below
@@ -202,10 +203,10 @@ class Redactor:
         and passwords do not. From the environment (`os.environ` unless `env`
         is given) a value counts when its name holds KEY, TOKEN, SECRET, PASSW,
         CREDENTIAL, PRIVATE, DSN or CONNECTION_STRING. Values shorter than 8
-        characters never count.
+        characters never count. `walk=False` reads no file (the environment only).
         """
         values: list[str] = []
-        for path in dotenv_files(Path(root)):
+        for path in dotenv_files(Path(root)) if walk else []:
             try:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:

@@ -467,19 +467,22 @@ class TaskStore:
             raise StoreError(f"cannot create a task in {self.tasks_dir}: "
                              f"{exc.strerror or exc}", hint=write_hint(exc)) from exc
 
-    def shown(self, task: Task) -> Task:
+    def shown(self, task: Task, *, deep: bool = True) -> Task:
         """A copy of `task` fit to show: its strings redacted (the stored task is exact).
 
         Without a store-wide `redact`, each workspace's own redactor is used
-        (it knows that workspace's `.env*` values).
+        (it knows that workspace's `.env*` values); `deep=False` skips reading
+        the workspace (shapes and the environment only: a fast listing).
         """
         redact = self.redact
         if redact is None:
-            redact = self._shown.get(task.workspace)
+            key = task.workspace if deep else ""
+            redact = self._shown.get(key)
             if redact is None:
                 from normalize.redact import Redactor
 
-                redact = self._shown[task.workspace] = Redactor.for_workspace(task.workspace)
+                redact = self._shown[key] = Redactor.for_workspace(task.workspace) if deep \
+                    else Redactor.for_workspace(task.workspace, walk=False)
         return Task.from_dict(redact(task.to_dict()))
 
     def _move_aside(self, path: Path) -> Path | None:
