@@ -346,10 +346,14 @@ class Emitter:
                     if not shown:
                         return event  # held back: let out with the next piece or event
                     event = _stamp(event, text=shown)
-                elif deltas.pending:
-                    for kind, text in deltas.flush():
-                        self._fan_out(TextDelta(text=text) if kind == "text_delta"
+                elif deltas.pending:  # let the held tails out first, the usual way
+                    self._deltas = None
+                    try:
+                        for kind, text in deltas.flush():
+                            self.emit(TextDelta(text=text) if kind == "text_delta"
                                       else ThinkingDelta(text=text))
+                    finally:
+                        self._deltas = deltas
             self.seq += 1
             stamped = _stamp(event, task_id=self.task_id, seq=self.seq, ts=time.time())
             if self.redact is not None and not stamped.transient:
@@ -364,9 +368,3 @@ class Emitter:
                 subscriber(stamped)
         return stamped
 
-    def _fan_out(self, delta: BaseEvent) -> None:
-        """A held-back, redacted streamed delta to the subscribers (never journaled)."""
-        self.seq += 1
-        stamped = _stamp(delta, task_id=self.task_id, seq=self.seq, ts=time.time())
-        for subscriber in list(self._subscribers):
-            subscriber(stamped)

@@ -61,6 +61,13 @@ def _approver(env: Environment, renderer: Any = None) -> Any:
     return approve
 
 
+def _shown_question(task: Any) -> str:
+    """The question a task waits on, redacted: the task is exact, what is shown is not."""
+    from normalize.redact import Redactor
+
+    return Redactor.for_workspace(task.workspace).redact(task.pending.question)
+
+
 def _finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) -> int:
     close = getattr(renderer, "close", None)
     if close is not None:
@@ -69,10 +76,7 @@ def _finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) ->
     if outcome.status.value == "waiting" and task.pending is not None:
         target = env.stderr if json_output else env.stdout
         how = REPLY_FLAGS.get(task.pending.kind, "--answer TEXT")
-        from normalize.redact import Redactor  # the task is exact; what is shown is not
-
-        question = Redactor.for_workspace(task.workspace).redact(task.pending.question)
-        target.write(f"task {task.id} is waiting: {question}\n"
+        target.write(f"task {task.id} is waiting: {_shown_question(task)}\n"
                      f"  continue with: normalize resume {task.id} {how}\n")
     elif outcome.status.value in ("interrupted", "limit_reached", "failed"):
         target = env.stderr
@@ -174,7 +178,7 @@ def _check_reply(task: Any, reply: Any, reply_text: Any) -> None:
         raise UsageError(f"task {task.id} is not waiting for input (it is "
                          f"{task.status.value}); resume it without --answer/--approve/--deny")
     if reply_text(pending, reply) is None:
-        raise UsageError(f"task {task.id} waits for: {pending.question} — answer with "
+        raise UsageError(f"task {task.id} waits for: {_shown_question(task)} — answer with "
                          f"{REPLY_FLAGS.get(pending.kind, '--answer TEXT')}")
 
 

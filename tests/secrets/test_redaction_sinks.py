@@ -40,6 +40,8 @@ def _run(root: Path, home: Path, *, json_output: bool) -> dict[str, Any]:
     assert first.returncode == 4, first.stderr
     task_id, = [p.name[:-5] for p in (home / "tasks").glob("*.json")]
     waiting = TaskStore(home).load(task_id)
+    wrong = cli("resume", task_id, "--approve", cwd=root, home=home)  # names the question
+    assert wrong.returncode == 2 and "waits for: Carry on with postgres://app:" in wrong.stderr
     second = cli("resume", task_id, "--answer", "yes", *shown, cwd=root, home=home)
     assert second.returncode == 0, second.stderr
     show = cli("tasks", "show", task_id, cwd=root, home=home)
@@ -53,7 +55,7 @@ def _run(root: Path, home: Path, *, json_output: bool) -> dict[str, Any]:
         "cache": "".join(p.read_text() for p in sorted((tasks / task_id / "cache").glob("*"))),
         "cache_files": sorted((tasks / task_id / "cache").glob("r*.txt")),
         "stdout": first.stdout + second.stdout,
-        "stderr": first.stderr + second.stderr,
+        "stderr": first.stderr + wrong.stderr + second.stderr,
         "tasks show": show.stdout + show.stderr + show_json.stdout + listing.stdout,
         "out": (root / "out.txt").read_text(),
         "used": (root / "used.txt").read_text(),
