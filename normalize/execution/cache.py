@@ -5,10 +5,8 @@ keeps results in this process (LRU, TTL since last use, bounded in bytes), and
 `PersistentCache` keeps one file per result under a directory, so `fetch`
 works after a task resumes in a new process.
 
-What a cache keeps and previews is redacted (`normalize.redact`): the model
-and people read it, and the persistent files outlive the run. The exact
-output stays on the `ActionResult` for whatever executes it (a workflow's
-`capture`).
+What a cache keeps and previews is redacted: the model and people read it.
+The exact output stays on the `ActionResult` for what executes (`capture`).
 
 A preview shows the lines that look like errors first (with their line
 numbers, so a reader can fetch a range around them), then the first lines,
@@ -31,15 +29,9 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from normalize.errors import ConfigError
+from normalize.redact import redact as _shape_redact  # without a redactor: shapes only
 
 Redact = Callable[[str], str]
-
-
-def _shape_redact(text: str) -> str:
-    """Redaction by the shapes of secrets only, for a cache made without a redactor."""
-    from normalize.redact import redact
-
-    return redact(text)
 
 __all__ = [
     "STRATEGIES",
