@@ -315,8 +315,10 @@ def _stamp(event: BaseEvent, **stamps: Any) -> BaseEvent:
 class Emitter:
     """The one emit: stamps, redacts, journals, fans out. Thread-safe.
 
-    Streamed deltas are neither journaled nor redacted (a secret split across
-    deltas could not be recognised anyway); the assembled reply is both.
+    Streamed deltas are not journaled (the assembled reply is). When `redact`
+    offers `stream()` (a `normalize.redact.Redactor` does), deltas are redacted
+    too: each stream holds back a short tail, so a secret split across deltas
+    is caught, and the tail is let out before the next other event.
 
     A subscriber that raises is detached, and a warning `Notice` naming it and
     its error is emitted after the event (journaled, and shown to the others):
@@ -329,6 +331,8 @@ class Emitter:
         self.seq = seq
         self.journal = journal
         self.redact = redact
+        stream = getattr(redact, "stream", None)
+        self._deltas: Any = stream() if callable(stream) else None
         self._subscribers: list[Subscriber] = []
         self._lock = threading.RLock()
 
@@ -339,6 +343,21 @@ class Emitter:
     def emit(self, event: BaseEvent, *, durable: bool = False) -> BaseEvent:
         """Stamp, journal (fsynced when `durable`) and fan out `event`, in seq order."""
         with self._lock:
+            deltas = self._deltas
+            if deltas is not None:
+                if event.transient:
+                    shown = deltas.feed(event.type, getattr(event, "text", ""))
+                    if not shown:
+                        return event  # held back: let out with the next piece or event
+                    event = _stamp(event, text=shown)
+                elif deltas.pending:  # let the held tails out first, the usual way
+                    self._deltas = None
+                    try:
+                        for kind, text in deltas.flush():
+                            self.emit(TextDelta(text=text) if kind == "text_delta"
+                                      else ThinkingDelta(text=text))
+                    finally:
+                        self._deltas = deltas
             self.seq += 1
             stamped = _stamp(event, task_id=self.task_id, seq=self.seq, ts=time.time())
             if self.redact is not None and not stamped.transient:

@@ -28,7 +28,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-__all__ = ["REDACTED", "Redactor", "default_redactor", "redact", "redact_obj"]
+__all__ = [
+    "REDACTED",
+    "DeltaRedaction",
+    "Redactor",
+    "default_redactor",
+    "dotenv_files",
+    "redact",
+    "redact_obj",
+]
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_LENGTH = 8
@@ -36,21 +44,30 @@ MIN_SECRET_LENGTH = 8
 
 T = TypeVar("T")
 
-_NAME = r"(?:password|passwd|secret|token|api[_-]?key|apikey|(?:access|secret|private)[_-]?key)"
+_NAME = (r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey"
+         r"|(?:access|secret|private)[_-]?key|credentials?|accountkey)")
 # The same names, written to start with a character class so the scan skips fast.
 _NAME_FAST = (
-    r"[AaPpSsTt](?:(?<=[Pp])(?i:assw(?:or)?d|rivate[_-]?key)|(?<=[Ss])(?i:ecret(?:[_-]?key)?)"
+    r"[AaPpSsTt](?:(?<=[Pp])(?i:ass(?:w(?:or)?d|phrase)|rivate[_-]?key)"
+    r"|(?<=[Ss])(?i:ecret(?:[_-]?key)?)"
     r"|(?<=[Tt])(?i:oken)|(?<=[Aa])(?i:pi[_-]?key|pikey|ccess[_-]?key))"
 )
 _NOT_A_VALUE = r"(?!(?:None|null|nil|true|false|True|False|undefined)\b|\[REDACTED\])"
+# An unquoted value after `name = ` or `name: ` (INI, YAML, TOML, .env, credentials
+# files) counts only when it fills the rest of its line; type hints and code do not.
+_NOT_CODE = (r"(?!(?:str|int|bytes|bool|float|Any|SecretStr|string|object|required|optional"
+             r"|yes|no|on|off|\|-?|>-?)[ \t]*(?:#[^\r\n]*)?(?:\r?\n|\Z))")
+_LINE_END = r"(?=[ \t]*(?:#[^\r\n]*)?(?:\r?\n|\Z))"
+_PLAIN = r"[^\s\"'#,;(){}\[\]<>]+"  # an unquoted value: one word, no code punctuation
 
 # (tag, pattern). Each pattern starts with a literal or a character class (sre
 # then skips positions that cannot start it cheaply) and ends with the empty
 # group `(?P<tag>)`, which names the alternative that matched. A group
-# `<tag>_v` (or `<tag>_v2` in a second branch) marks the part to redact;
-# without one the whole match goes.
+# `<tag>_v` (or `<tag>_v2`, `<tag>_v3` in other branches) marks the part to
+# redact; without one the whole match goes.
 _PATTERNS: tuple[tuple[str, str], ...] = (
-    ("pem", r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+    ("pem", r"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+            r"-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----"),
     (
         "header",
         r"[Aa](?i:uthorization)[\"']?[ \t]*[:=][ \t]*[\"']?"
@@ -58,34 +75,68 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ),
     ("bearer", r"[Bb](?i:earer)[ \t]+(?P<bearer_v>(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,})"),
     ("sk", r"s(?<![A-Za-z0-9_-]s)k-[A-Za-z0-9_-]{20,}"),
-    ("github", r"g(?<!\wg)(?:h[pousr]_[A-Za-z0-9]{20,}|ithub_pat_[A-Za-z0-9_]{20,})"),
+    ("stripe", r"[rsw](?<![A-Za-z0-9_][rsw])(?:(?<=[rs])k_(?:live|test)_[A-Za-z0-9]{16,}"
+               r"|(?<=w)hsec_[A-Za-z0-9]{16,})"),
+    ("github", r"g(?<!\wg)(?:h[pousr]_[A-Za-z0-9]{20,}|ithub_pat_[A-Za-z0-9_]{20,}"
+               r"|l(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,})"),
     ("aws", r"A(?<!\wA)(?:KIA|SIA)[0-9A-Z]{16}\b"),
     ("google", r"A(?<!\wA)Iza[0-9A-Za-z_-]{35}"),
-    ("slack", r"x(?<!\wx)ox[abprs]-[A-Za-z0-9-]{10,}"),
+    ("slack", r"x(?<!\wx)(?:ox[abposr]-[A-Za-z0-9-]{10,}|app-[0-9]-[A-Za-z0-9-]{10,})"),
     ("jwt", r"e(?<!\we)yJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    ("tokens", r"[nphS](?<!\w[nphS])(?:(?<=n)pm_[A-Za-z0-9]{36}"
+               r"|(?<=p)ypi-AgE[A-Za-z0-9_-]{50,}|(?<=h)f_[A-Za-z]{30,}"
+               r"|(?<=S)G\.[\w-]{22}\.[\w-]{43})"),
+    ("azure_ad", r"~(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.-]{31,34}"),
+    ("azure", r"[ASas](?:(?<=[Aa])ccount[Kk]ey|(?<=[Ss])hared[Aa]ccess[Kk]ey|(?<=[Ss])ig)="
+              r"(?P<azure_v>[A-Za-z0-9+/%=_-]{16,})"),
     ("url", r":(?<=\w:)//[^\s:/@]+:(?P<url_v>[^\s@/]+)(?=@)"),
     (
-        "assign",  # `name="v"`, `"name": "v"`, `name = 'v'`, or unquoted `name=v`
+        "assign",  # `name="v"`, `"name": "v"`, `name = 'v'`, unquoted `name=v`, `name: v`
         rf"{_NAME_FAST}(?:[\"']?[ \t]*[:=][ \t]*(?P<quote>[\"'])"
         r"(?P<assign_v>(?!\[REDACTED\])[^\"'\r\n]+)(?=(?P=quote))"
-        rf"|=(?P<assign_v2>{_NOT_A_VALUE}[^\s\"'&,;)}}\]]+))",
+        rf"|=(?P<assign_v2>{_NOT_A_VALUE}[^\s\"'&,;)}}\]]+)"
+        rf"|[\"']?[ \t]*:[ \t]*(?P<assign_v3>{_NOT_A_VALUE}{_NOT_CODE}{_PLAIN}){_LINE_END}"
+        rf"|[ \t]*(?:[ \t]=|=[ \t])[ \t]*"
+        rf"(?P<assign_v4>{_NOT_A_VALUE}(?![A-Za-z_.]+{_LINE_END}){_PLAIN}){_LINE_END})",
     ),
 )
 _VALUES = {
-    tag: [g for g in (f"{tag}_v", f"{tag}_v2") if f"(?P<{g}>" in pattern]
+    tag: [g for g in (f"{tag}_v", f"{tag}_v2", f"{tag}_v3", f"{tag}_v4") if f"(?P<{g}>" in pattern]
     for tag, pattern in _PATTERNS
 }
+# Lower-case strings one of which every match above contains, on its own line(s):
+# a text is scanned for these first (fast, in C), and the regex runs only on the
+# lines that hold one.
+_ANCHORS = (
+    "-----begin", "authoriz", "bearer", "sk-", "k_live_", "k_test_", "gh", "github_pat_",
+    "glpat-", "glptt-", "gldt-", "glrt-", "akia", "asia", "aiza", "xox", "xapp-", "eyj",
+    "npm_", "pypi-", "hf_", "sg.", "q~", "sig=", "://", "passw", "passphrase", "sec", "token",
+    "key",
+)
+SCAN_DIRECT = 512  # texts shorter than this skip the anchor scan
 
-_SECRET_KEY_RE = re.compile(rf"(?i)(?:{_NAME}|authorization)$")
+_SECRET_KEY_RE = re.compile(rf"(?i)(?:{_NAME}|authorization|connection_?string)$")
 
 
 @functools.lru_cache(maxsize=1024)
 def _secret_key(key: str) -> bool:
     """Whether a value under `key` is secret whole (keys repeat: the answer is kept)."""
     return _SECRET_KEY_RE.search(key) is not None
-_ENV_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+
+
+_ENV_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|DSN|CONNECTION_STRING",
+                          re.IGNORECASE)
 _DOTENV_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|AUTH|CREDENTIAL|PRIVATE|DSN", re.I)
 _DOTENV_SKIPPED = (".example", ".sample", ".template", ".dist")
+# Walking the workspace for `.env*` files: directories never entered, and bounds.
+_SKIP_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".normalize", "node_modules", ".venv", "venv", "__pycache__",
+    ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "dist", "build",
+    "target", "site-packages",
+})
+WALK_MAX_ENTRIES = 20_000
+WALK_MAX_DEPTH = 6
+DOTENV_MAX_BYTES = 256 * 1024
 
 
 def _compile(values: Iterable[str]) -> re.Pattern[str]:
@@ -98,6 +149,34 @@ def _compile(values: Iterable[str]) -> re.Pattern[str]:
     return re.compile("|".join(alternatives))
 
 
+def dotenv_files(root: Path) -> list[Path]:
+    """The `.env*` files at and below `root` (not examples), skipping vendored and VCS dirs.
+
+    The walk is bounded (depth and entries seen), so a huge tree costs little.
+    """
+    found: list[Path] = []
+    seen = 0
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    while stack and seen < WALK_MAX_ENTRIES:
+        directory, depth = stack.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if depth < WALK_MAX_DEPTH and entry.name not in _SKIP_DIRS:
+                        stack.append((Path(entry.path), depth + 1))
+                elif (entry.name.startswith(".env") and not entry.name.endswith(_DOTENV_SKIPPED)
+                      and entry.is_file() and entry.stat().st_size <= DOTENV_MAX_BYTES):
+                    found.append(Path(entry.path))
+            except OSError:
+                continue
+    return sorted(found)
+
+
 MEMO_SIZE = 4096  # redacted strings remembered by a Redactor
 MEMO_TEXT = 2048  # longer strings are redacted afresh each time
 
@@ -108,28 +187,26 @@ class Redactor:
     def __init__(self, values: Iterable[str] = ()) -> None:
         self.values = frozenset(v for v in values if len(v) >= MIN_SECRET_LENGTH)
         self._regex = _compile(self.values)
+        self._literals = tuple(sorted(self.values, key=len, reverse=True))
+        self.longest = max(map(len, self.values), default=0)
         # a task's state repeats most of its strings from one checkpoint to the next
         self._memo: dict[str, str] = {}
 
     @classmethod
-    def for_workspace(cls, root: Path | str, env: Mapping[str, str] | None = None) -> Redactor:
-        """A redactor that also knows the `.env*` values at `root` and secret env variables.
+    def for_workspace(cls, root: Path | str, env: Mapping[str, str] | None = None, *,
+                      walk: bool = True) -> Redactor:
+        """A redactor that also knows the workspace's `.env*` values and secret env variables.
 
-        From `.env*` files (not `.env.example` and the like) a value counts when
-        its name looks secret or the value holds a digit, so `HOST=localhost`
-        stays readable while tokens and passwords do not; from the environment
-        (`os.environ` unless `env` is given) a value counts when its name holds
-        KEY, TOKEN, SECRET or PASSWORD. Values shorter than 8 characters never count.
+        `.env*` files (not `.env.example` and the like) are found at and below
+        `root` (`dotenv_files`); a value counts when its name looks secret or
+        the value holds a digit, so `HOST=localhost` stays readable while tokens
+        and passwords do not. From the environment (`os.environ` unless `env`
+        is given) a value counts when its name holds KEY, TOKEN, SECRET, PASSW,
+        CREDENTIAL, PRIVATE, DSN or CONNECTION_STRING. Values shorter than 8
+        characters never count. `walk=False` reads no file (the environment only).
         """
         values: list[str] = []
-        root = Path(root)
-        try:
-            candidates = sorted(root.glob(".env*"))
-        except OSError:
-            candidates = []
-        for path in candidates:
-            if path.name.endswith(_DOTENV_SKIPPED) or not path.is_file():
-                continue
+        for path in dotenv_files(Path(root)) if walk else []:
             try:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
@@ -141,16 +218,66 @@ class Redactor:
         values.extend(value for name, value in environ.items() if _ENV_NAME_RE.search(name))
         return cls(values)
 
+    def __call__(self, obj: T) -> T:
+        """`redact_obj`: a Redactor is the `redact` callable the store and emitter take."""
+        return self.redact_obj(obj)
+
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by `[REDACTED]`."""
         done = self._memo.get(text)
         if done is None:
-            done = self._regex.sub(_replacement, text)
+            done = self._redact(text)
             if len(text) <= MEMO_TEXT:
                 if len(self._memo) >= MEMO_SIZE:
                     self._memo.clear()
                 self._memo[text] = done
         return done
+
+    def _redact(self, text: str) -> str:
+        """Run the regex only on the lines that hold an anchor (or a collected value)."""
+        if len(text) < SCAN_DIRECT:
+            return self._regex.sub(_replacement, text)
+        lower = text.lower()
+        if len(lower) != len(text):  # a character whose lower case is longer: no shortcut
+            return self._regex.sub(_replacement, text)
+        spans: list[tuple[int, int]] = []
+        for needles, haystack in ((_ANCHORS, lower), (self._literals, text)):
+            for needle in needles:
+                at = haystack.find(needle)
+                while at >= 0:
+                    start = text.rfind("\n", 0, at) + 1
+                    end = _line_end(text, at)
+                    if needle == "-----begin":  # a key block runs to its END line
+                        close = lower.find("-----end", at)
+                        end = len(text) if close < 0 else _line_end(text, close)
+                    spans.append((start, end))
+                    at = haystack.find(needle, end)
+        if not spans:
+            return text
+        spans.sort()
+        out: list[str] = []
+        done = 0
+        region_start, region_end = spans[0]
+        for start, end in [*spans[1:], (len(text) + 1, len(text) + 1)]:
+            if start <= region_end:
+                region_end = max(region_end, end)
+                continue
+            out.append(text[done:region_start])
+            out.append(self._regex.sub(_replacement, text[region_start:region_end]))
+            done = region_end
+            region_start, region_end = start, end
+        out.append(text[done:])
+        return "".join(out)
+
+    def may_hold_secret(self, text: str) -> bool:
+        """Whether `text` holds an anchor or a collected value (else it has no secret)."""
+        lower = text.lower()
+        return (any(anchor in lower for anchor in _ANCHORS)
+                or any(value in text for value in self._literals))
+
+    def stream(self) -> DeltaRedaction:
+        """A redaction for text that arrives in pieces (streamed model deltas)."""
+        return DeltaRedaction(self)
 
     def redact_obj(self, obj: T) -> T:
         """A copy of `obj` with strings redacted in dicts, lists and tuples, however nested.
@@ -176,6 +303,68 @@ class Redactor:
             if _secret_key(key):
                 return REDACTED
         return self._walk(value)
+
+
+def _line_end(text: str, at: int) -> int:
+    end = text.find("\n", at)
+    return len(text) if end < 0 else end + 1
+
+
+HOLD_CHARS = 256  # the least a stream holds back: longer than any shape's context
+HOLD_MAX = 65536  # past this much held text, a stream is cut even inside a word
+
+
+class DeltaRedaction:
+    """Redacts text streamed in pieces, holding back a tail so a split secret is caught.
+
+    `feed(kind, text)` returns what can be shown now of the stream `kind`
+    (`text_delta`, `thinking_delta`): everything but the last `HOLD_CHARS` (or
+    the longest collected value), never cut inside a word, a match, or an
+    unclosed private-key block. `flush()` returns the rest of every stream,
+    redacted; call it when the message ends.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self.hold = max(HOLD_CHARS, redactor.longest + 1)
+        self._pending: dict[str, str] = {}
+
+    def feed(self, kind: str, text: str) -> str:
+        buf = self._pending.get(kind, "") + text
+        cut = self._cut(buf)
+        self._pending[kind] = buf[cut:]
+        return self.redactor.redact(buf[:cut]) if cut else ""
+
+    def _cut(self, buf: str) -> int:
+        cut = len(buf) - self.hold
+        if cut <= 0:
+            return 0
+        if len(buf) <= HOLD_MAX:  # a word (a token) is shown whole or not yet
+            space = max(buf.rfind(c, 0, cut) for c in " \n\t")
+            cut = space + 1 if space >= 0 else 0
+        begin = buf.rfind("-----BEGIN ", 0, cut)
+        if begin >= 0:  # a key block is held until its END line is whole
+            end = buf.find("-----END ", begin)
+            if end < 0 or buf.find("-----", end + 9) < 0:
+                cut = begin
+        if not self.redactor.may_hold_secret(buf):
+            return cut
+        for match in self.redactor._regex.finditer(buf, 0, len(buf)):
+            if match.start() >= cut:
+                break
+            if match.end() > cut:
+                return match.start()
+        return cut
+
+    @property
+    def pending(self) -> bool:
+        return any(self._pending.values())
+
+    def flush(self) -> list[tuple[str, str]]:
+        """The held-back text of each stream, redacted (streams with none are left out)."""
+        out = [(kind, self.redactor.redact(text)) for kind, text in self._pending.items() if text]
+        self._pending.clear()
+        return out
 
 
 def _replacement(match: re.Match[str]) -> str:

@@ -61,8 +61,9 @@ def _store(options: RunOptions) -> TaskStore:
     if options.store is None:
         from normalize.redact import Redactor
 
+        # what is shown (journal, events, cache) is redacted; what resume executes is not
         redactor = Redactor.for_workspace(options.workspace)
-        options.store = TaskStore(fsync=options.fsync, redact=redactor.redact_obj)
+        options.store = TaskStore(fsync=options.fsync, redact=redactor)
     return options.store
 
 
@@ -161,13 +162,14 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     task = Task.new(goal=goal or spec.description or spec.name,
                     workspace=str(options.workspace.resolve()), driver=spec.driver,
                     driver_config=config, limits=limits, workflow=spec.path)
+    _store(options).create(task)
     return task
 
 
 def open_task(ref: str, options: RunOptions) -> Task:
     """The task `ref` names (id, unique prefix or `last`)."""
     store = _store(options)
-    return store.load(store.resolve(ref))
+    return store.load(store.resolve(ref), repair=True)
 
 
 def tool_context(task: Task, options: RunOptions) -> ToolContext:
@@ -181,8 +183,9 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
     spec = task.driver_config.get("spec", {})
     cache_conf = dict(spec.get("cache") or {})
     strategy = cache_conf.pop("strategy", "persistent")
-    cache = make_cache(strategy, directory=store.cache_dir(task.id), **cache_conf)
-    caches = CacheSet(cache, store.cache_dir(task.id))
+    cache = make_cache(strategy, directory=store.cache_dir(task.id), redact=store.redact,
+                       **cache_conf)
+    caches = CacheSet(cache, store.cache_dir(task.id), redact=store.redact)
     perms = task_permissions(task, options)
     policy = ApprovalPolicy.from_config(perms.approval_config(),
                                         interactive=options.interactive)

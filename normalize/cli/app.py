@@ -27,7 +27,7 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-tasks_app = typer.Typer(help="List, show and remove tasks.", no_args_is_help=False,
+tasks_app = typer.Typer(help="List, show, repair and remove tasks.", no_args_is_help=False,
                         rich_markup_mode=None)
 app.add_typer(tasks_app, name="tasks")
 
@@ -189,6 +189,15 @@ def tasks_show(
     from normalize.cli.commands import show_task
 
     raise typer.Exit(show_task(_env(), task, json_output=json_output))
+
+
+@tasks_app.command("repair")
+def tasks_repair(task: Annotated[str | None, typer.Argument(
+        autocompletion=complete_task_ids, help="Only this task (default: all).")] = None) -> None:
+    """Move damaged task files aside (under each task's lock)."""
+    from normalize.cli.repair import repair_tasks
+
+    raise typer.Exit(repair_tasks(_env(), task))
 
 
 @tasks_app.command("rm")

@@ -80,6 +80,13 @@ def _approver(env: Environment, renderer: Any = None) -> Any:
     return approve
 
 
+def _shown_question(task: Any) -> str:
+    """The question a task waits on, redacted: the task is exact, what is shown is not."""
+    from normalize.redact import Redactor
+
+    return Redactor.for_workspace(task.workspace).redact(task.pending.question)
+
+
 def finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) -> int:
     """Close the renderer, say how to go on with the task; the exit status."""
     close = getattr(renderer, "close", None)
@@ -89,7 +96,7 @@ def finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) -> 
     if outcome.status.value == "waiting" and task.pending is not None:
         target = env.stderr if json_output else env.stdout
         how = REPLY_FLAGS.get(task.pending.kind, "--answer TEXT")
-        target.write(f"task {task.id} is waiting: {task.pending.question}\n"
+        target.write(f"task {task.id} is waiting: {_shown_question(task)}\n"
                      f"  continue with: normalize resume {task.id} {how}\n")
     elif outcome.status.value in ("interrupted", "limit_reached", "failed"):
         target = env.stderr
@@ -201,7 +208,7 @@ def _check_reply(task: Any, reply: Any, reply_text: Any) -> None:
         raise UsageError(f"task {task.id} is not waiting for input (it is "
                          f"{task.status.value}); resume it without --answer/--approve/--deny")
     if reply_text(pending, reply) is None:
-        raise UsageError(f"task {task.id} waits for: {pending.question} — answer with "
+        raise UsageError(f"task {task.id} waits for: {_shown_question(task)} — answer with "
                          f"{REPLY_FLAGS.get(pending.kind, '--answer TEXT')}")
 
 
@@ -251,6 +258,7 @@ def list_tasks(env: Environment, *, json_output: bool) -> int:
 
     store = TaskStore()
     tasks, problems = store.all()
+    tasks = [store.shown(task, deep=False) for task in tasks]  # redacted, and fast
     for problem in problems:
         env.stderr.write(f"normalize: warning: {problem.message}\n")
     if json_output:
@@ -285,7 +293,7 @@ def show_task(env: Environment, ref: str, *, json_output: bool) -> int:
 
     try:
         store = TaskStore()
-        task = store.load(store.resolve(ref))
+        task = store.shown(store.load(store.resolve(ref)))
     except NormalizeError as exc:
         return fail(env, exc)
     events = list(store.events(task.id))

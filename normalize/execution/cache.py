@@ -5,6 +5,9 @@ keeps results in this process (LRU, TTL since last use, bounded in bytes), and
 `PersistentCache` keeps one file per result under a directory, so `fetch`
 works after a task resumes in a new process.
 
+What a cache keeps and previews is redacted: the model and people read it.
+The exact output stays on the `ActionResult` for what executes (`capture`).
+
 A preview shows the lines that look like errors first (with their line
 numbers, so a reader can fetch a range around them), then the first lines,
 and ends with a line such as `… 412 more lines — fetch r7`.
@@ -26,6 +29,9 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from normalize.errors import ConfigError
+from normalize.redact import redact as _shape_redact  # without a redactor: shapes only
+
+Redact = Callable[[str], str]
 
 __all__ = [
     "STRATEGIES",
@@ -207,10 +213,12 @@ class NoCache:
         *,
         preview_lines: int = DEFAULT_PREVIEW_LINES,
         preview_chars: int = DEFAULT_PREVIEW_CHARS,
+        redact: Redact | None = None,
     ) -> None:
         self._shape = _PreviewShape(preview_lines, preview_chars)
         self._lock = threading.Lock()
         self._next = 1
+        self.redact: Redact = redact or _shape_redact
 
     def store(self, content: str) -> str:
         """Returns a fresh id, but nothing is kept: `retrieve` never finds it."""
@@ -225,6 +233,7 @@ class NoCache:
         return None
 
     def preview(self, content: str) -> tuple[str, str | None]:
+        content = self.redact(content)
         if _is_short(content, self._shape.lines, self._shape.chars):
             return content, None
         summary = build_preview(
@@ -235,6 +244,13 @@ class NoCache:
             note="not kept (caching is off)",
         )
         return summary, None
+
+
+def _private_dirs(directory: Path) -> None:
+    """Create `directory` and its missing parents, each readable by the owner only."""
+    missing = [d for d in (directory, *directory.parents) if not d.exists()]
+    for d in reversed(missing):
+        d.mkdir(mode=0o700, exist_ok=True)
 
 
 def _digest(content: str) -> str:
@@ -271,6 +287,7 @@ class MemoryCache:
         clock: Callable[[], float] = time.monotonic,
         ids: Iterator[int] | None = None,
         id_prefix: str = "r",
+        redact: Redact | None = None,
     ) -> None:
         if ttl_seconds is not None and ttl_seconds <= 0:
             raise ConfigError(f"cache ttl_seconds must be positive, not {ttl_seconds}")
@@ -286,6 +303,7 @@ class MemoryCache:
         self._bytes = 0
         self._ids = ids if ids is not None else itertools.count(1)
         self._prefix = id_prefix
+        self.redact: Redact = redact or _shape_redact
 
     @property
     def retention(self) -> str:
@@ -299,6 +317,10 @@ class MemoryCache:
             return len(self._entries)
 
     def store(self, content: str) -> str:
+        """Keep `content`, redacted; returns its id."""
+        return self._keep(self.redact(content))
+
+    def _keep(self, content: str) -> str:
         size = _size(content)
         if size > self.max_bytes:
             raise ValueError(f"result of {size} bytes exceeds the cache bound of {self.max_bytes}")
@@ -327,10 +349,11 @@ class MemoryCache:
 
     def preview(self, content: str) -> tuple[str, str | None]:
         shape = self._shape
+        content = self.redact(content)
         if _is_short(content, shape.lines, shape.chars):
             return content, None
         try:
-            cache_id: str | None = self.store(content)
+            cache_id: str | None = self._keep(content)
         except ValueError:
             cache_id = None
         summary = build_preview(
@@ -379,6 +402,7 @@ class PersistentCache:
         preview_chars: int = DEFAULT_PREVIEW_CHARS,
         max_bytes: int | None = None,
         ttl_seconds: float | None = None,
+        redact: Redact | None = None,
     ) -> None:
         if max_bytes is not None and max_bytes <= 0:
             raise ConfigError(f"cache max_bytes must be positive, not {max_bytes}")
@@ -391,6 +415,7 @@ class PersistentCache:
         self._lock = threading.Lock()
         self._by_digest: dict[str, str] = {}
         self._next = max(self._ids_on_disk(), default=0) + 1
+        self.redact: Redact = redact or _shape_redact
 
     @property
     def retention(self) -> str:
@@ -399,23 +424,28 @@ class PersistentCache:
         return "results are kept with the task"
 
     def store(self, content: str) -> str:
+        """Keep `content`, redacted, in a file only the owner can read; returns its id."""
+        return self._keep(self.redact(content))
+
+    def _keep(self, content: str) -> str:
         digest = _digest(content)
         with self._lock:
             known = self._by_digest.get(digest)
             if known is not None and self._path(known).exists():
                 return known
-            self.directory.mkdir(parents=True, exist_ok=True)
+            _private_dirs(self.directory)
             while True:
                 cache_id = f"r{self._next}"
                 self._next += 1
                 try:  # claim the id; another writer may have taken it
-                    with self._path(cache_id).open("x", encoding="utf-8"):
-                        pass
+                    os.close(os.open(self._path(cache_id), os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                                     0o600))
                 except FileExistsError:
                     continue
                 break
             temporary = self.directory / f".{cache_id}.tmp"
-            with temporary.open("w", encoding="utf-8", errors="surrogatepass", newline="") as fh:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass", newline="") as fh:
                 fh.write(content)
             os.replace(temporary, self._path(cache_id))
             self._by_digest[digest] = cache_id
@@ -438,9 +468,10 @@ class PersistentCache:
 
     def preview(self, content: str) -> tuple[str, str | None]:
         shape = self._shape
+        content = self.redact(content)
         if _is_short(content, shape.lines, shape.chars):
             return content, None
-        cache_id = self.store(content)
+        cache_id = self._keep(content)
         summary = build_preview(
             content, cache_id, preview_lines=shape.lines, preview_chars=shape.chars
         )
@@ -481,6 +512,7 @@ def make_cache(
     *,
     directory: Path | str | None = None,
     memory_ids: Iterator[int] | None = None,
+    redact: Redact | None = None,
     **options: Any,
 ) -> ResultCache:
     """A cache for a `[workflow.cache]` table: `strategy` plus its options.
@@ -505,7 +537,7 @@ def make_cache(
             raise ConfigError(f"cache {key} must be a number, not {value!r}")
     preview = {k: options[k] for k in ("preview_lines", "preview_chars") if k in options}
     if strategy == "none":
-        return NoCache(**preview)
+        return NoCache(**preview, redact=redact)
     if strategy == "memory":
         return MemoryCache(
             ttl_seconds=options.get("ttl_seconds", DEFAULT_TTL_SECONDS),
@@ -513,6 +545,7 @@ def make_cache(
             **preview,
             ids=memory_ids,
             id_prefix="r" if memory_ids is None else "m",
+            redact=redact,
         )
     if directory is None:
         raise ConfigError("the persistent cache needs a directory")
@@ -521,6 +554,7 @@ def make_cache(
         max_bytes=options.get("max_bytes"),
         ttl_seconds=options.get("ttl_seconds"),
         **preview,
+        redact=redact,
     )
 
 
@@ -533,8 +567,10 @@ class CacheSet:
     (one counter), so `fetch` finds any of them by id alone.
     """
 
-    def __init__(self, default: ResultCache, directory: Path | str | None = None) -> None:
+    def __init__(self, default: ResultCache, directory: Path | str | None = None, *,
+                 redact: Redact | None = None) -> None:
         self.default = default
+        self.redact = redact
         self.directory = None if directory is None else Path(directory)
         self._memory_ids = itertools.count(1)
         self._scoped: dict[str, ResultCache] = {}
@@ -551,7 +587,7 @@ class CacheSet:
                 options = dict(table)
                 strategy = str(options.pop("strategy", "persistent"))
                 cache = make_cache(strategy, directory=self.directory,
-                                   memory_ids=self._memory_ids, **options)
+                                   memory_ids=self._memory_ids, redact=self.redact, **options)
                 self._scoped[key] = cache
             return cache
 

@@ -50,6 +50,7 @@ class JournalWriter:
         self.redact = redact
         self.warn = warn
         self.guard: Callable[[], None] | None = None
+        self.on_open: Callable[[], None] | None = None  # run once, when the file is opened
         self._fh: BinaryIO | None = None
         self.offset = 0
         self.on_append: Callable[[BaseEvent, bool], None] | None = None
@@ -57,8 +58,12 @@ class JournalWriter:
     def _file(self) -> BinaryIO:
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "ab")
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            self._fh = os.fdopen(fd, "ab")
             self.offset = self._fh.seek(0, os.SEEK_END)
+            hook, self.on_open = self.on_open, None
+            if hook is not None:
+                hook()
             if self.offset:
                 self._repair_torn_tail()
         return self._fh

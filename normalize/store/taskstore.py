@@ -7,6 +7,13 @@ Layout under the data home (`NORMALIZE_HOME` or the platform's user data dir):
     tasks/ID.lock        the ownership lock (flock; released when its process dies)
     tasks/ID.owner       pid and epoch of the current owner
     tasks/ID/cache/      persistent result cache
+    tasks/ID/config-*.json  the driver config (a workflow's spec), written once per run
+
+Two kinds of data, kept apart: what resume executes (the task file and the
+driver config beside it: vars, answers, pending actions) is written exactly as
+it is, and only the owner may read it (directories 0700, files 0600; `check_private`
+says when a store is looser). What is shown (the journal, events, `tasks show`)
+goes through `redact`.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -41,6 +49,8 @@ from normalize.task import Task
 
 Redact = Callable[[Any], Any]
 
+DIR_MODE = 0o700
+FILE_MODE = 0o600
 
 
 @dataclass
@@ -61,7 +71,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True,
     """
     if owned:
         tmp = str(path.parent / f".{path.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     else:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -111,7 +121,8 @@ class TaskLock:
     def __init__(self, store: TaskStore, task_id: str) -> None:
         self.store = store
         self.task_id = task_id
-        self._lock = FileLock(str(store.tasks_dir / f"{task_id}.lock"), timeout=0)
+        self._lock = FileLock(str(store.tasks_dir / f"{task_id}.lock"), timeout=0,
+                              mode=FILE_MODE)
         self.epoch = 0
         self._stamp: tuple[int, int] | None = None
 
@@ -198,6 +209,7 @@ class TaskStore:
         self.warnings: list[str] = []
         self._configs: dict[str, tuple[tuple[int, int], str]] = {}
         self._loaded: dict[str, tuple[str, bytes]] = {}  # config files as `load` read them
+        self._shown: dict[str, Redact] = {}  # a redactor per workspace, for `shown`
 
     # -- paths -----------------------------------------------------------
 
@@ -211,8 +223,13 @@ class TaskStore:
         return self.tasks_dir / task_id / "cache"
 
     def ensure(self) -> None:
+        """Create the data home and `tasks/` (owner-only) if they are missing."""
         try:
-            self.tasks_dir.mkdir(parents=True, exist_ok=True)
+            if not self.tasks_dir.is_dir():
+                if not self.home.is_dir():
+                    self.home.parent.mkdir(parents=True, exist_ok=True)
+                    self.home.mkdir(mode=DIR_MODE, exist_ok=True)
+                self.tasks_dir.mkdir(mode=DIR_MODE, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create the task store {self.tasks_dir}: {exc.strerror}",
                              hint=write_hint(exc)) from exc
@@ -233,8 +250,7 @@ class TaskStore:
         if lock is not None:  # a run: the driver config is written once, beside the task
             data["driver_config_file"] = self._config_file(task, lock)
             del data["driver_config"]
-        if self.redact is not None:
-            data = self.redact(data)
+        # exactly as it is, never redacted: this is what resume executes
         payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
         try:
             self.ensure()
@@ -260,22 +276,17 @@ class TaskStore:
         cached = self._configs.get(task.id)
         if cached is not None and cached[0] == key:
             return cached[1]
+        text = json.dumps(task.driver_config, ensure_ascii=False,
+                          separators=(",", ":")).encode()
         loaded = self._loaded.pop(task.id, None)
-        if loaded is not None:  # resuming: unchanged since `load`? (cheaper than redacting)
-            text = json.dumps(task.driver_config, ensure_ascii=False,
-                              separators=(",", ":")).encode()
-            if text == loaded[1]:
-                self._configs[task.id] = (key, loaded[0])
-                return loaded[0]
-        data: Any = task.driver_config
-        if self.redact is not None:
-            data = self.redact(data)
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+        if loaded is not None and text == loaded[1]:  # resuming, unchanged since `load`
+            self._configs[task.id] = (key, loaded[0])
+            return loaded[0]
         name = f"config-{hashlib.sha256(text).hexdigest()[:16]}.json"
         path = self.tasks_dir / task.id / name
         try:
             if not path.exists():
-                path.parent.mkdir(parents=True, exist_ok=True)
+                path.parent.mkdir(mode=DIR_MODE, exist_ok=True)
                 atomic_write_bytes(path, text, fsync=self.fsync)
         except OSError as exc:
             raise StoreError(f"cannot save task {task.id}'s driver config to {path}: "
@@ -302,11 +313,46 @@ class TaskStore:
                 tmp.unlink()
 
     def journal(self, task_id: str, *, redact: bool = True) -> JournalWriter:
-        """The task's journal writer; `redact=False` when events come redacted already."""
+        """The task's journal writer; `redact=False` when events come redacted already.
+
+        When the journal is first opened (as a run starts) the store checks that
+        the task's files are private, and adds a warning if they are not.
+        """
         self.ensure()
-        return JournalWriter(self.journal_path(task_id), fsync=self.fsync,
-                             redact=self.redact if redact else None,
-                             warn=self.warnings.append)
+        writer = JournalWriter(self.journal_path(task_id), fsync=self.fsync,
+                               redact=self.redact if redact else None,
+                               warn=self.warnings.append)
+        writer.on_open = lambda: self._warn_if_shared(task_id)
+        return writer
+
+    def private_problems(self, task_id: str | None = None) -> list[str]:
+        """Paths of the store (and of `task_id`) that others may read: `PATH (mode 0755)`.
+
+        The data home itself is not checked: everything secret is below `tasks/`,
+        so a private `tasks/` is enough.
+        """
+        paths = [self.tasks_dir]
+        if task_id is not None:
+            paths += [self.task_path(task_id), self.journal_path(task_id),
+                      self.tasks_dir / task_id, self.cache_dir(task_id)]
+        loose: list[str] = []
+        for path in paths:
+            try:
+                mode = stat.S_IMODE(path.stat().st_mode)
+            except OSError:
+                continue
+            if mode & 0o077:
+                loose.append(f"{path} (mode {mode:04o})")
+        return loose
+
+    def _warn_if_shared(self, task_id: str) -> None:
+        loose = self.private_problems(task_id)
+        if loose:
+            shown = ", ".join(loose[:3]) + (" …" if len(loose) > 3 else "")
+            self.warnings.append(
+                f"other users can read this task's stored state (workflow vars, answers and "
+                f"pending actions are kept unredacted there): {shown}; "
+                f"run `chmod -R go-rwx {self.tasks_dir}`")
 
     def lock(self, task_id: str) -> TaskLock:
         self.ensure()
@@ -338,12 +384,26 @@ class TaskStore:
 
     # -- reading ---------------------------------------------------------
 
-    def load(self, task_id: str, *, with_config: bool = True) -> Task:
-        """The task with this exact id; a damaged file is moved aside with a clear error.
+    def load(self, task_id: str, *, with_config: bool = True, repair: bool = False) -> Task:
+        """The task with this exact id; a damaged file is a `CorruptTaskError` naming it.
 
-        `with_config=False` leaves out a driver config kept beside the task file
-        (a long workflow's spec), for callers that only look at the task's state.
+        Loading changes nothing, unless `repair` (resume does): then a damaged
+        file is moved aside under the task's lock first. `with_config=False`
+        leaves out a driver config kept beside the task file (a long workflow's
+        spec), for callers that only look at the task's state.
         """
+        try:
+            return self._parse(task_id, with_config=with_config)
+        except CorruptTaskError as exc:
+            if not repair:
+                raise CorruptTaskError(f"{exc}; `normalize tasks repair {task_id}` "
+                                       "moves it aside") from None
+            aside = self.repair(task_id)
+            where = f"moved aside to {aside.name}" if aside is not None else \
+                "could not move it aside (the directory is not writable)"
+            raise CorruptTaskError(f"{exc}; {where}") from None
+
+    def _parse(self, task_id: str, *, with_config: bool = True) -> Task:
         path = self.task_path(task_id)
         try:
             raw = path.read_bytes()
@@ -365,10 +425,65 @@ class TaskStore:
             raise
         except (ValueError, KeyError, TypeError) as exc:
             why = str(exc) or type(exc).__name__
-            aside = self._move_aside(path)
-            where = f"moved aside to {aside.name}" if aside is not None else \
-                "could not move it aside (the directory is not writable)"
-            raise CorruptTaskError(f"{path}: damaged task file ({why}); {where}") from None
+            raise CorruptTaskError(f"{path}: damaged task file ({why})") from None
+
+    def repair(self, task_id: str) -> Path | None:
+        """Move a damaged task file aside under the task's lock; where it went.
+
+        None when it is not damaged (any more), or could not be moved. Refuses
+        (`TaskLockedError`) while another process runs the task.
+        """
+        lock = self.lock(task_id)
+        lock.acquire(epoch=-1)
+        try:
+            try:
+                self._parse(task_id)
+            except CorruptTaskError:
+                return self._move_aside(self.task_path(task_id))
+            except (TaskNotFoundError, SchemaVersionError):
+                return None
+            return None
+        finally:
+            lock.release()
+
+    def create(self, task: Task) -> None:
+        """Save a new task for the first time; on failure nothing of it is left behind.
+
+        The error names the store, not the task: a task that was never saved
+        has no id anyone could resume.
+        """
+        made = [p for p in (self.home, self.tasks_dir) if not p.exists()]
+        task.updated_at = time.time()
+        payload = json.dumps(task.to_dict(), ensure_ascii=False, separators=(",", ":")).encode()
+        try:
+            self.ensure()
+            atomic_write_bytes(self.task_path(task.id), payload, fsync=self.fsync)
+        except (OSError, StoreError) as exc:
+            for path in reversed(made):
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(f"cannot create a task in {self.tasks_dir}: "
+                             f"{exc.strerror or exc}", hint=write_hint(exc)) from exc
+
+    def shown(self, task: Task, *, deep: bool = True) -> Task:
+        """A copy of `task` fit to show: its strings redacted (the stored task is exact).
+
+        Without a store-wide `redact`, each workspace's own redactor is used
+        (it knows that workspace's `.env*` values); `deep=False` skips reading
+        the workspace (shapes and the environment only: a fast listing).
+        """
+        redact = self.redact
+        if redact is None:
+            key = task.workspace if deep else ""
+            redact = self._shown.get(key)
+            if redact is None:
+                from normalize.redact import Redactor
+
+                redact = self._shown[key] = Redactor.for_workspace(task.workspace) if deep \
+                    else Redactor.for_workspace(task.workspace, walk=False)
+        return Task.from_dict(redact(task.to_dict()))
 
     def _move_aside(self, path: Path) -> Path | None:
         """Rename a damaged file to `NAME.corrupt-TIMESTAMP` (never over an earlier one)."""
@@ -391,12 +506,15 @@ class TaskStore:
             return []
 
     def all(self) -> tuple[list[Task], list[StoreProblem]]:
-        """Every readable task (newest first) and the files that could not be read."""
+        """Every readable task (newest first) and the files that could not be read.
+
+        A read: nothing is moved or written (`repair` does that, under a lock).
+        """
         tasks: list[Task] = []
         problems: list[StoreProblem] = []
         for task_id in self.ids():
             try:
-                tasks.append(self.load(task_id))
+                tasks.append(self.load(task_id, with_config=False))
             except StoreError as exc:
                 problems.append(StoreProblem(self.task_path(task_id), str(exc)))
         tasks.sort(key=lambda t: t.created_at, reverse=True)

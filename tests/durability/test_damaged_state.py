@@ -98,7 +98,7 @@ def test_a_task_file_from_a_newer_schema_is_refused_with_an_upgrade_hint(
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
-def test_a_damaged_task_file_is_moved_aside_and_the_others_still_list(
+def test_a_damaged_task_file_is_reported_the_others_still_list_and_repair_moves_it(
         tmp_path: Path, normalize_home: Path, damage: str) -> None:
     good = waiting_task(tmp_path, normalize_home)
     tasks = normalize_home / "tasks"
@@ -111,7 +111,11 @@ def test_a_damaged_task_file_is_moved_aside_and_the_others_still_list(
     assert good in listed.stdout and "badbad00" not in listed.stdout
     warning, = [ln for ln in listed.stderr.splitlines() if "badbad00" in ln]
     assert "badbad00.json: damaged task file" in warning
-    assert "moved aside to badbad00.json.corrupt-" in warning
+    assert "`normalize tasks repair badbad00` moves it aside" in warning
+    assert bad.exists()  # a listing changes nothing
+    repaired = cli("tasks", "repair", cwd=tmp_path, home=normalize_home)
+    assert repaired.returncode == 0, repaired.stderr
+    assert "moved badbad00.json aside to badbad00.json.corrupt-" in repaired.stdout
     assert not bad.exists() and len(list(tasks.glob("badbad00.json.corrupt-*"))) == 1
     again = cli("resume", "badbad00", cwd=tmp_path, home=normalize_home)
     assert again.returncode == 2 and "no task matches 'badbad00'" in again.stderr

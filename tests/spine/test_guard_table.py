@@ -168,7 +168,8 @@ EOF"""
     assert lines[0] == "line 0" and lines[1999] == "line 1999" and len(lines) == 2000
 
 
-def test_secrets_never_reach_the_task_files(tmp_path: Path, normalize_home: Path) -> None:
+def test_secrets_never_reach_the_journal_or_the_cache(tmp_path: Path,
+                                                      normalize_home: Path) -> None:
     (tmp_path / ".env").write_text("SERVICE_TOKEN=tok_8f3a9c2e71d4b605\n")
     key = "sk-ant-api03-" + "A1b2C3d4E5f6" * 4
     code = f"print('Authorization: Bearer abcdefghijklmnop1234'); print('{key}')"
@@ -190,7 +191,9 @@ action = "view .env"
 ''')
     proc = cli("run", str(flow), "--json", cwd=tmp_path, home=normalize_home)
     assert proc.returncode == 0, proc.stderr
-    stored = "".join(p.read_text() for p in (normalize_home / "tasks").glob("*.json*"))
+    # shown data only: the task file (what resume executes) is exact and owner-only
+    tasks = normalize_home / "tasks"
+    stored = "".join(p.read_text() for p in [*tasks.glob("*.jsonl"), *tasks.glob("*/cache/*")])
     assert "[REDACTED]" in stored and "[REDACTED]" in proc.stdout
     for secret in (key, "abcdefghijklmnop1234", "tok_8f3a9c2e71d4b605"):
         assert secret not in stored

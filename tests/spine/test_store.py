@@ -46,7 +46,7 @@ def test_resolve_ids_prefixes_and_last(tmp_path: Path) -> None:
         store.resolve("zzz")
 
 
-def test_a_damaged_file_is_moved_aside_and_the_others_still_list(tmp_path: Path) -> None:
+def test_a_damaged_file_lists_as_a_problem_and_repair_moves_it_aside(tmp_path: Path) -> None:
     store = TaskStore(tmp_path)
     make(store, "good0000")
     bad = store.task_path("bad00000")
@@ -54,8 +54,11 @@ def test_a_damaged_file_is_moved_aside_and_the_others_still_list(tmp_path: Path)
     tasks, problems = store.all()
     assert [t.id for t in tasks] == ["good0000"]
     assert len(problems) == 1 and "bad00000.json: damaged task file" in problems[0].message
+    assert bad.exists()  # listing is a read
+    aside = store.repair("bad00000")
+    assert aside is not None and aside.name.startswith("bad00000.json.corrupt-")
     assert not bad.exists()
-    assert list(store.tasks_dir.glob("bad00000.json.corrupt-*"))
+    assert store.repair("good0000") is None and store.task_path("good0000").exists()
     with pytest.raises(TaskNotFoundError):
         store.load("bad00000")
 
