@@ -164,7 +164,7 @@ def _read_config(path: Path) -> tuple[Any, str]:
 
     try:
         source = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no config file there
         return tomlkit.document(), ""
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None

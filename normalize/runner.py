@@ -155,6 +155,7 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     """A new task that runs `spec` in the workspace."""
     limits = limits or Limits.from_dict(spec.limits)
     perms = resolve_permissions(spec, options)
+    refuse_unconfined(perms.sandbox_policy(), perms.mode, options.interactive)  # before a task
     # a resumed run keeps these (the flags of that run may change them)
     config: dict[str, Any] = {"spec": spec.to_dict(), "permissions": perms.to_dict()}
     if perms.notes:
