@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from normalize.cancel import CancelToken
 from normalize.drivers.base import Driver, DriverServices, create_driver
@@ -22,6 +22,9 @@ from normalize.store import TaskStore
 from normalize.task import Limits, Task
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
 from normalize.workflow.spec import WorkflowSpec
+
+if TYPE_CHECKING:
+    from normalize.checkpoints import WorkspaceCheckpoints
 
 
 @dataclass
@@ -131,6 +134,13 @@ def make_driver(task: Task, options: RunOptions) -> Driver:
     return create_driver(task.driver, task.driver_config, options.services)
 
 
+def workspace_checkpoints(task: Task, store: TaskStore) -> WorkspaceCheckpoints | None:
+    """The recorder of the task's workspace checkpoints (None when turned off)."""
+    from normalize.checkpoints import WorkspaceCheckpoints
+
+    return WorkspaceCheckpoints.for_workspace(Path(task.workspace), store.home, store.task_path)
+
+
 def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
              resumed: bool = False, reply: Reply | None = None) -> RunOutcome:
     """Drive `task` to its next resting point."""
@@ -143,4 +153,5 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     driver = driver or make_driver(task, options)
     engine = Engine(store, tools, tool_context(task, options), cancel=options.cancel,
                     subscribers=options.subscribers, interactive=options.interactive)
+    engine.workspace_checkpoints = workspace_checkpoints(task, store)
     return engine.run(task, driver, resumed=resumed, reply=reply)
