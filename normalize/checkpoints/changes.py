@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from normalize.checkpoints.record import Step, WorkspaceCheckpoints, read_steps, task_ref
-from normalize.checkpoints.shadow import CheckpointError, Entry, ShadowRepo, blob_id, read_current
+from normalize.checkpoints.shadow import (
+    CheckpointError,
+    Entry,
+    ShadowRepo,
+    blob_id,
+    read_current,
+    shown,
+)
 from normalize.errors import UsageError
 from normalize.events import BaseEvent, CheckpointTaken, Emitter, TaskRewound
 from normalize.store import TaskStore, atomic_write_bytes
@@ -280,7 +287,7 @@ def record_step(store: TaskStore, task: Task, kind: str, target: int, paths: lis
     event = CheckpointTaken(step=number, turn=task.turn, kind=kind, files=len(files),
                             added=sum(max(a, 0) for a, _ in files.values()),
                             removed=sum(max(r, 0) for _, r in files.values()),
-                            changes=files)
+                            changes={shown(p): c for p, c in files.items()})
     journal_event(store, task, event)
     return event
 
@@ -326,7 +333,8 @@ def rewind_task(store: TaskStore, task: Task, number: int) -> Task:
         rewound = store.load(task.id)
         record_step(store, rewound, "rewind", number, restored, state=state)
         journal_event(store, rewound, TaskRewound(step=number, turn=rewound.turn,
-                                                  after_seq=rewound.seq, files=restored))
+                                                  after_seq=rewound.seq,
+                                                  files=[shown(p) for p in restored]))
     finally:
         lock.release()
     return store.load(task.id)

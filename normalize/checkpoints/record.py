@@ -1,9 +1,10 @@
 """Recording a task's workspace checkpoints, and reading them back as steps.
 
 Each checkpoint is a commit on the task's ref (`refs/normalize/TASKID`) in
-the workspace's shadow store. Its tree holds `w` (the workspace's tree) and,
-at quiescent points, `task.json` (the task file as saved then, so
-`resume --rewind` can restore the task's own state). The commit message is
+the workspace's shadow store. An action's commit has the workspace's tree;
+a commit that carries the task's state (a run's start, a settled turn, an
+undo or rewind) has a tree of `w` (the workspace) and `task.json` (the task
+file as saved then, so `resume --rewind` can restore the task's own state). The commit message is
 the step's metadata as JSON: step number, kind, turn, action key and command,
 and the changed files with their `+/-` lines.
 
@@ -24,7 +25,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from normalize.checkpoints.shadow import CheckpointError, Settings, ShadowRepo
+from normalize.checkpoints.shadow import CheckpointError, Settings, ShadowRepo, shown
 from normalize.events import BaseEvent, CheckpointTaken, Notice
 from normalize.task import Action, Task
 
@@ -156,39 +157,44 @@ class WorkspaceCheckpoints:
                 self._maybe_prune()
             snap = self.repo.snapshot(full=first)
             kind = "action" if action is not None else "start" if tip is None else "resume"
-            files = {} if tip is None else {
-                path: list(counts) for path, counts in self.repo.numstat(tip[2], snap.tree).items()}
+            if tip is None:
+                counts: dict[str, tuple[int, int]] = {}
+            elif snap.counts is not None and snap.base == tip[2]:
+                counts = snap.counts  # the listing counted them: no tree diff needed
+            else:
+                counts = self.repo.numstat(tip[2], snap.tree)
+            files = {path: list(pair) for path, pair in counts.items()}
             number = 0 if tip is None else tip[1] + 1
             meta: dict[str, Any] = {
                 "v": 1, "task": task.id, "kind": kind, "step": number, "turn": task.turn,
                 "tree": snap.tree, "files": files, "time": time.time()}
-            entries = {"w": ("40000", snap.tree)}
-            if action is not None:
+            if action is not None:  # the workspace's tree itself: one object fewer
                 meta.update(key=action.key, tool=action.tool, command=action.text)
                 self._pending.add(task.id)
+                root = snap.tree
             else:
                 meta["state"] = self._state(task)
-                entries["task.json"] = ("100644", meta["state"])
+                root = self.repo.make_tree({"w": ("40000", snap.tree),
+                                            "task.json": ("100644", meta["state"])})
                 self._pending.discard(task.id)
-            commit = self.repo.commit(self.repo.make_tree(entries), tip[0] if tip else None,
-                                      meta)
+            commit = self.repo.commit(root, tip[0] if tip else None, meta)
             self.repo.set_ref(task_ref(task.id), commit)
             self._tips[task.id] = (commit, number, snap.tree)
         events: list[BaseEvent] = []
         for path, why in snap.skipped.items():
             if path not in self._told:
                 self._told.add(path)
-                events.append(Notice(message=f"checkpoints leave out {path} ({why})"))
+                events.append(Notice(message=f"checkpoints leave out {shown(path)} ({why})"))
         size = 0
         for path in files:
             with contextlib.suppress(OSError):
                 size += os.lstat(self.repo.workspace / path).st_size
-        shown = dict(list(files.items())[:MAX_CHANGES])
+        listed = {shown(p): c for p, c in list(files.items())[:MAX_CHANGES]}
         events.insert(0, CheckpointTaken(
             step=number, turn=task.turn, key=action.key if action else "", kind=kind,
             files=len(files), added=sum(max(a, 0) for a, _ in files.values()),
-            removed=sum(max(r, 0) for _, r in files.values()), bytes=size, changes=shown,
-            skipped=sorted(snap.skipped)))
+            removed=sum(max(r, 0) for _, r in files.values()), bytes=size, changes=listed,
+            skipped=sorted(shown(p) for p in snap.skipped)))
         return events
 
     def _tip(self, task_id: str) -> tuple[str, int, str] | None:

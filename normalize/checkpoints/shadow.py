@@ -93,6 +93,8 @@ class Snapshot:
 
     tree: str
     skipped: dict[str, str] = field(default_factory=dict)  # path -> why
+    base: str | None = None  # the tree the index held before, when known
+    counts: dict[str, tuple[int, int]] | None = None  # changes since `base`, when known
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,11 @@ def shadow_root(home: Path, workspace: Path) -> Path:
     """Where the shadow store of `workspace` lives under the data home."""
     key = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:20]
     return home / "workspaces" / key
+
+
+def shown(path: str) -> str:
+    """A path as text that can be written anywhere (a name that is not UTF-8 gets `�`)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def blob_id(data: bytes) -> str:
@@ -152,6 +159,8 @@ class ShadowRepo:
         self.git = git
         self._env: dict[str, str] | None = None
         self._excluded = self._excluded_prefixes()
+        self._index_tree: str | None = None
+        self._stamp: tuple[int, int, int] | None = None
 
     # -- running git -----------------------------------------------------
 
@@ -254,18 +263,42 @@ class ShadowRepo:
 
         `full` also drops indexed files that have become ignored since (the
         first checkpoint of a task does it; a changed `.gitignore` does too).
+        When this process wrote the index last, the snapshot also says what
+        changed since (`base`, `counts`), so no tree diff is needed.
         """
         self.ensure()
+        base = self._index_tree if self._index_stamp() == self._stamp else None
         others = self.popen("ls-files", "-z", "--others", "--exclude-standard")
-        changed = self.popen("diff-files", "--name-only", "-z", "--no-renames",
+        changed = self.popen("diff-files", "--numstat", "-z", "--no-renames",
                              "--ignore-submodules=all")
-        listed: list[str] = []
+        outputs: list[bytes] = []
         for proc in (others, changed):
             out, err = proc.communicate()
-            if proc.returncode != 0:
+            status = proc.returncode
+            if status != 0 and proc is changed:  # a FIFO where a file was cannot be counted
+                names = self.run("diff-files", "--name-only", "-z", "--no-renames",
+                                 "--ignore-submodules=all", check=False)
+                out = b"".join(b"-\t-\t" + p + b"\0" for p in names.stdout.split(b"\0") if p)
+                status, err, base = names.returncode, names.stderr, None
+            if status != 0:
                 raise CheckpointError(f"git cannot list the workspace: "
                                       f"{err.decode(errors='replace').strip()[:300]}")
-            listed += [os.fsdecode(p) for p in out.split(b"\0") if p]
+            outputs.append(out)
+        new = [os.fsdecode(p) for p in outputs[0].split(b"\0") if p]
+        counts: dict[str, tuple[int, int]] | None = {} if base is not None else None
+        modified: list[str] = []
+        for record in outputs[1].split(b"\0"):
+            if not record:
+                continue
+            added, removed, raw = record.split(b"\t", 2)
+            path = os.fsdecode(raw)
+            modified.append(path)
+            if counts is not None and ((added, removed) != (b"0", b"0")
+                                       or not os.path.lexists(self.workspace / path)):
+                counts[path] = (-1, -1) if added == b"-" else (int(added), int(removed))
+        listed = new + modified
+        if not listed and not full and base is not None:
+            return Snapshot(base, base=base, counts={})
         if full or any(p == ".gitignore" or p.endswith("/.gitignore") for p in listed):
             listing = self.run("ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
             ignored = [os.fsdecode(p) for p in listing.stdout.split(b"\0") if p]
@@ -274,26 +307,51 @@ class ShadowRepo:
         add: list[str] = []
         drop: list[str] = list(ignored)
         skipped: dict[str, str] = {}
+        fresh = set(new)
+        if len(fresh) > BULK:
+            counts = None  # a tree diff counts a big import faster than reading it here
         for rel in dict.fromkeys(listed):
             if rel.endswith("/"):
                 continue  # a nested repository: its own .git keeps it
-            if not self._keep(rel):
-                drop.append(rel)
-                continue
-            why = self._unfit(rel)
+            why = None if self._keep(rel) else "excluded"
+            why = why or self._unfit(rel)
             if why is None:
                 add.append(rel)
-            else:
-                drop.append(rel)
-                if why != "gone":
-                    skipped[rel] = why
+                if rel in fresh and counts is not None:
+                    counts[rel] = self._lines(rel)
+                continue
+            drop.append(rel)
+            if why not in ("gone", "excluded"):
+                skipped[rel] = why
+            if rel not in fresh and why != "gone":
+                counts = None  # an indexed file left out now: let a tree diff count it
+        if ignored:
+            counts = None
         if len(add) > BULK:
             self._bulk_load(add)
         self._update(add, skipped)
         if drop:
             self._update(drop, skipped, force_remove=True)
         tree = self.run("write-tree").stdout.decode().strip()
-        return Snapshot(tree, skipped)
+        self._index_tree, self._stamp = tree, self._index_stamp()
+        return Snapshot(tree, skipped, base=base, counts=counts)
+
+    def _index_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.index)
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
+    def _lines(self, rel: str) -> tuple[int, int]:
+        """(added, removed) lines of a new file: all added; (-1, -1) when binary."""
+        current = read_current(self.workspace / rel)
+        if current is None:
+            return 0, 0
+        data = current[1]
+        if b"\0" in data[:8000]:
+            return -1, -1
+        return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0), 0
 
     def _unfit(self, rel: str) -> str | None:
         """Why a listed path is not stored (None: store it; "gone": it vanished)."""
@@ -318,7 +376,7 @@ class ShadowRepo:
         """Write many blobs into one pack (update-index then finds them stored)."""
         proc = subprocess.Popen(self._argv(["fast-import", "--quiet", "--done"]),
                                 cwd=self.workspace, env=self.env(), stdin=subprocess.PIPE,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         assert proc.stdin is not None
         try:
             for rel in paths:
@@ -333,7 +391,7 @@ class ShadowRepo:
             proc.stdin.close()
         except BrokenPipeError:
             pass
-        proc.communicate()  # a failure is not fatal: update-index hashes them one by one
+        proc.wait()  # a failure is not fatal: update-index hashes them one by one
 
     def _update(self, paths: list[str], skipped: dict[str, str], *,
                 force_remove: bool = False) -> None:
@@ -390,7 +448,7 @@ class ShadowRepo:
         who = f"normalize <normalize@localhost> {now} +0000"
         head = f"tree {tree}\n" + (f"parent {parent}\n" if parent else "")
         text = f"{head}author {who}\ncommitter {who}\n\n" + \
-            json.dumps(meta, ensure_ascii=False, sort_keys=True) + "\n"
+            json.dumps(meta, sort_keys=True) + "\n"  # ASCII: a path may not be UTF-8
         return self.write_object("commit", text.encode())
 
     def ref_path(self, name: str) -> Path:

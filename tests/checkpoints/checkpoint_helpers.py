@@ -59,7 +59,8 @@ def run_scripted(workspace: Path, home: Path, *replies: str, **run_options: Any)
     spec.llm = {**(spec.llm or {}), "fallback": []}
     task = start_task(spec, "change some files", opts)
     outcome = run_task(task, opts)
-    model.assert_done()
+    assert model.remaining == 0, (outcome.status, outcome.error, outcome.summary,
+                                  [e.to_dict() for e in events if e.type == "notice"])
     return Done(outcome, events, store)
 
 
