@@ -307,7 +307,13 @@ def _turn(turn: Turn, diffs: dict[int, str]) -> str:
                        "</span>")
             if action.error:
                 out.append(f"<pre>{_e(action.error)}</pre>")
-            out.append(_output(action.preview, "output", open_=action.status != "success"))
+            if action.tool in ("edit", "write") and action.status == "success" and \
+                    turn.checkpoints and action.preview.strip():  # the step's diff shows it
+                out.append(f"<details><summary>output</summary><pre>{_e(action.preview)}"
+                           "</pre></details>")
+            else:
+                out.append(_output(action.preview, "output",
+                                   open_=action.status != "success"))
             out.append("</li>")
         out.append("</ol>")
     for checkpoint in turn.checkpoints:
