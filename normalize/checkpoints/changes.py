@@ -267,7 +267,7 @@ def record_step(store: TaskStore, task: Task, kind: str, target: int, paths: lis
     """
     recorder = WorkspaceCheckpoints.for_workspace(Path(task.workspace), store.home,
                                                   store.task_path)
-    if recorder is None:
+    if recorder is None or not recorder.available:
         return None
     repo = recorder.repo
     with recorder._locked():

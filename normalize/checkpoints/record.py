@@ -96,6 +96,8 @@ def read_steps(repo: ShadowRepo, task_id: str) -> list[Step]:
 class WorkspaceCheckpoints:
     """The engine's hook: records the workspace after each side effect, never failing."""
 
+    available = True
+
     def __init__(self, repo: ShadowRepo, task_file: Callable[[str], Path]) -> None:
         self.repo = repo
         self.task_file = task_file
@@ -110,10 +112,13 @@ class WorkspaceCheckpoints:
     def for_workspace(cls, workspace: Path, home: Path, task_file: Callable[[str], Path],
                       settings: Settings | None = None) -> WorkspaceCheckpoints | None:
         """The recorder for a workspace, or None when checkpoints are turned off."""
-        settings = settings or Settings.from_env()
-        if not settings.enabled:
-            return None
-        return cls(ShadowRepo(workspace, home, settings), task_file)
+        try:
+            settings = settings or Settings.from_env()
+            if not settings.enabled:
+                return None
+            return cls(ShadowRepo(workspace, home, settings), task_file)
+        except CheckpointError as exc:  # no git, a bad setting: the task goes on without
+            return _Unavailable(exc)
 
     # -- the hooks ---------------------------------------------------------
 
@@ -248,6 +253,22 @@ class WorkspaceCheckpoints:
             return
         prune(self.repo)
         stamp.touch()
+
+
+class _Unavailable(WorkspaceCheckpoints):
+    """Checkpoints that cannot work here: one warning, then silence."""
+
+    available = False
+
+    def __init__(self, error: CheckpointError) -> None:  # no repository to open
+        self.error = error
+        self._warned = False
+
+    def take(self, task: Task, action: Action | None = None) -> list[BaseEvent]:  # noqa: ARG002
+        return self._failed(self.error)
+
+    def settle(self, task: Task) -> list[BaseEvent]:  # noqa: ARG002
+        return []
 
 
 def prune(repo: ShadowRepo, now: float | None = None) -> list[str]:

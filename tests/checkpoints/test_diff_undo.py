@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -113,3 +114,27 @@ def test_the_users_git_repository_is_never_touched(tmp_path: Path,
     status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True,
                             text=True, check=True)
     assert status.stdout == " M a.txt\n"
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_diff_is_coloured_on_a_terminal(task: Done) -> None:
+    from normalize.cli.changes import show_diff
+    from normalize.cli.console import Environment
+
+    out = Terminal()
+    env = Environment(stdout=out, stderr=io.StringIO(), env={"TERM": "xterm"})
+    assert show_diff(env, task.task_id, 1, stat=False, json_output=False) == 0
+    text = out.getvalue()
+    assert "\033[32m+    return 2" in text and "\033[31m-    return 1" in text
+
+
+def test_diff_of_a_step_that_does_not_exist_is_one_line(
+        task: Done, workspace: Path, normalize_home: Path) -> None:
+    proc = cli("diff", task.task_id, "7", cwd=workspace, home=normalize_home)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"normalize: error: step 7: task {task.task_id} has steps 0 to 2"]

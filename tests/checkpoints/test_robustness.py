@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,33 @@ def test_checkpoints_can_be_turned_off(tmp_path: Path, normalize_home: Path,
     done = run_scripted(ws, normalize_home, "write a.txt <<EOF\na\nEOF", "done")
     assert done.outcome.status.value == "done" and not done.of("checkpoint_taken")
     assert not (normalize_home / "workspaces").exists()
+
+
+def test_without_git_the_task_runs_with_one_warning(tmp_path: Path, normalize_home: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    done = run_scripted(ws, normalize_home, "write a.txt <<EOF\na\nEOF", "done")
+    assert done.outcome.status.value == "done" and (ws / "a.txt").exists()
+    warnings = [e.message for e in done.events if isinstance(e, Notice) and e.level == "warning"]
+    assert len(warnings) == 1 and "git is not installed" in warnings[0]
+
+
+def test_old_and_surplus_tasks_are_pruned(tmp_path: Path) -> None:
+    from normalize.checkpoints.record import prune, task_ref
+    from normalize.checkpoints.shadow import Settings
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    repo = ShadowRepo(ws, tmp_path / "home", Settings(keep_days=10, keep_tasks=2))
+    tree = repo.snapshot(full=True).tree
+    for name in ("t1", "t2", "t3"):
+        repo.set_ref(task_ref(name), repo.commit(tree, None, {"task": name}))
+        time.sleep(1.05)  # commit times are whole seconds
+    assert prune(repo, now=time.time()) == ["t1"]  # the oldest, past the count
+    assert prune(repo, now=time.time() + 11 * 86400) == ["t3", "t2"]  # past the age
+    assert repo.read_ref(task_ref("t2")) is None
