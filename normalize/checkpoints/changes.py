@@ -331,10 +331,10 @@ def rewind_task(store: TaskStore, task: Task, number: int) -> Task:
         restored = apply_restore(changes.repo, todo)
         atomic_write_bytes(store.task_path(task.id), state, fsync=store.fsync)
         rewound = store.load(task.id)
-        record_step(store, rewound, "rewind", number, restored, state=state)
         journal_event(store, rewound, TaskRewound(step=number, turn=rewound.turn,
                                                   after_seq=rewound.seq,
                                                   files=[shown(p) for p in restored]))
+        record_step(store, rewound, "rewind", number, restored, state=state)
     finally:
         lock.release()
     return store.load(task.id)

@@ -243,6 +243,8 @@ def _changed_files(turns: list[Turn]) -> list[str]:
         if turn.rewound:
             continue
         for checkpoint in turn.checkpoints:
+            if checkpoint.kind == "rewind":
+                continue  # it cancels the rewound steps, which are left out
             for path, (added, removed) in checkpoint.changes.items():
                 entry = totals.setdefault(path, [0, 0])
                 entry[0] += max(added, 0)

@@ -263,8 +263,9 @@ def history(events: Iterable[BaseEvent]) -> list[str]:
 
 
 def add_changes(totals: dict[str, list[int]], event: CheckpointTaken) -> None:
-    """Add a checkpoint's `+/-` lines per file to `totals` (the task's own steps only)."""
-    if event.kind not in ("action", "undo", "rewind"):
+    """Add a checkpoint's `+/-` lines per file to `totals` (the task's own steps only; a
+    rewind's changes cancel the rewound steps', which are left out too)."""
+    if event.kind not in ("action", "undo"):
         return
     for path, (added, removed) in event.changes.items():
         entry = totals.setdefault(path, [0, 0])

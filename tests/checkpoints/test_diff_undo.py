@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,24 @@ def test_diff_of_a_step_that_does_not_exist_is_one_line(
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"normalize: error: step 7: task {task.task_id} has steps 0 to 2"]
+
+
+def test_undo_never_writes_through_a_directory_turned_into_a_symlink(
+        tmp_path: Path, normalize_home: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "sub" / "gone.txt").write_text("the task deletes me\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "made.txt").write_text("outside, not the task's\n")
+    done = run_scripted(ws, normalize_home,
+                        program("import os; os.remove('sub/gone.txt'); "
+                                "open('sub/made.txt', 'w').write('made\\n')"), "done")
+    (ws / "sub" / "made.txt").unlink()
+    (ws / "sub").rmdir()
+    os.symlink(outside, ws / "sub")  # a person (or a program) swaps the directory for a link
+    proc = cli("undo", done.task_id, "--force", cwd=ws, home=normalize_home)
+    assert proc.returncode != 0
+    assert "sub is no longer a directory" in proc.stderr
+    assert (outside / "made.txt").read_text() == "outside, not the task's\n"
+    assert not (outside / "gone.txt").exists()

@@ -54,6 +54,12 @@ def test_rewind_restores_step_2_continues_and_keeps_the_rewound_steps(
     steps = [(e["step"], e["kind"]) for e in journal if e["type"] == "checkpoint_taken"]
     assert steps[:4] == [(0, "start"), (1, "action"), (2, "action"), (3, "action")]
     assert steps[4:] == [(4, "rewind"), (5, "resume"), (6, "action")]
+    shown = cli("tasks", "show", task_id, cwd=ws, home=normalize_home).stdout
+    assert "↺ rewound to step 2" in shown
+    assert "  +1 -1  calc.py" in shown  # step 3's change to calc.py no longer counts
+    page = cli("report", task_id, "-o", "-", cwd=ws, home=normalize_home).stdout
+    assert page.count('class="turn rewound"') == 2  # turn 2 and the first run's last turn
+    assert "rewound to step 2" in page
     # the rewind is a step too: undoing it puts step 3's files back
     back = cli("undo", task_id, "--to", "3", cwd=ws, home=normalize_home)
     assert back.returncode == 0, back.stderr
