@@ -119,3 +119,18 @@ def test_the_bench_meets_its_budgets() -> None:
     slack = max(1.0, load)  # a shared CI machine: scale the budget by its load
     assert first <= 2000 * slack, proc.stdout
     assert step <= 50 * slack, proc.stdout
+
+
+def test_a_path_that_changes_between_listing_and_hashing_is_left_out(tmp_path: Path) -> None:
+    """What update-index meets when a file became a FIFO or a directory after the listing."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "ok.txt").write_text("ok\n")
+    os.mkfifo(ws / "pipe")
+    (ws / "dir").mkdir()
+    repo = ShadowRepo(ws, tmp_path / "home")
+    repo.ensure()
+    skipped: dict[str, str] = {}
+    repo._update(["pipe", "ok.txt", "dir", "vanished.txt"], skipped)
+    assert set(skipped) == {"pipe", "dir"}
+    assert repo.run("ls-files").stdout == b"ok.txt\n"
