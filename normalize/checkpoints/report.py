@@ -4,13 +4,14 @@ No script, no network, no external asset: the styles are inline, long outputs
 fold with `<details>`, and every piece of text goes through `html.escape`,
 so a file's content (or a model's reply) shows as text and never as markup.
 Made from the journal (the shown, redacted record) and the workspace
-checkpoints (the diffs per step).
+checkpoints (the diffs per step); the diffs and the task's own fields are
+redacted here, as every shown output is.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
@@ -81,11 +82,11 @@ def _e(text: Any) -> str:
     return escape(str(text), quote=True)
 
 
-def _events(store: TaskStore, task: Task) -> list[BaseEvent]:
+def _events(store: TaskStore, task: Task, redact: Callable[[Any], Any]) -> list[BaseEvent]:
     out: list[BaseEvent] = []
     for data in store.events(task.id):
         try:
-            out.append(event_from_dict(data))
+            out.append(event_from_dict(redact(data)))
         except (KeyError, TypeError):
             continue
     return out
@@ -187,10 +188,14 @@ def _when(ts: float) -> str:
 
 
 def render_report(store: TaskStore, task: Task) -> str:
-    """The whole report, as one HTML document."""
-    events = _events(store, task)
+    """The whole report, as one HTML document (redacted: it is shown, like the journal)."""
+    from normalize.redact import Redactor
+
+    redactor = Redactor.for_workspace(task.workspace)
+    events = _events(store, task, redactor.redact_obj)  # again: a store may not redact
     turns, runs = group_turns(events)
-    diffs = _step_diffs(store, task)
+    diffs = {step: redactor.redact(patch) for step, patch in _step_diffs(store, task).items()}
+    task = Task.from_dict(redactor.redact_obj(task.to_dict()))  # the task file is exact
     out = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>normalize task {_e(task.id)}</title><style>{STYLE}</style></head><body>",

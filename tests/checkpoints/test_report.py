@@ -99,3 +99,15 @@ def test_the_report_in_headless_chromium(task: tuple[Done, Path], normalize_home
     page.feed(dom)
     text = "".join(page.text)
     assert "Turn 1" in text and "+x = 2" in text and INJECTED in text
+
+
+def test_the_report_redacts_secrets_in_diffs_and_the_goal(tmp_path: Path,
+                                                         normalize_home: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    secret = "sk-ant-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6"
+    done = run_scripted(ws, normalize_home, f"write settings.py <<EOF\nKEY = '{secret}'\nEOF",
+                        "done")
+    html, _ = report(done, ws, normalize_home, tmp_path)
+    assert "+++ b/settings.py" in html
+    assert secret not in html
