@@ -25,7 +25,13 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from normalize.checkpoints.shadow import CheckpointError, Settings, ShadowRepo, shown
+from normalize.checkpoints.shadow import (
+    CheckpointError,
+    Settings,
+    ShadowRepo,
+    shown,
+    write_private,
+)
 from normalize.events import BaseEvent, CheckpointTaken, Notice
 from normalize.task import Action, Task
 
@@ -106,7 +112,7 @@ class WorkspaceCheckpoints:
         self._warned = False
         self._told: set[str] = set()
         self._lock = FileLock(str(repo.root.parent / f"{repo.root.name}.lock"),
-                              timeout=LOCK_WAIT)
+                              timeout=LOCK_WAIT, mode=0o600)
 
     @classmethod
     def for_workspace(cls, workspace: Path, home: Path, task_file: Callable[[str], Path],
@@ -224,7 +230,7 @@ class WorkspaceCheckpoints:
         return self.repo.write_object("blob", data)
 
     def _locked(self) -> Any:
-        self.repo.root.parent.mkdir(parents=True, exist_ok=True)
+        self.repo.private_dirs()
         return self._lock
 
     def _failed(self, exc: BaseException) -> list[BaseEvent]:
@@ -249,10 +255,10 @@ class WorkspaceCheckpoints:
                 return
         except FileNotFoundError:
             self.repo.ensure()
-            stamp.touch()
+            write_private(stamp, b"")
             return
         prune(self.repo)
-        stamp.touch()
+        write_private(stamp, b"")
 
 
 class _Unavailable(WorkspaceCheckpoints):

@@ -38,6 +38,7 @@ from typing import Any
 from normalize.errors import NormalizeError
 
 MB = 1024 * 1024
+PRIVATE = 0o077  # the umask git runs with: the store is owner-only
 BULK = 64  # more new or changed files than this go through fast-import
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 ATTRIBUTES = "* -text -filter -ident -working-tree-encoding\n"  # store bytes as they are
@@ -113,6 +114,13 @@ def shadow_root(home: Path, workspace: Path) -> Path:
     """Where the shadow store of `workspace` lives under the data home."""
     key = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:20]
     return home / "workspaces" / key
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write a file only its owner can read."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
 
 
 def shown(path: str) -> str:
@@ -191,7 +199,8 @@ class ShadowRepo:
             check: bool = True) -> subprocess.CompletedProcess[bytes]:
         """Run one git command in the shadow repository."""
         proc = subprocess.run(self._argv(args), input=input, cwd=self.workspace,
-                              env=self.env(index=index), capture_output=True, check=False)
+                              env=self.env(index=index), capture_output=True, check=False,
+                              umask=PRIVATE)
         if check and proc.returncode != 0:
             raise CheckpointError(f"git {args[0]} failed: "
                                   f"{proc.stderr.decode(errors='replace').strip()[:300]}")
@@ -200,7 +209,7 @@ class ShadowRepo:
     def popen(self, *args: str, index: str | None = None) -> subprocess.Popen[bytes]:
         return subprocess.Popen(self._argv(args), cwd=self.workspace, env=self.env(index=index),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL)
+                                stdin=subprocess.DEVNULL, umask=PRIVATE)
 
     def _user_excludes(self) -> str | None:
         """The workspace repository's `info/exclude`, when the workspace is a git repository."""
@@ -238,20 +247,28 @@ class ShadowRepo:
         """Create the shadow repository on first use (owner-only: it holds task state)."""
         if (self.git_dir / "HEAD").is_file():
             return
-        self.root.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.root, 0o700)
+        self.private_dirs()
         env = {k: v for k, v in self.env().items() if k not in ("GIT_DIR", "GIT_WORK_TREE",
                                                                "GIT_INDEX_FILE")}
         proc = subprocess.run([self.git, "init", "-q", "--bare", "--template=",
-                               str(self.git_dir)], env=env, capture_output=True, check=False)
+                               str(self.git_dir)], env=env, capture_output=True, check=False,
+                              umask=PRIVATE)
         if proc.returncode != 0:
             raise CheckpointError(f"cannot create the shadow store {self.git_dir}: "
                                   f"{proc.stderr.decode(errors='replace').strip()[:300]}")
         info = self.git_dir / "info"
-        info.mkdir(exist_ok=True)
-        (info / "exclude").write_text("".join(f"/{p}\n" for p in self._excluded) + ".git\n")
-        (info / "attributes").write_text(ATTRIBUTES)
-        (self.root / "workspace").write_text(str(self.workspace) + "\n")
+        info.mkdir(mode=0o700, exist_ok=True)
+        excluded = "".join(f"/{p}\n" for p in self._excluded) + ".git\n"
+        write_private(info / "exclude", excluded.encode())
+        write_private(info / "attributes", ATTRIBUTES.encode())
+        write_private(self.root / "workspace", os.fsencode(self.workspace) + b"\n")
+
+    def private_dirs(self) -> None:
+        """The store's directories, owner-only (it holds file contents and task state)."""
+        for folder in (self.home, self.root.parent, self.root):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.root.parent, 0o700)
+        os.chmod(self.root, 0o700)
 
     def _keep(self, rel: str) -> bool:
         parts = rel.split("/")
@@ -376,7 +393,8 @@ class ShadowRepo:
         """Write many blobs into one pack (update-index then finds them stored)."""
         proc = subprocess.Popen(self._argv(["fast-import", "--quiet", "--done"]),
                                 cwd=self.workspace, env=self.env(), stdin=subprocess.PIPE,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                umask=PRIVATE)
         assert proc.stdin is not None
         try:
             for rel in paths:
@@ -426,9 +444,9 @@ class ShadowRepo:
         path = self.git_dir / "objects" / sha[:2] / sha[2:]
         if path.exists():
             return sha
-        path.parent.mkdir(exist_ok=True)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
         tmp = path.parent / f".tmp-{os.getpid()}-{sha[2:10]}"
-        tmp.write_bytes(zlib.compress(raw, 1))
+        write_private(tmp, zlib.compress(raw, 1))
         os.replace(tmp, path)
         return sha
 
@@ -467,9 +485,10 @@ class ShadowRepo:
 
     def set_ref(self, name: str, sha: str) -> None:
         path = self.ref_path(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        for folder in reversed(path.relative_to(self.git_dir).parents[:-1]):
+            (self.git_dir / folder).mkdir(mode=0o700, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(sha + "\n")
+        write_private(tmp, f"{sha}\n".encode())
         os.replace(tmp, path)
 
     # -- reading ----------------------------------------------------------

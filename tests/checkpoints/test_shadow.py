@@ -134,3 +134,29 @@ def test_a_path_that_changes_between_listing_and_hashing_is_left_out(tmp_path: P
     repo._update(["pipe", "ok.txt", "dir", "vanished.txt"], skipped)
     assert set(skipped) == {"pipe", "dir"}
     assert repo.run("ls-files").stdout == b"ok.txt\n"
+
+
+def test_the_store_is_owner_only(tmp_path: Path) -> None:
+    """It holds the workspace's file contents and the task's exact state."""
+    import stat
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for number in range(BULK + 5):  # the bulk path (a pack) too
+        (ws / f"f{number}.txt").write_text(f"{number}\n")
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    store = TaskStore(home)
+    task = Task.new(goal="g", workspace=str(ws), driver="user")
+    store.save(task)
+    recorder = WorkspaceCheckpoints.for_workspace(ws, home, store.task_path)
+    assert recorder is not None
+    recorder.take(task)
+    (ws / "f1.txt").write_text("changed\n")
+    recorder.take(task, Action("write", {}, text="write", key="0.0"))
+    recorder.settle(task)
+    paths = [home / "workspaces", *(home / "workspaces").rglob("*")]
+    assert len(paths) > 20
+    for path in paths:
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        assert mode & 0o077 == 0, f"{path} is {mode:04o}"
