@@ -130,6 +130,8 @@ def group_turns(events: Iterable[BaseEvent]) -> tuple[list[Turn], list[BaseEvent
                 turn = turn_for(event.turn, event.ts)
                 if event.thinking.strip():
                     turn.prose.append(event.thinking)
+                if event.done:
+                    turn.prose.append(f"done: {event.summary}" if event.summary else "done")
             case ActionFinished():
                 turn = turn_for(event.turn, event.ts)
                 turn.actions.append(event)
@@ -300,8 +302,12 @@ def _turn(turn: Turn, diffs: dict[int, str]) -> str:
         meta.append(turn.model)
     if turn.rewound:
         meta.append("rewound")
+    kinds = {c.kind for c in turn.checkpoints}
+    title = f"Turn {turn.turn}"
+    if not turn.actions and not turn.prose and kinds and kinds <= {"undo", "rewind"}:
+        title = " · ".join(sorted(kinds))  # made by `normalize undo` / `resume --rewind`
     out = [f'<article class="turn{" rewound" if turn.rewound else ""}" id="turn-{turn.turn}">',
-           f'<h3>Turn {turn.turn} <span class="meta">· {_e(" · ".join(meta))}</span></h3>']
+           f'<h3>{_e(title)} <span class="meta">· {_e(" · ".join(meta))}</span></h3>']
     for prose in turn.prose:
         out.append(f'<div class="prose">{_e(prose)}</div>')
     if turn.actions:

@@ -59,7 +59,8 @@ def test_rewind_restores_step_2_continues_and_keeps_the_rewound_steps(
     assert "  +1 -1  calc.py" in shown  # step 3's change to calc.py no longer counts
     page = cli("report", task_id, "-o", "-", cwd=ws, home=normalize_home).stdout
     assert page.count('class="turn rewound"') == 2  # turn 2 and the first run's last turn
-    assert "rewound to step 2" in page
+    assert "rewound to step 2" in page and "<h3>rewind " in page
+    assert "done: went another way" in page
     # the rewind is a step too: undoing it puts step 3's files back
     back = cli("undo", task_id, "--to", "3", cwd=ws, home=normalize_home)
     assert back.returncode == 0, back.stderr
