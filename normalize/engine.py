@@ -35,7 +35,7 @@ import traceback
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from normalize.cancel import CancelToken
 from normalize.drivers.base import Driver, RunContext
@@ -67,6 +67,9 @@ from normalize.store import TaskLock, TaskStore
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus
 from normalize.tools import procs
 from normalize.tools.base import ToolContext, ToolRegistry
+
+if TYPE_CHECKING:
+    from normalize.checkpoints import WorkspaceCheckpoints
 
 __all__ = ["MAX_PARALLEL", "OUTCOME_UNKNOWN", "Engine", "Reply", "RunOutcome", "reply_text"]
 
@@ -108,6 +111,7 @@ class Engine(Recovery):
         self._emitter: Emitter | None = None
         self._inflight_saved: tuple[dict[str, Any], int] | None = None
         self._approved: set[str] = set()
+        self.workspace_checkpoints: WorkspaceCheckpoints | None = None  # the runner sets it
 
     # -- the loop --------------------------------------------------------
 
@@ -216,6 +220,7 @@ class Engine(Recovery):
             self._recover(task, driver, ctx, reply)
         self._warn(warned)
         self._checkpoint(task, driver)
+        self._workspace(task, start=True)
 
     def _history(self, task: Task, limit: int = 20) -> list[dict[str, Any]]:
         """The task's last finished actions, for a driver taking it over (`adopt`)."""
@@ -362,6 +367,9 @@ class Engine(Recovery):
                                 error=result.error, preview=result.shown[:4000],
                                 cache_id=result.cache_id, data=result.data),
                  durable=not self.tools.is_read_only(action))
+        if not self.tools.is_read_only(action) and result.status not in (
+                ResultStatus.BLOCKED, ResultStatus.CANCELLED):
+            self._workspace(task, action)
         task.actions_run += 1
         if result.wait is not None:
             task.pending = result.wait
@@ -382,6 +390,15 @@ class Engine(Recovery):
         self._inflight_saved = None if task.inflight is None else \
             (copy.deepcopy(task.driver_state), task.journal_offset)
         self._emitter.emit(CheckpointSaved(turn=task.turn, bytes=size))
+        if task.inflight is None:
+            self._workspace(task)
+
+    def _workspace(self, task: Task, action: Action | None = None, start: bool = False) -> None:
+        """Record the workspace after a side effect or at the start (issue 15); never fails."""
+        if self.workspace_checkpoints is not None:
+            hook = self.workspace_checkpoints
+            for event in hook.take(task, action) if action or start else hook.settle(task):
+                self.emit(event)
 
     def finalize(self, task: Task, driver: Driver, status: TaskStatus, summary: str = "",
                  error: str | None = None, *, owned: bool = True,

@@ -153,6 +153,40 @@ class CheckpointSaved(BaseEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CheckpointTaken(BaseEvent):
+    """The workspace's content was recorded in the shadow store (`normalize diff`/`undo`).
+
+    `step` numbers the task's workspace checkpoints (0: its start); `changes`
+    maps each changed path to its `[added, removed]` lines (`-1` for binary
+    files); `bytes` is the size of the changed files' new content.
+    """
+
+    type: Literal["checkpoint_taken"] = "checkpoint_taken"
+    step: int = 0
+    turn: int = 0
+    key: str = ""
+    kind: str = "action"  # start, resume, action, undo, rewind
+    files: int = 0
+    added: int = 0
+    removed: int = 0
+    bytes: int = 0
+    changes: dict[str, list[int]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskRewound(BaseEvent):
+    """`resume --rewind`: files and task state went back to `step`; the events with a seq
+    in (`after_seq`, this event's seq) are kept in the journal but were rewound."""
+
+    type: Literal["task_rewound"] = "task_rewound"
+    step: int = 0
+    turn: int = 0
+    after_seq: int = 0
+    files: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
 class WaitingForInput(BaseEvent):
     type: Literal["waiting_for_input"] = "waiting_for_input"
     kind: str = "question"
@@ -265,6 +299,7 @@ class RunEnded(BaseEvent):
 Event = (
     RunStarted | StepStarted | DecisionMade | ActionStarted | ActionFinished | ProcessStarted
     | ActionInterrupted
+    | CheckpointTaken | TaskRewound
     | CheckpointSaved | WaitingForInput | InputReceived | ModelRequested | TextDelta
     | ThinkingDelta | ModelReplied | ModelRetried | FallbackUsed | LoopDetected
     | ContextCompacted | Notice | RunEnded
@@ -275,6 +310,7 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
     for cls in (
         RunStarted, StepStarted, DecisionMade, ActionStarted, ActionFinished, ProcessStarted,
         ActionInterrupted,
+        CheckpointTaken, TaskRewound,
         CheckpointSaved, WaitingForInput, InputReceived, ModelRequested, TextDelta,
         ThinkingDelta, ModelReplied, ModelRetried, FallbackUsed, LoopDetected,
         ContextCompacted, Notice, RunEnded,

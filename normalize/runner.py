@@ -30,6 +30,7 @@ from normalize.tools.base import Approver, ToolContext, ToolRegistry
 from normalize.workflow.spec import WorkflowSpec
 
 if TYPE_CHECKING:
+    from normalize.checkpoints import WorkspaceCheckpoints
     from normalize.permissions import Permissions
     from normalize.sandbox import SandboxPolicy
 
@@ -285,6 +286,13 @@ def hand_over(task: Task, driver: str, *, model: str | None = None) -> str:
     return previous
 
 
+def workspace_checkpoints(task: Task, store: TaskStore) -> WorkspaceCheckpoints | None:
+    """The recorder of the task's workspace checkpoints (None when turned off)."""
+    from normalize.checkpoints import WorkspaceCheckpoints
+
+    return WorkspaceCheckpoints.for_workspace(Path(task.workspace), store.home, store.task_path)
+
+
 def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
              resumed: bool = False, reply: Reply | None = None) -> RunOutcome:
     """Drive `task` to its next resting point."""
@@ -299,6 +307,7 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     subscribers = list(options.subscribers)
     engine = Engine(store, tools, tool_context(task, options), cancel=options.cancel,
                     subscribers=subscribers, interactive=options.interactive)
+    engine.workspace_checkpoints = workspace_checkpoints(task, store)
     if notes:
         engine.subscribers.append(_announcer(engine, notes))
     return engine.run(task, driver, resumed=resumed, reply=reply)

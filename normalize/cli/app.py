@@ -155,6 +155,8 @@ def resume(
     budget: Annotated[float | None, typer.Option("--budget", help="New budget in USD.")] = None,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
+    rewind: Annotated[int | None, typer.Option(
+        "--rewind", min=0, help="First put files and task state back to step N.")] = None,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -164,7 +166,52 @@ def resume(
     raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve_action, deny=deny,
                                  driver=driver, max_turns=max_turns, budget=budget,
                                  json_output=json_output, quiet=quiet, model=model,
-                                 sandbox=sandbox, network=network))
+                                 sandbox=sandbox, network=network, rewind=rewind))
+
+
+@app.command()
+def diff(
+    task: Annotated[str, typer.Argument(help="A task id, a unique prefix, or `last`.",
+                                        autocompletion=complete_task_ids)],
+    step: Annotated[int | None, typer.Argument(help="Only this step's changes.")] = None,
+    stat: Annotated[bool, typer.Option("--stat", help="Files and +/- lines only.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Files and hunks as JSON.")]
+    = False,
+) -> None:
+    """What a task changed in its workspace (or one step of it), as a unified diff."""
+    from normalize.cli.changes import show_diff
+
+    raise typer.Exit(show_diff(_env(), task, step, stat=stat, json_output=json_output))
+
+
+@app.command()
+def undo(
+    task: Annotated[str, typer.Argument(help="A task id, a unique prefix, or `last`.",
+                                        autocompletion=complete_task_ids)],
+    to: Annotated[int | None, typer.Option("--to", min=0,
+                                           help="Back to after step N (default: before the task).")]
+    = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Also restore files a person changed since the task.")] = False,
+) -> None:
+    """Put the files a task changed back as they were."""
+    from normalize.cli.changes import undo_changes
+
+    raise typer.Exit(undo_changes(_env(), task, to, force=force))
+
+
+@app.command()
+def report(
+    task: Annotated[str, typer.Argument(help="A task id, a unique prefix, or `last`.",
+                                        autocompletion=complete_task_ids)],
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="The HTML file to write (default: report-ID.html; - for stdout).")]
+    = None,
+) -> None:
+    """Write a task's report: one self-contained HTML file."""
+    from normalize.cli.changes import write_report
+
+    raise typer.Exit(write_report(_env(), task, output))
 
 
 @tasks_app.callback(invoke_without_command=True)

@@ -151,7 +151,8 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
 def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool, deny: bool,
                 driver: str | None, max_turns: int | None, budget: float | None,
                 json_output: bool, quiet: bool, model: str | None = None,
-                sandbox: str | None = None, network: bool | None = None) -> int:
+                sandbox: str | None = None, network: bool | None = None,
+                rewind: int | None = None) -> int:
     from normalize.engine import Reply, reply_text
     from normalize.runner import hand_over, open_task, run_task, switch_model
 
@@ -163,6 +164,10 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool
         options, renderer = run_options(env, workspace=None, json_output=json_output,
                                         quiet=quiet, sandbox=sandbox, network=network)
         task = open_task(ref, options)
+        if rewind is not None:  # files and task state back to that step (issue 15)
+            from normalize.checkpoints.changes import rewind_task
+
+            task = rewind_task(options.store, task, rewind)
         if task.status.value == "done":
             raise UsageError(f"task {task.id} is already done; nothing to resume")
         options.workspace = Path(task.workspace)

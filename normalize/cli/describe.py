@@ -16,6 +16,7 @@ from normalize.events import (
     ActionInterrupted,
     ActionStarted,
     BaseEvent,
+    CheckpointTaken,
     ContextCompacted,
     DecisionMade,
     FallbackUsed,
@@ -26,6 +27,7 @@ from normalize.events import (
     RunEnded,
     RunStarted,
     StepStarted,
+    TaskRewound,
     WaitingForInput,
     event_from_dict,
 )
@@ -230,9 +232,12 @@ def journal_events(raw: Iterable[dict[str, Any]]) -> Iterator[BaseEvent]:
 
 
 def history(events: Iterable[BaseEvent]) -> list[str]:
-    """The steps of `tasks show`: steps, actions and resumptions, oldest first."""
+    """The steps of `tasks show`: steps, actions and resumptions, oldest first; then the
+    files the task changed, with their `+/-` lines."""
     out: list[str] = []
     actions = 0
+    checkpoints: list[CheckpointTaken] = []
+    rewound: list[tuple[int, int]] = []
     for event in events:
         match event:
             case StepStarted():
@@ -242,7 +247,41 @@ def history(events: Iterable[BaseEvent]) -> list[str]:
                 out.append(f"  {action_outcome(event, 70)}")
             case RunStarted(resumed=True):
                 out.append("  ↻ resumed")
-    return out if actions else [*out, "  (no actions yet)"]
+            case CheckpointTaken():
+                checkpoints.append(event)
+            case TaskRewound():
+                rewound.append((event.after_seq, event.seq))
+                out.append(f"  ↺ rewound to step {event.step}: the actions above it since "
+                           "were undone")
+    if not actions:
+        out.append("  (no actions yet)")
+    totals: dict[str, list[int]] = {}
+    for checkpoint in checkpoints:
+        if not any(lo < checkpoint.seq < hi for lo, hi in rewound):
+            add_changes(totals, checkpoint)
+    return [*out, *changed_files(totals)]
+
+
+def add_changes(totals: dict[str, list[int]], event: CheckpointTaken) -> None:
+    """Add a checkpoint's `+/-` lines per file to `totals` (the task's own steps only; a
+    rewind's changes cancel the rewound steps', which are left out too)."""
+    if event.kind not in ("action", "undo"):
+        return
+    for path, (added, removed) in event.changes.items():
+        entry = totals.setdefault(path, [0, 0])
+        entry[0] += max(added, 0)
+        entry[1] += max(removed, 0)
+
+
+def changed_files(totals: dict[str, list[int]], limit: int = 20) -> list[str]:
+    """`files changed:` and one `  +3 -1  calc.py` line per file (`normalize diff` has more)."""
+    if not totals:
+        return []
+    lines = ["files changed:"] + [f"  +{a} -{r}  {path}"
+                                  for path, (a, r) in list(totals.items())[:limit]]
+    if len(totals) > limit:
+        lines.append(f"  … and {len(totals) - limit} more (see `normalize diff`)")
+    return lines
 
 
 def recent_actions(events: Iterable[BaseEvent], limit: int = 5) -> list[str]:

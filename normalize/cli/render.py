@@ -35,7 +35,9 @@ from normalize.cli.describe import MARKS as MARKS
 from normalize.cli.describe import (
     action_change,
     action_failure,
+    add_changes,
     answer_line,
+    changed_files,
     command_label,
     describe,
     ending_title,
@@ -55,6 +57,7 @@ from normalize.events import (
     ActionInterrupted,
     ActionStarted,
     BaseEvent,
+    CheckpointTaken,
     DecisionMade,
     InputReceived,
     ModelReplied,
@@ -135,6 +138,7 @@ class ViewState:
     thinking: list[str] = field(default_factory=list)
     running: dict[str, tuple[str, float]] = field(default_factory=dict)
     started: float | None = None
+    changes: dict[str, list[int]] = field(default_factory=dict)  # path -> [+, -]
 
 
 def _tail(chunks: list[str], rows: int, width: int) -> str:
@@ -253,9 +257,11 @@ class LiveRenderer:
                 add(Text(question_line(event), style="bold yellow"))
             case InputReceived():
                 add(Text(answer_line(event), style="dim"))
+            case CheckpointTaken():
+                add_changes(s.changes, event)
             case RunEnded():
                 s.running.clear()
-                add(summary_panel(event))
+                add(summary_panel(event, s.changes))
             case _:
                 if isinstance(event, ModelRetried):  # the streamed text so far is void
                     s.text.clear()
@@ -411,8 +417,9 @@ def _dim_block(text: str, limit: int) -> Text:
     return Text("\n".join(lines), style="dim italic")
 
 
-def summary_panel(event: RunEnded) -> RenderableType:
-    """The final panel: how the run ended, its summary, error and figures."""
+def summary_panel(event: RunEnded, changes: dict[str, list[int]] | None = None
+                  ) -> RenderableType:
+    """The final panel: how the run ended, its summary, error, figures and changed files."""
     from rich.console import Group
     from rich.panel import Panel
     from rich.text import Text
@@ -423,6 +430,8 @@ def summary_panel(event: RunEnded) -> RenderableType:
     if event.error:
         rows.append(Text(error_text(event.error.strip()), style="red"))
     rows.append(Text(" · ".join(stats(event)), style="dim"))
+    for line in changed_files(changes or {}):
+        rows.append(Text(line, style="" if line.startswith("files") else "cyan"))
     style = STATUS_STYLES.get(event.status, "")
     title = Text.assemble((ending_title(event), f"bold {style}".strip()),
                           (f" · task {event.task_id}", "dim"))

@@ -42,6 +42,7 @@ LAYERS: dict[str, str] = {
     **{f"normalize.{name}": "core" for name in (
         "task", "events", "errors", "intents", "verbs", "redact", "cancel", "faults",
         "fsutil", "plugins", "sandbox", "retry", "fsopen")},
+    "normalize.checkpoints": "store",
     "normalize.permissions": "api",  # resolves the layers: user config, workflow, flags
 }
 

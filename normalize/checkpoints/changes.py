@@ -1,0 +1,340 @@
+"""What a task changed, and taking it back: diffs, undo and rewind over its checkpoints.
+
+"The files the task changed" are the paths its own steps (actions, undo,
+rewind) changed; what a person changed between runs (seen at a resume) is
+never the task's. Undo puts those files back as they were at the target step,
+one by one: a file whose content is no longer what the task last left (a
+person edited it since) is refused by name unless forced. Undo is recorded as
+a step itself, so it can be undone in turn (`undo --to` the step before it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from normalize.checkpoints.record import Step, WorkspaceCheckpoints, read_steps, task_ref
+from normalize.checkpoints.shadow import (
+    CheckpointError,
+    Entry,
+    ShadowRepo,
+    blob_id,
+    read_current,
+    shown,
+)
+from normalize.errors import UsageError
+from normalize.events import BaseEvent, CheckpointTaken, Emitter, TaskRewound
+from normalize.store import TaskStore, atomic_write_bytes
+from normalize.task import Task
+
+HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+@dataclass
+class TaskChanges:
+    """A task's checkpoints in its workspace's shadow store."""
+
+    task: Task
+    repo: ShadowRepo
+    steps: list[Step]
+
+    @classmethod
+    def open(cls, store: TaskStore, task: Task) -> TaskChanges:
+        repo = ShadowRepo(Path(task.workspace), store.home)
+        steps = read_steps(repo, task.id) if repo.git_dir.is_dir() else []
+        if not steps:
+            raise UsageError(f"task {task.id} has no workspace checkpoints (it ran before "
+                             "they existed, or with NORMALIZE_CHECKPOINTS=off)")
+        return cls(task, repo, steps)
+
+    def step(self, number: int) -> Step:
+        for step in self.steps:
+            if step.number == number:
+                return step
+        last = self.steps[-1].number
+        raise UsageError(f"step {number}: task {self.task.id} has steps 0 to {last}")
+
+    def previous(self, step: Step) -> Step:
+        index = self.steps.index(step)
+        return self.steps[index - 1] if index else step
+
+    def task_paths(self, after: int = -1) -> list[str]:
+        """The paths the task's own steps changed (after step `after`), in order."""
+        seen: dict[str, None] = {}
+        for step in self.steps:
+            if step.number > after and step.by_task:
+                seen.update(dict.fromkeys(step.files))
+        return list(seen)
+
+    def span(self, number: int | None) -> tuple[Step, Step, list[str]]:
+        """The trees a diff compares: the whole task, or one step; and its paths."""
+        if number is None:
+            return self.steps[0], self.steps[-1], self.task_paths()
+        step = self.step(number)
+        return self.previous(step), step, list(step.files)
+
+    def patch(self, number: int | None = None) -> str:
+        old, new, paths = self.span(number)
+        return self.repo.patch(old.tree, new.tree, paths)
+
+    def numstat(self, number: int | None = None) -> dict[str, tuple[int, int]]:
+        old, new, paths = self.span(number)
+        wanted = set(paths)
+        return {p: c for p, c in self.repo.numstat(old.tree, new.tree).items() if p in wanted}
+
+
+def parse_patch(text: str) -> list[dict[str, Any]]:
+    """A unified diff as files and hunks (the `--json` form of `normalize diff`)."""
+    files: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    hunk: dict[str, Any] | None = None
+    for line in text.splitlines():
+        if line.startswith("diff --git "):
+            current = {"path": "", "status": "modified", "binary": False, "added": 0,
+                       "removed": 0, "hunks": []}
+            files.append(current)
+            hunk = None
+            rest = line[len("diff --git a/"):]
+            current["path"] = rest[: (len(rest) - 3) // 2]
+        elif current is None:
+            continue
+        elif hunk is None and line.startswith("+++ "):
+            if line != "+++ /dev/null":
+                current["path"] = line[len("+++ b/"):]
+        elif hunk is None and line.startswith("--- "):
+            if line != "--- /dev/null":
+                current["path"] = line[len("--- a/"):]
+        elif hunk is None and line.startswith("new file mode"):
+            current["status"] = "added"
+        elif hunk is None and line.startswith("deleted file mode"):
+            current["status"] = "deleted"
+        elif line.startswith("Binary files "):
+            current["binary"] = True
+        elif (match := HUNK.match(line)) is not None:
+            hunk = {"header": line, "old_start": int(match.group(1)),
+                    "new_start": int(match.group(3)), "lines": []}
+            current["hunks"].append(hunk)
+        elif hunk is not None:
+            hunk["lines"].append(line)
+            if line.startswith("+"):
+                current["added"] += 1
+            elif line.startswith("-"):
+                current["removed"] += 1
+    return files
+
+
+# -- undo -----------------------------------------------------------------------------------
+
+
+@dataclass
+class UndoResult:
+    """What an undo did: files restored, files refused (a person changed them), the step."""
+
+    restored: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    step: int | None = None
+
+
+def _current(workspace: Path, rel: str) -> tuple[str, str] | None:
+    """(mode kind, blob id) of a workspace file now; None when absent."""
+    current = read_current(workspace / rel)
+    if current is None:
+        return None
+    mode, data = current
+    return ("link" if mode == "120000" else "file"), blob_id(data)
+
+
+def _same(entry: Entry | None, now: tuple[str, str] | None) -> bool:
+    if entry is None or now is None:
+        return entry is None and now is None
+    return ("link" if entry.link else "file") == now[0] and entry.sha == now[1]
+
+
+def _safe_dir(workspace: Path, rel: str, create: bool) -> Path | None:
+    """The parent directory of `rel`, every component a real directory inside the workspace."""
+    parts = rel.split("/")
+    if any(p in ("", ".", "..", ".git") for p in parts):
+        raise CheckpointError(f"refusing an unsafe path from the store: {rel!r}")
+    here = workspace
+    for part in parts[:-1]:
+        here = here / part
+        try:
+            st = os.lstat(here)
+        except FileNotFoundError:
+            if not create:
+                return None
+            os.mkdir(here)
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            if not create:
+                return None
+            raise CheckpointError(f"{rel}: {here.relative_to(workspace)} is no longer a "
+                                  "directory; restore it by hand")
+    return here
+
+
+def _restore(workspace: Path, rel: str, entry: Entry | None, data: bytes | None) -> None:
+    """Put one file back as the store has it (or remove it, when `entry` is None)."""
+    parent = _safe_dir(workspace, rel, create=entry is not None)
+    name = rel.rsplit("/", 1)[-1]
+    if parent is None:
+        return
+    path = parent / name
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            raise CheckpointError(f"{rel} is a directory now; restore it by hand")
+        os.unlink(path)
+    if entry is None:
+        here = parent
+        while here != workspace:  # drop directories the task's files leave empty
+            try:
+                os.rmdir(here)
+            except OSError:
+                break
+            here = here.parent
+        return
+    assert data is not None
+    if entry.link:
+        os.symlink(os.fsdecode(data), path)
+        return
+    mode = 0o755 if entry.mode == "100755" else 0o644
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def plan_restore(changes: TaskChanges, target: Step, *, force: bool
+                 ) -> tuple[dict[str, Entry | None], list[str], list[str]]:
+    """Which files to put back as at `target`: (path -> entry, refused, unchanged)."""
+    repo, workspace = changes.repo, changes.repo.workspace
+    paths = changes.task_paths(after=target.number)
+    latest = changes.steps[-1]
+    want = repo.entries(target.tree, paths)
+    last = repo.entries(latest.tree, paths)
+    todo: dict[str, Entry | None] = {}
+    refused: list[str] = []
+    unchanged: list[str] = []
+    for rel in paths:
+        now = _current(workspace, rel)
+        if _same(want.get(rel), now):
+            unchanged.append(rel)
+        elif not force and not _same(last.get(rel), now):
+            refused.append(rel)
+        else:
+            todo[rel] = want.get(rel)
+    return todo, refused, unchanged
+
+
+def apply_restore(repo: ShadowRepo, todo: dict[str, Entry | None]) -> list[str]:
+    blobs = repo.blobs(e.sha for e in todo.values() if e is not None)
+    for rel, entry in todo.items():
+        _restore(repo.workspace, rel, entry, blobs[entry.sha] if entry else None)
+    return list(todo)
+
+
+def undo(store: TaskStore, task: Task, to_step: int | None = None, *,
+         force: bool = False) -> UndoResult:
+    """Put the files the task changed back as before it (or as after step `to_step`)."""
+    changes = TaskChanges.open(store, task)
+    target = changes.steps[0] if to_step is None else changes.step(to_step)
+    lock = store.lock(task.id)  # not while the task runs
+    lock.acquire(epoch=task.epoch + 1)
+    try:
+        todo, refused, unchanged = plan_restore(changes, target, force=force)
+        result = UndoResult(refused=refused, unchanged=unchanged)
+        if todo:
+            result.restored = apply_restore(changes.repo, todo)
+            event = record_step(store, task, "undo", target.number, result.restored)
+            result.step = event.step if event is not None else None
+    finally:
+        lock.release()
+    return result
+
+
+def record_step(store: TaskStore, task: Task, kind: str, target: int, paths: list[str],
+                state: bytes | None = None) -> CheckpointTaken | None:
+    """Record a step the CLI made (an undo, a rewind) on the task's ref, and journal it.
+
+    Only `paths` (the files it restored) count as its changes: whatever else
+    differs since the last step was a person's doing.
+    """
+    recorder = WorkspaceCheckpoints.for_workspace(Path(task.workspace), store.home,
+                                                  store.task_path)
+    if recorder is None or not recorder.available:
+        return None
+    repo = recorder.repo
+    with recorder._locked():
+        head = repo.read_ref(task_ref(task.id))
+        steps = read_steps(repo, task.id)
+        snap = repo.snapshot()
+        files = {p: list(c) for p, c in repo.numstat(steps[-1].tree, snap.tree).items()
+                 if p in set(paths)}
+        number = steps[-1].number + 1
+        data = state if state is not None else store.task_path(task.id).read_bytes()
+        blob = repo.write_object("blob", data)
+        meta = {"v": 1, "task": task.id, "kind": kind, "step": number, "turn": task.turn,
+                "tree": snap.tree, "files": files, "time": time.time(), "state": blob,
+                "target": target}
+        tree = repo.make_tree({"w": ("40000", snap.tree), "task.json": ("100644", blob)})
+        repo.set_ref(task_ref(task.id), repo.commit(tree, head, meta))
+    event = CheckpointTaken(step=number, turn=task.turn, kind=kind, files=len(files),
+                            added=sum(max(a, 0) for a, _ in files.values()),
+                            removed=sum(max(r, 0) for _, r in files.values()),
+                            changes={shown(p): c for p, c in files.items()})
+    journal_event(store, task, event)
+    return event
+
+
+def journal_event(store: TaskStore, task: Task, event: BaseEvent) -> BaseEvent:
+    """Append one event to the task's journal, stamped after its last one (lock held)."""
+    journal = store.journal(task.id)
+    try:
+        emitter = Emitter(task.id, seq=store.last_seq(task), journal=journal)
+        return emitter.emit(event, durable=True)
+    finally:
+        journal.close()
+
+
+# -- rewind ---------------------------------------------------------------------------------
+
+
+def rewind_task(store: TaskStore, task: Task, number: int) -> Task:
+    """Restore the files and the task's own state to step `number`; the task to resume.
+
+    Refuses as a whole (changing nothing) when a person changed one of the
+    files since the task last touched it, or when the step has no saved task
+    state. The journal keeps every event; a `task_rewound` event marks the
+    ones after the step as rewound.
+    """
+    changes = TaskChanges.open(store, task)
+    target = changes.step(number)
+    if target.mid_turn:
+        raise UsageError(f"step {number} is in the middle of turn {target.turn}; rewind to the "
+                         "last step of that turn, or to an earlier one")
+    if target.state is None:
+        raise UsageError(f"step {number} has no saved task state (its turn never finished)")
+    todo, refused, _ = plan_restore(changes, target, force=False)
+    if refused:
+        raise UsageError(f"cannot rewind task {task.id}: changed since the task last touched "
+                         f"it: {', '.join(refused)} (undo --force, or restore them by hand)")
+    lock = store.lock(task.id)
+    lock.acquire(epoch=task.epoch + 1)
+    try:
+        state = changes.repo.blobs([target.state])[target.state]
+        restored = apply_restore(changes.repo, todo)
+        atomic_write_bytes(store.task_path(task.id), state, fsync=store.fsync)
+        rewound = store.load(task.id)
+        journal_event(store, rewound, TaskRewound(step=number, turn=rewound.turn,
+                                                  after_seq=rewound.seq,
+                                                  files=[shown(p) for p in restored]))
+        record_step(store, rewound, "rewind", number, restored, state=state)
+    finally:
+        lock.release()
+    return store.load(task.id)

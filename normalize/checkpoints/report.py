@@ -1,0 +1,361 @@
+"""A task's report: one self-contained HTML file a person can open anywhere.
+
+No script, no network, no external asset: the styles are inline, long outputs
+fold with `<details>`, and every piece of text goes through `html.escape`,
+so a file's content (or a model's reply) shows as text and never as markup.
+Made from the journal (the shown, redacted record) and the workspace
+checkpoints (the diffs per step); the diffs and the task's own fields are
+redacted here, as every shown output is.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+
+from normalize.errors import NormalizeError
+from normalize.events import (
+    ActionFinished,
+    BaseEvent,
+    CheckpointTaken,
+    DecisionMade,
+    InputReceived,
+    ModelReplied,
+    ModelRequested,
+    Notice,
+    RunEnded,
+    RunStarted,
+    TaskRewound,
+    WaitingForInput,
+    event_from_dict,
+)
+from normalize.store import TaskStore
+from normalize.task import Task
+
+FOLD_LINES = 12
+MAX_DIFF = 200_000
+STYLE = """
+body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;
+max-width:70rem;padding:0 1rem;color:#1d2330;background:#fbfbfd}
+h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #dde}
+pre{background:#f2f3f7;padding:.6rem;overflow-x:auto;white-space:pre-wrap;
+word-break:break-word;font:13px/1.35 ui-monospace,Menlo,Consolas,monospace;margin:.3rem 0}
+code{font:13px ui-monospace,Menlo,Consolas,monospace}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{color:#667}
+.turn{border:1px solid #dde;border-radius:6px;padding:.5rem 1rem;margin:.8rem 0;background:#fff}
+.turn h3{font-size:1rem;margin:.2rem 0}.meta{color:#667;font-size:.85rem;font-weight:normal}
+.prose{white-space:pre-wrap}.rewound{opacity:.55;border-style:dashed}
+.status-success{color:#17663a}.status-error,.status-blocked,.status-interrupted{color:#b3261e}
+.status-cancelled{color:#7a5b00}.problem{background:#fdeceb;border-left:4px solid #b3261e;
+padding:.3rem .8rem;margin:.3rem 0}
+.add{color:#17663a;background:#e9f7ee}.del{color:#b3261e;background:#fdeceb}
+.hunk{color:#0b5cad}.file{font-weight:bold}
+table{border-collapse:collapse}td,th{padding:.15rem .8rem;text-align:left}
+td.num{text-align:right;font-family:ui-monospace,monospace}
+.wait{background:#eef4ff;padding:.3rem .8rem;border-left:4px solid #0b5cad}
+"""
+
+
+@dataclass
+class Turn:
+    """The events of one model turn (or driver decision) and what its actions did."""
+
+    turn: int
+    started: float = 0.0
+    ended: float = 0.0
+    prose: list[str] = field(default_factory=list)
+    actions: list[ActionFinished] = field(default_factory=list)
+    checkpoints: list[CheckpointTaken] = field(default_factory=list)
+    other: list[BaseEvent] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    model: str = ""
+    rewound: bool = False
+    first_seq: int = 0
+
+
+def _e(text: Any) -> str:
+    return escape(str(text), quote=True)
+
+
+def _events(store: TaskStore, task: Task, redact: Callable[[Any], Any]) -> list[BaseEvent]:
+    out: list[BaseEvent] = []
+    for data in store.events(task.id):
+        try:
+            out.append(event_from_dict(redact(data)))
+        except (KeyError, TypeError):
+            continue
+    return out
+
+
+def group_turns(events: Iterable[BaseEvent]) -> tuple[list[Turn], list[BaseEvent]]:
+    """The turns in journal order, and the run-level events (starts, ends, rewinds)."""
+    events = list(events)
+    rewound: list[tuple[int, int]] = [(e.after_seq, e.seq) for e in events
+                                      if isinstance(e, TaskRewound)]
+    turns: list[Turn] = []
+    runs: list[BaseEvent] = []
+    current: Turn | None = None
+
+    def turn_for(number: int, ts: float) -> Turn:
+        nonlocal current
+        if current is None or current.turn != number:
+            current = Turn(number, started=ts, ended=ts, first_seq=seq)
+            turns.append(current)
+        return current
+
+    for event in events:
+        seq = event.seq
+        is_rewound = any(lo < seq < hi for lo, hi in rewound)
+        match event:
+            case RunStarted() | RunEnded() | TaskRewound():
+                runs.append(event)
+                if current is not None:
+                    current.ended = max(current.ended, event.ts)
+                current = None
+                continue
+            case ModelRequested():
+                turn = turn_for(event.turn, event.ts)
+            case ModelReplied():
+                turn = turn_for(event.turn, event.ts)
+                turn.input_tokens += event.input_tokens
+                turn.output_tokens += event.output_tokens
+                turn.cost_usd += event.cost_usd
+                turn.model = event.model
+            case DecisionMade():
+                turn = turn_for(event.turn, event.ts)
+                if event.thinking.strip():
+                    turn.prose.append(event.thinking)
+                if event.done:
+                    turn.prose.append(f"done: {event.summary}" if event.summary else "done")
+            case ActionFinished():
+                turn = turn_for(event.turn, event.ts)
+                turn.actions.append(event)
+            case CheckpointTaken() if event.kind in ("action", "undo", "rewind"):
+                turn = turn_for(event.turn, event.ts)
+                turn.checkpoints.append(event)
+            case WaitingForInput() | InputReceived() | Notice():
+                if current is None:
+                    runs.append(event)
+                    continue
+                turn = current
+                turn.other.append(event)
+            case _:
+                continue
+        turn.ended = max(turn.ended, event.ts)
+        turn.rewound = turn.rewound or is_rewound
+    return turns, runs
+
+
+def _output(text: str, label: str, open_: bool = False) -> str:
+    lines = text.splitlines()
+    if not text.strip():
+        return ""
+    if len(lines) <= FOLD_LINES and len(text) < 1500:
+        return f"<pre>{_e(text)}</pre>"
+    return (f"<details{' open' if open_ else ''}><summary>{_e(label)} ({len(lines)} lines)"
+            f"</summary><pre>{_e(text)}</pre></details>")
+
+
+def diff_html(patch: str) -> str:
+    """A unified diff as a `<pre>` with a class per line kind."""
+    if len(patch) > MAX_DIFF:
+        patch = patch[:MAX_DIFF] + "\n… (cut: see `normalize diff`)\n"
+    rows = []
+    for line in patch.splitlines():
+        kind = ("file" if line.startswith(("diff --git", "+++ ", "--- ")) else
+                "add" if line.startswith("+") else "del" if line.startswith("-") else
+                "hunk" if line.startswith("@@") else "")
+        rows.append(f'<span class="{kind}">{_e(line)}</span>' if kind else _e(line))
+    return '<pre class="diff">' + "\n".join(rows) + "</pre>"
+
+
+def _step_diffs(store: TaskStore, task: Task) -> dict[int, str]:
+    try:
+        from normalize.checkpoints.changes import TaskChanges
+
+        changes = TaskChanges.open(store, task)
+        return {step.number: changes.patch(step.number) for step in changes.steps
+                if step.by_task and step.files}
+    except NormalizeError:
+        return {}
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "?"
+
+
+def render_report(store: TaskStore, task: Task) -> str:
+    """The whole report, as one HTML document (redacted: it is shown, like the journal)."""
+    from normalize.redact import Redactor
+
+    redactor = Redactor.for_workspace(task.workspace)
+    events = _events(store, task, redactor.redact_obj)  # again: a store may not redact
+    turns, runs = group_turns(events)
+    diffs = {step: redactor.redact(patch) for step, patch in _step_diffs(store, task).items()}
+    task = Task.from_dict(redactor.redact_obj(task.to_dict()))  # the task file is exact
+    out = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           f"<title>normalize task {_e(task.id)}</title><style>{STYLE}</style></head><body>",
+           f'<h1>Task <code>{_e(task.id)}</code> · <span class="status-'
+           f'{"success" if task.status.value == "done" else "error"}">'
+           f"{_e(task.status.value)}</span></h1>"]
+    usage = task.usage
+    facts = [("goal", task.goal), ("driver", task.driver), ("workspace", task.workspace),
+             ("turns", task.turn), ("actions", task.actions_run),
+             ("elapsed", f"{task.elapsed:.1f}s"),
+             ("tokens", f"{usage.input_tokens:,} in / {usage.output_tokens:,} out"),
+             ("cost", f"${usage.cost_usd:.4f}"), ("created", _when(task.created_at))]
+    if task.workflow:
+        facts.insert(3, ("workflow", task.workflow))
+    out.append("<dl>" + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts)
+               + "</dl>")
+    out += _problems(turns, task)
+    out += _changed_files(turns)
+    out.append("<h2>Timeline</h2>")
+    runs_by_seq = sorted(runs, key=lambda e: e.seq)
+    items: list[tuple[int, str]] = [(e.seq, _run_event(e)) for e in runs_by_seq]
+    items += [(turn.first_seq, _turn(turn, diffs)) for turn in turns]
+    ordered = sorted(items, key=lambda item: item[0])
+    out += [html for _, html in ordered if html]
+    out.append(_ending(task, runs_by_seq))
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def _problems(turns: list[Turn], task: Task) -> list[str]:
+    failed = [(t, a) for t in turns for a in t.actions if a.status != "success"]
+    if not failed and not task.error:
+        return []
+    out = ["<h2>Errors first</h2>"]
+    if task.error:
+        out.append(f'<div class="problem"><strong>the task ended with an error:</strong> '
+                   f"<pre>{_e(task.error)}</pre></div>")
+    for turn, action in failed:
+        out.append(f'<div class="problem">turn {turn.turn}: <a href="#a-{_e(action.seq)}">'
+                   f"<code>{_e(_first(action.command or action.tool))}</code></a> "
+                   f'<span class="status-{_e(action.status)}">{_e(action.status)}</span>'
+                   f"{'' if not action.error else ': ' + _e(_first(action.error, 300))}"
+                   f"{' (rewound)' if turn.rewound else ''}</div>")
+    return out
+
+
+def _changed_files(turns: list[Turn]) -> list[str]:
+    totals: dict[str, list[int]] = {}
+    for turn in turns:
+        if turn.rewound:
+            continue
+        for checkpoint in turn.checkpoints:
+            if checkpoint.kind == "rewind":
+                continue  # it cancels the rewound steps, which are left out
+            for path, (added, removed) in checkpoint.changes.items():
+                entry = totals.setdefault(path, [0, 0])
+                entry[0] += max(added, 0)
+                entry[1] += max(removed, 0)
+    if not totals:
+        return []
+    rows = "".join(f'<tr><td><code>{_e(p)}</code></td><td class="num add">+{a}</td>'
+                   f'<td class="num del">-{r}</td></tr>' for p, (a, r) in totals.items())
+    return ["<h2>Files changed</h2>", f"<table>{rows}</table>"]
+
+
+def _first(text: str, width: int = 120) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _run_event(event: BaseEvent) -> str:
+    match event:
+        case RunStarted():
+            how = "resumed" if event.resumed else "started"
+            return (f'<p class="meta">▶ run {how} at {_e(_when(event.ts))} '
+                    f"({_e(event.driver)}, turn {event.turn})</p>")
+        case RunEnded():
+            return (f'<p class="meta">■ run ended: <span class="status-'
+                    f'{"success" if event.status == "done" else "error"}">{_e(event.status)}'
+                    f"</span> after {event.duration:.1f}s</p>")
+        case TaskRewound():
+            return (f'<p class="wait">↺ rewound to step {event.step} (turn {event.turn}); '
+                    f"the dimmed turns before this were undone: "
+                    f"{_e(', '.join(event.files) or 'no files')}</p>")
+        case WaitingForInput():
+            return f'<p class="wait">? waiting: {_e(event.question)}</p>'
+        case InputReceived():
+            return f'<p class="wait">↳ answered: {_e(event.answer)}</p>'
+        case Notice() if event.level != "info":
+            return f'<p class="meta">! {_e(_first(event.message, 300))}</p>'
+    return ""
+
+
+def _turn(turn: Turn, diffs: dict[int, str]) -> str:
+    took = max(0.0, turn.ended - turn.started)
+    meta = [f"{took:.2f}s"]
+    if turn.input_tokens or turn.output_tokens:
+        meta.append(f"{turn.input_tokens:,} in / {turn.output_tokens:,} out tokens")
+    if turn.cost_usd:
+        meta.append(f"${turn.cost_usd:.4f}")
+    if turn.model:
+        meta.append(turn.model)
+    if turn.rewound:
+        meta.append("rewound")
+    kinds = {c.kind for c in turn.checkpoints}
+    title = f"Turn {turn.turn}"
+    if not turn.actions and not turn.prose and kinds and kinds <= {"undo", "rewind"}:
+        title = " · ".join(sorted(kinds))  # made by `normalize undo` / `resume --rewind`
+    out = [f'<article class="turn{" rewound" if turn.rewound else ""}" id="turn-{turn.turn}">',
+           f'<h3>{_e(title)} <span class="meta">· {_e(" · ".join(meta))}</span></h3>']
+    for prose in turn.prose:
+        out.append(f'<div class="prose">{_e(prose)}</div>')
+    if turn.actions:
+        out.append("<ol>")
+        for action in sorted(turn.actions, key=lambda a: a.status == "success"):
+            out.append(f'<li id="a-{action.seq}"><code>{_e(_first(action.command or action.tool))}'
+                       f'</code> <span class="status-{_e(action.status)}">{_e(action.status)}'
+                       f"</span> <span class=\"meta\">{action.duration:.2f}s"
+                       f"{'' if action.exit_code is None else f' · exit {action.exit_code}'}"
+                       "</span>")
+            if action.error:
+                out.append(f"<pre>{_e(action.error)}</pre>")
+            if action.tool in ("edit", "write") and action.status == "success" and \
+                    turn.checkpoints and action.preview.strip():  # the step's diff shows it
+                out.append(f"<details><summary>output</summary><pre>{_e(action.preview)}"
+                           "</pre></details>")
+            else:
+                out.append(_output(action.preview, "output",
+                                   open_=action.status != "success"))
+            out.append("</li>")
+        out.append("</ol>")
+    for checkpoint in turn.checkpoints:
+        patch = diffs.get(checkpoint.step, "")
+        label = f"step {checkpoint.step}: {checkpoint.files} file(s), " \
+                f"+{checkpoint.added} -{checkpoint.removed}"
+        if patch:
+            out.append(f"<details open><summary>{_e(label)}</summary>{diff_html(patch)}"
+                       "</details>")
+        elif checkpoint.files:
+            out.append(f'<p class="meta">{_e(label)}</p>')
+    for event in turn.other:
+        out.append(_run_event(event))
+    out.append("</article>")
+    return "\n".join(out)
+
+
+def _ending(task: Task, runs: list[BaseEvent]) -> str:
+    ended = [e for e in runs if isinstance(e, RunEnded)]
+    out = ["<h2>How it ended</h2>"]
+    if ended:
+        last = ended[-1]
+        out.append(f'<p><span class="status-{"success" if last.status == "done" else "error"}">'
+                   f"{_e(last.status)}</span> after {last.turns} turns, {last.actions} actions"
+                   f"{'' if not last.cost_usd else f', ${last.cost_usd:.4f}'}</p>")
+    if task.summary:
+        out.append(f'<div class="prose">{_e(task.summary)}</div>')
+    if task.pending is not None:
+        out.append(f'<p class="wait">? still waiting: {_e(task.pending.question)}</p>')
+    if task.error:
+        out.append(f"<pre>{_e(task.error)}</pre>")
+    return "\n".join(out)

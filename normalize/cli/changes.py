@@ -1,0 +1,108 @@
+"""`normalize diff`, `undo` and `report`: what a task changed, taking it back, a report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from normalize.cli.console import Environment, fail
+from normalize.errors import ExitStatus, NormalizeError
+
+
+def _open(ref: str) -> tuple[Any, Any]:
+    from normalize.store import TaskStore
+
+    store = TaskStore()
+    return store, store.load(store.resolve(ref))
+
+
+def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
+              json_output: bool) -> int:
+    """The task's changes (or one step's) as a unified diff, `--stat` or JSON."""
+    from normalize.checkpoints.changes import TaskChanges, parse_patch
+
+    try:
+        store, task = _open(ref)
+        changes = TaskChanges.open(store, task)
+        patch = changes.patch(step)
+        counts = changes.numstat(step)
+    except NormalizeError as exc:
+        return fail(env, exc)
+    if json_output:
+        files = parse_patch(patch)
+        for entry in files:
+            added, removed = counts.get(entry["path"], (entry["added"], entry["removed"]))
+            entry["added"], entry["removed"] = added, removed
+        env.stdout.write(json.dumps({"task": task.id, "step": step, "files": files}) + "\n")
+        return 0
+    if stat:
+        for path, (added, removed) in counts.items():
+            shown = "binary" if added < 0 else f"+{added} -{removed}"
+            env.stdout.write(f" {path}  {shown}\n")
+        total_a = sum(max(a, 0) for a, _ in counts.values())
+        total_r = sum(max(r, 0) for _, r in counts.values())
+        env.stdout.write(f" {len(counts)} files changed, +{total_a} -{total_r}\n")
+        return 0
+    if not patch:
+        env.stderr.write(f"task {task.id}: no changes\n")
+        return 0
+    if env.plain:
+        env.stdout.write(patch)
+        return 0
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(file=env.stdout, highlight=False)
+    for line in patch.splitlines():
+        style = ("bold" if line.startswith(("diff --git", "+++", "---")) else
+                 "green" if line.startswith("+") else "red" if line.startswith("-") else
+                 "cyan" if line.startswith("@@") else "")
+        console.print(Text(line, style=style), soft_wrap=True)
+    return 0
+
+
+def undo_changes(env: Environment, ref: str, to_step: int | None, *, force: bool) -> int:
+    """Put the files the task changed back; name each file refused."""
+    from normalize.checkpoints.changes import undo
+
+    try:
+        store, task = _open(ref)
+        result = undo(store, task, to_step, force=force)
+    except NormalizeError as exc:
+        return fail(env, exc)
+    where = "before the task" if to_step is None else f"as after step {to_step}"
+    for path in result.restored:
+        env.stdout.write(f"restored {path}\n")
+    for path in result.refused:
+        env.stderr.write(f"normalize: refused {path}: changed since task {task.id} last "
+                         "touched it (--force to restore it anyway)\n")
+    if not result.restored and not result.refused:
+        env.stdout.write(f"task {task.id}: nothing to undo, the files are {where} already\n")
+    elif result.restored:
+        again = f"; undo this with `normalize undo {task.id} --to {result.step - 1}`" \
+            if result.step else ""
+        env.stdout.write(f"task {task.id}: {len(result.restored)} file(s) put back {where}"
+                         f"{again}\n")
+    return int(ExitStatus.FAILED) if result.refused else 0
+
+
+def write_report(env: Environment, ref: str, output: Path | None) -> int:
+    """The task's self-contained HTML report, to a file (default: report-ID.html)."""
+    from normalize.checkpoints.report import render_report
+
+    try:
+        store, task = _open(ref)
+        text = render_report(store, task)
+        path = output or Path(f"report-{task.id}.html")
+        if str(path) == "-":
+            env.stdout.write(text)
+            return 0
+        path.write_text(text, encoding="utf-8")
+    except NormalizeError as exc:
+        return fail(env, exc)
+    except OSError as exc:
+        env.stderr.write(f"normalize: error: {output}: {exc.strerror or exc}\n")
+        return int(ExitStatus.USAGE)
+    env.stdout.write(f"wrote {path}\n")
+    return 0
