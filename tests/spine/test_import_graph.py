@@ -43,6 +43,8 @@ LAYERS: dict[str, str] = {
         "task", "events", "errors", "intents", "verbs", "redact", "cancel", "faults",
         "fsutil", "plugins", "sandbox", "retry", "fsopen")},
     "normalize.permissions": "api",  # resolves the layers: user config, workflow, flags
+    "normalize.mcp": "core",  # the MCP client: server tables, sessions, the sandboxed transport
+    "normalize.mcp.server": "api",  # `normalize mcp`: serves the tools and the tasks
 }
 
 CORE = {"core"}

@@ -1,0 +1,58 @@
+"""A small MCP server for the fault cases, written with the official SDK (stdio).
+
+`python fixture_server.py [--fail-start | --hang-start]`; tools: `echo` (read-only),
+`slow` (sleeps, writes its pid first), `touch` (writes a file; not read-only), `die`
+(exits mid-call).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+
+if "--fail-start" in sys.argv:
+    sys.stderr.write("fixture: cannot open the frobnicator database\n")
+    sys.exit(3)
+if "--hang-start" in sys.argv:
+    time.sleep(3600)
+
+server = MCPServer("fixture")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def echo(text: str, times: int = 1) -> str:
+    """Echo the text back, `times` times."""
+    return " ".join([text] * times)
+
+
+@server.tool()
+def slow(seconds: float, marker: str = "") -> str:
+    """Sleep for a while, then answer."""
+    if marker:
+        Path(marker).write_text(str(os.getpid()))
+    time.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool()
+def touch(name: str) -> str:
+    """Create a file in the working directory."""
+    Path(name).write_text("touched\n")
+    return f"created {name}"
+
+
+@server.tool()
+def die() -> str:
+    """Exit in the middle of the call."""
+    sys.stderr.write("fixture: dying on purpose\n")
+    sys.stderr.flush()
+    os._exit(7)
+
+
+if __name__ == "__main__":
+    server.run("stdio")
