@@ -170,11 +170,7 @@ class McpSessions:
         if call not in done:
             call.cancel()
             if done:
-                await _reaped(server)
-                tail = server.stderr_tail()
-                raise McpError(f"MCP server {spec.name!r} died during {tool}"
-                               f"{_exit_phrase(server, 0)}; the call's outcome is unknown; it "
-                               f"starts afresh on the next call{_tail(tail)}")
+                raise await _died(server, tool)
             raise McpError(f"MCP server {spec.name!r} did not answer {tool} within "
                            f"{spec.timeout:g} s (timeout); it was stopped and starts afresh on "
                            f"the next call")
@@ -182,10 +178,7 @@ class McpSessions:
             result = call.result()
         except Exception as exc:  # an MCP protocol error: the tool is unknown, a bad call
             if server.spawned.closed is not None and server.spawned.closed.done():
-                await _reaped(server)
-                raise McpError(f"MCP server {spec.name!r} died during {tool}"
-                               f"{_exit_phrase(server, 0)}; the call's outcome is unknown"
-                               f"{_tail(server.stderr_tail())}") from None
+                raise await _died(server, tool) from None
             raise McpError(f"MCP server {spec.name!r} refused {tool}: {exc}") from None
         return _result(result)
 
@@ -415,12 +408,15 @@ def _dead(server: _Server) -> bool:
         server.task and server.task.done())
 
 
-async def _reaped(server: _Server) -> None:
-    """Give a server whose stdout closed a moment to be reaped, so its status is known."""
+async def _died(server: _Server, tool: str) -> McpError:
+    """The error for a server whose stdout closed during a call (reaped first, for its status)."""
     process = server.spawned.process
     if process is not None and process.returncode is None:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(process.wait(), 0.5)
+    return McpError(f"MCP server {server.spec.name!r} died during {tool}"
+                    f"{_exit_phrase(server, 0)}; the call's outcome is unknown; it starts "
+                    f"afresh on the next call{_tail(server.stderr_tail())}")
 
 
 def _exit_phrase(server: _Server, wait: float = 0.3) -> str:

@@ -1,6 +1,6 @@
 """A small MCP server for the fault cases, written with the official SDK (stdio).
 
-`python fixture_server.py [--fail-start | --hang-start]`; tools: `echo` (read-only),
+`python fixture_server.py [--fail-start | --hang-start]`; tools: `echo` and `pid` (read-only),
 `slow` (sleeps, writes its pid first), `touch` (writes a file; not read-only), `die`
 (exits mid-call).
 """
@@ -37,6 +37,12 @@ def slow(seconds: float, marker: str = "") -> str:
         Path(marker).write_text(str(os.getpid()))
     time.sleep(seconds)
     return f"slept {seconds}"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def pid() -> str:
+    """This server's process id."""
+    return str(os.getpid())
 
 
 @server.tool()
