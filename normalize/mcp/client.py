@@ -244,6 +244,7 @@ class McpSessions:
     def _start_failure(self, spec: ServerSpec, server: _Server,
                        error: BaseException | None) -> McpError:
         tail = server.stderr_tail()
+        error = None if error is None else _leaf(error)
         if error is None:
             why = f"it did not finish starting within {spec.timeout:g} s (timeout)"
         elif isinstance(error, FileNotFoundError):
@@ -254,7 +255,10 @@ class McpSessions:
                 server.spawned.closed is not None and server.spawned.closed.done()):
             why = f"it exited before the MCP handshake{_exit_phrase(server)}"
         else:
-            why = f"{type(error).__name__}: {error}".rstrip(": ")
+            leaf = _leaf(error)
+            why = f"{type(leaf).__name__}: {leaf}".rstrip(": ")
+        if spec.transport == "http":
+            return McpError(f"MCP server {spec.name!r} failed to start ({spec.shown}): {why}")
         return McpError(f"MCP server {spec.name!r} failed to start ({spec.shown}): {why}"
                         f"{_tail(tail)}")
 
@@ -394,6 +398,13 @@ class McpSessions:
             if waited >= timeout:
                 future.cancel()
                 raise TimeoutError
+
+
+def _leaf(error: BaseException) -> BaseException:
+    """The first real exception inside exception groups (the SDK's task groups wrap them)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
 
 
 def _report(server: _Server, on_spawn: Callable[[int], None] | None) -> None:

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from normalize.errors import ToolError
 from normalize.mcp.catalog import arguments, usage
-from normalize.mcp.client import McpSessions
+from normalize.mcp.client import McpError, McpSessions
 from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.base import ToolContext
 
@@ -71,9 +71,14 @@ class McpTool:
         name = words.pop(0)
         tool = sessions.tool(server, name)
         args = arguments(tool, words, action.body)
-        answer = sessions.call(server, name, args, cancel=ctx.cancel, on_spawn=ctx.on_spawn)
         data: dict[str, object] = {"server": server, "tool": name, "arguments": args,
                                    "read_only": tool.read_only}
+        try:
+            answer = sessions.call(server, name, args, cancel=ctx.cancel, on_spawn=ctx.on_spawn)
+        except McpError as exc:
+            if ctx.cancel.cancelled:
+                return ActionResult(status=ResultStatus.CANCELLED, error=str(exc), data=data)
+            raise
         if answer.is_error:
             first = answer.text.strip().splitlines()[0] if answer.text.strip() else "an error"
             return ActionResult(status=ResultStatus.ERROR, output=answer.text,

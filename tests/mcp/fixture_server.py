@@ -1,8 +1,8 @@
-"""A small MCP server for the fault cases, written with the official SDK (stdio).
+"""A small MCP server for the fault cases, written with the official SDK (stdio or HTTP).
 
-`python fixture_server.py [--fail-start | --hang-start]`; tools: `echo` and `pid` (read-only),
-`slow` (sleeps, writes its pid first), `touch` (writes a file; not read-only), `die`
-(exits mid-call).
+`python fixture_server.py [--fail-start | --hang-start | --http PORT]`; tools: `echo` and
+`pid` (read-only), `slow` (sleeps, writes its pid first), `touch` (writes a file; not
+read-only), `die` (exits mid-call).
 """
 
 from __future__ import annotations
@@ -61,4 +61,8 @@ def die() -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if "--http" in sys.argv:  # streamable HTTP on loopback: --http PORT
+        port = int(sys.argv[sys.argv.index("--http") + 1])
+        server.run("streamable-http", host="127.0.0.1", port=port)
+    else:
+        server.run("stdio")

@@ -144,3 +144,25 @@ def test_listing_servers_and_tools(run: Any) -> None:
     assert tools.ok
     assert "mcp fx echo text=STRING [times=INTEGER]  (read-only)" in tools.output
     assert "mcp fx touch name=STRING  (changes things)" in tools.output
+
+
+def test_cancelling_a_call_stops_it_and_says_cancelled(tmp_path: Path) -> None:
+    import threading
+
+    from normalize.cancel import CancelToken
+    from normalize.task import ResultStatus
+
+    configured = servers(fx={"command": FX[0], "args": FX[1:], "timeout": 60})
+    cancel = CancelToken()
+    with McpSessions(configured, workspace=tmp_path) as sessions:
+        ctx = ToolContext(workspace=tmp_path, guard=WorkspaceGuard(tmp_path), cache=NoCache(),
+                          policy=ApprovalPolicy(mode=ApprovalMode.YES), mcp=sessions,
+                          cancel=cancel)
+        sessions.tools("fx")  # started
+        timer = threading.Timer(1.0, cancel.cancel)
+        timer.start()
+        result = default_tools().execute(parse_command("mcp fx slow seconds=60"), ctx)
+        timer.join()
+    assert result.status is ResultStatus.CANCELLED
+    assert result.error == "cancelled while the MCP call ran; its outcome is unknown"
+    assert result.duration < 10
