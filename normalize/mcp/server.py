@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from normalize.task import Action, ResultStatus, Task
 
 __all__ = ["ServeOptions", "build_server", "serve"]
 
+DISCONNECT_GRACE = 5.0
 INSTRUCTIONS = (
     "normalize's code tools (view, skeleton, grep) read the workspace {root}; paths are "
     "relative to it and may not leave it. The task tools list and follow normalize tasks.")
@@ -222,10 +224,17 @@ def _answer(options: ServeOptions, task: Task, answer: str) -> str:
 
 
 def serve(options: ServeOptions) -> None:
-    """Serve over stdio until the client closes the connection; stop the tasks it started."""
+    """Serve over stdio until the client disconnects; then stop the tasks it started.
+
+    Each gets `DISCONNECT_GRACE` seconds to reach its resting point, then is
+    cancelled (it stops at a safe point and can be resumed).
+    """
     try:
         build_server(options).run("stdio")
     finally:
-        options.cancel.cancel()
+        deadline = time.monotonic() + DISCONNECT_GRACE
+        for thread in options.runs:  # a task near its resting point gets there
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        options.cancel.cancel()  # the rest stop at a safe point, resumable
         for thread in options.runs:
             thread.join(timeout=30)

@@ -30,8 +30,8 @@ def _drive(params: StdioServerParameters, calls: list[tuple[str, dict[str, Any]]
             results = []
             for name, args in calls:
                 results.append(await s.call_tool(name, args))
-                if name == "start_workflow":
-                    await anyio.sleep(3)  # let the background run finish
+                if name in ("start_workflow", "answer_task"):
+                    await anyio.sleep(2)  # the run goes on in the background
             return tools, results
 
     return anyio.run(go)
@@ -91,3 +91,28 @@ def test_allow_run_serves_the_task_tools_that_start_and_follow_a_workflow(
     assert seqs and min(seqs) == 3  # events since sequence number 2
     assert any(json.loads(line)["type"] == "action_finished"
                for line in _text(events).splitlines())
+
+
+def test_answer_task_answers_a_waiting_task_and_resumes_it(tmp_path: Path,
+                                                          normalize_home: Path) -> None:
+    root = tmp_path / "ws"
+    (root / ".normalize" / "workflows").mkdir(parents=True)
+    (root / ".normalize" / "workflows" / "asker.toml").write_text(
+        '[workflow]\nname = "asker"\n[[workflow.steps]]\nname = "q"\n'
+        'action = "ask Which colour?"\ncapture = "colour"\n'
+        '[[workflow.steps]]\nname = "say"\naction = "note chose {colour}"\n')
+    _, (started,) = _drive(_session(root, normalize_home, "--allow-run"), [
+        ("start_workflow", {"workflow": "asker"})])
+    task_id = json.loads(_text(started))["task"]
+    _, (shown, refused) = _drive(_session(root, normalize_home, "--allow-run"), [
+        ("show_task", {"task": task_id}), ("answer_task", {"task": "nope", "answer": "x"})])
+    assert json.loads(_text(shown))["waiting_for"]["question"] == "Which colour?"
+    assert refused.is_error and "nope" in _text(refused)
+    _, (answered,) = _drive(_session(root, normalize_home, "--allow-run"), [
+        ("answer_task", {"task": task_id, "answer": "blue"})])
+    assert json.loads(_text(answered)) == {"task": task_id, "status": "resumed"}
+    _, (shown, events) = _drive(_session(root, normalize_home), [
+        ("show_task", {"task": task_id}), ("task_events", {"task": task_id})])
+    assert json.loads(_text(shown))["status"] == "done"
+    commands = [json.loads(line).get("command") for line in _text(events).splitlines()]
+    assert any(c and c.startswith("note chose") and "blue" in c for c in commands), commands
