@@ -9,6 +9,7 @@ from mcp_helpers import git_repo, git_server, time_server, write_config
 
 from normalize.drivers.base import DriverServices
 from normalize.events import BaseEvent
+from normalize.redact import Redactor
 from normalize.retry import RetryPolicy
 from normalize.runner import RunOptions, load_spec, run_task, start_task
 from normalize.store import TaskStore
@@ -20,7 +21,7 @@ FAST = RetryPolicy(strategy="none")
 def run_scripted(workspace: Path, home: Path, *replies: str, **options: Any
                  ) -> tuple[ScriptedModel, TaskStore, str, list[BaseEvent]]:
     model = ScriptedModel(list(replies), model="test")
-    store = TaskStore(home, fsync=False)
+    store = TaskStore(home, fsync=False, redact=Redactor.for_workspace(workspace))  # as the CLI
     events: list[BaseEvent] = []
     opts = RunOptions(workspace=workspace, subscribers=[events.append], store=store, fsync=False,
                       services=DriverServices(model_factory=lambda spec, **_: model,
@@ -64,3 +65,27 @@ def test_an_agent_calls_third_party_servers_and_sees_their_results(
     assert [e["data"]["tool"] for e in finished] == ["get_current_time", "git_status"]
     assert all(e["read_only"] is False for e in started)  # journaled as side effects
     assert any(e["type"] == "process_started" for e in journal)  # the servers' pids
+
+
+KEY = "sk-ant-api03-" + "Zq9_" * 12
+
+
+def test_long_results_are_previewed_and_cached_and_secrets_redacted_in_the_journal(
+        tmp_path: Path, normalize_home: Path) -> None:
+    from mcp_helpers import fixture_server
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    write_config(normalize_home, fixture_server("fx", timeout=30))
+    model, store, task_id, _ = run_scripted(
+        root, normalize_home,
+        f"Two echoes.\nmcp fx echo text={KEY}\nmcp fx echo text=word times=5000",
+        "done echoed")
+    model.assert_done()
+    journal_text = store.journal_path(task_id).read_text()
+    assert KEY not in journal_text and "[REDACTED]" in journal_text
+    finished = [e for e in store.events(task_id) if e["type"] == "action_finished"]
+    long = finished[1]
+    assert long["status"] == "success" and long["cache_id"]
+    assert len(long["preview"]) < 5000 * 5
+    assert str(long["cache_id"]) in str(model.requests[1].messages)  # the model may fetch it
