@@ -166,3 +166,31 @@ def test_cancelling_a_call_stops_it_and_says_cancelled(tmp_path: Path) -> None:
     assert result.status is ResultStatus.CANCELLED
     assert result.error == "cancelled while the MCP call ran; its outcome is unknown"
     assert result.duration < 10
+
+
+def test_the_approval_policy_reads_the_servers_read_only_hint(tmp_path: Path) -> None:
+    configured = servers(fx={"command": FX[0], "args": FX[1:], "timeout": 20})
+    asked: list[str] = []
+    with McpSessions(configured, workspace=tmp_path) as sessions:
+        def ctx(mode: ApprovalMode, answer: str | None) -> ToolContext:
+            approver = None if answer is None else (lambda q: asked.append(q) or answer)
+            return ToolContext(workspace=tmp_path, guard=WorkspaceGuard(tmp_path),
+                               cache=NoCache(), policy=ApprovalPolicy(mode=mode), mcp=sessions,
+                               approver=approver)
+
+        tools = default_tools()
+        echo, touch = parse_command("mcp fx echo text=hi"), parse_command("mcp fx touch name=t")
+        assert tools.execute(echo, ctx(ApprovalMode.AUTO, "no")).ok  # read-only: no question
+        assert asked == []
+        refused = tools.execute(touch, ctx(ApprovalMode.AUTO, "no"))
+        assert refused.error == "not approved: `mcp fx touch name=t`"
+        assert asked == ["Allow mcp `fx touch name=t`? (its MCP server does not mark it "
+                         "read-only)"]
+        assert tools.execute(touch, ctx(ApprovalMode.ASK, "yes")).ok
+        assert (tmp_path / "t").read_text() == "touched\n"
+        never = tools.execute(echo, ctx(ApprovalMode.NEVER, None))
+        assert never.error is not None and "the approval mode is `never`" in never.error
+        allowed = ApprovalPolicy(mode=ApprovalMode.NEVER, allow=["mcp fx *"])
+        plain = ctx(ApprovalMode.NEVER, None)
+        plain.policy = allowed
+        assert tools.execute(touch, plain).ok  # an allow pattern names the server
