@@ -41,6 +41,15 @@ class McpError(ToolError):
     """An MCP server or call failed; the message says what to do about it."""
 
 
+class _Broken(McpError):
+    """The server died or hung: it is stopped, and the next use starts a fresh one."""
+
+
+def _timed_out(spec: ServerSpec, tool: str) -> _Broken:
+    return _Broken(f"MCP server {spec.name!r} did not answer {tool} within {spec.timeout:g} s "
+                   f"(timeout); it was stopped and starts afresh on the next call")
+
+
 @dataclass
 class CallResult:
     """What a tool call answered: its text, whether the server called it an error, raw data."""
@@ -148,16 +157,13 @@ class McpSessions:
         _report(server, on_spawn)
         spec = server.spec
         try:
-            result = self._wait(self._call(server, tool, args), spec.timeout + 5, cancel)
-        except McpError:
+            return self._wait(self._call(server, tool, args), spec.timeout + 5, cancel)
+        except _Broken:
             self.stop(name)
             raise
         except TimeoutError:
             self.stop(name)
-            raise McpError(f"MCP server {name!r} did not answer {tool} within "
-                           f"{spec.timeout:g} s (timeout); it was stopped and starts afresh "
-                           f"on the next call") from None
-        return result
+            raise _timed_out(spec, tool) from None
 
     async def _call(self, server: _Server, tool: str, args: dict[str, Any]) -> CallResult:
         spec = server.spec
@@ -171,9 +177,7 @@ class McpSessions:
             call.cancel()
             if done:
                 raise await _died(server, tool)
-            raise McpError(f"MCP server {spec.name!r} did not answer {tool} within "
-                           f"{spec.timeout:g} s (timeout); it was stopped and starts afresh on "
-                           f"the next call")
+            raise _timed_out(spec, tool)
         try:
             result = call.result()
         except Exception as exc:  # an MCP protocol error: the tool is unknown, a bad call
@@ -394,7 +398,7 @@ class McpSessions:
                 waited += _POLL
             if cancel is not None and cancel.cancelled:
                 future.cancel()
-                raise McpError("cancelled while the MCP call ran; its outcome is unknown")
+                raise _Broken("cancelled while the MCP call ran; its outcome is unknown")
             if waited >= timeout:
                 future.cancel()
                 raise TimeoutError
@@ -419,13 +423,13 @@ def _dead(server: _Server) -> bool:
         server.task and server.task.done())
 
 
-async def _died(server: _Server, tool: str) -> McpError:
+async def _died(server: _Server, tool: str) -> _Broken:
     """The error for a server whose stdout closed during a call (reaped first, for its status)."""
     process = server.spawned.process
     if process is not None and process.returncode is None:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(process.wait(), 0.5)
-    return McpError(f"MCP server {server.spec.name!r} died during {tool}"
+    return _Broken(f"MCP server {server.spec.name!r} died during {tool}"
                     f"{_exit_phrase(server, 0)}; the call's outcome is unknown; it starts "
                     f"afresh on the next call{_tail(server.stderr_tail())}")
 
