@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mcp_helpers import git_repo, git_server, time_server, write_config
+from mcp_helpers import cli, git_repo, git_server, time_server, write_config
 
 from normalize.drivers.base import DriverServices
 from normalize.events import BaseEvent
@@ -16,6 +16,10 @@ from normalize.store import TaskStore
 from normalize.testing import ScriptedModel
 
 FAST = RetryPolicy(strategy="none")
+
+
+def home_of(store: TaskStore) -> Path:
+    return Path(store.home)
 
 
 def run_scripted(workspace: Path, home: Path, *replies: str, **options: Any
@@ -65,6 +69,10 @@ def test_an_agent_calls_third_party_servers_and_sees_their_results(
     assert [e["data"]["tool"] for e in finished] == ["get_current_time", "git_status"]
     assert all(e["read_only"] is False for e in started)  # journaled as side effects
     assert any(e["type"] == "process_started" for e in journal)  # the servers' pids
+    shown = cli("tasks", "show", task_id, cwd=repo, home=home_of(store))
+    assert shown.returncode == 0, shown.stderr
+    assert "✓ mcp time get_current_time timezone=Europe/Paris" in shown.stdout
+    assert "✓ mcp git git_status repo_path=" in shown.stdout  # (a long path is cut)
 
 
 KEY = "sk-ant-api03-" + "Zq9_" * 12
