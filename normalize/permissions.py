@@ -19,14 +19,18 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from normalize.errors import ConfigError
 from normalize.sandbox import SandboxMode, SandboxPolicy
 from normalize.store.paths import config_home
 
+if TYPE_CHECKING:
+    from normalize.mcp.config import ServerSpec
+
 __all__ = ["KEYS", "MODES", "SANDBOXES", "Permissions", "config_path", "file_digest",
-           "is_trusted", "load_user_config", "trust_file", "trusted_files", "untrust_file"]
+           "is_trusted", "load_mcp_servers", "load_user_config", "trust_file", "trusted_files",
+           "untrust_file"]
 
 MODES = ("never", "ask", "auto", "yes")
 """Approval modes, strictest first."""
@@ -191,15 +195,35 @@ def load_user_config(path: Path | None = None) -> Permissions:
     path = path or config_path()
     doc, source = _read_config(path)
     for key in doc:
-        if key not in ("permissions", "trust"):
+        if key not in ("permissions", "trust", "mcp"):
             line = _line_of(source, "")(key) or 1
-            raise ConfigError(f"{path}:{line}: unknown table {key!r}; expected [permissions] "
-                              f"or [trust]")
+            raise ConfigError(f"{path}:{line}: unknown table {key!r}; expected [permissions], "
+                              f"[trust] or [[mcp]]")
     table = doc.get("permissions", {})
     if not isinstance(table, Mapping):
         raise ConfigError(f"{path}: `permissions` must be a table")
     return Permissions().overlay(table.unwrap() if hasattr(table, "unwrap") else table,
                                  str(path), locate=_line_of(source, "permissions"))
+
+
+def load_mcp_servers(path: Path | None = None) -> list[ServerSpec]:
+    """The MCP servers of the user's config: its `[[mcp]]` tables (see `normalize.mcp.config`)."""
+    from normalize.mcp.config import parse_servers
+    from normalize.workflow.locate import Locator
+
+    path = path or config_path()
+    doc, source = _read_config(path)
+    tables = doc.get("mcp", [])
+    tables = tables.unwrap() if hasattr(tables, "unwrap") else tables
+    if not isinstance(tables, list):
+        raise ConfigError(f"{path}: `mcp` must be an array of tables ([[mcp]])")
+    locator = Locator(source)
+
+    def fail(index: int, key: str, message: str) -> ConfigError:
+        found = locator.find(f"mcp.{index}.{key}")
+        return ConfigError(f"{path}:{found[0]}: {message}" if found else f"{path}: {message}")
+
+    return parse_servers(tables, str(path), fail)
 
 
 # -- trust ----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from normalize.cancel import CancelToken
 from normalize.drivers.base import DRIVERS, Driver, DriverServices, create_driver
@@ -31,6 +31,7 @@ from normalize.workflow.spec import WorkflowSpec
 
 if TYPE_CHECKING:
     from normalize.checkpoints import WorkspaceCheckpoints
+    from normalize.mcp.config import ServerSpec
     from normalize.permissions import Permissions
     from normalize.sandbox import SandboxPolicy
 
@@ -159,13 +160,53 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     refuse_unconfined(perms.sandbox_policy(), perms.mode, options.interactive)  # before a task
     # a resumed run keeps these (the flags of that run may change them)
     config: dict[str, Any] = {"spec": spec.to_dict(), "permissions": perms.to_dict()}
-    if perms.notes:
-        config["permission_notes"] = list(perms.notes)
+    servers, ignored = mcp_servers(spec, options)
+    if servers:
+        config["mcp_servers"] = [server.to_dict() for server in servers]
+    notes = [*perms.notes, *ignored]
+    if notes:
+        config["permission_notes"] = notes
     task = Task.new(goal=goal or spec.description or spec.name,
                     workspace=str(options.workspace.resolve()), driver=spec.driver,
                     driver_config=config, limits=limits, workflow=spec.path)
     _store(options).create(task)
     return task
+
+
+def mcp_servers(spec: WorkflowSpec, options: RunOptions) -> tuple[list[ServerSpec], list[str]]:
+    """The MCP servers a run of `spec` uses: the user's `[[mcp]]`, then `[[workflow.mcp]]`.
+
+    A server names a program to start, so an untrusted workspace workflow's
+    servers are left out (with a note), as any widening it asks for is.
+    """
+    from normalize.mcp.config import parse_servers
+    from normalize.permissions import UNTRUSTED_HINT, load_mcp_servers
+
+    servers = {server.name: server for server in load_mcp_servers()}
+    ignored: list[str] = []
+    if spec.mcp:
+        where = _shown(spec.path, options.workspace)
+        if spec.origin == "workspace":
+            names = ", ".join(str(t.get("name")) for t in spec.mcp)
+            ignored.append(f"ignored [[workflow.mcp]] {names} from {where}: {UNTRUSTED_HINT}")
+        else:
+            servers.update((s.name, s) for s in parse_servers(spec.mcp, where))
+    return list(servers.values()), ignored
+
+
+def task_mcp_servers(task: Task, options: RunOptions) -> list[ServerSpec]:
+    """The servers recorded when the task started (or, for an older task, found anew)."""
+    from normalize.mcp.config import ServerSpec
+
+    recorded = task.driver_config.get("mcp_servers")
+    if isinstance(recorded, list):
+        return [ServerSpec.from_dict(item) for item in recorded]
+    if "permissions" in task.driver_config:
+        return []  # started with none
+    spec = task.driver_config.get("spec")
+    if not spec:
+        return []
+    return mcp_servers(WorkflowSpec.from_dict(spec), options)[0]
 
 
 def open_task(ref: str, options: RunOptions) -> Task:
@@ -194,11 +235,17 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
     guard = WorkspaceGuard(workspace, protected=[store.home, config_home()])
     sandbox = replace(perms.sandbox_policy(), hidden=(str(store.home), str(config_home())))
     refuse_unconfined(sandbox, policy.mode.value, options.interactive)
+    servers = task_mcp_servers(task, options)
+    sessions = None
+    if servers:
+        from normalize.mcp.client import McpSessions
+
+        sessions = McpSessions(servers, workspace=workspace, sandbox=sandbox)
     return ToolContext(workspace=workspace, guard=guard, cache=cache, policy=policy,
                        cancel=options.cancel, timeout=options.timeout,
                        approver=options.approver if options.interactive else None,
                        asker=options.asker if options.interactive else None, caches=caches,
-                       sandbox=sandbox)
+                       sandbox=sandbox, mcp=sessions)
 
 
 def task_permissions(task: Task, options: RunOptions) -> Permissions:
@@ -293,6 +340,13 @@ def workspace_checkpoints(task: Task, store: TaskStore) -> WorkspaceCheckpoints 
     return WorkspaceCheckpoints.for_workspace(Path(task.workspace), store.home, store.task_path)
 
 
+@runtime_checkable
+class _TakesCommands(Protocol):
+    """A driver whose prompt lists more commands than the built-in verbs (the LLM driver)."""
+
+    extra_commands: Callable[[], str] | None
+
+
 def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
              resumed: bool = False, reply: Reply | None = None) -> RunOutcome:
     """Drive `task` to its next resting point."""
@@ -302,15 +356,22 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     if not os.path.isdir(task.workspace):
         raise UsageError(f"workspace {task.workspace} of task {task.id} no longer exists")
     tools = options.tools or default_tools()
-    driver = driver or make_driver(task, options)
-    notes = [] if resumed else task.driver_config.get("permission_notes") or []
-    subscribers = list(options.subscribers)
-    engine = Engine(store, tools, tool_context(task, options), cancel=options.cancel,
-                    subscribers=subscribers, interactive=options.interactive)
-    engine.workspace_checkpoints = workspace_checkpoints(task, store)
-    if notes:
-        engine.subscribers.append(_announcer(engine, notes))
-    return engine.run(task, driver, resumed=resumed, reply=reply)
+    tool_ctx = tool_context(task, options)
+    try:
+        driver = driver or make_driver(task, options)
+        if tool_ctx.mcp is not None and isinstance(driver, _TakesCommands):
+            driver.extra_commands = tool_ctx.mcp.reference  # the MCP tools, in its prompt
+        notes = [] if resumed else task.driver_config.get("permission_notes") or []
+        subscribers = list(options.subscribers)
+        engine = Engine(store, tools, tool_ctx, cancel=options.cancel,
+                        subscribers=subscribers, interactive=options.interactive)
+        engine.workspace_checkpoints = workspace_checkpoints(task, store)
+        if notes:
+            engine.subscribers.append(_announcer(engine, notes))
+        return engine.run(task, driver, resumed=resumed, reply=reply)
+    finally:
+        if tool_ctx.mcp is not None:
+            tool_ctx.mcp.close()  # every server this run started stops with it
 
 
 def run_flow(root: object, *, goal: str = "", options: RunOptions | None = None,

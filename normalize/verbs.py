@@ -137,6 +137,15 @@ VERBS: tuple[Verb, ...] = (
         takes_body=True,
     ),
     Verb(
+        "mcp",
+        (),
+        ("mcp SERVER TOOL key=value ...", "mcp SERVER TOOL <<EOF", "mcp SERVER", "mcp"),
+        "calls a tool of a configured MCP server (arguments as key=value words, or a JSON "
+        "object as the body); `mcp SERVER` lists its tools, `mcp` the servers",
+        True,
+        takes_body=True,
+    ),
+    Verb(
         "done",
         ("finish", "finished"),
         ("done [SUMMARY]",),

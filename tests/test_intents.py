@@ -434,9 +434,10 @@ COMMANDS_MD_VERBS = {
     "note": {"remember"},
     "plan": {"breakdown"},
     "ask": set(),
+    "mcp": set(),
     "done": {"finish", "finished"},
 }
-SIDE_EFFECTS = {"edit", "write", "run", "test"}
+SIDE_EFFECTS = {"edit", "write", "run", "test", "mcp"}  # mcp: unless the server says read-only
 
 
 def test_verbs_match_commands_md() -> None:

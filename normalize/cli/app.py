@@ -345,6 +345,19 @@ def sandbox_check(json_output: Annotated[bool, typer.Option("--json")] = False) 
     raise typer.Exit(check(_env(), json_output=json_output))
 
 
+@app.command("mcp")
+def mcp_serve(
+    workspace: Annotated[Path | None, typer.Option("--workspace", "-w",
+                                                   help="Directory to serve.")] = None,
+    allow_run: Annotated[bool, typer.Option(
+        "--allow-run", help="Also serve the tools that start and answer tasks.")] = False,
+) -> None:
+    """Serve normalize's code tools and tasks over MCP (stdio), for other agents."""
+    from normalize.cli.mcp import serve_mcp
+
+    raise typer.Exit(serve_mcp(_env(), workspace=workspace, allow_run=allow_run))
+
+
 VERB_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", "-w",
                                                    help="Directory to work in.")]

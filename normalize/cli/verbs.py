@@ -46,9 +46,13 @@ def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | 
 
 def print_commands(env: Environment, *, markdown: bool) -> int:
     """The command language reference, generated from the verb table."""
+    from normalize.cli.mcp import user_servers_reference
     from normalize.intents import command_reference
 
     env.stdout.write(command_reference(markdown=markdown).rstrip("\n") + "\n")
+    extra = user_servers_reference(env)  # the configured MCP servers' tools
+    if extra:
+        env.stdout.write("\n" + extra.rstrip("\n") + "\n")
     return 0
 
 

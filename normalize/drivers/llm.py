@@ -227,6 +227,7 @@ class LLMDriver:
         self._client: ModelClient | None = None
         self._fallbacks: list[ModelClient] = []
         self._system: str | None = None
+        self.extra_commands: Callable[[], str] | None = None  # more commands (MCP tools)
         self._unpriced: set[str] = set()
         # persisted state (bounded)
         self.facts: list[str] = []
@@ -344,6 +345,9 @@ class LLMDriver:
                 text = default_prompt()
             self.facts = self.facts or workspace_facts(workspace)
             self._system = build_system_prompt(text, self.facts)
+            extra = self.extra_commands() if self.extra_commands is not None else ""
+            if extra:
+                self._system += "\n" + extra
         return self._system
 
     def goal(self, task: Task) -> str:

@@ -11,6 +11,7 @@ def default_tools() -> ToolRegistry:
     from normalize.tools.edit import EditTool, WriteTool
     from normalize.tools.fetch import FetchTool
     from normalize.tools.grep import GrepTool
+    from normalize.tools.mcp import McpTool
     from normalize.tools.meta import AskTool, DoneTool, NoteTool, PlanTool
     from normalize.tools.run import RunTool
     from normalize.tools.test import TestTool
@@ -18,7 +19,7 @@ def default_tools() -> ToolRegistry:
 
     return ToolRegistry([
         ViewTool(), SkeletonTool(), GrepTool(), EditTool(), WriteTool(), RunTool(), TestTool(),
-        AnalyzeTool(), FetchTool(), NoteTool(), PlanTool(), AskTool(), DoneTool(),
+        AnalyzeTool(), FetchTool(), NoteTool(), PlanTool(), AskTool(), DoneTool(), McpTool(),
     ])
 
 

@@ -17,6 +17,8 @@ parts, `ls && rm x` too); every part must pass.
 | a destructive command (list below)                  | person | person | run    | refuse  |
 | any other `run` / `test` (the sandbox confines it)  | person | run    | run    | refuse  |
 | `edit` / `write` (the guard confines them)          | person | run    | run    | refuse  |
+| `mcp` tool the server marks read-only (readOnlyHint)| person | run    | run    | refuse  |
+| any other `mcp` tool                                | person | person | run    | refuse  |
 
 `person`: the approver callable on the context is asked (`yes` / `no` /
 `always`; `always` remembers the program, e.g. `rm` or `python -m pytest`, for
@@ -47,7 +49,7 @@ from enum import StrEnum
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
-from normalize.errors import ConfigError
+from normalize.errors import ConfigError, NormalizeError
 from normalize.sandbox import SandboxMode, SandboxPolicy, probe
 from normalize.task import Action, ActionResult, ResultStatus, Wait
 from normalize.tools.shell import command_parts, text_after_verb, unquoted_operators
@@ -174,7 +176,25 @@ def _program_kind(words: list[str], outside: str | None) -> str:
     return "destructive" if is_destructive(words) else "confined"
 
 
-def _parts(action: Action, outside: str | None) -> tuple[str, list[_Part]]:
+def _mcp_kind(action: Action, ctx: ToolContext) -> str | None:
+    """`confined` for a tool its server marks read-only, `mcp` otherwise; None: not a call.
+
+    Looking the tool up starts its server; a failure (unknown server or tool, a
+    server that cannot start) is kept for the tool to report, and nothing runs.
+    """
+    sessions, args = ctx.mcp, action.args
+    if sessions is None or len(args) < 2:
+        return None  # listing servers or tools, or no servers: read-only
+    try:
+        tool = sessions.tool(args[0], args[1])
+    except NormalizeError as exc:
+        sessions.failures[action.key] = str(exc)
+        return None
+    return "confined" if tool.read_only else "mcp"
+
+
+def _parts(action: Action, outside: str | None,
+           mcp_kind: str | None = None) -> tuple[str, list[_Part]]:
     """The whole command text and the parts to judge."""
     args = action.args
     if action.tool == "run":
@@ -189,6 +209,10 @@ def _parts(action: Action, outside: str | None) -> tuple[str, list[_Part]]:
         kind = "outside" if outside is not None else "confined"
     elif action.tool in ("edit", "write"):
         kind = "edit"
+    elif action.tool == "mcp":
+        if mcp_kind is None:
+            return whole, []
+        kind = mcp_kind
     else:
         kind = "other"
     return whole, [_Part(whole, [action.tool, *args], kind, f"tool:{action.tool}")]
@@ -244,7 +268,8 @@ class ApprovalPolicy:
 
     def _judge(self, action: Action, ctx: ToolContext) -> ActionResult | None:
         outside = outside_reason(ctx.sandbox) if action.tool in ("run", "test") else None
-        whole, parts = _parts(action, outside)
+        mcp_kind = _mcp_kind(action, ctx) if action.tool == "mcp" else None
+        whole, parts = _parts(action, outside, mcp_kind)
         if not parts:
             return None
         for pattern in self.deny:
@@ -331,6 +356,8 @@ def _why(pending: list[_Part], outside: str | None) -> str:
         return outside
     if any(part.kind == "destructive" for part in pending):
         return "it deletes or discards work in the workspace"
+    if any(part.kind == "mcp" for part in pending):
+        return "its MCP server does not mark it read-only"
     return ""
 
 

@@ -21,6 +21,7 @@ from normalize.task import Action, ActionResult
 
 if TYPE_CHECKING:
     from normalize.execution.cache import CacheSet, ResultCache
+    from normalize.mcp.client import McpSessions
     from normalize.tools.approval import ApprovalPolicy
     from normalize.tools.guard import WorkspaceGuard
 
@@ -56,6 +57,7 @@ class ToolContext:
     caches: CacheSet | None = None  # scoped caches (a workflow scope's `cache`), with `cache`
     on_spawn: Callable[[int], None] | None = None  # told each child process's pid
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)  # what programs may touch
+    mcp: McpSessions | None = None  # the run's MCP servers (started on first use)
 
     def cache_for(self, action: Action) -> ResultCache:
         """The cache an action's result goes to: its scope's, or the task's default."""

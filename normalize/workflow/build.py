@@ -79,6 +79,18 @@ def _vars(source: Source, variables: Any) -> None:
                                     f"{{{key}}} is built in; pick another name")
 
 
+def _mcp(source: Source, servers: Any) -> None:
+    from normalize.mcp.config import parse_servers
+
+    for index, table in enumerate(servers):
+        source.check.table(table, "mcp", f"workflow.mcp.{index}")
+
+    def fail(index: int, key: str, message: str) -> ConfigError:
+        return source.check.fail(f"workflow.mcp.{index}.{key}", message)
+
+    parse_servers(servers, str(source.path), fail)
+
+
 WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
     "limits": _limits,
     "permissions": _permissions,
@@ -86,6 +98,7 @@ WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
     "llm": _llm,
     "driver": _driver,
     "vars": _vars,
+    "mcp": _mcp,
 }
 """`[workflow]` keys with rules beyond their type → their check (run when the key is set)."""
 
@@ -172,7 +185,7 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
         version=wf.get("version", 1), vars=variables, context=tables["context"],
         cache=tables["cache"], retry=tables["retry"], limits=dict(wf.get("limits", {})),
         llm=wf.get("llm"), permissions=dict(wf.get("permissions", {})),
-        on_interrupt=wf.get("on_interrupt"),
+        on_interrupt=wf.get("on_interrupt"), mcp=[dict(t) for t in wf.get("mcp", [])],
     )
     validator = Validator(check, plugins, (*source.stack, source.path.resolve()), load)
     implied = _body(source, spec, validator, wf, set(variables) | set(BUILTIN_VARS))

@@ -46,7 +46,7 @@ SCHEMAS: dict[str, dict[str, Checker]] = {
     "workflow": {"name": _str, "description": _str, "version": _int, "vars": _table,
                  "context": _str_or_table, "cache": _str_or_table, "retry": _str_or_table,
                  "limits": _table, "llm": _table, "permissions": _table, "steps": _tables,
-                 "driver": _str, "on_interrupt": _str},
+                 "driver": _str, "on_interrupt": _str, "mcp": _tables},
     "context": {"strategy": _str, "max_results": _int, "max_history": _int,
                 "compact_after_chars": _int},
     "cache": {"strategy": _str, "preview_length": _int, "preview_lines": _int,
@@ -72,4 +72,6 @@ SCHEMAS: dict[str, dict[str, Checker]] = {
               "on_entry": _str, "on_exit": _str, "capture": _str, "timeout": _num,
               "on_interrupt": _str, "workflow": _str, "prompt": _str, "max_turns": _int},
     "transition": {"condition": _str, "next": _str},
+    "mcp": {"name": _str, "command": _str, "args": _strs, "env": _table, "url": _str,
+            "timeout": _num, "tools": _strs, "sandbox": _str, "network": _bool},
 }

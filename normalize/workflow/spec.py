@@ -112,6 +112,7 @@ class WorkflowSpec:
     llm: JSON | None = None
     permissions: JSON = field(default_factory=dict)
     on_interrupt: str | None = None
+    mcp: list[JSON] = field(default_factory=list)  # [[workflow.mcp]]: the MCP servers it uses
     steps: list[StepSpec] = field(default_factory=list)
     states: list[StateSpec] = field(default_factory=list)
     includes: JSON = field(default_factory=dict)  # nested workflow files, by path

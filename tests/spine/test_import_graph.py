@@ -44,6 +44,8 @@ LAYERS: dict[str, str] = {
         "fsutil", "plugins", "sandbox", "retry", "fsopen")},
     "normalize.checkpoints": "store",
     "normalize.permissions": "api",  # resolves the layers: user config, workflow, flags
+    "normalize.mcp": "core",  # the MCP client: server tables, sessions, the sandboxed transport
+    "normalize.mcp.server": "api",  # `normalize mcp`: serves the tools and the tasks
 }
 
 CORE = {"core"}

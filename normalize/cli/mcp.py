@@ -1,0 +1,51 @@
+"""`normalize mcp`: serve normalize over MCP (stdio); and the MCP part of `help commands`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from normalize.cli.console import Environment, error_line, fail
+from normalize.errors import NormalizeError, UsageError
+
+
+def serve_mcp(env: Environment, *, workspace: Path | None, allow_run: bool) -> int:
+    """Serve until the client disconnects; stdout carries the protocol only."""
+    from normalize.mcp.server import ServeOptions, serve
+
+    root = (workspace or Path.cwd()).resolve()
+    try:
+        if not root.is_dir():
+            raise UsageError(f"--workspace {root}: no such directory")
+        serve(ServeOptions(workspace=root, allow_run=allow_run))
+    except NormalizeError as exc:
+        return fail(env, exc)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def user_servers_reference(env: Environment, workspace: Path | None = None) -> str:
+    """The tools of the servers in the user's `[[mcp]]` tables ('' when there are none).
+
+    The servers are started (sandboxed, in the workspace) to list their tools,
+    then stopped; a problem is one line on stderr and the rest still shows.
+    """
+    from normalize.permissions import load_mcp_servers
+
+    try:
+        servers = load_mcp_servers()
+    except NormalizeError as exc:
+        error_line(env, str(exc))
+        return ""
+    if not servers:
+        return ""
+    from dataclasses import replace
+
+    from normalize.mcp.client import McpSessions
+    from normalize.sandbox import SandboxPolicy
+    from normalize.store.paths import config_home, data_home
+
+    policy = replace(SandboxPolicy(), hidden=(str(data_home()), str(config_home())))
+    with McpSessions(servers, workspace=(workspace or Path.cwd()).resolve(),
+                     sandbox=policy) as sessions:
+        return sessions.reference()
