@@ -22,7 +22,8 @@ from normalize.task import Action, ActionResult
 from normalize.tools.base import ToolContext
 from normalize.tools.code import (
     Symbol,
-    find_symbol,
+    address,
+    find_symbols,
     language_for,
     outline,
     outline_text,
@@ -166,11 +167,30 @@ def _outline_or_fail(target: Target, text: str) -> list[Symbol]:
 
 
 def _find_or_fail(target: Target, symbols: list[Symbol], spec: str) -> Symbol:
-    symbol = find_symbol(symbols, spec)
-    if symbol is None:
+    return _candidates_or_fail(target, symbols, spec)[0]
+
+
+def _candidates_or_fail(target: Target, symbols: list[Symbol], spec: str) -> list[Symbol]:
+    found = find_symbols(symbols, spec)
+    if not found:
         available = _symbol_names(symbols) or "none"
         raise ToolError(f"no symbol {spec!r} in {target.shown}; top-level symbols: {available}")
-    return symbol
+    return found
+
+
+def others_note(shown: str, spec: str, chosen: Symbol, others: list[Symbol]) -> str:
+    """One line naming the other definitions `spec` matches and how to view each."""
+    base = spec.rsplit("@", 1)[0]
+    prefix = base.rsplit("/", 1)[0] + "/" if "/" in base else ""
+    listed = "; ".join(
+        f"{s.first_line}-{s.end_line} {s.kind} (view {shown}/{prefix}{address(s)})"
+        for s in others
+    )
+    count = len(others) + 1
+    return (
+        f"note: {base} has {count} definitions; showing {chosen.first_line}-{chosen.end_line} "
+        f"({chosen.kind}); the others: {listed}"
+    )
 
 
 class ViewTool:
@@ -250,15 +270,24 @@ class ViewTool:
 
     def _symbol(self, target: Target, lines: list[str]) -> ActionResult:
         spec = target.symbol or ""
-        symbol = _find_or_fail(target, _outline_or_fail(target, "\n".join(lines)), spec)
-        span = lines[symbol.line - 1 : symbol.end_line]
+        found = _candidates_or_fail(target, _outline_or_fail(target, "\n".join(lines)), spec)
+        symbol, others = found[0], found[1:]
+        first = symbol.first_line
+        span = lines[first - 1 : symbol.end_line]
         data: dict[str, Any] = {
             "path": target.shown,
             "kind": "symbol",
             "symbol": spec,
-            "start": symbol.line,
+            "start": first,
             "end": symbol.end_line,
         }
+        note = ""
+        if others:
+            note = others_note(target.shown, spec, symbol, others) + "\n"
+            data["others"] = [
+                {"start": s.first_line, "end": s.end_line, "kind": s.kind, "address": address(s)}
+                for s in others
+            ]
         if len(span) > self.max_lines and symbol.children:
             hint = (
                 f"… {target.shown}/{spec} spans {len(span):,} lines; showing its outline. "
@@ -266,8 +295,8 @@ class ViewTool:
             )
             data["kind"] = "outline"
             body = outline_text([symbol], max_lines=self.max_outline)
-            return ActionResult.success(f"{hint}\n{body}", data=data)
-        return ActionResult.success(numbered(span, symbol.line, symbol.end_line), data=data)
+            return ActionResult.success(f"{note}{hint}\n{body}", data=data)
+        return ActionResult.success(note + numbered(span, first, symbol.end_line), data=data)
 
     def _big(self, target: Target, lines: list[str]) -> ActionResult:
         symbols = outline(target.path, "\n".join(lines))

@@ -6,10 +6,12 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-LOW_RANK_KINDS = frozenset({"impl", "declaration"})
-"""Kinds that lose to a same-named definition: `impl` blocks and body-less declarations."""
+LOW_RANK_KINDS = frozenset({"impl", "declaration", "overload"})
+"""Kinds that lose to a same-named definition: `impl` blocks, body-less declarations and
+Python `@overload` stubs."""
 
 _SPEC_SEPARATORS = re.compile(r"::|[/.]")
+_AT_LINE = re.compile(r"@(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,8 @@ class Symbol:
     `line`/`end_line` are 1-based and inclusive; the span starts at decorators,
     annotations and attributes. `owner` names the type a method belongs to when
     the method is declared outside it (a Go receiver, a C++ `Type::method`).
-    `doc` is the first line of a Python docstring.
+    `doc` is the first line of its documentation (a Python docstring, or the
+    comment right above it); `doc_line` is where that comment starts (0: none).
     """
 
     name: str
@@ -30,6 +33,12 @@ class Symbol:
     children: tuple[Symbol, ...] = ()
     owner: str = ""
     doc: str = ""
+    doc_line: int = 0
+
+    @property
+    def first_line(self) -> int:
+        """The first line `view` shows and `edit` replaces: the doc comment's, else the symbol's."""
+        return self.doc_line or self.line
 
     def walk(self) -> Iterator[Symbol]:
         """This symbol, then every descendant, depth first."""
@@ -39,27 +48,52 @@ class Symbol:
 
 
 def find_symbol(symbols: Sequence[Symbol], spec: str) -> Symbol | None:
-    """The symbol named by `spec`: `name`, `Class/method` (`.` and `::` also nest).
+    """The symbol named by `spec`: `name`, `Class/method` (`.` and `::` also nest), `name@LINE`.
 
     `Type/method` also finds methods declared outside the type (Rust `impl
     Type` blocks, Go receivers, C++ `Type::method`). A bare name not found at
-    the top level is looked up anywhere. Definitions beat `impl` blocks and
-    body-less declarations.
+    the top level is looked up anywhere. Definitions beat `impl` blocks,
+    body-less declarations and `@overload` stubs.
     """
-    parts = [p for p in _SPEC_SEPARATORS.split(spec.strip()) if p]
+    hits = find_symbols(symbols, spec)
+    return hits[0] if hits else None
+
+
+def find_symbols(symbols: Sequence[Symbol], spec: str) -> list[Symbol]:
+    """Every symbol `spec` names, the implementation first, then in file order.
+
+    `name@LINE` keeps only the one whose lines (doc comment included) hold LINE.
+    """
+    spec = spec.strip()
+    at = _AT_LINE.search(spec)
+    if at is not None:
+        spec = spec[: at.start()]
+    parts = [p for p in _SPEC_SEPARATORS.split(spec) if p]
     if not parts:
-        return None
+        return []
     hits = _find(symbols, parts)
     if not hits:
         hits = [hit for top in symbols for s in top.walk() for hit in _find(s.children, parts)]
-    if not hits:
-        return None
-    return min(hits, key=lambda s: s.kind in LOW_RANK_KINDS)
+    unique = list({(s.line, s.end_line, s.name): s for s in hits}.values())
+    if at is not None:
+        line = int(at.group(1))
+        unique = [s for s in unique if s.first_line <= line <= s.end_line]
+    return sorted(unique, key=lambda s: (s.kind in LOW_RANK_KINDS, s.line))
+
+
+def address(symbol: Symbol) -> str:
+    """How to name exactly this one among same-named symbols: `name@LINE`."""
+    return f"{symbol.name}@{symbol.line}"
+
+
+def base_name(name: str) -> str:
+    """A name without template arguments: `formatter<std::string, char>` → `formatter`."""
+    return name.split("<", 1)[0].rstrip()
 
 
 def _find(level: Sequence[Symbol], parts: list[str]) -> list[Symbol]:
     name, rest = parts[0], parts[1:]
-    hits = [s for s in level if s.name == name]
+    hits = [s for s in level if s.name == name or base_name(s.name) == name]
     if not rest:
         return hits
     found = [deep for hit in hits for deep in _find(hit.children, rest)]
