@@ -385,8 +385,7 @@ def _replace_symbol(text: str, target: _Target, body: str) -> tuple[str, list[st
             for s in sorted(found, key=lambda s: s.line)
         )
         raise ToolError(
-            f"{target.symbol!r} names {len(found)} definitions in {target.rel}; "
-            f"pick one: {listed}"
+            f"{target.symbol!r} names {len(found)} definitions in {target.rel}; pick one: {listed}"
         )
     symbol = found[0] if found else None
     if symbol is None:

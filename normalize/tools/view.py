@@ -24,7 +24,6 @@ from normalize.tools.code import (
     Symbol,
     address,
     find_symbols,
-    language_for,
     outline,
     outline_text,
     supported_languages,
@@ -156,7 +155,7 @@ def _symbol_names(symbols: list[Symbol]) -> str:
     return ", ".join(names) + (f", … and {more} more" if more > 0 else "")
 
 
-def _outline_or_fail(target: Target, text: str) -> list[Symbol]:
+def outline_or_fail(target: Target, text: str) -> list[Symbol]:
     symbols = outline(target.path, text)
     if symbols is None:
         raise ToolError(
@@ -166,7 +165,7 @@ def _outline_or_fail(target: Target, text: str) -> list[Symbol]:
     return symbols
 
 
-def _find_or_fail(target: Target, symbols: list[Symbol], spec: str) -> Symbol:
+def find_or_fail(target: Target, symbols: list[Symbol], spec: str) -> Symbol:
     return _candidates_or_fail(target, symbols, spec)[0]
 
 
@@ -183,8 +182,7 @@ def others_note(shown: str, spec: str, chosen: Symbol, others: list[Symbol]) -> 
     base = spec.rsplit("@", 1)[0]
     prefix = base.rsplit("/", 1)[0] + "/" if "/" in base else ""
     listed = "; ".join(
-        f"{s.first_line}-{s.end_line} {s.kind} (view {shown}/{prefix}{address(s)})"
-        for s in others
+        f"{s.first_line}-{s.end_line} {s.kind} (view {shown}/{prefix}{address(s)})" for s in others
     )
     count = len(others) + 1
     return (
@@ -270,7 +268,7 @@ class ViewTool:
 
     def _symbol(self, target: Target, lines: list[str]) -> ActionResult:
         spec = target.symbol or ""
-        found = _candidates_or_fail(target, _outline_or_fail(target, "\n".join(lines)), spec)
+        found = _candidates_or_fail(target, outline_or_fail(target, "\n".join(lines)), spec)
         symbol, others = found[0], found[1:]
         first = symbol.first_line
         span = lines[first - 1 : symbol.end_line]
@@ -395,71 +393,3 @@ def _render(node: dict[str, Any], level: int, depth: int, lines: list[str]) -> N
         else:
             lines.append(indent + name)
             _render(child, level + 1, depth, lines)
-
-
-class SkeletonTool:
-    """Signatures of classes and functions with their line ranges, for a file or a directory."""
-
-    name: ClassVar[str] = "skeleton"
-    read_only: ClassVar[bool] = True
-    summary: ClassVar[str] = (
-        "skeleton PATH: signatures of classes and functions with line numbers "
-        "(a directory: each supported file)"
-    )
-    usage: ClassVar[str] = "skeleton PATH | PATH/SYMBOL | DIR"
-
-    def __init__(
-        self, *, max_files: int = 50, max_symbols: int = 600, max_file_bytes: int = 2_000_000
-    ) -> None:
-        self.max_files = max_files
-        self.max_symbols = max_symbols
-        self.max_file_bytes = max_file_bytes
-
-    def run(self, action: Action, ctx: ToolContext) -> ActionResult:
-        spec = _one_arg(action, "skeleton", self.usage)
-        target = resolve_target(ctx, spec or ".")
-        if target.path.is_dir():
-            return self._directory(ctx, target)
-        if target.start is not None:
-            raise ToolError(f"skeleton takes a file or a symbol, not a line range: {spec}")
-        if target.path.stat().st_size > READ_LIMIT:
-            raise ToolError(f"{target.shown} is too large to outline; use view PATH:START-END")
-        symbols = _outline_or_fail(target, "\n".join(read_lines(target.path)))
-        if target.symbol is not None:
-            symbols = [_find_or_fail(target, symbols, target.symbol)]
-        data = {"path": target.shown, "kind": "skeleton", "symbols": _count(symbols)}
-        if not symbols:
-            return ActionResult.success(f"{target.shown}: no classes or functions", data=data)
-        return ActionResult.success(outline_text(symbols, max_lines=self.max_symbols), data=data)
-
-    def _directory(self, ctx: ToolContext, target: Target) -> ActionResult:
-        parts: list[str] = []
-        files = symbols_shown = left_out = 0
-        for path in walk(ctx.guard.root, target.path):
-            if ctx.cancel.cancelled:
-                break
-            if language_for(path) is None:
-                continue
-            if files >= self.max_files or symbols_shown >= self.max_symbols:
-                left_out += 1
-                continue
-            if path.stat().st_size > self.max_file_bytes or is_binary(path):
-                continue
-            symbols = outline(path, "\n".join(read_lines(path))) or []
-            if not symbols:
-                continue
-            budget = self.max_symbols - symbols_shown
-            parts.append(ctx.guard.relative(path))
-            parts.append(outline_text(symbols, max_lines=budget, indent="  "))
-            symbols_shown += min(_count(symbols), budget)
-            files += 1
-        data = {"path": target.shown, "kind": "skeleton", "files": files, "more_files": left_out}
-        if not parts:
-            return ActionResult.success(f"{target.shown}/: no supported source files", data=data)
-        if left_out:
-            parts.append(f"… {left_out:,} more files; use skeleton PATH on a subdirectory or file")
-        return ActionResult.success("\n".join(parts), data=data)
-
-
-def _count(symbols: Iterable[Symbol]) -> int:
-    return sum(1 + _count(s.children) for s in symbols)

@@ -11,7 +11,8 @@ import pytest
 
 from normalize.task import ActionResult, ResultStatus
 from normalize.tools.base import ToolContext
-from normalize.tools.view import SkeletonTool, ViewTool
+from normalize.tools.skeleton import SkeletonTool
+from normalize.tools.view import ViewTool
 
 RunTool = Callable[..., ActionResult]
 
@@ -332,8 +333,8 @@ def test_skeleton_of_a_symbol_and_of_a_directory(
                        "sample.rs", "sample.ts"]  # fmt: skip
     start = "  24-30  func (s *Server) Start(ctx context.Context) error"
     assert f"{start}  # Start begins accepting connections." in tree
-    capped = run_tool(SkeletonTool(max_files=2), ".").output.splitlines()
-    assert capped[-1] == "… 5 more files; use skeleton PATH on a subdirectory or file"
+    capped = run_tool(SkeletonTool(max_symbols=3), ".").output.splitlines()
+    assert capped[-1] == "… more symbols in 7 more files; next page: skeleton . --offset 3"
 
 
 def test_skeleton_errors(samples: Path, run_tool: RunTool, tool_ctx: ToolContext) -> None:

@@ -102,6 +102,62 @@ def _find(level: Sequence[Symbol], parts: list[str]) -> list[Symbol]:
     return found
 
 
+@dataclass(frozen=True)
+class Row:
+    """One line of an outline: a symbol, how deep it is nested, and the path of its parents."""
+
+    symbol: Symbol
+    depth: int
+    parent: str
+
+
+def rows(symbols: Sequence[Symbol]) -> list[Row]:
+    """Every symbol as an outline row, depth first (the order `outline_text` prints them)."""
+    out: list[Row] = []
+
+    def add(level: Sequence[Symbol], depth: int, parent: str) -> None:
+        for symbol in level:
+            out.append(Row(symbol, depth, parent))
+            add(symbol.children, depth + 1, f"{parent}/{symbol.name}" if parent else symbol.name)
+
+    add(symbols, 0, "")
+    return out
+
+
+def format_rows(page: Sequence[Row], *, docs: bool = True, indent: str = "") -> list[str]:
+    """Rows as `START-END  signature` lines, nested by indentation, the ranges right-aligned."""
+    cells: list[tuple[str, str]] = []
+    for row in page:
+        symbol = row.symbol
+        where = str(symbol.line)
+        if symbol.end_line > symbol.line:
+            where += f"-{symbol.end_line}"
+        text = "  " * row.depth + symbol.signature
+        if docs and symbol.doc:
+            text += f"  # {symbol.doc}"
+        cells.append((where, text))
+    width = max((len(where) for where, _ in cells), default=0)
+    return [f"{indent}{where:>{width}}  {text}" for where, text in cells]
+
+
+def record(row: Row, path: str = "") -> dict[str, object]:
+    """A row as JSON: kind, name, parent path, start, end, signature, doc and doc line."""
+    symbol = row.symbol
+    found: dict[str, object] = {
+        "kind": symbol.kind,
+        "name": symbol.name,
+        "parent": row.parent or symbol.owner,
+        "start": symbol.line,
+        "end": symbol.end_line,
+        "signature": symbol.signature,
+        "doc": symbol.doc,
+        "doc_line": symbol.doc_line or None,
+    }
+    if path:
+        found = {"path": path, **found}
+    return found
+
+
 def outline_text(
     symbols: Sequence[Symbol],
     *,
@@ -112,31 +168,13 @@ def outline_text(
     """Format symbols one per line: `START-END  signature`, nested by indentation.
 
     The line range is right-aligned (a one-line symbol shows just its line);
-    children are indented two spaces under their parent; a Python docstring's
-    first line follows as `# doc`. Past `max_lines`, a last line counts what
-    was left out.
+    children are indented two spaces under their parent; a docstring's or doc
+    comment's first line follows as `# doc`. Past `max_lines`, a last line
+    counts what was left out.
     """
-    rows: list[tuple[str, str]] = []
-    for symbol, depth in _flatten(symbols, 0):
-        where = str(symbol.line)
-        if symbol.end_line > symbol.line:
-            where += f"-{symbol.end_line}"
-        text = "  " * depth + symbol.signature
-        if docs and symbol.doc:
-            text += f"  # {symbol.doc}"
-        rows.append((where, text))
-    hidden = 0
-    if max_lines is not None and len(rows) > max_lines:
-        hidden = len(rows) - max_lines
-        rows = rows[:max_lines]
-    width = max((len(where) for where, _ in rows), default=0)
-    lines = [f"{indent}{where:>{width}}  {text}" for where, text in rows]
-    if hidden:
-        lines.append(f"{indent}… {hidden:,} more symbols")
+    every = rows(symbols)
+    page = every if max_lines is None else every[:max_lines]
+    lines = format_rows(page, docs=docs, indent=indent)
+    if len(page) < len(every):
+        lines.append(f"{indent}… {len(every) - len(page):,} more symbols")
     return "\n".join(lines)
-
-
-def _flatten(symbols: Sequence[Symbol], depth: int) -> Iterator[tuple[Symbol, int]]:
-    for symbol in symbols:
-        yield symbol, depth
-        yield from _flatten(symbol.children, depth + 1)
