@@ -102,10 +102,28 @@ def _count(text: str, flag: str) -> int:
 
 @dataclass
 class FileHits:
-    """The matching lines of one file: (line number, text)."""
+    """The matching lines of one file: (line number, text), decoded only when shown.
+
+    `raw` holds ripgrep's undecoded `match` messages; `count` is how many
+    lines match, whichever form holds them.
+    """
 
     rel: str
     lines: list[tuple[int, str]] = field(default_factory=list)
+    raw: list[bytes] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.lines) + len(self.raw)
+
+    def first(self, n: int) -> list[tuple[int, str]]:
+        """The first `n` matching lines."""
+        from normalize.tools.ripgrep import decode_match
+
+        take = max(0, n - len(self.lines))
+        self.lines += [decode_match(raw) for raw in self.raw[:take]]
+        del self.raw[:take]
+        return self.lines[:n]
 
 
 @dataclass
@@ -205,14 +223,16 @@ def _report(query: GrepQuery, found: Found, cap: int, ctx: ToolContext) -> Actio
     out: list[str] = []
     matches = shown = hidden_files = 0
     for hits in found.files:
-        matches += len(hits.lines)
+        count = hits.count
+        matches += count
         if query.files_only:
             continue
         room = max(0, cap - shown)
-        for number, line in hits.lines[:room]:
-            out.append(f"{hits.rel}:{number}: {_clip(line)}")
-        shown += min(room, len(hits.lines))
-        if room < len(hits.lines):
+        if room:
+            for number, line in hits.first(room):
+                out.append(f"{hits.rel}:{number}: {_clip(line)}")
+        shown += min(room, count)
+        if room < count:
             hidden_files += 1
     files = len(found.files)
     if query.files_only:

@@ -98,6 +98,12 @@ def _text(field: dict[str, Any]) -> str:
     return base64.b64decode(field.get("bytes", "")).decode("utf-8", "replace")
 
 
+def decode_match(raw: bytes) -> tuple[int, str]:
+    """A `match` message → (line number, the line without its line ending)."""
+    data = json.loads(raw)["data"]
+    return int(data["line_number"]), _text(data["lines"]).rstrip("\n").removesuffix("\r")
+
+
 def search_rg(rg: str, query: GrepQuery, start: Path, ctx: ToolContext) -> Found:
     """Every match of `query` under `start`, found by ripgrep, in the walker's path order."""
     from normalize.tools.grep import FileHits, Found, path_order
@@ -106,7 +112,7 @@ def search_rg(rg: str, query: GrepQuery, start: Path, ctx: ToolContext) -> Found
     rel_start = "." if start == root else ctx.guard.relative(start)
     process = spawn_rg(rg_argv(rg, query, rel_start, _venvs(root)), root)
     found = Found(engine="rg")
-    current: list[tuple[int, str]] = []
+    current: list[bytes] = []
     assert process.stdout is not None
     try:
         for raw in process.stdout:
@@ -117,16 +123,14 @@ def search_rg(rg: str, query: GrepQuery, start: Path, ctx: ToolContext) -> Found
             if kind == b"begin":
                 current = []
             elif kind == b"match":
-                data = json.loads(raw)["data"]
-                text = _text(data["lines"]).rstrip("\n").removesuffix("\r")
-                current.append((int(data["line_number"]), text))
+                current.append(raw)  # decoded only if shown
             elif kind.startswith(b"end"):
                 data = json.loads(raw)["data"]
                 if data.get("binary_offset") is not None:
                     found.skipped_binary += 1
                 elif current:
                     rel = os.path.normpath(_text(data["path"])).replace(os.sep, "/")
-                    found.files.append(FileHits(rel, current))
+                    found.files.append(FileHits(rel, raw=current))
                 current = []
     finally:
         stderr = process.stderr.read().decode("utf-8", "replace") if process.stderr else ""
