@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from normalize.tools.code import more_languages as more
 from normalize.tools.code.walker import (
     Def,
     Handler,
@@ -564,6 +565,14 @@ CPP = Rules(
 )
 
 RULES: dict[str, Rules] = {
+    "ruby": more.RUBY,
+    "csharp": more.CSHARP,
+    "php": more.PHP,
+    "bash": more.BASH,
+    "kotlin": more.KOTLIN,
+    "swift": more.SWIFT,
+    "scala": more.SCALA,
+    "lua": more.LUA,
     "python": PYTHON,
     "javascript": JAVASCRIPT,
     "typescript": TYPESCRIPT,

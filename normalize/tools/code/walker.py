@@ -28,8 +28,10 @@ _SIGNATURE_NOISE = frozenset(
 _SPACES = re.compile(r"\s+")
 _OPEN_SPACE = re.compile(r"([(\[])\s+")
 _SPACE_CLOSE = re.compile(r",?\s+([)\]])")
-_COMMENT_MARKS = re.compile(r"^\s*(?:/\*+!?|\*+/|\*|//[/!]?|#|--)\s?|\s*\*+/\s*$")
+_COMMENT_MARKS = re.compile(r"^\s*(?:/\*+!?|\*+/|\*|//[/!]?|#+|-{2,})\s?|\s*\*+/\s*$")
+_XML_TAG = re.compile(r"</?[A-Za-z][^>]*>")  # C#'s `/// <summary>…</summary>`
 MAX_DOC = 120
+_TRAILING_EQUALS = re.compile(r"\s+=$")
 
 
 @dataclass
@@ -208,7 +210,7 @@ def doc_line(comment: str) -> str:
     """The first line of text in a comment, without its markers (`///`, `/**`, `*`, `#`)."""
     for raw in comment.splitlines():
         line = _COMMENT_MARKS.sub("", raw).strip()
-        line = _COMMENT_MARKS.sub("", line).strip()
+        line = _XML_TAG.sub("", _COMMENT_MARKS.sub("", line)).strip()
         if line:
             return line if len(line) <= MAX_DOC else line[: MAX_DOC - 1] + "…"
     return ""
@@ -225,7 +227,7 @@ def one_line(text: str) -> str:
     """A header on one line: whitespace collapsed, no trailing `{`/`;`, capped in length."""
     text = _SPACES.sub(" ", text).strip()
     text = _SPACE_CLOSE.sub(r"\1", _OPEN_SPACE.sub(r"\1", text))
-    text = text.rstrip("{; ").rstrip()
+    text = _TRAILING_EQUALS.sub("", text.rstrip("{; ").rstrip())  # Scala/Kotlin `def f(): T =`
     if len(text) > MAX_SIGNATURE:
         text = text[: MAX_SIGNATURE - 1].rstrip() + "…"
     return text
