@@ -84,10 +84,10 @@ def main() -> None:
             action = Action("grep", {"args": [pattern]}, text=f"grep {pattern}")
             tool, slow = GrepTool(engine="rg"), GrepTool(engine="python")
             matches = tool.run(action, ctx).data["matches"]
-            inproc = median_time(lambda: tool.run(action, ctx), args.repeat)
-            python = median_time(lambda: slow.run(action, ctx), max(1, args.repeat // 2))
-            cli = median_time(lambda: subprocess.run(
-                [str(normalize), "grep", pattern], cwd=tree, capture_output=True, check=False),
+            inproc = median_time(lambda t=tool, a=action: t.run(a, ctx), args.repeat)
+            python = median_time(lambda t=slow, a=action: t.run(a, ctx), max(1, args.repeat // 2))
+            cli = median_time(lambda p=pattern: subprocess.run(
+                [str(normalize), "grep", p], cwd=tree, capture_output=True, check=False),
                 args.repeat)  # fmt: skip
             print(f"{pattern:<22}{matches:>9,}{alone:>9.3f}s{inproc:>9.3f}s{inproc / alone:>6.1f}×"
                   f"{python:>10.3f}s{cli:>7.3f}s")
