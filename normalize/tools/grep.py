@@ -14,7 +14,7 @@ also skips files over a size limit and names them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -22,7 +22,7 @@ from normalize.errors import ToolError
 from normalize.task import Action, ActionResult
 from normalize.tools.base import ToolContext
 from normalize.tools.files import walk
-from normalize.tools.ripgrep import RgUnsupported, find_rg, search_rg
+from normalize.tools.ripgrep import FileHits, Found, RgUnsupported, find_rg, search_rg
 from normalize.tools.view import missing_path
 
 MAX_TEXT = 300
@@ -98,48 +98,6 @@ def _count(text: str, flag: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise ToolError(f"{flag} needs a positive number, not {text!r}")
     return int(text)
-
-
-@dataclass
-class FileHits:
-    """The matching lines of one file: (line number, text), decoded only when shown.
-
-    `raw` holds ripgrep's undecoded `match` messages; `count` is how many
-    lines match, whichever form holds them.
-    """
-
-    rel: str
-    lines: list[tuple[int, str]] = field(default_factory=list)
-    raw: list[bytes] = field(default_factory=list)
-
-    @property
-    def count(self) -> int:
-        return len(self.lines) + len(self.raw)
-
-    def first(self, n: int) -> list[tuple[int, str]]:
-        """The first `n` matching lines."""
-        from normalize.tools.ripgrep import decode_match
-
-        take = max(0, n - len(self.lines))
-        self.lines += [decode_match(raw) for raw in self.raw[:take]]
-        del self.raw[:take]
-        return self.lines[:n]
-
-
-@dataclass
-class Found:
-    """What a search found, before formatting: matching files in path order, and what it skipped."""
-
-    files: list[FileHits] = field(default_factory=list)
-    skipped_binary: int = 0
-    skipped_large: list[str] = field(default_factory=list)
-    engine: str = "python"
-    note: str = ""
-
-
-def path_order(rel: str) -> tuple[str, ...]:
-    """Sort key giving the walker's order: directory by directory, names sorted."""
-    return tuple(rel.split("/"))
 
 
 class GrepTool:

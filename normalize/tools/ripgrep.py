@@ -17,15 +17,64 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from normalize.tools.files import ALWAYS_SKIPPED
 
 if TYPE_CHECKING:
     from normalize.tools.base import ToolContext
-    from normalize.tools.grep import Found, GrepQuery
+
+
+class Query(Protocol):
+    """What a search asks for (a `GrepQuery`)."""
+
+    pattern: str
+    ignore_case: bool
+    word: bool
+    fixed: bool
+
+
+@dataclass
+class FileHits:
+    """The matching lines of one file: (line number, text), decoded only when shown.
+
+    `raw` holds ripgrep's undecoded `match` messages; `count` is how many
+    lines match, whichever form holds them.
+    """
+
+    rel: str
+    lines: list[tuple[int, str]] = field(default_factory=list)
+    raw: list[bytes] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.lines) + len(self.raw)
+
+    def first(self, n: int) -> list[tuple[int, str]]:
+        """The first `n` matching lines."""
+        take = max(0, n - len(self.lines))
+        self.lines += [decode_match(raw) for raw in self.raw[:take]]
+        del self.raw[:take]
+        return self.lines[:n]
+
+
+@dataclass
+class Found:
+    """What a search found, before formatting: matching files in path order, and what it skipped."""
+
+    files: list[FileHits] = field(default_factory=list)
+    skipped_binary: int = 0
+    skipped_large: list[str] = field(default_factory=list)
+    engine: str = "python"
+    note: str = ""
+
+
+def path_order(rel: str) -> tuple[str, ...]:
+    """Sort key giving the walker's order: directory by directory, names sorted."""
+    return tuple(rel.split("/"))
 
 
 class RgUnsupported(Exception):
@@ -52,7 +101,7 @@ def spawn_rg(argv: list[str], cwd: Path) -> subprocess.Popen[bytes]:
     )
 
 
-def rg_argv(rg: str, query: GrepQuery, target: str, venvs: list[str]) -> list[str]:
+def rg_argv(rg: str, query: Query, target: str, venvs: list[str]) -> list[str]:
     """The command line for `query` over `target` (relative to the workspace root)."""
     argv = [rg, "--json", "--no-config", "--hidden", "--binary", "--crlf", "--no-require-git",
             "--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude",
@@ -104,10 +153,8 @@ def decode_match(raw: bytes) -> tuple[int, str]:
     return int(data["line_number"]), _text(data["lines"]).rstrip("\n").removesuffix("\r")
 
 
-def search_rg(rg: str, query: GrepQuery, start: Path, ctx: ToolContext) -> Found:
+def search_rg(rg: str, query: Query, start: Path, ctx: ToolContext) -> Found:
     """Every match of `query` under `start`, found by ripgrep, in the walker's path order."""
-    from normalize.tools.grep import FileHits, Found, path_order
-
     root = ctx.guard.root
     rel_start = "." if start == root else ctx.guard.relative(start)
     process = spawn_rg(rg_argv(rg, query, rel_start, _venvs(root)), root)
