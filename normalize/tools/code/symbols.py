@@ -62,7 +62,8 @@ def find_symbol(symbols: Sequence[Symbol], spec: str) -> Symbol | None:
 def find_symbols(symbols: Sequence[Symbol], spec: str) -> list[Symbol]:
     """Every symbol `spec` names, the implementation first, then in file order.
 
-    `name@LINE` keeps only the one whose lines (doc comment included) hold LINE.
+    `name@LINE` keeps only the one whose header is at LINE, or else the narrowest
+    whose lines (doc comment included) hold LINE.
     """
     spec = spec.strip()
     at = _AT_LINE.search(spec)
@@ -76,9 +77,18 @@ def find_symbols(symbols: Sequence[Symbol], spec: str) -> list[Symbol]:
         hits = [hit for top in symbols for s in top.walk() for hit in _find(s.children, parts)]
     unique = list({(s.line, s.end_line, s.name): s for s in hits}.values())
     if at is not None:
-        line = int(at.group(1))
-        unique = [s for s in unique if s.first_line <= line <= s.end_line]
+        unique = _at_line(unique, int(at.group(1)))
     return sorted(unique, key=lambda s: (s.kind in LOW_RANK_KINDS, s.line))
+
+
+def _at_line(found: list[Symbol], line: int) -> list[Symbol]:
+    """The one of `found` at `line`: its header there, else the narrowest span holding it."""
+    holding = [s for s in found if s.first_line <= line <= s.end_line]
+    headed = [s for s in holding if s.first_line <= line <= s.line]
+    if len(headed) == 1 or not holding:
+        return headed or holding
+    narrowest = min(holding, key=lambda s: s.end_line - s.first_line)
+    return [narrowest]
 
 
 def address(symbol: Symbol) -> str:
