@@ -142,7 +142,7 @@ def measure(trees: list[Path]) -> dict[str, Score]:
     for tree in trees:
         for path in sorted(tree.rglob("*")):
             language = language_for(path) if path.is_file() else None
-            if language is None or "test" in path.parts[-1].lower() and tree != FIXTURES:
+            if language is None or ("test" in path.parts[-1].lower() and tree != FIXTURES):
                 continue
             scores.setdefault("typescript" if language == "tsx" else language, Score())
             score_file(path, scores["typescript" if language == "tsx" else language])
