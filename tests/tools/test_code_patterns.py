@@ -162,3 +162,13 @@ def test_doc_comments_belong_to_their_symbol() -> None:
     assert javadoc.doc == "A bank account fixture for the code tools."
     python = find_symbol(symbols_of("sample.py"), "Inventory")
     assert python is not None and python.doc_line == 0  # Python's docs are docstrings
+
+
+def test_named_functions_passed_to_top_level_calls_are_listed() -> None:
+    symbols = symbols_of("real/express_request.js")
+    host = find_symbol(symbols, "host")
+    assert host is not None and host.kind == "function" and host.line == 454
+    assert {"protocol", "secure", "ip", "ips", "subdomains", "path", "hostname", "xhr"} <= names(
+        symbols
+    )
+    assert {"accepts", "acceptsEncodings", "get", "range", "param", "is"} <= names(symbols)

@@ -231,6 +231,25 @@ def _js_assignment(node: Node, walker: Walker, scope: str) -> list[Def]:
     return []
 
 
+def _js_call(node: Node, walker: Walker, scope: str) -> list[Def]:
+    """Named function expressions passed to a top-level call: `f(req, "ip", function ip(){})`."""
+    if scope != "module":
+        return []
+    found: list[Def] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        for child in current.named_children:
+            if child.type in ("call_expression", "arguments"):
+                stack.append(child)
+            elif child.type == "function_expression":
+                name = child.child_by_field_name("name")
+                body = child.child_by_field_name("body")
+                if name is not None:
+                    found.append(Def(child, "function", walker.text(name), head_end(child, body)))
+    return sorted(found, key=lambda d: d.node.start_byte)
+
+
 def _js_default_export(node: Node, walker: Walker, scope: str) -> list[Def]:
     """`export default function () {…}`: an unnamed function or class named `default`."""
     del scope
@@ -249,6 +268,7 @@ _JS_HANDLERS: dict[str, Handler] = {
     "function_expression": _js_default_export,
     "arrow_function": _js_default_export,
     "assignment_expression": _js_assignment,
+    "call_expression": _js_call,
     "function_declaration": simple("function"),
     "generator_function_declaration": simple("function"),
     "method_definition": simple("method"),
