@@ -18,8 +18,9 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "codeintel.py"
 # Where ctags itself is wrong on the fixtures, the floor is what a correct outline scores:
 # macro_soup.c makes ctags invent ASSERT_TRUE and DECLARE_LIST and lose real_function and
 # helper; on express ctags names `res.get` "res", scopes `res.links` inside a function and
-# tags a nested `function headers` as top level.
-FLOORS = {"c": (0.80, 0.80), "javascript": (0.85, 0.75)}
+# tags a nested `function headers` as top level, and never tags an anonymous
+# `req.accepts = function () {…}` (the outline does: precision counts those against it).
+FLOORS = {"c": (0.80, 0.80), "javascript": (0.85, 0.70)}
 
 
 def bench() -> ModuleType:

@@ -207,6 +207,16 @@ def _js_assignment(node: Node, walker: Walker, scope: str) -> list[Def]:
     value = node.child_by_field_name("right")
     if scope != "module" or left is None or value is None:
         return []
+    if value.type == "assignment_expression":  # `req.get = req.header = function header(…)`
+        inner = _js_assignment(value, walker, scope)
+        if len(inner) != 1:
+            return inner
+        path = _member_path(left, walker)
+        if path is not None and len(path) >= 2 and path[-2] != "exports":
+            owner = ".".join(p for p in path[:-1] if p != "prototype")
+            alias = Def(node, inner[0].kind, path[-1], inner[0].head_end, owner=owner)
+            return [alias, inner[0]]
+        return inner
     path = _member_path(left, walker)
     if path is None or len(path) < 2:
         return []
