@@ -84,7 +84,12 @@ def ctags_definitions(path: Path, language: str) -> list[tuple[str, int]] | None
             continue
         if kind == "member" and lang != "Python":  # Python's methods; elsewhere data members
             continue
-        name = tag["name"].split(".")[-1].split(":")[-1]  # Lua's `M.new`, `M:add`
+        name = tag["name"]
+        if name.startswith("operator"):  # `operator !=` is the outline's `operator!=`
+            name = "operator " + name[8:].strip() if name[8:9].isspace() and name[9:10].isalpha() \
+                else name.replace(" ", "")
+        else:
+            name = name.split(".")[-1].split(":")[-1]  # Lua's `M.new`, `M:add`
         if name.startswith("__anon") or name == "<lambda>":
             continue
         found.append((name, int(tag["line"])))

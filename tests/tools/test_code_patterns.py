@@ -172,3 +172,17 @@ def test_named_functions_passed_to_top_level_calls_are_listed() -> None:
         symbols
     )
     assert {"accepts", "acceptsEncodings", "get", "range", "param", "is"} <= names(symbols)
+
+
+def test_braces_that_balance_only_branch_by_branch() -> None:
+    """node-addon-api's napi-inl.h: an `#ifndef` opens a block another `#ifndef` closes."""
+    symbols = symbols_of("repro/conditional_braces.h")
+    found = [(s.name, s.owner, s.line) for s in everything(symbols)]
+    assert found == [
+        ("Napi", "", 4),
+        ("NewOrCopy", "Buffer", 6),
+        ("NewOrCopy", "Buffer", 20),
+        ("Copy", "Buffer", 42),
+        ("operator napi_env", "Env", 47),
+        ("operator bool", "Value", 51),
+    ]

@@ -481,12 +481,13 @@ _C_TYPE_KINDS = {
 def _c_function_name(node: Node, walker: Walker) -> tuple[str, str] | None:
     """(name, owner) of the function a declarator declares: `int *Box::get(…)` → (get, Box)."""
     current = node.child_by_field_name("declarator")
+    top = current
     while current is not None and current.type != "function_declarator":
         inner = current.child_by_field_name("declarator")
         if inner is None and current.type == "reference_declarator":
             inner = _last_named(current)
         current = inner
-    target = None if current is None else current.child_by_field_name("declarator")
+    target = top if current is None else current.child_by_field_name("declarator")
     owner = ""
     while target is not None and target.type == "qualified_identifier":
         scope = target.child_by_field_name("scope")
@@ -495,8 +496,18 @@ def _c_function_name(node: Node, walker: Walker) -> tuple[str, str] | None:
         target = target.child_by_field_name("name")
     if target is not None and target.type == "template_function":
         target = target.child_by_field_name("name")
-    if target is None or target.type not in _C_NAMES:
+    if target is not None and target.type == "operator_cast":  # `operator bool() const`
+        cast = target.child_by_field_name("type")
+        return ("operator " + _SPACE.sub(" ", walker.text(cast)) if cast else "operator"), owner
+    if current is None or target is None or target.type not in _C_NAMES:
         return None
+    kind = node.child_by_field_name("type")
+    if kind is not None and kind.type == "qualified_identifier" and walker.text(kind).endswith(
+        "::operator"
+    ):  # `inline Env::operator napi_env() const` parses with `Env::operator` as the type
+        scope = kind.child_by_field_name("scope")
+        owner = walker.text(scope) if scope is not None else owner
+        return f"operator {walker.text(target)}", owner
     return walker.text(target), owner
 
 

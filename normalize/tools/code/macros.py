@@ -84,3 +84,35 @@ def blank_macros(src: bytes) -> bytes:
     for start, end in spans:
         out[start:end] = re.sub(rb"[^\n]", b" ", src[start:end])
     return bytes(out)
+
+
+_CONDITIONAL = re.compile(
+    rb"^[ \t]*#[ \t]*(?P<word>if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b"
+)
+
+
+def first_branches(src: bytes) -> bytes:
+    """`src` as if every `#if` took its first branch: directives and later branches blanked.
+
+    For files whose braces only balance branch by branch (an `#ifdef` that
+    opens a block another `#ifdef` closes), which the parser cannot follow.
+    """
+    out: list[bytes] = []
+    stack: list[bool] = []  # per open conditional: are we past its first branch?
+    for line in src.split(b"\n"):
+        match = _CONDITIONAL.match(line)
+        if match is not None:
+            word = match["word"]
+            if word.startswith(b"if"):
+                stack.append(False)
+            elif word == b"endif":
+                if stack:
+                    stack.pop()
+            elif stack:
+                stack[-1] = True
+            out.append(b" " * len(line))
+        elif any(stack):
+            out.append(re.sub(rb"[^\r]", b" ", line))
+        else:
+            out.append(line)
+    return b"\n".join(out)

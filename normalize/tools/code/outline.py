@@ -6,7 +6,7 @@ from pathlib import Path
 
 from normalize.tools.code.grammars import language_for, parser_for
 from normalize.tools.code.languages import RULES
-from normalize.tools.code.macros import blank_macros
+from normalize.tools.code.macros import blank_macros, first_branches
 from normalize.tools.code.symbols import Symbol
 from normalize.tools.code.walker import Walker
 
@@ -25,4 +25,16 @@ def outline(path: Path | str, text: str) -> list[Symbol] | None:
     src = text.encode("utf-8", "replace")
     parsed = blank_macros(src) if language in ("c", "cpp") else src
     tree = parser.parse(parsed)
-    return Walker(src, RULES[language], parsed).block(tree.root_node, "module")
+    symbols = Walker(src, RULES[language], parsed).block(tree.root_node, "module")
+    if language in ("c", "cpp") and tree.root_node.has_error:
+        # braces that balance only branch by branch: try each `#if`'s first branch alone
+        retry = first_branches(parsed)
+        other = parser.parse(retry)
+        found = Walker(src, RULES[language], retry).block(other.root_node, "module")
+        if _count(found) > _count(symbols):
+            return found
+    return symbols
+
+
+def _count(symbols: list[Symbol]) -> int:
+    return sum(1 for top in symbols for _ in top.walk())
