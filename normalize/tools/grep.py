@@ -213,10 +213,11 @@ def _report(query: GrepQuery, found: Found, cap: int, ctx: ToolContext) -> Actio
         text = "\n".join([f"no matches for {query.pattern}", *tail])
         return ActionResult.success(text, data=data)
     if query.files_only and files > cap:
-        out.append(f"… {files - cap:,} more files")
+        out.append(f"… {files - cap:,} more files; --max {files} lists them all")
     elif not query.files_only and matches > shown:
         noun = "file" if hidden_files == 1 else "files"
-        out.append(f"… {matches - shown:,} more matches in {hidden_files:,} {noun}")
+        out.append(f"… {matches - shown:,} more matches in {hidden_files:,} {noun}; "
+                   f"--max {matches} shows them all, -l lists the files")
     if ctx.cancel.cancelled:
         out.append("(search cancelled; results are partial)")
     return ActionResult.success("\n".join([*out, *tail]), data=data)

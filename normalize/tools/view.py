@@ -292,7 +292,7 @@ class ViewTool:
                 f"Use view {target.shown}:START-END or view {target.shown}/{spec}/MEMBER"
             )
             data["kind"] = "outline"
-            body = outline_text([symbol], max_lines=self.max_outline)
+            body = self._outline([symbol], f"{target.shown}/{spec}")
             return ActionResult.success(f"{note}{hint}\n{body}", data=data)
         return ActionResult.success(note + numbered(span, first, symbol.end_line), data=data)
 
@@ -304,9 +304,16 @@ class ViewTool:
             f"… {target.shown}: {len(lines):,} lines; showing the outline. "
             f"Use view {target.shown}:START-END or view {target.shown}/SYMBOL"
         )
-        body = outline_text(symbols, max_lines=self.max_outline)
+        body = self._outline(symbols, target.shown)
         data = {"path": target.shown, "kind": "outline", "lines": len(lines)}
         return ActionResult.success(f"{hint}\n{body}", data=data)
+
+    def _outline(self, symbols: list[Symbol], spec: str) -> str:
+        """The outline, cut at `max_outline` rows with the command that shows the rest."""
+        body = outline_text(symbols, max_lines=self.max_outline)
+        if body.endswith(" more symbols"):
+            body += f"; skeleton {spec} --offset {self.max_outline} shows the rest"
+        return body
 
     def _head(self, target: Target, lines: list[str] | None, why: str) -> ActionResult:
         head = (

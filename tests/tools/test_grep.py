@@ -85,14 +85,20 @@ def test_caps_with_a_count_of_what_was_left_out(tool_ctx: ToolContext, run_tool:
     lines = result.output.splitlines()
     assert len(lines) == 201
     assert lines[199] == "f1.txt:100: hit 99"
-    assert lines[-1] == "… 300 more matches in 3 files"
+    assert lines[-1] == (
+        "… 300 more matches in 3 files; --max 500 shows them all, -l lists the files"
+    )
     assert result.data["matches"] == 500 and result.data["files"] == 5
     small = run_tool(GrepTool(), "hit", "--max", "150").output.splitlines()
-    assert small[-1] == "… 350 more matches in 4 files"
+    assert small[-1] == (
+        "… 350 more matches in 4 files; --max 500 shows them all, -l lists the files"
+    )
     one_file = run_tool(GrepTool(), "hit", "f0.txt", "--max=10").output.splitlines()
-    assert one_file[-1] == "… 90 more matches in 1 file"
+    assert one_file[-1] == (
+        "… 90 more matches in 1 file; --max 100 shows them all, -l lists the files"
+    )
     listed = run_tool(GrepTool(), "hit", "-l", "-m", "2").output.splitlines()
-    assert listed == ["f0.txt", "f1.txt", "… 3 more files"]
+    assert listed == ["f0.txt", "f1.txt", "… 3 more files; --max 5 lists them all"]
 
 
 def test_no_match(repo: Path, run_tool: RunTool) -> None:

@@ -178,7 +178,8 @@ def test_a_5000_line_file_gives_its_skeleton_and_a_hint(
         "Use view big.py:START-END or view big.py/SYMBOL"
     )
     assert lines[1] == "      1-4  def f0(x: int) -> int:"
-    assert len(lines) < 600 and lines[-1] == "… 600 more symbols"
+    assert len(lines) < 600
+    assert lines[-1] == "… 600 more symbols; skeleton big.py --offset 400 shows the rest"
     assert "return z" not in result.output
     assert result.data == {"path": "big.py", "kind": "outline", "lines": 5000}
 
