@@ -1,7 +1,8 @@
 """Outline quality against Universal Ctags: recall and precision per language, and view exactness.
 
     python bench/codeintel.py                    # the vendored fixtures (tests/fixtures/code)
-    python bench/codeintel.py --download         # and the sources of pinned PyPI/npm packages
+    python bench/codeintel.py --download         # and pinned packages: click, networkx (PyPI),
+                                                 # express, node-addon-api (npm)
     python bench/codeintel.py --tree DIR ...     # any directories
 
 What is compared: definitions outside function bodies, types and callables
@@ -45,7 +46,10 @@ CTAGS_LANGUAGE = {
     "ruby": "Ruby", "csharp": "C#", "php": "PHP", "bash": "Sh", "kotlin": "Kotlin", "lua": "Lua",
 }  # fmt: skip
 """Swift and Scala have no parser in Universal Ctags 5.9: they are listed without figures."""
-DOWNLOADS = {"pip": ("click==8.1.7", "networkx==3.6.1"), "npm": ("express@4.21.2",)}
+DOWNLOADS = {
+    "pip": ("click==8.1.7", "networkx==3.6.1"),
+    "npm": ("express@4.21.2", "node-addon-api@8.3.1"),
+}
 
 
 @dataclass
