@@ -33,6 +33,7 @@ def run_map(env: Environment, path: str | None, *, tokens: int, workspace: Path 
     if json_output:
         env.stdout.write(json.dumps({
             "path": path or ".", "files": repo_map.files, "tokens": repo_map.tokens,
+            "skipped_large": repo_map.skipped,
             "budget": tokens, "definitions": [
                 {"path": d.path, "name": d.row.symbol.name, "kind": d.row.symbol.kind,
                  "parent": d.row.parent, "start": d.row.symbol.line,
@@ -49,4 +50,7 @@ def run_map(env: Environment, path: str | None, *, tokens: int, workspace: Path 
         f"{tokens:,} tokens" + (f"; --tokens N for more ({left:,} left)" if left else "") + "\n")
     if repo_map.text:
         env.stdout.write(repo_map.text + "\n")
+    if repo_map.skipped:
+        names = ", ".join(repo_map.skipped[:5]) + (" …" if len(repo_map.skipped) > 5 else "")
+        env.stdout.write(f"(not mapped, over 1 MB: {names})\n")
     return int(ExitStatus.DONE)

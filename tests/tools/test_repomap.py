@@ -99,6 +99,9 @@ def test_the_command_line(project: Path) -> None:
         "path": "core.py", "name": "Engine", "kind": "class", "parent": "", "start": 1, "end": 3,
         "signature": "class Engine:", "rank": data["definitions"][0]["rank"],
     }  # fmt: skip
+    (project / "huge.py").write_text("x = 1\n" * 200_000, encoding="utf-8")
+    skipped = cli(cwd=project).stdout.splitlines()
+    assert skipped[-1] == "(not mapped, over 1 MB: huge.py)"  # never silently
     bad = cli("--tokens", "0", cwd=project)
     assert bad.returncode == 2
     assert bad.stderr.strip().endswith("--tokens needs a positive number, not 0")

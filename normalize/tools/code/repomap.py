@@ -56,17 +56,21 @@ class RepoMap:
     ranked: list[Definition] = field(default_factory=list)
     files: int = 0
     tokens: int = 0
+    skipped: list[str] = field(default_factory=list)
+    """Files left out for size (over `MAX_FILE_BYTES`)."""
 
 
 def build_map(root: Path, paths: Iterable[Path], *, tokens: int = 1024) -> RepoMap:
     """The repo map of `paths` (files under `root`), at most `tokens` tokens long."""
     rows_by_file: dict[str, list[Row]] = {}
     mentions: dict[str, Counter[str]] = {}
+    skipped: list[str] = []
     for path in paths:
         if language_for(path) is None:
             continue
         try:
             if path.stat().st_size > MAX_FILE_BYTES:
+                skipped.append(path.relative_to(root).as_posix())
                 continue
             text = path.read_bytes().decode("utf-8", "replace")
         except OSError:
@@ -75,7 +79,9 @@ def build_map(root: Path, paths: Iterable[Path], *, tokens: int = 1024) -> RepoM
         rows_by_file[rel] = [r for r in rows(outline(path, text) or []) if r.symbol.name]
         mentions[rel] = Counter(_IDENTIFIER.findall(text))
     ranked = rank(rows_by_file, mentions, {rel: _family(rel) for rel in rows_by_file})
-    return fit(ranked, rows_by_file, tokens, files=len(rows_by_file))
+    found = fit(ranked, rows_by_file, tokens, files=len(rows_by_file))
+    found.skipped = skipped
+    return found
 
 
 def _family(rel: str) -> str:
