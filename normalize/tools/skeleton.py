@@ -84,7 +84,7 @@ class SkeletonTool:
             raise ToolError(f"skeleton takes a file or a symbol, not a line range: {spec}")
         if target.path.stat().st_size > READ_LIMIT:
             raise ToolError(f"{target.shown} is too large to outline; use view PATH:START-END")
-        symbols = outline_or_fail(target, "\n".join(read_lines(target.path)))
+        symbols = outline_or_fail(target, "\n".join(read_lines(target.path, ctx.guard.root)))
         if target.symbol is not None:
             symbols = [find_or_fail(target, symbols, target.symbol)]
         every = rows(symbols)
@@ -128,7 +128,7 @@ class SkeletonTool:
             if path.stat().st_size > self.max_file_bytes or is_binary(path):
                 skipped.append(rel)
                 continue
-            found = rows(outline(path, "\n".join(read_lines(path))) or [])
+            found = rows(outline(path, "\n".join(read_lines(path, ctx.guard.root))) or [])
             page = _slice(found, seen, offset, limit - len(items))
             seen += len(found)
             if page:

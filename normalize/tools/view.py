@@ -117,8 +117,12 @@ def numbered(lines: Iterable[str], first: int, last: int) -> str:
     return "\n".join(out)
 
 
-def read_lines(path: Path) -> list[str]:
-    """The file's lines, decoded as UTF-8 with replacement, without line endings."""
+def read_lines(path: Path, root: Path | None = None) -> list[str]:
+    """The file's lines, decoded as UTF-8 with replacement, without line endings.
+
+    `root` is the workspace the file lies beneath (how the file is opened may use it).
+    """
+    del root
     text = path.read_bytes().decode("utf-8", "replace")
     return split_lines(text)
 
