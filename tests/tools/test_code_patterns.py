@@ -186,3 +186,11 @@ def test_braces_that_balance_only_branch_by_branch() -> None:
         ("operator napi_env", "Env", 47),
         ("operator bool", "Value", 51),
     ]
+
+
+def test_definitions_inside_a_top_level_error_are_recovered_in_every_language() -> None:
+    """Pygments' Ruby stress test: a heredoc puzzle turns most of the file into an ERROR node."""
+    symbols = symbols_of("stress/pygments_example.rb")
+    foo = find_symbol(symbols, "Foo")
+    assert foo is not None and (foo.line, foo.end_line) == (28, 37)
+    assert [c.name for c in foo.children] == ["blub", "another_way_to_get_class"]

@@ -135,7 +135,7 @@ class Walker:
         self, node: Node, scope: str, wrap: Node | None, wrap_sig: bool, lead: Node | None
     ) -> list[Symbol]:
         kind = node.type
-        if kind in self.rules.transparent:
+        if kind in self.rules.transparent or kind == "ERROR":  # recover what the error holds
             return self.block(node, scope)
         unwrap = self.rules.wrappers.get(kind)
         if unwrap is not None:
