@@ -113,3 +113,16 @@ def test_without_rg_python_searches_and_says_so(
         "(ripgrep not found; searched with Python's re, slower)",
     ]
     assert result.data["engine"] == "python"
+
+
+def test_the_ripgrep_wheels_binary_is_found_beside_the_interpreter() -> None:
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        files = distribution("ripgrep").files or []
+    except PackageNotFoundError:
+        pytest.skip("the ripgrep wheel is not installed")
+    shipped = [f for f in files if f.name == "rg"]
+    assert shipped, "the ripgrep wheel ships no rg"
+    assert RG is not None
+    assert Path(RG).resolve() == Path(str(shipped[0].locate())).resolve()
