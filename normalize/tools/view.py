@@ -374,7 +374,8 @@ def directory_tree(ctx: ToolContext, target: Target, max_entries: int) -> Action
     header = f"{target.shown}/ ({more} files)"
     if depth == 0 and len(lines) > max_entries:
         left = len(lines) - max_entries
-        lines = [*lines[:max_entries], f"… {left:,} more entries"]
+        lines = [*lines[:max_entries], f"… {left:,} more entries; view DIR/NAME opens one, "
+                 f"grep -l PATTERN {target.shown} searches them all"]
     elif depth < len(per_level):
         lines.append(f"(directories below depth {max(depth, 1)} collapsed; view DIR to open one)")
     return ActionResult.success("\n".join([header, *lines]), data=data)

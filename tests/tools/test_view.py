@@ -289,7 +289,10 @@ def test_directory_tree_caps_a_wide_level(tool_ctx: ToolContext, run_tool: RunTo
         write(tool_ctx.workspace, f"f{f:02}.txt", "x")
     lines = run_tool(ViewTool(max_entries=10), ".").output.splitlines()
     assert lines[0] == "./ (30 files)" and lines[1] == "  f00.txt"
-    assert len(lines) == 12 and lines[-1] == "… 20 more entries"
+    assert len(lines) == 12
+    assert lines[-1] == (
+        "… 20 more entries; view DIR/NAME opens one, grep -l PATTERN . searches them all"
+    )
 
 
 # --- skeleton --------------------------------------------------------------------------
