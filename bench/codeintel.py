@@ -108,8 +108,10 @@ def score_file(path: Path, score: Score) -> None:
     theirs = ctags_definitions(path, language)
     score.files += 1
     ours_list = [s for top in symbols for s in top.walk()
-                 if s.kind in TYPES | CALLABLES | {"impl", "namespace", "overload"}]  # fmt: skip
-    ours = Counter(s.name.split("<")[0] for s in ours_list if s.kind not in ("impl", "namespace"))
+                 if s.kind in TYPES | CALLABLES | {"overload", "test"}]  # fmt: skip
+    # ctags names `TEST(Suite, Name) {…}` after its macro; the outline after the test
+    ours = Counter(s.signature.split("(")[0] if s.kind == "test" else s.name.split("<")[0]
+                   for s in ours_list)  # fmt: skip
     score.ours += sum(ours.values())
     if theirs is None:
         return

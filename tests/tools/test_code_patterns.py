@@ -194,3 +194,14 @@ def test_definitions_inside_a_top_level_error_are_recovered_in_every_language() 
     foo = find_symbol(symbols, "Foo")
     assert foo is not None and (foo.line, foo.end_line) == (28, 37)
     assert [c.name for c in foo.children] == ["blub", "another_way_to_get_class"]
+
+
+def test_cpp_test_macros_are_named_by_suite_and_test() -> None:
+    symbols = symbols_of("repro/gtest_cases.cc")
+    assert [(s.owner, s.name, s.kind, s.signature) for s in symbols] == [
+        ("StackTest", "PushesOne", "test", "TEST(StackTest, PushesOne)"),
+        ("StackFixture", "PopsLast", "test", "TEST_F(StackFixture, PopsLast)"),
+        ("StackTest", "Empty", "test", "TEST(StackTest, Empty)"),
+    ]
+    empty = find_symbol(symbols, "StackTest/Empty")
+    assert empty is not None and (empty.line, empty.end_line) == (13, 15)

@@ -518,7 +518,31 @@ def _c_function(node: Node, walker: Walker, scope: str) -> list[Def]:
         return []
     name, owner = found
     end = head_end(node, node.child_by_field_name("body"))
+    test = None if owner else _macro_test(node, name, walker)
+    if test is not None:  # `TEST(StackTest, PushesOne) {…}` is the test StackTest/PushesOne
+        return [Def(node, "test", test[1], end, owner=test[0])]
     return [Def(node, "method" if owner else "function", name, end, owner=owner)]
+
+
+def _macro_test(node: Node, name: str, walker: Walker) -> tuple[str, str] | None:
+    """(suite, test) of a test macro with a body: an all-caps name, bare-word arguments."""
+    if not _CONSTANT.fullmatch(name):
+        return None
+    declarator = node.child_by_field_name("declarator")
+    params = None if declarator is None else declarator.child_by_field_name("parameters")
+    if params is None:
+        return None
+    words: list[str] = []
+    for param in params.named_children:
+        kind = param.child_by_field_name("type")
+        if param.type != "parameter_declaration" or param.named_child_count != 1 or kind is None:
+            return None
+        if kind.type != "type_identifier":
+            return None
+        words.append(walker.text(kind))
+    if not 1 <= len(words) <= 2:
+        return None
+    return ("", words[0]) if len(words) == 1 else (words[0], words[1])
 
 
 def _c_type(node: Node, walker: Walker, scope: str) -> list[Def]:

@@ -101,9 +101,14 @@ def base_name(name: str) -> str:
     return name.split("<", 1)[0].rstrip()
 
 
+def _test_macro(symbol: Symbol, name: str) -> bool:
+    """A test case (`TEST(Suite, Name) {…}`) also answers to its macro's name."""
+    return symbol.kind == "test" and symbol.signature.startswith(name + "(")
+
+
 def _find(level: Sequence[Symbol], parts: list[str]) -> list[Symbol]:
     name, rest = parts[0], parts[1:]
-    hits = [s for s in level if s.name == name or base_name(s.name) == name]
+    hits = [s for s in level if s.name == name or base_name(s.name) == name or _test_macro(s, name)]
     if not rest:
         return hits
     found = [deep for hit in hits for deep in _find(hit.children, rest)]
