@@ -48,7 +48,9 @@ VERBS: tuple[Verb, ...] = (
         ("show", "read", "cat", "open"),
         ("view PATH", "view PATH:START-END", "view PATH/SYMBOL", "view DIR"),
         "file with line numbers; a big file gives its skeleton and a hint; "
-        "a symbol (`Class/method` nests) gives its source; a directory gives a tree",
+        "a symbol (`Class/method` nests) gives its source with the doc comment above it "
+        "(several matches: the implementation, the others listed as `NAME@LINE`); "
+        "a directory gives a tree",
         False,
     ),
     Verb(
@@ -69,7 +71,9 @@ VERBS: tuple[Verb, ...] = (
         "edit",
         ("patch", "fix", "replace"),
         ("edit PATH/SYMBOL <<EOF", "edit PATH:START-END <<EOF", "edit PATH <<EOF"),
-        "replaces the symbol's source, the line range, or each SEARCH text (which must "
+        "replaces the symbol's source (with its doc comment: the lines `view PATH/SYMBOL` "
+        "shows; a name with several definitions is refused, pick one as `NAME@LINE`), "
+        "the line range, or each SEARCH text (which must "
         "match exactly once) with its REPLACE text; answers with a unified diff",
         True,
         takes_body=True,

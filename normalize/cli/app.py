@@ -399,6 +399,20 @@ def analyze(ctx: typer.Context, workspace: WorkspaceOpt = None,
     _verb("analyze", ctx, workspace, json_output)
 
 
+@app.command("map")
+def repo_map(
+    path: Annotated[str | None, typer.Argument(help="A directory or file (default: all).")] = None,
+    tokens: Annotated[int, typer.Option("--tokens", help="The map's size in tokens.")] = 1024,
+    workspace: WorkspaceOpt = None,
+    json_output: Annotated[bool, typer.Option("--json", help="The ranked definitions.")] = False,
+) -> None:
+    """The most important definitions: ranked by the files that use them, fitted to --tokens."""
+    from normalize.cli.map import run_map
+
+    raise typer.Exit(run_map(_env(), path, tokens=tokens, workspace=workspace,
+                             json_output=json_output))
+
+
 @help_app.command("commands")
 def help_commands(
     markdown: Annotated[bool, typer.Option("--markdown", help="Markdown tables.")] = False,

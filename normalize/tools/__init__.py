@@ -14,8 +14,9 @@ def default_tools() -> ToolRegistry:
     from normalize.tools.mcp import McpTool
     from normalize.tools.meta import AskTool, DoneTool, NoteTool, PlanTool
     from normalize.tools.run import RunTool
+    from normalize.tools.skeleton import SkeletonTool
     from normalize.tools.test import TestTool
-    from normalize.tools.view import SkeletonTool, ViewTool
+    from normalize.tools.view import ViewTool
 
     return ToolRegistry([
         ViewTool(), SkeletonTool(), GrepTool(), EditTool(), WriteTool(), RunTool(), TestTool(),

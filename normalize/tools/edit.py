@@ -368,7 +368,7 @@ def _symbol_names(symbols: list[Symbol], prefix: str = "") -> Iterator[str]:
 
 
 def _replace_symbol(text: str, target: _Target, body: str) -> tuple[str, list[str]]:
-    from normalize.tools.code import find_symbol, outline
+    from normalize.tools.code import address, find_symbols, outline
 
     assert target.symbol is not None
     symbols = outline(target.path, text)
@@ -377,7 +377,17 @@ def _replace_symbol(text: str, target: _Target, body: str) -> tuple[str, list[st
             f"cannot find symbols in {target.rel} (language not supported); use "
             f"`edit {target.rel}:START-END` or SEARCH/REPLACE blocks"
         )
-    symbol = find_symbol(symbols, target.symbol)
+    found = find_symbols(symbols, target.symbol)
+    if len(found) > 1:
+        base = target.symbol.rsplit("/", 1)[0] + "/" if "/" in target.symbol else ""
+        listed = ", ".join(
+            f"{target.rel}/{base}{address(s)} ({s.kind}, lines {s.first_line}-{s.end_line})"
+            for s in sorted(found, key=lambda s: s.line)
+        )
+        raise ToolError(
+            f"{target.symbol!r} names {len(found)} definitions in {target.rel}; pick one: {listed}"
+        )
+    symbol = found[0] if found else None
     if symbol is None:
         names = list(_symbol_names(symbols))
         close = difflib.get_close_matches(target.symbol, names, n=3, cutoff=0.5)
@@ -386,12 +396,13 @@ def _replace_symbol(text: str, target: _Target, body: str) -> tuple[str, list[st
     lines, trailing = _split(text)
     notes: list[str] = []
     new = _body_lines(body)
-    have = _indent(lines[symbol.line - 1]) if symbol.line <= len(lines) else ""
+    first_line = symbol.first_line  # the doc comment above goes too, as `view` shows it
+    have = _indent(lines[first_line - 1]) if first_line <= len(lines) else ""
     first = next((line for line in new if line.strip()), "")
     if have and first and not _indent(first):
         new = _reindent(new, "", have)
         notes.append(f"note: indented the body to match {target.symbol}")
-    lines[symbol.line - 1 : symbol.end_line] = new
+    lines[first_line - 1 : symbol.end_line] = new
     return _join(lines, trailing), notes
 
 

@@ -1,21 +1,29 @@
 """`grep`: a regex search over the workspace, the way git sees it.
 
 Output is one match a line, `path:line: text`, paths relative to the
-workspace; `.gitignore`d files, binaries and files over a size limit are
-skipped. Past the cap, a last line counts the matches left out.
+workspace, in path order; `.gitignore`d files and binaries (a NUL byte
+anywhere in the file) are skipped. Past the cap, a last line counts the
+matches left out.
+
+The search runs on ripgrep (`rg --json`, from the `ripgrep` wheel) when it
+can be found; patterns ripgrep's regex engine rejects (look-around,
+back-references) and machines without `rg` use the Python engine, which
+also skips files over a size limit and names them.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from normalize.errors import ToolError
 from normalize.fsopen import read_bytes
 from normalize.task import Action, ActionResult
 from normalize.tools.base import ToolContext
-from normalize.tools.files import BINARY_SNIFF, walk
+from normalize.tools.files import walk
+from normalize.tools.ripgrep import FileHits, Found, RgUnsupported, find_rg, search_rg
 from normalize.tools.view import missing_path
 
 MAX_TEXT = 300
@@ -94,7 +102,7 @@ def _count(text: str, flag: str) -> int:
 
 
 class GrepTool:
-    """Searches file contents with a Python regex, respecting `.gitignore`."""
+    """Searches file contents with ripgrep (or a Python regex), respecting `.gitignore`."""
 
     name: ClassVar[str] = "grep"
     read_only: ClassVar[bool] = True
@@ -103,71 +111,117 @@ class GrepTool:
         "respecting .gitignore"
     )
 
-    def __init__(self, *, max_matches: int = 200, max_file_bytes: int = 4_000_000) -> None:
+    def __init__(
+        self, *, max_matches: int = 200, max_file_bytes: int = 4_000_000, engine: str = "auto"
+    ) -> None:
         self.max_matches = max_matches
         self.max_file_bytes = max_file_bytes
+        """Only the Python engine skips files over this size (and names them); ripgrep has none."""
+        self.engine = engine
+        """"auto" (ripgrep when found), "rg" or "python"."""
 
     def run(self, action: Action, ctx: ToolContext) -> ActionResult:
         query = GrepQuery.parse(action.args)
-        regex = query.compile()
         start = ctx.guard.resolve(query.path)
         if not start.exists():
             raise missing_path(ctx, query.path, start)
-        cap = query.max_matches or self.max_matches
-        out: list[str] = []
-        matches = files = shown = hidden_files = 0
-        skipped_binary = skipped_large = 0
-        for path in walk(ctx.guard.root, start):
-            if ctx.cancel.cancelled:
-                break
+        found = self.search(query, start, ctx)
+        return _report(query, found, query.max_matches or self.max_matches, ctx)
+
+    def search(self, query: GrepQuery, start: Path, ctx: ToolContext) -> Found:
+        """Every match of `query` under `start`, on ripgrep when it can, else in Python."""
+        rg = None if self.engine == "python" else find_rg()
+        note = ""
+        if rg is None and self.engine == "rg":
+            raise ToolError("grep: ripgrep (rg) is not installed; pip install ripgrep")
+        if rg is not None:
             try:
-                if path.stat().st_size > self.max_file_bytes:
-                    skipped_large += 1
-                    continue
-                raw = read_bytes(ctx.guard.root, path.relative_to(ctx.guard.root))
-            except OSError:
-                continue
-            if b"\x00" in raw[:BINARY_SNIFF]:
-                skipped_binary += 1
-                continue
-            text = raw.decode("utf-8", "replace").replace("\r\n", "\n")
-            if regex.search(text) is None:  # most files: one C-speed scan, no line loop
-                continue
-            rel = ctx.guard.relative(path)
-            found = shown_here = 0
-            for number, line in enumerate(text.split("\n"), 1):
-                if regex.search(line) is None:
-                    continue
-                found += 1
-                if not query.files_only and shown < cap:
-                    out.append(f"{rel}:{number}: {_clip(line)}")
-                    shown += 1
-                    shown_here += 1
-            if not found:
-                continue
-            matches += found
-            files += 1
-            if query.files_only and files <= cap:
-                out.append(rel)
-            elif not query.files_only and shown_here < found:
-                hidden_files += 1
-        data = {
-            "matches": matches,
-            "files": files,
-            "skipped_binary": skipped_binary,
-            "skipped_large": skipped_large,
-        }
-        if not matches:
-            data["exit_code"] = 1
-            return ActionResult.success(f"no matches for {query.pattern}", data=data)
-        if query.files_only and files > cap:
-            out.append(f"… {files - cap:,} more files")
-        elif not query.files_only and matches > shown:
-            noun = "file" if hidden_files == 1 else "files"
-            out.append(f"… {matches - shown:,} more matches in {hidden_files:,} {noun}")
+                return search_rg(rg, query, start, ctx)
+            except RgUnsupported as exc:
+                note = f"(ripgrep cannot run this pattern: {exc}; searched with Python's re)"
+        elif self.engine == "auto":
+            note = "(ripgrep not found; searched with Python's re, slower)"
+        found = _search_python(query, query.compile(), start, ctx, self.max_file_bytes)
+        found.note = note
+        return found
+
+
+def _search_python(
+    query: GrepQuery, regex: re.Pattern[str], start: Path, ctx: ToolContext, max_bytes: int
+) -> Found:
+    found = Found()
+    for path in walk(ctx.guard.root, start):
         if ctx.cancel.cancelled:
-            out.append("(search cancelled; results are partial)")
-        return ActionResult.success("\n".join(out), data=data)
+            break
+        try:
+            if path.stat().st_size > max_bytes:
+                found.skipped_large.append(ctx.guard.relative(path))
+                continue
+            raw = read_bytes(ctx.guard.root, path.relative_to(ctx.guard.root))
+        except OSError:
+            continue
+        if raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a UTF-8 byte-order mark is not text (ripgrep drops it too)
+        text = raw.decode("utf-8", "replace").replace("\r\n", "\n")
+        if regex.search(text) is None:  # most files: one C-speed scan, no line loop
+            continue
+        if b"\x00" in raw:  # binary: a NUL anywhere, as ripgrep decides it
+            found.skipped_binary += 1
+            continue
+        hits = FileHits(ctx.guard.relative(path))
+        for number, line in enumerate(text.split("\n"), 1):
+            if regex.search(line) is not None:
+                hits.lines.append((number, line))
+        if hits.lines:
+            found.files.append(hits)
+    del query
+    return found
+
+
+def _report(query: GrepQuery, found: Found, cap: int, ctx: ToolContext) -> ActionResult:
+    out: list[str] = []
+    matches = shown = hidden_files = 0
+    for hits in found.files:
+        count = hits.count
+        matches += count
+        if query.files_only:
+            continue
+        room = max(0, cap - shown)
+        if room:
+            for number, line in hits.first(room):
+                out.append(f"{hits.rel}:{number}: {_clip(line)}")
+        shown += min(room, count)
+        if room < count:
+            hidden_files += 1
+    files = len(found.files)
+    if query.files_only:
+        out = [hits.rel for hits in found.files[:cap]]
+    data: dict[str, object] = {
+        "matches": matches,
+        "files": files,
+        "skipped_binary": found.skipped_binary,
+        "skipped_large": len(found.skipped_large),
+        "engine": found.engine,
+    }
+    tail: list[str] = []
+    if found.skipped_large:
+        names = ", ".join(found.skipped_large[:5]) + (" …" if len(found.skipped_large) > 5 else "")
+        tail.append(f"(not searched, over the size limit: {names})")
+    if found.note:
+        tail.append(found.note)
+    if not matches:
+        data["exit_code"] = 1
+        text = "\n".join([f"no matches for {query.pattern}", *tail])
+        return ActionResult.success(text, data=data)
+    if query.files_only and files > cap:
+        out.append(f"… {files - cap:,} more files; --max {files} lists them all")
+    elif not query.files_only and matches > shown:
+        noun = "file" if hidden_files == 1 else "files"
+        out.append(f"… {matches - shown:,} more matches in {hidden_files:,} {noun}; "
+                   f"--max {matches} shows them all, -l lists the files")
+    if ctx.cancel.cancelled:
+        out.append("(search cancelled; results are partial)")
+    return ActionResult.success("\n".join([*out, *tail]), data=data)
 
 
 def _clip(line: str) -> str:

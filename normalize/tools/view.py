@@ -23,8 +23,8 @@ from normalize.task import Action, ActionResult
 from normalize.tools.base import ToolContext
 from normalize.tools.code import (
     Symbol,
-    find_symbol,
-    language_for,
+    address,
+    find_symbols,
     outline,
     outline_text,
     supported_languages,
@@ -162,7 +162,7 @@ def _symbol_names(symbols: list[Symbol]) -> str:
     return ", ".join(names) + (f", … and {more} more" if more > 0 else "")
 
 
-def _outline_or_fail(target: Target, text: str) -> list[Symbol]:
+def outline_or_fail(target: Target, text: str) -> list[Symbol]:
     symbols = outline(target.path, text)
     if symbols is None:
         raise ToolError(
@@ -172,12 +172,30 @@ def _outline_or_fail(target: Target, text: str) -> list[Symbol]:
     return symbols
 
 
-def _find_or_fail(target: Target, symbols: list[Symbol], spec: str) -> Symbol:
-    symbol = find_symbol(symbols, spec)
-    if symbol is None:
+def find_or_fail(target: Target, symbols: list[Symbol], spec: str) -> Symbol:
+    return _candidates_or_fail(target, symbols, spec)[0]
+
+
+def _candidates_or_fail(target: Target, symbols: list[Symbol], spec: str) -> list[Symbol]:
+    found = find_symbols(symbols, spec)
+    if not found:
         available = _symbol_names(symbols) or "none"
         raise ToolError(f"no symbol {spec!r} in {target.shown}; top-level symbols: {available}")
-    return symbol
+    return found
+
+
+def others_note(shown: str, spec: str, chosen: Symbol, others: list[Symbol]) -> str:
+    """One line naming the other definitions `spec` matches and how to view each."""
+    base = spec.rsplit("@", 1)[0]
+    prefix = base.rsplit("/", 1)[0] + "/" if "/" in base else ""
+    listed = "; ".join(
+        f"{s.first_line}-{s.end_line} {s.kind} (view {shown}/{prefix}{address(s)})" for s in others
+    )
+    count = len(others) + 1
+    return (
+        f"note: {base} has {count} definitions; showing {chosen.first_line}-{chosen.end_line} "
+        f"({chosen.kind}); the others: {listed}"
+    )
 
 
 class ViewTool:
@@ -258,24 +276,33 @@ class ViewTool:
 
     def _symbol(self, target: Target, lines: list[str]) -> ActionResult:
         spec = target.symbol or ""
-        symbol = _find_or_fail(target, _outline_or_fail(target, "\n".join(lines)), spec)
-        span = lines[symbol.line - 1 : symbol.end_line]
+        found = _candidates_or_fail(target, outline_or_fail(target, "\n".join(lines)), spec)
+        symbol, others = found[0], found[1:]
+        first = symbol.first_line
+        span = lines[first - 1 : symbol.end_line]
         data: dict[str, Any] = {
             "path": target.shown,
             "kind": "symbol",
             "symbol": spec,
-            "start": symbol.line,
+            "start": first,
             "end": symbol.end_line,
         }
+        note = ""
+        if others:
+            note = others_note(target.shown, spec, symbol, others) + "\n"
+            data["others"] = [
+                {"start": s.first_line, "end": s.end_line, "kind": s.kind, "address": address(s)}
+                for s in others
+            ]
         if len(span) > self.max_lines and symbol.children:
             hint = (
                 f"… {target.shown}/{spec} spans {len(span):,} lines; showing its outline. "
                 f"Use view {target.shown}:START-END or view {target.shown}/{spec}/MEMBER"
             )
             data["kind"] = "outline"
-            body = outline_text([symbol], max_lines=self.max_outline)
-            return ActionResult.success(f"{hint}\n{body}", data=data)
-        return ActionResult.success(numbered(span, symbol.line, symbol.end_line), data=data)
+            body = self._outline([symbol], f"{target.shown}/{spec}")
+            return ActionResult.success(f"{note}{hint}\n{body}", data=data)
+        return ActionResult.success(note + numbered(span, first, symbol.end_line), data=data)
 
     def _big(self, target: Target, lines: list[str]) -> ActionResult:
         symbols = outline(target.path, "\n".join(lines))
@@ -285,9 +312,16 @@ class ViewTool:
             f"… {target.shown}: {len(lines):,} lines; showing the outline. "
             f"Use view {target.shown}:START-END or view {target.shown}/SYMBOL"
         )
-        body = outline_text(symbols, max_lines=self.max_outline)
+        body = self._outline(symbols, target.shown)
         data = {"path": target.shown, "kind": "outline", "lines": len(lines)}
         return ActionResult.success(f"{hint}\n{body}", data=data)
+
+    def _outline(self, symbols: list[Symbol], spec: str) -> str:
+        """The outline, cut at `max_outline` rows with the command that shows the rest."""
+        body = outline_text(symbols, max_lines=self.max_outline)
+        if body.endswith(" more symbols"):
+            body += f"; skeleton {spec} --offset {self.max_outline} shows the rest"
+        return body
 
     def _head(self, target: Target, lines: list[str] | None, why: str) -> ActionResult:
         head = (
@@ -344,7 +378,8 @@ def directory_tree(ctx: ToolContext, target: Target, max_entries: int) -> Action
     header = f"{target.shown}/ ({more} files)"
     if depth == 0 and len(lines) > max_entries:
         left = len(lines) - max_entries
-        lines = [*lines[:max_entries], f"… {left:,} more entries"]
+        lines = [*lines[:max_entries], f"… {left:,} more entries; view DIR/NAME opens one, "
+                 f"grep -l PATTERN {target.shown} searches them all"]
     elif depth < len(per_level):
         lines.append(f"(directories below depth {max(depth, 1)} collapsed; view DIR to open one)")
     return ActionResult.success("\n".join([header, *lines]), data=data)
@@ -374,71 +409,3 @@ def _render(node: dict[str, Any], level: int, depth: int, lines: list[str]) -> N
         else:
             lines.append(indent + name)
             _render(child, level + 1, depth, lines)
-
-
-class SkeletonTool:
-    """Signatures of classes and functions with their line ranges, for a file or a directory."""
-
-    name: ClassVar[str] = "skeleton"
-    read_only: ClassVar[bool] = True
-    summary: ClassVar[str] = (
-        "skeleton PATH: signatures of classes and functions with line numbers "
-        "(a directory: each supported file)"
-    )
-    usage: ClassVar[str] = "skeleton PATH | PATH/SYMBOL | DIR"
-
-    def __init__(
-        self, *, max_files: int = 50, max_symbols: int = 600, max_file_bytes: int = 2_000_000
-    ) -> None:
-        self.max_files = max_files
-        self.max_symbols = max_symbols
-        self.max_file_bytes = max_file_bytes
-
-    def run(self, action: Action, ctx: ToolContext) -> ActionResult:
-        spec = _one_arg(action, "skeleton", self.usage)
-        target = resolve_target(ctx, spec or ".")
-        if target.path.is_dir():
-            return self._directory(ctx, target)
-        if target.start is not None:
-            raise ToolError(f"skeleton takes a file or a symbol, not a line range: {spec}")
-        if target.path.stat().st_size > READ_LIMIT:
-            raise ToolError(f"{target.shown} is too large to outline; use view PATH:START-END")
-        symbols = _outline_or_fail(target, "\n".join(read_lines(target.path, ctx.guard.root)))
-        if target.symbol is not None:
-            symbols = [_find_or_fail(target, symbols, target.symbol)]
-        data = {"path": target.shown, "kind": "skeleton", "symbols": _count(symbols)}
-        if not symbols:
-            return ActionResult.success(f"{target.shown}: no classes or functions", data=data)
-        return ActionResult.success(outline_text(symbols, max_lines=self.max_symbols), data=data)
-
-    def _directory(self, ctx: ToolContext, target: Target) -> ActionResult:
-        parts: list[str] = []
-        files = symbols_shown = left_out = 0
-        for path in walk(ctx.guard.root, target.path):
-            if ctx.cancel.cancelled:
-                break
-            if language_for(path) is None:
-                continue
-            if files >= self.max_files or symbols_shown >= self.max_symbols:
-                left_out += 1
-                continue
-            if path.stat().st_size > self.max_file_bytes or is_binary(path):
-                continue
-            symbols = outline(path, "\n".join(read_lines(path, ctx.guard.root))) or []
-            if not symbols:
-                continue
-            budget = self.max_symbols - symbols_shown
-            parts.append(ctx.guard.relative(path))
-            parts.append(outline_text(symbols, max_lines=budget, indent="  "))
-            symbols_shown += min(_count(symbols), budget)
-            files += 1
-        data = {"path": target.shown, "kind": "skeleton", "files": files, "more_files": left_out}
-        if not parts:
-            return ActionResult.success(f"{target.shown}/: no supported source files", data=data)
-        if left_out:
-            parts.append(f"… {left_out:,} more files; use skeleton PATH on a subdirectory or file")
-        return ActionResult.success("\n".join(parts), data=data)
-
-
-def _count(symbols: Iterable[Symbol]) -> int:
-    return sum(1 + _count(s.children) for s in symbols)

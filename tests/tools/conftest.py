@@ -69,7 +69,8 @@ def run_tool(tool_ctx: ToolContext) -> RunTool:
 
 @pytest.fixture
 def samples(tool_ctx: ToolContext) -> Path:
-    """The workspace, holding a copy of every code sample in tests/fixtures/code."""
+    """The workspace, holding a copy of every code sample in tests/fixtures/code (top level)."""
     for sample in CODE_FIXTURES.iterdir():
-        shutil.copy(sample, tool_ctx.workspace / sample.name)
+        if sample.is_file():
+            shutil.copy(sample, tool_ctx.workspace / sample.name)
     return tool_ctx.workspace

@@ -54,7 +54,8 @@ def test_importing_the_package_loads_no_grammar() -> None:
 
 def test_languages() -> None:
     assert supported_languages() == [
-        "c", "cpp", "go", "java", "javascript", "python", "rust", "tsx", "typescript",
+        "bash", "c", "cpp", "csharp", "go", "java", "javascript", "kotlin", "lua", "php",
+        "python", "ruby", "rust", "scala", "swift", "tsx", "typescript",
     ]  # fmt: skip
     assert language_for("a/b.py") == "python"
     assert language_for("x.TSX") == "tsx"

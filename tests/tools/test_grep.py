@@ -85,14 +85,20 @@ def test_caps_with_a_count_of_what_was_left_out(tool_ctx: ToolContext, run_tool:
     lines = result.output.splitlines()
     assert len(lines) == 201
     assert lines[199] == "f1.txt:100: hit 99"
-    assert lines[-1] == "… 300 more matches in 3 files"
+    assert lines[-1] == (
+        "… 300 more matches in 3 files; --max 500 shows them all, -l lists the files"
+    )
     assert result.data["matches"] == 500 and result.data["files"] == 5
     small = run_tool(GrepTool(), "hit", "--max", "150").output.splitlines()
-    assert small[-1] == "… 350 more matches in 4 files"
+    assert small[-1] == (
+        "… 350 more matches in 4 files; --max 500 shows them all, -l lists the files"
+    )
     one_file = run_tool(GrepTool(), "hit", "f0.txt", "--max=10").output.splitlines()
-    assert one_file[-1] == "… 90 more matches in 1 file"
+    assert one_file[-1] == (
+        "… 90 more matches in 1 file; --max 100 shows them all, -l lists the files"
+    )
     listed = run_tool(GrepTool(), "hit", "-l", "-m", "2").output.splitlines()
-    assert listed == ["f0.txt", "f1.txt", "… 3 more files"]
+    assert listed == ["f0.txt", "f1.txt", "… 3 more files; --max 5 lists them all"]
 
 
 def test_no_match(repo: Path, run_tool: RunTool) -> None:
@@ -123,10 +129,14 @@ def test_argument_errors(repo: Path, run_tool: RunTool) -> None:
 def test_long_lines_are_cut_and_big_files_skipped(tool_ctx: ToolContext, run_tool: RunTool) -> None:
     write(tool_ctx.workspace, "min.js", "var a=1;" * 200 + "needle\n")
     write(tool_ctx.workspace, "huge.txt", "needle\n" + "x" * 5000)
-    result = run_tool(GrepTool(max_file_bytes=4000), "needle")
-    assert result.output.startswith("min.js:1: var a=1;")
-    assert len(result.output) == len("min.js:1: ") + 300 and result.output.endswith("…")
+    result = run_tool(GrepTool(max_file_bytes=4000, engine="python"), "needle")
+    first, *rest = result.output.splitlines()
+    assert first.startswith("min.js:1: var a=1;")
+    assert len(first) == len("min.js:1: ") + 300 and first.endswith("…")
     assert result.data["skipped_large"] == 1
+    assert rest == ["(not searched, over the size limit: huge.txt)"]  # never silently
+    on_rg = run_tool(GrepTool(max_file_bytes=4000, engine="rg"), "needle")
+    assert on_rg.output.splitlines()[0] == "huge.txt:1: needle"  # ripgrep skips nothing for size
 
 
 def test_crlf_and_non_utf8_files(tool_ctx: ToolContext, run_tool: RunTool) -> None:

@@ -27,6 +27,14 @@ GRAMMARS: dict[str, tuple[str, str]] = {
     "java": ("tree_sitter_java", "language"),
     "c": ("tree_sitter_c", "language"),
     "cpp": ("tree_sitter_cpp", "language"),
+    "ruby": ("tree_sitter_ruby", "language"),
+    "csharp": ("tree_sitter_c_sharp", "language"),
+    "php": ("tree_sitter_php", "language_php"),
+    "bash": ("tree_sitter_bash", "language"),
+    "kotlin": ("tree_sitter_kotlin", "language"),
+    "swift": ("tree_sitter_swift", "language"),
+    "scala": ("tree_sitter_scala", "language"),
+    "lua": ("tree_sitter_lua", "language"),
 }
 """Language name → (grammar module, function returning its language pointer)."""
 
@@ -41,6 +49,14 @@ _EXTENSIONS_BY_LANGUAGE = {
     "c": ".c",
     # C++ parses C headers well and C++ headers correctly; the C grammar fails on the latter.
     "cpp": ".h .cc .cpp .cxx .c++ .hh .hpp .hxx .h++ .ipp",
+    "ruby": ".rb .rake .gemspec",
+    "csharp": ".cs",
+    "php": ".php",
+    "bash": ".sh .bash",
+    "kotlin": ".kt .kts",
+    "swift": ".swift",
+    "scala": ".scala .sc",
+    "lua": ".lua",
 }
 EXTENSIONS: dict[str, str] = {
     ext: language for language, exts in _EXTENSIONS_BY_LANGUAGE.items() for ext in exts.split()

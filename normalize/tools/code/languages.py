@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from normalize.tools.code import more_languages as more
 from normalize.tools.code.walker import (
     Def,
     Handler,
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*")
 _STRING_QUOTES = re.compile(r"^[rRbBuUfF]*(\"\"\"|'''|\"|')|(\"\"\"|'''|\"|')$")
 MAX_DOC = 120
+_SPACE = re.compile(r"\s+")
 
 
 def _field(name: str) -> Unwrap:
@@ -51,6 +53,17 @@ def _py_docstring(body: Node | None, walker: Walker) -> str:
     return line if len(line) <= MAX_DOC else line[: MAX_DOC - 1] + "…"
 
 
+def _py_overload(node: Node, walker: Walker) -> bool:
+    """Whether a function is an `@overload` stub (`@overload`, `@typing.overload`, …)."""
+    parent = node.parent
+    if parent is None or parent.type != "decorated_definition":
+        return False
+    return any(
+        child.type == "decorator" and walker.text(child).rstrip().endswith("overload")
+        for child in parent.named_children
+    )
+
+
 def _py_definition(kind: str) -> Handler:
     def handle(node: Node, walker: Walker, scope: str) -> list[Def]:
         del scope
@@ -66,7 +79,8 @@ def _py_definition(kind: str) -> Handler:
                 break
         members = body if kind == "class" else None
         doc = _py_docstring(body, walker)
-        return [Def(node, kind, walker.text(name), end, members=members, doc=doc)]
+        found = "overload" if kind == "function" and _py_overload(node, walker) else kind
+        return [Def(node, found, walker.text(name), end, members=members, doc=doc)]
 
     return handle
 
@@ -97,6 +111,7 @@ PYTHON = Rules(
     wrappers={"decorated_definition": (_field("definition"), False)},
     # definitions under `if TYPE_CHECKING:`, `try: … except ImportError:` and the like
     transparent=_PY_BLOCKS,
+    doc_comments=False,
 )
 
 
@@ -148,9 +163,122 @@ def _js_export(node: Node) -> Node | None:
     return node.child_by_field_name("declaration") or node.child_by_field_name("value")
 
 
+def _member_path(node: Node, walker: Walker) -> list[str] | None:
+    """`a.b.c` → ["a", "b", "c"]; None when any part is computed (`a[b]`, calls)."""
+    parts: list[str] = []
+    current: Node | None = node
+    while current is not None and current.type == "member_expression":
+        prop = current.child_by_field_name("property")
+        if prop is None:
+            return None
+        parts.append(walker.text(prop))
+        current = current.child_by_field_name("object")
+    if current is None or current.type not in ("identifier", "this"):
+        return None
+    parts.append(walker.text(current))
+    return parts[::-1]
+
+
+def _js_object_members(obj: Node, walker: Walker, owner: str) -> list[Def]:
+    """The function-valued entries of an object literal: `{a: function(){}, b(){}}`."""
+    found: list[Def] = []
+    for entry in obj.named_children:
+        if entry.type == "method_definition":
+            name = entry.child_by_field_name("name")
+            body = entry.child_by_field_name("body")
+            if name is not None:
+                found.append(
+                    Def(entry, "function", walker.text(name), head_end(entry, body), owner=owner)
+                )
+        elif entry.type == "pair":
+            key = entry.child_by_field_name("key")
+            value = entry.child_by_field_name("value")
+            if key is None or value is None or value.type not in _FUNCTION_VALUES:
+                continue
+            label = _STRING_QUOTES.sub("", walker.text(key))
+            body = value.child_by_field_name("body")
+            found.append(Def(entry, "function", label, head_end(value, body), owner=owner))
+    return found
+
+
+def _js_assignment(node: Node, walker: Walker, scope: str) -> list[Def]:
+    """`obj.prop = function…`, `X.prototype.m = function…`, `exports.x`, `module.exports = {…}`."""
+    left = node.child_by_field_name("left")
+    value = node.child_by_field_name("right")
+    if scope != "module" or left is None or value is None:
+        return []
+    if value.type == "assignment_expression":  # `req.get = req.header = function header(…)`
+        inner = _js_assignment(value, walker, scope)
+        if len(inner) != 1:
+            return inner
+        path = _member_path(left, walker)
+        if path is not None and len(path) >= 2 and path[-2] != "exports":
+            owner = ".".join(p for p in path[:-1] if p != "prototype")
+            alias = Def(node, inner[0].kind, path[-1], inner[0].head_end, owner=owner)
+            return [alias, inner[0]]
+        return inner
+    path = _member_path(left, walker)
+    if path is None or len(path) < 2:
+        return []
+    if path[:2] == ["module", "exports"]:
+        path = ["exports", *path[2:]]
+    owner_path = [p for p in path[:-1] if p != "prototype"]
+    exported = owner_path == ["exports"] or owner_path == ["this"]
+    owner = "" if exported else ".".join(owner_path)
+    if value.type == "object" and (path == ["exports"] or path[-1] == "prototype"):
+        return _js_object_members(value, walker, "" if path == ["exports"] else owner)
+    if path == ["exports"]:
+        name_node = value.child_by_field_name("name")
+        if name_node is None or value.type not in (*_FUNCTION_VALUES, "class"):
+            return []
+        path = ["exports", walker.text(name_node)]
+    body = value.child_by_field_name("body")
+    if value.type in _FUNCTION_VALUES:
+        kind = "function" if exported or not owner else "method"
+        return [Def(node, kind, path[-1], head_end(value, body), owner=owner)]
+    if value.type == "class":
+        return [Def(node, "class", path[-1], head_end(value, body), members=body, owner=owner)]
+    return []
+
+
+def _js_call(node: Node, walker: Walker, scope: str) -> list[Def]:
+    """Named function expressions passed to a top-level call: `f(req, "ip", function ip(){})`."""
+    if scope != "module":
+        return []
+    found: list[Def] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        for child in current.named_children:
+            if child.type in ("call_expression", "arguments"):
+                stack.append(child)
+            elif child.type == "function_expression":
+                name = child.child_by_field_name("name")
+                body = child.child_by_field_name("body")
+                if name is not None:
+                    found.append(Def(child, "function", walker.text(name), head_end(child, body)))
+    return sorted(found, key=lambda d: d.node.start_byte)
+
+
+def _js_default_export(node: Node, walker: Walker, scope: str) -> list[Def]:
+    """`export default function () {…}`: an unnamed function or class named `default`."""
+    del scope
+    if node.parent is None or node.parent.type != "export_statement":
+        return []
+    name = node.child_by_field_name("name")
+    body = node.child_by_field_name("body")
+    kind = "class" if node.type == "class" else "function"
+    label = "default" if name is None else walker.text(name)
+    return [Def(node, kind, label, head_end(node, body), members=body if kind == "class" else None)]
+
+
 _JS_HANDLERS: dict[str, Handler] = {
     "class_declaration": simple("class", members=True),
-    "class": simple("class", members=True),
+    "class": _js_default_export,
+    "function_expression": _js_default_export,
+    "arrow_function": _js_default_export,
+    "assignment_expression": _js_assignment,
+    "call_expression": _js_call,
     "function_declaration": simple("function"),
     "generator_function_declaration": simple("function"),
     "method_definition": simple("method"),
@@ -272,12 +400,21 @@ GO = Rules(
 # --- Rust -------------------------------------------------------------------
 
 
+_RUST_TYPE_WRAPPERS = {
+    "generic_type": "type",
+    "scoped_type_identifier": "name",
+    "reference_type": "type",
+    "pointer_type": "type",
+}
+"""Types an impl's target is wrapped in (`&'a mut P`, `path::P<T>`) → the field holding it."""
+
+
 def _rust_impl(node: Node, walker: Walker, scope: str) -> list[Def]:
     """`impl<T> Trait for path::Type<T>` is named after `Type`."""
     del scope
     target = node.child_by_field_name("type")
-    while target is not None and target.type in ("generic_type", "scoped_type_identifier"):
-        target = target.child_by_field_name("type" if target.type == "generic_type" else "name")
+    while target is not None and target.type in _RUST_TYPE_WRAPPERS:
+        target = target.child_by_field_name(_RUST_TYPE_WRAPPERS[target.type])
     if target is None:
         return []
     body = node.child_by_field_name("body")
@@ -344,12 +481,13 @@ _C_TYPE_KINDS = {
 def _c_function_name(node: Node, walker: Walker) -> tuple[str, str] | None:
     """(name, owner) of the function a declarator declares: `int *Box::get(…)` → (get, Box)."""
     current = node.child_by_field_name("declarator")
+    top = current
     while current is not None and current.type != "function_declarator":
         inner = current.child_by_field_name("declarator")
         if inner is None and current.type == "reference_declarator":
             inner = _last_named(current)
         current = inner
-    target = None if current is None else current.child_by_field_name("declarator")
+    target = top if current is None else current.child_by_field_name("declarator")
     owner = ""
     while target is not None and target.type == "qualified_identifier":
         scope = target.child_by_field_name("scope")
@@ -358,8 +496,18 @@ def _c_function_name(node: Node, walker: Walker) -> tuple[str, str] | None:
         target = target.child_by_field_name("name")
     if target is not None and target.type == "template_function":
         target = target.child_by_field_name("name")
-    if target is None or target.type not in _C_NAMES:
+    if target is not None and target.type == "operator_cast":  # `operator bool() const`
+        cast = target.child_by_field_name("type")
+        return ("operator " + _SPACE.sub(" ", walker.text(cast)) if cast else "operator"), owner
+    if current is None or target is None or target.type not in _C_NAMES:
         return None
+    kind = node.child_by_field_name("type")
+    if kind is not None and kind.type == "qualified_identifier" and walker.text(kind).endswith(
+        "::operator"
+    ):  # `inline Env::operator napi_env() const` parses with `Env::operator` as the type
+        scope = kind.child_by_field_name("scope")
+        owner = walker.text(scope) if scope is not None else owner
+        return f"operator {walker.text(target)}", owner
     return walker.text(target), owner
 
 
@@ -370,7 +518,31 @@ def _c_function(node: Node, walker: Walker, scope: str) -> list[Def]:
         return []
     name, owner = found
     end = head_end(node, node.child_by_field_name("body"))
+    test = None if owner else _macro_test(node, name, walker)
+    if test is not None:  # `TEST(StackTest, PushesOne) {…}` is the test StackTest/PushesOne
+        return [Def(node, "test", test[1], end, owner=test[0])]
     return [Def(node, "method" if owner else "function", name, end, owner=owner)]
+
+
+def _macro_test(node: Node, name: str, walker: Walker) -> tuple[str, str] | None:
+    """(suite, test) of a test macro with a body: an all-caps name, bare-word arguments."""
+    if not _CONSTANT.fullmatch(name):
+        return None
+    declarator = node.child_by_field_name("declarator")
+    params = None if declarator is None else declarator.child_by_field_name("parameters")
+    if params is None:
+        return None
+    words: list[str] = []
+    for param in params.named_children:
+        kind = param.child_by_field_name("type")
+        if param.type != "parameter_declaration" or param.named_child_count != 1 or kind is None:
+            return None
+        if kind.type != "type_identifier":
+            return None
+        words.append(walker.text(kind))
+    if not 1 <= len(words) <= 2:
+        return None
+    return ("", words[0]) if len(words) == 1 else (words[0], words[1])
 
 
 def _c_type(node: Node, walker: Walker, scope: str) -> list[Def]:
@@ -381,7 +553,8 @@ def _c_type(node: Node, walker: Walker, scope: str) -> list[Def]:
         return []
     kind = _C_TYPE_KINDS[node.type]
     members = None if kind == "enum" else body
-    return [Def(node, kind, walker.text(name), body.start_byte, members=members)]
+    label = _SPACE.sub(" ", walker.text(name))  # a specialisation's arguments, on one line
+    return [Def(node, kind, label, body.start_byte, members=members)]
 
 
 def _c_declaration(node: Node, walker: Walker, scope: str) -> list[Def]:
@@ -438,7 +611,7 @@ _C_HANDLERS: dict[str, Handler] = {
     **dict.fromkeys(_C_TYPE_KINDS, _c_type),
 }
 _C_TRANSPARENT = frozenset(
-    {"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
+    {"ERROR", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
 )
 
 C = Rules(handlers=_C_HANDLERS, transparent=_C_TRANSPARENT)
@@ -457,6 +630,14 @@ CPP = Rules(
 )
 
 RULES: dict[str, Rules] = {
+    "ruby": more.RUBY,
+    "csharp": more.CSHARP,
+    "php": more.PHP,
+    "bash": more.BASH,
+    "kotlin": more.KOTLIN,
+    "swift": more.SWIFT,
+    "scala": more.SCALA,
+    "lua": more.LUA,
     "python": PYTHON,
     "javascript": JAVASCRIPT,
     "typescript": TYPESCRIPT,

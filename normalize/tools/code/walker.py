@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from normalize.tools.code.symbols import Symbol
@@ -28,6 +28,10 @@ _SIGNATURE_NOISE = frozenset(
 _SPACES = re.compile(r"\s+")
 _OPEN_SPACE = re.compile(r"([(\[])\s+")
 _SPACE_CLOSE = re.compile(r",?\s+([)\]])")
+_COMMENT_MARKS = re.compile(r"^\s*(?:/\*+!?|\*+/|\*|//[/!]?|#+|-{2,})\s?|\s*\*+/\s*$")
+_XML_TAG = re.compile(r"</?[A-Za-z][^>]*>")  # C#'s `/// <summary>…</summary>`
+MAX_DOC = 120
+_TRAILING_EQUALS = re.compile(r"\s+=$")
 
 
 @dataclass
@@ -68,21 +72,26 @@ class Rules:
     signature starts at the wrapper); the wrapper's span always counts.
     `transparent` nodes (preprocessor conditionals) are looked through.
     `leading` siblings (Rust attributes, TS member decorators) extend the next
-    symbol's span upward.
+    symbol's span upward. With `doc_comments`, the comments right above a
+    symbol (no blank line between) are its doc comment.
     """
 
     handlers: Mapping[str, Handler]
     wrappers: Mapping[str, tuple[Unwrap, bool]] = field(default_factory=dict)
     transparent: frozenset[str] = frozenset()
     leading: frozenset[str] = frozenset()
+    doc_comments: bool = True
+    """Whether comments right above a definition are its documentation (not in Python)."""
 
 
 class Walker:
     """Builds the symbols of one parsed file."""
 
-    def __init__(self, src: bytes, rules: Rules) -> None:
+    def __init__(self, src: bytes, rules: Rules, parsed: bytes | None = None) -> None:
         self.src = src
         self.rules = rules
+        self.parsed = src if parsed is None else parsed
+        """The bytes the parser saw: `src` with macros blanked (same offsets)."""
 
     def text(self, node: Node) -> str:
         return self.src[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -91,22 +100,42 @@ class Walker:
         """The symbols among `parent`'s children."""
         symbols: list[Symbol] = []
         lead: Node | None = None
+        comments: list[Node] = []
         for child in parent.named_children:
             kind = child.type
             if kind in self.rules.leading:
                 lead = lead or child
                 continue
             if kind in COMMENTS:
+                if comments and child.start_point.row > comments[-1].end_point.row + 1:
+                    comments = []
+                comments.append(child)
                 continue
-            symbols.extend(self.visit(child, scope, None, False, lead))
+            found = self.visit(child, scope, None, False, lead)
+            if comments and self.rules.doc_comments:
+                found = [self._with_doc(symbol, comments) for symbol in found]
+            symbols.extend(found)
             lead = None
+            comments = []
         return symbols
+
+    def _with_doc(self, symbol: Symbol, comments: list[Node]) -> Symbol:
+        """`symbol` with the comment block ending on the line above it as its doc comment."""
+        gap = symbol.line - comments[-1].end_point.row - 2  # blank lines between
+        javadoc = self.src.startswith(b"/**", comments[-1].start_byte)
+        if gap > (1 if javadoc else 0):
+            return symbol
+        start = comments[0].start_point.row + 1
+        if start >= symbol.line:
+            return symbol
+        doc = symbol.doc or doc_line(" ".join(self.text(c) for c in comments))
+        return replace(symbol, doc=doc, doc_line=start)
 
     def visit(
         self, node: Node, scope: str, wrap: Node | None, wrap_sig: bool, lead: Node | None
     ) -> list[Symbol]:
         kind = node.type
-        if kind in self.rules.transparent:
+        if kind in self.rules.transparent or kind == "ERROR":  # recover what the error holds
             return self.block(node, scope)
         unwrap = self.rules.wrappers.get(kind)
         if unwrap is not None:
@@ -133,6 +162,7 @@ class Walker:
             start = found.sig_start
         else:
             start = first_token(found.node)
+        start = self._unblank(start)
         head = self.src[start : max(start, found.head_end)].decode("utf-8", "replace")
         signature = one_line(found.prefix + head + found.suffix)
         kind = "method" if found.kind == "function" and scope == "class" else found.kind
@@ -151,6 +181,16 @@ class Walker:
             doc=found.doc,
         )
 
+    def _unblank(self, start: int) -> int:
+        """Move a signature's start back over macros blanked before parsing on its line."""
+        if self.parsed is self.src:
+            return start
+        line_start = self.src.rfind(b"\n", 0, start) + 1
+        before = self.src[line_start:start]
+        if before.strip() and not self.parsed[line_start:start].strip():
+            return line_start + len(before) - len(before.lstrip())
+        return start
+
 
 def first_token(node: Node) -> int:
     """The byte where `node`'s header starts, past decorators, annotations and comments."""
@@ -166,6 +206,16 @@ def first_token(node: Node) -> int:
     return node.start_byte
 
 
+def doc_line(comment: str) -> str:
+    """The first line of text in a comment, without its markers (`///`, `/**`, `*`, `#`)."""
+    for raw in comment.splitlines():
+        line = _COMMENT_MARKS.sub("", raw).strip()
+        line = _XML_TAG.sub("", _COMMENT_MARKS.sub("", line)).strip()
+        if line:
+            return line if len(line) <= MAX_DOC else line[: MAX_DOC - 1] + "…"
+    return ""
+
+
 def end_line(node: Node) -> int:
     """The 1-based last line of `node` (a node ending at column 0 ends on the line before)."""
     point = node.end_point
@@ -177,7 +227,7 @@ def one_line(text: str) -> str:
     """A header on one line: whitespace collapsed, no trailing `{`/`;`, capped in length."""
     text = _SPACES.sub(" ", text).strip()
     text = _SPACE_CLOSE.sub(r"\1", _OPEN_SPACE.sub(r"\1", text))
-    text = text.rstrip("{; ").rstrip()
+    text = _TRAILING_EQUALS.sub("", text.rstrip("{; ").rstrip())  # Scala/Kotlin `def f(): T =`
     if len(text) > MAX_SIGNATURE:
         text = text[: MAX_SIGNATURE - 1].rstrip() + "…"
     return text

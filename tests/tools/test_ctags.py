@@ -1,0 +1,46 @@
+"""The outline against Universal Ctags on the vendored fixtures (bench/codeintel.py's measure)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("ctags") is None, reason="ctags not installed (apt-get install universal-ctags)"
+)
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "codeintel.py"
+
+# Where ctags itself is wrong on the fixtures, the floor is what a correct outline scores:
+# macro_soup.c makes ctags invent ASSERT_TRUE and DECLARE_LIST and lose real_function and
+# helper; on express ctags names `res.get` "res", scopes `res.links` inside a function and
+# tags a nested `function headers` as top level, and never tags an anonymous
+# `req.accepts = function () {…}` (the outline does: precision counts those against it).
+FLOORS = {"c": (0.80, 0.80), "javascript": (0.85, 0.70)}
+
+
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_codeintel", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_codeintel"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_recall_and_precision_against_ctags_on_the_fixtures() -> None:
+    codeintel = bench()
+    scores = codeintel.measure([codeintel.FIXTURES])
+    compared = {lang: s for lang, s in scores.items() if s.ctags}
+    assert set(compared) >= {"python", "javascript", "typescript", "go", "rust", "java", "c",
+                             "cpp", "ruby", "csharp", "php", "bash", "kotlin", "lua"}  # fmt: skip
+    for language, score in compared.items():
+        recall, precision = score.matched / score.ctags, score.matched / score.ours
+        floor_recall, floor_precision = FLOORS.get(language, (0.95, 0.9))
+        assert recall >= floor_recall, (language, recall, score.missed)
+        assert precision >= floor_precision, (language, precision, score.extra)
+        assert score.exact == score.viewed, (language, score.exact, score.viewed)
