@@ -62,6 +62,7 @@ from normalize.events import (
     WaitingForInput,
 )
 from normalize.faults import crash_point
+from normalize.intents import rejection
 from normalize.recovery import OUTCOME_UNKNOWN, Recovery, Reply, StopRun, reply_text
 from normalize.store import TaskLock, TaskStore
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus
@@ -267,7 +268,7 @@ class Engine(Recovery):
         turn = task.turn
         for index, action in enumerate(decision.actions):
             action.key = action.key or f"{turn}.{index}"
-        side_effects = any(not self.tools.is_read_only(a) for a in decision.actions)
+        side_effects = any(not self._read_only(a) for a in decision.actions)
         ctx.emit(DecisionMade(turn=turn, thinking=decision.thinking,
                               actions=[a.to_dict() for a in decision.actions],
                               parallel=decision.parallel, done=decision.done,
@@ -315,9 +316,9 @@ class Engine(Recovery):
             group = [actions[index]]
             if fanout > 0:
                 group = actions[index:]
-            elif parallel and self.tools.is_read_only(actions[index]):
+            elif parallel and self._read_only(actions[index]):
                 while index + len(group) < len(actions) and \
-                        self.tools.is_read_only(actions[index + len(group)]):
+                        self._read_only(actions[index + len(group)]):
                     group.append(actions[index + len(group)])
             index += len(group)
             todo = [a for a in group if a.key not in skip]
@@ -327,19 +328,44 @@ class Engine(Recovery):
                     results = list(pool.map(lambda a: self._perform(ctx, a), todo))
             else:
                 results = [self._perform(ctx, a) for a in todo]
+            cut = [a for a, r in zip(todo, results, strict=True) if self._cut_short(a, r)]
             for action, result in zip(todo, results, strict=True):
-                self._finish(task, driver, ctx, action, result)
+                if action not in cut:
+                    self._finish(task, driver, ctx, action, result)
                 if not parallel and result.status in (ResultStatus.ERROR, ResultStatus.BLOCKED):
                     failed = True
+            if cut:
+                self._leave_unknown(ctx, cut)
+
+    def _cut_short(self, action: Action, result: ActionResult) -> bool:
+        """Whether a stop cut a side effect short, so that its outcome is unknown."""
+        return result.status is ResultStatus.CANCELLED and not self._read_only(action)
+
+    def _leave_unknown(self, ctx: RunContext, cut: list[Action]) -> None:
+        """End the run with the cut-short side effects unfinished, as a hard kill would.
+
+        One rule for every stop: their end is not journaled and the decision stays
+        in flight, so `resume` finds them started and not finished and reports
+        their outcome as unknown, for `on_interrupt` or the model to decide. A
+        cancelled result would instead be run again by the resume, silently.
+        """
+        shown = ", ".join(f"`{a.text.splitlines()[0] if a.text else a.tool}`" for a in cut)
+        ctx.emit(Notice(level="warning", message=(
+            f"{shown} stopped while running: its outcome is unknown; `resume` leaves it to "
+            "the workflow's on_interrupt or to the model")))
+        raise StopRun(TaskStatus.INTERRUPTED, "interrupted", self.cancel.reason or None)
 
     def _perform(self, ctx: RunContext, action: Action) -> ActionResult:
         """Execute one action between its started and finished records."""
-        read_only = self.tools.is_read_only(action)
+        read_only = self._read_only(action)
         crash_point("before_action")
         ctx.emit(ActionStarted(turn=ctx.task.turn, key=action.key, tool=action.tool,
                                command=action.text, action=action.to_dict(),
                                read_only=read_only), durable=not read_only)
         crash_point("action_started")
+        why = rejection(action)
+        if why is not None:  # its body never closed: it is answered with why, never run
+            return ActionResult.failure(why)
         tool_ctx = self.tool_ctx
         if not read_only:
             def spawned(pid: int) -> None:
@@ -361,7 +387,7 @@ class Engine(Recovery):
                                 duration=round(result.duration, 6), exit_code=result.exit_code,
                                 error=result.error, preview=result.shown[:4000],
                                 cache_id=result.cache_id, data=result.data),
-                 durable=not self.tools.is_read_only(action))
+                 durable=not self._read_only(action))
         task.actions_run += 1
         if result.wait is not None:
             task.pending = result.wait
