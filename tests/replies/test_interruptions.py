@@ -157,6 +157,32 @@ def test_a_kill_during_action_2_of_3_lets_the_model_decide_before_anything_else_
     server.assert_done()
 
 
+def test_one_sigint_during_an_agents_side_effect_leaves_it_to_the_model(
+        tmp_path: Path, normalize_home: Path, server: FakeModelServer) -> None:
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    server.add(f"Sleep, then log.\nrun {PYTHON} sleeper.py\n{append_action('three')}")
+    env = cli_env(normalize_home, agent_env(server))
+    proc = subprocess.Popen([PYTHON, "-m", "normalize.cli.app", "agent", "sleep then log",
+                             "--json", "--approve", "yes", "--model", MODEL], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: runs(tmp_path) == 1, what="the side effect started")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    task_id = only_task(normalize_home)
+    (tmp_path / "go").write_text("")
+
+    server.add("The sleep may not have finished; stopping.\ndone stopped")
+    resumed = cli("resume", task_id, "--json", cwd=tmp_path, home=normalize_home,
+                  env=agent_env(server))
+    assert resumed.returncode == 0, resumed.stderr
+    told = request_text(server, 1).split("## Results of your last commands", 1)[1]
+    sleeper, after = told.split("three` ", 1)
+    assert OUTCOME_UNKNOWN in sleeper and NOT_STARTED in after
+    assert runs(tmp_path) == 1 and log_lines(tmp_path) == []  # nothing ran again, or after
+    server.assert_done()
+
+
 def sigint_during_model_reply(tmp_path: Path, home: Path, server: FakeModelServer) -> float:
     """Start an agent, SIGINT it while the model is answering; seconds until it exited."""
     env = cli_env(home, agent_env(server))
