@@ -15,8 +15,12 @@ TOML or terminals.
 Crash safety: a decision with side effects is checkpointed (as `task.inflight`)
 before its actions run; each side-effecting action is journaled (fsynced) as
 started before it runs and as finished after, and so is each process it
-starts. On resume, `Recovery` (normalize/recovery.py) settles what the last
-process left. A run that ends with its decision still in flight saves the
+starts. A graceful stop (one Ctrl-C, SIGTERM) that cuts a side effect short
+leaves it exactly as a kill would, started and never finished
+(`_leave_unknown`), so both kinds of stop leave its outcome unknown. An
+action the parser rejected (its body never closed) is answered with the
+reason and never run. On resume, `Recovery` (normalize/recovery.py) settles
+what the last process left. A run that ends with its decision still in flight saves the
 state of the in-flight checkpoint, so those results are never fed to the
 driver twice.
 
