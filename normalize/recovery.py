@@ -5,11 +5,14 @@ decision still in flight (`task.inflight`). `Recovery._recover` answers the
 wait from the person's `Reply`, feeds the in-flight decision's finished
 results back to the driver, and turns a side effect that started but never
 finished into an `interrupted` result ("outcome unknown"), stopping any of its
-processes that outlived their owner. Then, for a deterministic driver (a
-workflow), it runs again what never started or was read-only; a driver that
-`redecides` (the LLM driver) instead gets a `cancelled` result for each of
-those and is asked for a new decision, so that nothing more of the old one
-runs before the model has seen what happened.
+processes that outlived their owner. Then it runs what never started (and
+again what was read-only), as the run would have without the stop, with one
+exception: when the stop left trouble the decider has not seen (an outcome
+unknown, or a failure in an in-order decision) and the driver `redecides`
+(the LLM driver), each of those actions gets a `cancelled` result instead and
+the driver is asked for a new decision, so nothing more of the old one runs
+before the model has seen what happened. A deterministic driver (a workflow)
+follows its own rules (`on_interrupt`).
 
 A graceful stop (one Ctrl-C, SIGTERM) that cuts a side effect short leaves it
 exactly as a hard kill does, started and not finished (see the engine's
@@ -52,7 +55,7 @@ NOT_FINISHED = ("not finished: normalize stopped while this read-only action ran
 
 
 def redecides(driver: Driver) -> bool:
-    """Whether `driver` decides again after a stop rather than run its decision's rest.
+    """Whether `driver` decides again after a troubled stop rather than run its decision's rest.
 
     A driver says so with a true `redecides_on_resume` attribute (the LLM driver
     does: a model must see what happened before anything else runs). Others,
@@ -122,6 +125,7 @@ class Recovery:
                 started.add(event["key"])
             elif event.get("type") == "process_started":
                 children.setdefault(event["key"], []).append(event)
+        redecide = redecides(driver) and self._unseen_trouble(decision, finished, started)
         done_keys: set[str] = set()
         for action in decision.actions:
             if action.key in finished:
@@ -144,8 +148,8 @@ class Recovery:
                 done_keys.add(action.key)
             elif action.key in started:
                 ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
-                                           read_only=True, rerun=True))
-        if redecides(driver):
+                                           read_only=True, rerun=not redecide))
+        if redecide:
             self._report_unrun(task, driver, ctx, decision, done_keys, started)
             self._settle(task, driver, decision)
             return
@@ -153,6 +157,24 @@ class Recovery:
         self._execute(task, driver, ctx, decision.actions, decision.parallel,
                       skip=frozenset(done_keys), fanout=decision.max_concurrency)
         self._settle(task, driver, decision)
+
+    def _unseen_trouble(self, decision: Decision, finished: dict[str, dict[str, Any]],
+                        started: set[str]) -> bool:
+        """Whether the stop left what the decider must see before more of its decision runs.
+
+        That is a side effect whose outcome is unknown, or (in an in-order
+        decision) an action that failed, which would have stopped the rest.
+        When every action that started also finished well, the rest runs as it
+        would have without the stop.
+        """
+        for action in decision.actions:
+            if action.key in finished:
+                failed = finished[action.key].get("status") in ("error", "blocked")
+                if failed and not decision.parallel:
+                    return True
+            elif action.key in started and not self._read_only(action):
+                return True
+        return False
 
     def _report_unrun(self, task: Task, driver: Driver, ctx: RunContext, decision: Decision,
                       done_keys: set[str], started: set[str]) -> None:

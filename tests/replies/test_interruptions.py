@@ -157,6 +157,24 @@ def test_a_kill_during_action_2_of_3_lets_the_model_decide_before_anything_else_
     server.assert_done()
 
 
+def test_a_kill_between_actions_runs_the_rest_as_the_run_would_have(
+        tmp_path: Path, normalize_home: Path, server: FakeModelServer) -> None:
+    three = "\n".join([append_action("one"), append_action("two"), append_action("three")])
+    server.add(f"Three steps.\n{three}")
+    first = cli("agent", "log three words", "--json", "--approve", "yes", "--model", MODEL,
+                cwd=tmp_path, home=normalize_home, env=agent_env(server),
+                crash="before_action@2")  # `one` finished, `two` never started
+    assert first.returncode == -signal.SIGKILL, first.stderr
+    task_id = only_task(normalize_home)
+    server.add("done logged")
+    resumed = cli("resume", task_id, "--json", cwd=tmp_path, home=normalize_home,
+                  env=agent_env(server))
+    assert resumed.returncode == 0, resumed.stderr
+    assert log_lines(tmp_path) == ["one", "two", "three"]  # nothing unknown: the rest ran
+    assert NOT_STARTED not in request_text(server, 1)
+    server.assert_done()
+
+
 def test_one_sigint_during_an_agents_side_effect_leaves_it_to_the_model(
         tmp_path: Path, normalize_home: Path, server: FakeModelServer) -> None:
     (tmp_path / "sleeper.py").write_text(SLEEPER)
