@@ -20,9 +20,9 @@ leaves it exactly as a kill would, started and never finished
 (`_leave_unknown`), so both kinds of stop leave its outcome unknown. An
 action the parser rejected (its body never closed) is answered with the
 reason and never run. On resume, `Recovery` (normalize/recovery.py) settles
-what the last process left. A run that ends with its decision still in flight saves the
-state of the in-flight checkpoint, so those results are never fed to the
-driver twice.
+what the last process left. A run that ends with its decision still in
+flight saves the state of the in-flight checkpoint, so those results are
+never fed to the driver twice.
 
 Hand-over: each driver's state is kept under its name (`task.driver_states`).
 A driver that takes a task over from another starts fresh; if it has an
@@ -343,7 +343,8 @@ class Engine(Recovery):
 
     def _cut_short(self, action: Action, result: ActionResult) -> bool:
         """Whether a stop cut a side effect short, so that its outcome is unknown."""
-        return result.status is ResultStatus.CANCELLED and not self._read_only(action)
+        return self.cancel.cancelled and result.status is ResultStatus.CANCELLED and \
+            not self._read_only(action)
 
     def _leave_unknown(self, ctx: RunContext, cut: list[Action]) -> None:
         """End the run with the cut-short side effects unfinished, as a hard kill would.
