@@ -157,6 +157,27 @@ def test_a_kill_during_action_2_of_3_lets_the_model_decide_before_anything_else_
     server.assert_done()
 
 
+def test_a_kill_inside_an_llm_decide_step_lets_its_model_decide_first(
+        tmp_path: Path, normalize_home: Path, server: FakeModelServer) -> None:
+    flow = tmp_path / "think.toml"
+    flow.write_text('[workflow]\nname = "think"\n[workflow.llm]\nprovider = "anthropic"\n'
+                    'model = "claude-sonnet-4-5"\n[workflow.permissions]\nmode = "yes"\n'
+                    '[[workflow.steps]]\naction = "llm-decide log three words"\n')
+    three = "\n".join([append_action("one"), append_action("two"), append_action("three")])
+    server.add(f"Three steps.\n{three}")
+    first = cli("run", str(flow), "--json", cwd=tmp_path, home=normalize_home,
+                env=agent_env(server), crash="action_started@2")
+    assert first.returncode == -signal.SIGKILL, first.stderr
+    task_id = only_task(normalize_home)
+    server.add("done stopped after one")
+    resumed = cli("resume", task_id, "--json", cwd=tmp_path, home=normalize_home,
+                  env=agent_env(server))
+    assert resumed.returncode == 0, resumed.stderr
+    assert log_lines(tmp_path) == ["one"]
+    assert OUTCOME_UNKNOWN in request_text(server, 1)
+    server.assert_done()
+
+
 def test_a_kill_between_actions_runs_the_rest_as_the_run_would_have(
         tmp_path: Path, normalize_home: Path, server: FakeModelServer) -> None:
     three = "\n".join([append_action("one"), append_action("two"), append_action("three")])
