@@ -15,10 +15,14 @@ TOML or terminals.
 Crash safety: a decision with side effects is checkpointed (as `task.inflight`)
 before its actions run; each side-effecting action is journaled (fsynced) as
 started before it runs and as finished after, and so is each process it
-starts. On resume, `Recovery` (normalize/recovery.py) settles what the last
-process left. A run that ends with its decision still in flight saves the
-state of the in-flight checkpoint, so those results are never fed to the
-driver twice.
+starts. A graceful stop (one Ctrl-C, SIGTERM) that cuts a side effect short
+leaves it exactly as a kill would, started and never finished
+(`_leave_unknown`), so both kinds of stop leave its outcome unknown. An
+action the parser rejected (its body never closed) is answered with the
+reason and never run. On resume, `Recovery` (normalize/recovery.py) settles
+what the last process left. A run that ends with its decision still in
+flight saves the state of the in-flight checkpoint, so those results are
+never fed to the driver twice.
 
 Hand-over: each driver's state is kept under its name (`task.driver_states`).
 A driver that takes a task over from another starts fresh; if it has an
@@ -62,6 +66,7 @@ from normalize.events import (
     WaitingForInput,
 )
 from normalize.faults import crash_point
+from normalize.intents import rejection
 from normalize.recovery import OUTCOME_UNKNOWN, Recovery, Reply, StopRun, reply_text
 from normalize.store import TaskLock, TaskStore
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus
@@ -272,7 +277,7 @@ class Engine(Recovery):
         turn = task.turn
         for index, action in enumerate(decision.actions):
             action.key = action.key or f"{turn}.{index}"
-        side_effects = any(not self.tools.is_read_only(a) for a in decision.actions)
+        side_effects = any(not self._read_only(a) for a in decision.actions)
         ctx.emit(DecisionMade(turn=turn, thinking=decision.thinking,
                               actions=[a.to_dict() for a in decision.actions],
                               parallel=decision.parallel, done=decision.done,
@@ -320,9 +325,9 @@ class Engine(Recovery):
             group = [actions[index]]
             if fanout > 0:
                 group = actions[index:]
-            elif parallel and self.tools.is_read_only(actions[index]):
+            elif parallel and self._read_only(actions[index]):
                 while index + len(group) < len(actions) and \
-                        self.tools.is_read_only(actions[index + len(group)]):
+                        self._read_only(actions[index + len(group)]):
                     group.append(actions[index + len(group)])
             index += len(group)
             todo = [a for a in group if a.key not in skip]
@@ -332,19 +337,45 @@ class Engine(Recovery):
                     results = list(pool.map(lambda a: self._perform(ctx, a), todo))
             else:
                 results = [self._perform(ctx, a) for a in todo]
+            cut = [a for a, r in zip(todo, results, strict=True) if self._cut_short(a, r)]
             for action, result in zip(todo, results, strict=True):
-                self._finish(task, driver, ctx, action, result)
+                if action not in cut:
+                    self._finish(task, driver, ctx, action, result)
                 if not parallel and result.status in (ResultStatus.ERROR, ResultStatus.BLOCKED):
                     failed = True
+            if cut:
+                self._leave_unknown(ctx, cut)
+
+    def _cut_short(self, action: Action, result: ActionResult) -> bool:
+        """Whether a stop cut a side effect short, so that its outcome is unknown."""
+        return self.cancel.cancelled and result.status is ResultStatus.CANCELLED and \
+            not self._read_only(action)
+
+    def _leave_unknown(self, ctx: RunContext, cut: list[Action]) -> None:
+        """End the run with the cut-short side effects unfinished, as a hard kill would.
+
+        One rule for every stop: their end is not journaled and the decision stays
+        in flight, so `resume` finds them started and not finished and reports
+        their outcome as unknown, for `on_interrupt` or the model to decide. A
+        cancelled result would instead be run again by the resume, silently.
+        """
+        shown = ", ".join(f"`{a.text.splitlines()[0] if a.text else a.tool}`" for a in cut)
+        ctx.emit(Notice(level="warning", message=(
+            f"{shown} stopped while running: its outcome is unknown; `resume` leaves it to "
+            "the workflow's on_interrupt or to the model")))
+        raise StopRun(TaskStatus.INTERRUPTED, "interrupted", self.cancel.reason or None)
 
     def _perform(self, ctx: RunContext, action: Action) -> ActionResult:
         """Execute one action between its started and finished records."""
-        read_only = self.tools.is_read_only(action)
+        read_only = self._read_only(action)
         crash_point("before_action")
         ctx.emit(ActionStarted(turn=ctx.task.turn, key=action.key, tool=action.tool,
                                command=action.text, action=action.to_dict(),
                                read_only=read_only), durable=not read_only)
         crash_point("action_started")
+        why = rejection(action)
+        if why is not None:  # its body never closed: it is answered with why, never run
+            return ActionResult.failure(why)
         tool_ctx = self.tool_ctx
         if not read_only:
             def spawned(pid: int) -> None:
@@ -366,8 +397,8 @@ class Engine(Recovery):
                                 duration=round(result.duration, 6), exit_code=result.exit_code,
                                 error=result.error, preview=result.shown[:4000],
                                 cache_id=result.cache_id, data=result.data),
-                 durable=not self.tools.is_read_only(action))
-        if not self.tools.is_read_only(action) and result.status not in (
+                 durable=not self._read_only(action))
+        if not self._read_only(action) and result.status not in (
                 ResultStatus.BLOCKED, ResultStatus.CANCELLED):
             self._workspace(task, action)
         task.actions_run += 1

@@ -3,10 +3,20 @@
 The last process may have left a pending wait (a question, an approval) and a
 decision still in flight (`task.inflight`). `Recovery._recover` answers the
 wait from the person's `Reply`, feeds the in-flight decision's finished
-results back to the driver, runs again what never started or was read-only,
-and turns a side effect that started but never finished into an
-`interrupted` result ("outcome unknown"), stopping any of its processes that
-outlived their owner.
+results back to the driver, and turns a side effect that started but never
+finished into an `interrupted` result ("outcome unknown"), stopping any of its
+processes that outlived their owner. Then it runs what never started (and
+again what was read-only), as the run would have without the stop, with one
+exception: when the stop left trouble the decider has not seen (an outcome
+unknown, or a failure in an in-order decision) and the driver `redecides`
+(the LLM driver), each of those actions gets a `cancelled` result instead and
+the driver is asked for a new decision, so nothing more of the old one runs
+before the model has seen what happened. A deterministic driver (a workflow)
+follows its own rules (`on_interrupt`).
+
+A graceful stop (one Ctrl-C, SIGTERM) that cuts a side effect short leaves it
+exactly as a hard kill does, started and not finished (see the engine's
+`_leave_unknown`): one rule for every interruption.
 
 `Recovery` is a part of `Engine` (a mixin): it uses the engine's steps
 (`_execute`, `_finish`, `_settle`, `_checkpoint`) and leaves the run through
@@ -26,6 +36,7 @@ from normalize.events import (
     Notice,
     WaitingForInput,
 )
+from normalize.intents import rejection
 from normalize.store import TaskStore
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus, Wait
 from normalize.tools import procs
@@ -35,6 +46,22 @@ OUTCOME_UNKNOWN = (
     "outcome unknown: the process stopped while this action ran, so it may or may not have "
     "taken effect (in full or in part); check its effect before running it again"
 )
+
+
+NOT_STARTED = ("not run: normalize stopped before this action started; "
+               "run it again if it is still needed")
+NOT_FINISHED = ("not finished: normalize stopped while this read-only action ran, so it "
+                "changed nothing; run it again if it is still needed")
+
+
+def redecides(driver: Driver) -> bool:
+    """Whether `driver` decides again after a troubled stop rather than run its decision's rest.
+
+    A driver says so with a true `redecides_on_resume` attribute (the LLM driver
+    does: a model must see what happened before anything else runs). Others,
+    like the workflow driver, are deterministic: resume runs what never ran.
+    """
+    return bool(getattr(driver, "redecides_on_resume", False))
 
 
 @dataclass
@@ -77,6 +104,10 @@ class Recovery:
     def _checkpoint(self, task: Task, driver: Driver) -> None:
         raise NotImplementedError
 
+    def _read_only(self, action: Action) -> bool:
+        """Whether `action` cannot change anything: a read-only tool, or one the parser rejected."""
+        return rejection(action) is not None or self.tools.is_read_only(action)
+
     def _recover(self, task: Task, driver: Driver, ctx: RunContext, reply: Reply | None) -> None:
         """Settle what the last process left: a pending wait, an in-flight decision."""
         if task.pending is not None:
@@ -94,6 +125,7 @@ class Recovery:
                 started.add(event["key"])
             elif event.get("type") == "process_started":
                 children.setdefault(event["key"], []).append(event)
+        redecide = redecides(driver) and self._unseen_trouble(decision, finished, started)
         done_keys: set[str] = set()
         for action in decision.actions:
             if action.key in finished:
@@ -103,7 +135,7 @@ class Recovery:
                                       cache_id=event.get("cache_id"), data=event.get("data", {}))
                 driver.on_result(task, action, result)
                 done_keys.add(action.key)
-            elif action.key in started and not self.tools.is_read_only(action):
+            elif action.key in started and not self._read_only(action):
                 ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
                                            read_only=False, rerun=False))
                 shown = action.text or action.tool
@@ -116,11 +148,47 @@ class Recovery:
                 done_keys.add(action.key)
             elif action.key in started:
                 ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
-                                           read_only=True, rerun=True))
+                                           read_only=True, rerun=not redecide))
+        if redecide:
+            self._report_unrun(task, driver, ctx, decision, done_keys, started)
+            self._settle(task, driver, decision)
+            return
         self._approved = set(task.inflight.get("approved", []))
         self._execute(task, driver, ctx, decision.actions, decision.parallel,
                       skip=frozenset(done_keys), fanout=decision.max_concurrency)
         self._settle(task, driver, decision)
+
+    def _unseen_trouble(self, decision: Decision, finished: dict[str, dict[str, Any]],
+                        started: set[str]) -> bool:
+        """Whether the stop left what the decider must see before more of its decision runs.
+
+        That is a side effect whose outcome is unknown, or (in an in-order
+        decision) an action that failed, which would have stopped the rest.
+        When every action that started also finished well, the rest runs as it
+        would have without the stop.
+        """
+        for action in decision.actions:
+            if action.key in finished:
+                failed = finished[action.key].get("status") in ("error", "blocked")
+                if failed and not decision.parallel:
+                    return True
+            elif action.key in started and not self._read_only(action):
+                return True
+        return False
+
+    def _report_unrun(self, task: Task, driver: Driver, ctx: RunContext, decision: Decision,
+                      done_keys: set[str], started: set[str]) -> None:
+        """For a driver that decides again: what never ran (or never finished) is not run now.
+
+        Each such action gets a `cancelled` result saying so; the driver reads
+        them with the finished and the unknown ones, and its next decision is
+        made knowing all of them.
+        """
+        for action in decision.actions:
+            if action.key in done_keys:
+                continue
+            why = (NOT_FINISHED if action.key in started else NOT_STARTED)
+            self._finish(task, driver, ctx, action, ActionResult(ResultStatus.CANCELLED, error=why))
 
     def _stop_survivors(self, ctx: RunContext, spawned: list[dict[str, Any]]) -> str:
         """Stop the children of an interrupted action that outlived the last process.

@@ -186,8 +186,11 @@ _LINE_RULES = (
     "following line up to a line that is exactly `EOF` (`<<'EOF'` and `<<-EOF` also "
     "work); or a fenced code block (```) starting on the very next line "
     f"(for {', '.join(v.name for v in VERBS if v.takes_body)}).",
+    "A body that never closes (no `EOF` line, no closing fence) makes its command an "
+    "error; nothing of the reply from that command on runs.",
     "Arguments are split like a shell splits words: quotes group, nothing is expanded, "
-    "backslashes are kept as written.",
+    "backslashes are kept as written; the text of note, plan, ask and done is kept "
+    "exactly as written, quotes included.",
     "Several actions run in order; a line `parallel` before them marks them independent: "
     "read-only ones run concurrently and results come back in the order written.",
     "`done` ends the task; actions after it in the same reply are not run.",
@@ -265,10 +268,12 @@ def system_prompt_section() -> str:
     out += [
         "",
         "A body goes in a heredoc: end the command with <<EOF, write the body, then a line "
-        "that is exactly EOF. Lines inside a body are never run.",
+        "that is exactly EOF. Lines inside a body are never run. A body that never closes "
+        "runs nothing from its command on.",
         "An edit body holds SEARCH/REPLACE blocks; each SEARCH text must match exactly once:",
         _SEARCH_REPLACE,
-        "Arguments split like shell words: quote ones with spaces; nothing is expanded.",
+        "Arguments split like shell words: quote ones with spaces; nothing is expanded. "
+        "The text of note, plan, ask and done is kept as written.",
         f"Commands run in order. Put a line `{PARALLEL_WORD}` before independent read-only "
         "commands to run them together.",
         "Finish with `done SUMMARY`; commands after it do not run.",

@@ -201,6 +201,8 @@ class LLMDriver:
     """Asks a model for each decision; see the module docstring."""
 
     name: ClassVar[str] = "llm"
+    redecides_on_resume: ClassVar[bool] = True
+    """After a stop, the model sees what happened to its last decision before more of it runs."""
 
     def __init__(
         self,

@@ -119,6 +119,12 @@ class WorkflowDriver:
         delegate = state.get("delegate")
         self.delegate = None if delegate is None else Delegate.restore(delegate, self.services)
 
+    @property
+    def redecides_on_resume(self) -> bool:
+        """Inside an `llm-decide` step, the model decides again after a troubled stop."""
+        return self.delegate is not None and \
+            bool(getattr(self.delegate.driver, "redecides_on_resume", False))
+
     # -- navigation ------------------------------------------------------
 
     def _holder(self, frame: Frame) -> StepSpec:

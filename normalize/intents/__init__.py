@@ -43,7 +43,7 @@ import re
 from dataclasses import dataclass, field
 
 from normalize.errors import UsageError
-from normalize.intents.bodies import cut_heredoc
+from normalize.intents.bodies import NOT_RUN, REJECTED, cut_heredoc
 from normalize.intents.lexing import kind, split_lines, strip_comment, undecorate
 from normalize.intents.prose import nearest
 from normalize.intents.reader import Cmd, Correction, Reader
@@ -65,6 +65,7 @@ __all__ = [
     "command_reference",
     "parse",
     "parse_command",
+    "rejection",
     "system_prompt_section",
     "to_decision",
     "verb_for",
@@ -85,6 +86,12 @@ class ParsedReply:
     corrections: list[Correction] = field(default_factory=list)
     suggestions: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+
+
+def rejection(action: Action) -> str | None:
+    """Why the parser rejected `action` (its body never closed), or None: it may run."""
+    why = action.params.get(REJECTED)
+    return None if why is None else str(why)
 
 
 def _summary(action: Action) -> str:
@@ -125,7 +132,7 @@ def parse(text: str, *, max_actions: int | None = None) -> ParsedReply:
         elif item.action is not None:
             if out.done:
                 out.problems.append(f"line {item.line}: `{item.action.tool}` after `done` not run")
-            elif item.action.tool == "done":
+            elif item.action.tool == "done" and rejection(item.action) is None:
                 out.done, out.summary = True, _summary(item.action)
             else:
                 out.actions.append(item.action)
@@ -184,6 +191,10 @@ def parse_command(text: str) -> Action:
             raise UsageError(f"unbalanced quotes in `{first}`", hint="close the quote or escape it")
     action = reader.items[-1].action
     assert action is not None
+    why = rejection(action)
+    if why is not None:
+        raise UsageError(why.removesuffix(NOT_RUN),
+                         hint="end the body with its closing line")
     return action
 
 

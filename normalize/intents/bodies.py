@@ -6,7 +6,7 @@ Every rule about reading a body, and what happens when it never closes, is here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 HEREDOC_RE = re.compile(
     r"(?<!<)<<(-?)[ \t]*(?:'([A-Za-z_]\w*)'|\"([A-Za-z_]\w*)\"|([A-Za-z_]\w*))[ \t]*\Z"
@@ -14,6 +14,10 @@ HEREDOC_RE = re.compile(
 PROSE_HEREDOC_RE = re.compile(r"(?<!<)<<(-?)(['\"]?)([A-Z][A-Z0-9_]*)\2\Z")
 """A heredoc opened on a prose line: its body is prose too, up to the tag."""
 FENCE_RE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*([^`\s]*)[^`]*\Z")
+
+REJECTED = "rejected"
+"""The `params` key of an action the parser rejected (its body never closed): why."""
+NOT_RUN = "; this command and the rest of the reply did not run"
 
 Heredoc = tuple[bool, str]
 """(strip leading tabs?, TAG) of a `<<TAG` or `<<-TAG`."""
@@ -65,12 +69,16 @@ def find_terminator(lines: list[str], start: int, tag: str, fence: str | None) -
 
 @dataclass
 class Body:
-    """A command's body as read: its text (None: no body), the lines it took, the next line."""
+    """A command's body as read: its text (None: no body), the lines it took, the next line.
+
+    `unclosed` says why the body is not there: its heredoc or fence never closed
+    (see `read_body`).
+    """
 
     text: str | None
     lines: list[str]
     next: int
-    problems: list[str] = field(default_factory=list)
+    unclosed: str | None = None
 
 
 def read_body(lines: list[str], i: int, heredoc: Heredoc | None, takes_body: bool,
@@ -78,25 +86,28 @@ def read_body(lines: list[str], i: int, heredoc: Heredoc | None, takes_body: boo
     """The body of the command on line `i`: a heredoc, or (for verbs that take one) a fence.
 
     `fence` is the marker of an enclosing shell fence, if the command is in one.
+    A body that never closes (no line `TAG`; no closing fence) is no body: the
+    reply was cut short or mistyped, so the command is rejected (`unclosed`)
+    and the lines it would have taken are consumed, so nothing after it runs.
+    A heredoc inside a shell fence that ends before its `TAG` line is unclosed too.
     """
-    lineno = i + 1
     if heredoc is not None:
         dash, tag = heredoc
         end = find_terminator(lines, i + 1, tag, fence)
-        closed = end < len(lines) and lines[end].strip() == tag
-        problems = [] if closed else [
-            f"line {lineno}: heredoc `<<{tag}` is never closed by a line `{tag}`; "
-            "the body takes the rest"]
-        raw = lines[i + 1 : end]
-        if dash:
-            raw = [ln.lstrip("\t") for ln in raw]
-        return Body(join_body(unwrap_fence(raw)), lines[i + 1 : end + 1 if closed else end],
-                    end + 1 if closed else end, problems)
+        if end < len(lines) and lines[end].strip() == tag:
+            raw = lines[i + 1 : end]
+            if dash:
+                raw = [ln.lstrip("\t") for ln in raw]
+            return Body(join_body(unwrap_fence(raw)), lines[i + 1 : end + 1], end + 1)
+        return Body(None, [], end,
+                    f"the heredoc <<{'-' if dash else ''}{tag} is never closed (no line `{tag}`)")
     if takes_body and i + 1 < len(lines) and fence is None:
         m = FENCE_RE.fullmatch(lines[i + 1].rstrip())
         if m is not None:
-            end = find_fence_end(lines, i + 2, m.group(1))
-            problems = [] if end < len(lines) else [
-                f"line {lineno}: fenced body is never closed; it takes the rest"]
-            return Body(join_body(lines[i + 2 : end]), lines[i + 1 : end + 1], end + 1, problems)
+            marker = m.group(1)
+            end = find_fence_end(lines, i + 2, marker)
+            if end < len(lines):
+                return Body(join_body(lines[i + 2 : end]), lines[i + 1 : end + 1], end + 1)
+            return Body(None, [], end,
+                        f"the fenced body is never closed (no closing {marker} line)")
     return Body(None, [], i + 1)

@@ -14,7 +14,7 @@ HEAD_RE = re.compile(r"(\S+)(?:\s+(.*))?\Z", re.DOTALL)
 _DECORATION_RE = re.compile(r"(?:[-*+•]\s+|\d{1,3}[.)]\s+|\$\s+|%\s+|>(?!>)\s*)")
 _BACKTICKED_RE = re.compile(r"`([^`]+)`")
 _COMMENT_RE = re.compile(r"\s#\s.*\Z")
-_CONTRACTION_RE = re.compile(r"[A-Za-z]'[A-Za-z]")
+_TURNS_RE = re.compile(r"(--turns)\s+(\S+)(?:\s+(.*))?\Z", re.DOTALL)
 
 
 def kind(verb: Verb) -> str:
@@ -44,11 +44,28 @@ def undecorate(line: str) -> str:
     return m.group(1).strip() if m else s
 
 
+def text_args(verb: Verb, rest: str) -> list[str]:
+    """The text of a `note`, `plan`, `ask` or `done` as written: one argument, quotes kept.
+
+    Only `note`'s `--turns N` option is split off (`["--turns", "N", TEXT]`).
+    """
+    text = rest.strip()
+    if verb.name == "note":
+        m = _TURNS_RE.match(text)
+        if m is not None:
+            return [m.group(1), m.group(2), *([m.group(3)] if m.group(3) else [])]
+    return [text] if text else []
+
+
 def split_args(verb: Verb, rest: str) -> tuple[list[str], bool]:
-    """Shell-like words of `rest` (quotes group, backslashes kept) and whether quotes balanced."""
+    """The arguments of `rest` and whether its quotes balanced.
+
+    Text verbs keep their text as written (`text_args`); the others split like
+    a shell (quotes group, backslashes kept).
+    """
     verb_kind = kind(verb)
-    if verb_kind == "text" and _CONTRACTION_RE.search(rest):
-        return rest.split(), True
+    if verb_kind == "text":
+        return text_args(verb, rest), True
     lex = shlex.shlex(rest, posix=True)
     lex.whitespace_split = True
     lex.commenters = ""
@@ -56,7 +73,7 @@ def split_args(verb: Verb, rest: str) -> tuple[list[str], bool]:
     try:
         words = list(lex)
     except ValueError:
-        return rest.split(), verb_kind == "text"
+        return rest.split(), False
     if verb.name != "run":
         words = [w[1:-1] if len(w) > 2 and w[0] == w[-1] == "`" else w for w in words]
     return words, True

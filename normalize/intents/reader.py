@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from normalize.intents.bodies import (
     FENCE_RE,
+    NOT_RUN,
     PROSE_HEREDOC_RE,
+    REJECTED,
     Heredoc,
     cut_heredoc,
     fence_closes,
@@ -66,6 +69,7 @@ class Reader:
         self.fence: str | None = None  # marker of the unattached shell fence we are in
         self.fence_item = 0  # where that fence's opening line is in `items`
         self.fence_actions = 0  # how many actions there were before it
+        self.stopped = False  # a command's body never closed: the rest of the reply is not read
 
     def prose(self, index: int) -> None:
         self.items.append(Item("prose", index + 1, self.lines[index].rstrip()))
@@ -73,8 +77,10 @@ class Reader:
     def read(self) -> None:
         """Read every line, in order, into `items`."""
         i = 0
-        while i < len(self.lines):
+        while i < len(self.lines) and not self.stopped:
             i = self.read_line(i)
+        if self.stopped and self.fence is not None and self.n_actions > self.fence_actions:
+            del self.items[self.fence_item]
 
     def read_line(self, i: int) -> int:
         """Read the line at `i` (and what belongs to it); the index of the next one to read."""
@@ -156,19 +162,26 @@ class Reader:
         self.suggestions.append(f"line {lineno}: did you mean {options}? (`{word}` {why})")
 
     def command(self, cmd: Cmd, i: int) -> int:
-        """Read the command at line `i` with its body; the index of the next line to read."""
+        """Read the command at line `i` with its body; the index of the next line to read.
+
+        A command whose body never closes becomes a rejected action (its
+        `params["rejected"]` says why; the engine answers it with that error and
+        runs nothing), and the reader stops: nothing after it in the reply runs.
+        """
         body = read_body(self.lines, i, cmd.heredoc, cmd.verb.takes_body, self.fence)
-        self.problems += body.problems
         args, balanced = split_args(cmd.verb, cmd.rest)
         if not balanced:
             self.problems.append(
                 f"line {i + 1}: unbalanced quotes in `{cmd.line}`; words split on spaces"
             )
-        action = Action(
-            tool=cmd.verb.name,
-            params={"args": args, "body": body.text},
-            text="\n".join([cmd.line, *body.lines]),
-        )
+        params: dict[str, Any] = {"args": args, "body": body.text}
+        if body.unclosed is not None:
+            head = " ".join([cmd.verb.name, *args[:1]]) if kind(cmd.verb) != "text" \
+                else cmd.verb.name
+            params[REJECTED] = f"{head}: {body.unclosed}{NOT_RUN}"
+            self.stopped = True
+        action = Action(tool=cmd.verb.name, params=params,
+                        text="\n".join([cmd.line, *body.lines]))
         self.items.append(Item("action", i + 1, action=action))
         self.n_actions += 1
         return body.next

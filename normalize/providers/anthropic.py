@@ -27,6 +27,7 @@ from normalize.providers.base import (
     ThinkingDelta,
     TurnCancelledError,
     UsageReport,
+    await_response,
     headers_retry_after,
     one_line,
     status_error,
@@ -142,7 +143,12 @@ class AnthropicClient:
             "ignore", _SDK_NOTICES, DeprecationWarning, r"normalize\.providers\.anthropic"
         )
         try:
-            raw = self._client().messages.create(**build_params(request, model), stream=True)
+            params = build_params(request, model)
+            sdk = self._client()
+            raw = await_response(lambda: sdk.messages.create(**params, stream=True), cancel,
+                                 lambda late: late.close())
+        except TurnCancelledError:
+            raise
         except Exception as err:
             raise _map_error(err, label, cancel) from err
         unregister = None

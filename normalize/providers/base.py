@@ -13,11 +13,12 @@ partial text, or a retryable HTTP status all surface as a `ProviderError` with
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from normalize.cancel import CancelToken
 from normalize.errors import ProviderError
@@ -233,6 +234,60 @@ def status_error(
         retryable=status_retryable(status) if retryable is None else retryable,
         hint=hint,
     )
+
+
+T = TypeVar("T")
+
+CANCEL_POLL = 0.05
+"""How often (seconds) a request waiting for its response looks at the cancel token."""
+
+
+def await_response(send: Callable[[], T], cancel: CancelToken | None,
+                   discard: Callable[[T], None]) -> T:
+    """`send()` (a request, until its response's headers arrive), given up on cancel.
+
+    A slow server can take many seconds to answer; a blocked connect or read
+    cannot be woken from another thread before there is a response to close,
+    so the request runs in a daemon thread and this one waits on the token.
+    On cancel it raises `TurnCancelledError` at once; a response that still
+    arrives later is passed to `discard` (closed) by that thread.
+    """
+    if cancel is None:
+        return send()
+    box: dict[str, Any] = {}
+    finished = threading.Event()
+    lock = threading.Lock()
+
+    def work() -> None:
+        try:
+            box["value"] = send()
+        except BaseException as err:  # handed to the waiting thread, raised there
+            box["error"] = err
+        with lock:
+            finished.set()
+            late = box.get("abandoned", False)
+        if late and "value" in box:
+            try:
+                discard(box["value"])
+            except Exception:
+                pass
+
+    threading.Thread(target=work, name="normalize-model-request", daemon=True).start()
+    try:
+        while not finished.wait(CANCEL_POLL):
+            if cancel.cancelled:
+                raise TurnCancelledError()
+    except BaseException:  # cancelled (or a second Ctrl-C): the response is discarded
+        with lock:
+            box["abandoned"] = True
+            arrived = finished.is_set() and "value" in box
+        if arrived:
+            discard(box["value"])
+        raise
+    if "error" in box:
+        raise box["error"]
+    value: T = box["value"]
+    return value
 
 
 OnEvent = Callable[[ModelEvent], None]

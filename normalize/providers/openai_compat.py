@@ -26,6 +26,7 @@ from normalize.providers.base import (
     ThinkingDelta,
     TurnCancelledError,
     UsageReport,
+    await_response,
     headers_retry_after,
     one_line,
     status_error,
@@ -142,9 +143,12 @@ class OpenAICompatClient:
         body = build_body(request, model, max_tokens_key=self._max_tokens_key)
         http = self._client()
         try:
-            with http.stream(
+            sent = http.build_request(
                 "POST", f"{self.base_url}/chat/completions", json=body, headers=headers
-            ) as response:
+            )
+            response = await_response(lambda: http.send(sent, stream=True), cancel,
+                                      lambda late: late.close())
+            try:
                 if response.status_code >= 400:
                     response.read()
                     raise _status_failure(label, response)
@@ -156,6 +160,8 @@ class OpenAICompatClient:
                 finally:
                     if unregister is not None:
                         unregister()
+            finally:
+                response.close()
         except ProviderError:
             raise
         except Exception as err:

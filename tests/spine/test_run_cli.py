@@ -107,6 +107,7 @@ def _slow_workflow(path: Path) -> Path:
     path.write_text(f"""
 [workflow]
 name = "slow"
+on_interrupt = "rerun"
 
 [workflow.permissions]
 mode = "yes"
@@ -167,6 +168,8 @@ def test_sigint_interrupts_and_resume_does_not_rerun_earlier_steps(
     resumed = cli("resume", task_id, "--json", cwd=tmp_path, home=normalize_home)
     assert resumed.returncode == 0, resumed.stderr
     assert (tmp_path / "log.txt").read_text() == "one\ntwo\nthree\n"
+    # step two was cut short: its outcome is unknown, and on_interrupt = "rerun" runs it again
+    assert [e["type"] for e in json_lines(resumed.stdout)].count("action_interrupted") == 1
     commands = [e["command"] for e in json_lines(resumed.stdout) if e["type"] == "action_started"]
     assert len(commands) == 2 and "one" not in commands[0].split()[-1:]
 

@@ -32,6 +32,10 @@ when no subtask is current); `note --turns N TEXT` is shown in the next N
 prompts. Another caller picks a strategy by name with `make_context(name,
 **options)`; plugins add theirs with `register_context`.
 
+Results (and the history lines, which quote them) reach the model between
+`<<result TAG>>` and `<<end TAG>>` lines, TAG being a random marker per task
+kept in the strategy's state (`marker`); see `results`.
+
 Where things are: `base` (the shared state and feeding API), `results` (a
 result as the model sees it, the prompt, `signature`), `plans` (task_tree,
 task_list), `simple` (flat, none), `conversation`.

@@ -17,8 +17,10 @@ from normalize.execution.context.results import (
     RESULT_CHARS,
     Prompt,
     ResultEntry,
+    bounded,
     clip,
     first_line,
+    new_marker,
 )
 from normalize.task import Action, ActionResult
 
@@ -95,6 +97,7 @@ class ContextStrategy:
         self.root = Subtask(0, "")
         self.current = 0
         self.next_id = 1
+        self.marker = new_marker()  # the task's result boundary; see `results`
 
     # -- feeding -------------------------------------------------------------
 
@@ -105,7 +108,7 @@ class ContextStrategy:
         self.last_prose = clip(prose.strip(), PROSE_CHARS)
 
     def add_result(self, action: Action, result: ActionResult, turn: int) -> ResultEntry:
-        entry = ResultEntry.of(action, result, turn, self.result_chars)
+        entry = ResultEntry.of(action, result, turn, self.result_chars, self.marker)
         self.results.append(entry)
         del self.results[: -self.max_results]
         self.history.append(ResultEntry(entry.turn, entry.command, entry.status,
@@ -195,12 +198,13 @@ class ContextStrategy:
                 head = "## Earlier actions"
                 if self.older:
                     head += f" ({self.older} older not shown)"
-                out.append(head + ("\n" + "\n".join(lines) if lines else ""))
+                out.append(head + ("\n" + bounded("\n".join(lines), self.marker)
+                                   if lines else ""))
         if self.last_prose:
             out.append("## Your last message\n" + self.last_prose)
         if shown:
             out.append("## Results of your last commands\n"
-                       + "\n\n".join(r.render() for r in shown))
+                       + "\n\n".join(r.render(self.marker) for r in shown))
         elif turn == 0:
             out.append("Nothing has run yet. Start by looking at the workspace.")
         if self.feedback:
@@ -248,6 +252,7 @@ class ContextStrategy:
             "root": self.root.to_dict(),
             "current": self.current,
             "next_id": self.next_id,
+            "marker": self.marker,
         }
 
     def restore(self, state: Mapping[str, Any]) -> None:
@@ -262,3 +267,4 @@ class ContextStrategy:
             self.root = Subtask.from_dict(state["root"])
         self.current = int(state.get("current", 0))
         self.next_id = int(state.get("next_id", 1))
+        self.marker = str(state.get("marker") or self.marker)

@@ -61,7 +61,7 @@ class ConversationContext(ContextStrategy):
         for index, record in enumerate(self.turns):
             last = index == len(self.turns) - 1
             messages.append({"role": "assistant", "content": record["reply"] or "(empty)"})
-            parts = [r.render() for r in record["results"]]
+            parts = [r.render(self.marker) for r in record["results"]]
             feedback = self.feedback if last else record.get("feedback", [])
             if last and notes:
                 parts.append("## Notes\n" + "\n".join(f"- {n}" for n in notes))
@@ -87,7 +87,7 @@ class ConversationContext(ContextStrategy):
                     continue
                 small = entry.compact()
                 record["results"][index] = small
-                size -= len(entry.render()) - len(small.render())
+                size -= len(entry.render(self.marker)) - len(small.render(self.marker))
                 count += 1
         if not count:
             return None

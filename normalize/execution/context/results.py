@@ -1,6 +1,12 @@
 """What a context strategy is made of: one action's result as the model sees it, a prompt.
 
-`signature` digests an action and its outcome, so the driver can spot a loop.
+A result reaches the model inside a boundary it cannot forge: a line
+`<<result TAG>>` before the text and `<<end TAG>>` after it, where TAG is a
+random marker made once per task (`new_marker`, kept in the driver state so
+resume keeps it). A result's own text never holds the marker (`neutralise`
+replaces it), so a file or a program cannot end the boundary early and print
+lines that pass for normalize's own. `signature` digests an action and its
+outcome, so the driver can spot a loop.
 """
 
 from __future__ import annotations
@@ -8,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import secrets
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -18,6 +25,10 @@ Message = dict[str, str]
 
 RESULT_CHARS = 2_500
 LINE_CHARS = 160
+
+MARKER_BYTES = 8
+MARKER_SHOWN = "[marker]"
+"""What a result shows where its text held the task's marker."""
 
 MARKS = {"success": "✓", "error": "✗", "blocked": "⊘", "cancelled": "⊘", "interrupted": "?"}
 
@@ -31,6 +42,23 @@ def first_line(text: str) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+def new_marker() -> str:
+    """A fresh random marker for one task's result boundaries (16 hex digits)."""
+    return secrets.token_hex(MARKER_BYTES)
+
+
+def neutralise(text: str, marker: str) -> str:
+    """`text` with every copy of `marker` (any case) replaced, so it cannot close a boundary."""
+    if not marker:
+        return text
+    return re.sub(re.escape(marker), MARKER_SHOWN, text, flags=re.IGNORECASE)
+
+
+def bounded(text: str, marker: str) -> str:
+    """`text` between the boundary lines of `marker`."""
+    return f"<<result {marker}>>\n{text}\n<<end {marker}>>"
 
 
 @dataclass
@@ -47,11 +75,15 @@ class ResultEntry:
 
     @classmethod
     def of(cls, action: Action, result: ActionResult, turn: int,
-           limit: int = RESULT_CHARS) -> ResultEntry:
-        """The entry for `result`: its preview (or output), its error, clipped to `limit`."""
-        text = result.shown
+           limit: int = RESULT_CHARS, marker: str = "") -> ResultEntry:
+        """The entry for `result`: its preview (or output), its error, clipped to `limit`.
+
+        Copies of `marker` in the text and the command are neutralised.
+        """
+        text = neutralise(result.shown, marker)
         if result.error and result.error not in text:
-            text = f"error: {result.error}\n{text}" if text else f"error: {result.error}"
+            error = neutralise(result.error, marker)
+            text = f"error: {error}\n{text}" if text else f"error: {error}"
         if len(text) > limit:
             if result.cache_id:
                 where = f"fetch {result.cache_id}"
@@ -60,7 +92,7 @@ class ResultEntry:
             else:
                 where = "clipped"
             text = clip(text, limit - len(where) - 4, "") + f"\n… ({where})"
-        command = action.text.strip() or " ".join([action.tool, *action.args])
+        command = neutralise(action.text.strip() or " ".join([action.tool, *action.args]), marker)
         return cls(turn, command, result.status.value, text, result.cache_id, result.exit_code)
 
     @property
@@ -75,8 +107,9 @@ class ResultEntry:
         """The command's first line (a heredoc body is not repeated)."""
         return clip(first_line(self.command) or self.command, LINE_CHARS)
 
-    def render(self) -> str:
-        return f"### `{self.head}` {self.mark}\n{self.text or '(no output)'}"
+    def render(self, marker: str) -> str:
+        """The command and its mark, then the text inside the boundary of `marker`."""
+        return f"### `{self.head}` {self.mark}\n{bounded(self.text or '(no output)', marker)}"
 
     def line(self) -> str:
         """One history line: turn, mark, command, the first line of the result."""
