@@ -29,9 +29,11 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
     if approve is not None and approve not in modes:
         raise UsageError(f"--approve {approve}: unknown approval mode (choose from "
                          f"{', '.join(modes)})")
-    from normalize.cli.render import make_renderer
+    from normalize.cli.render import cache_reader, make_renderer
 
-    renderer = make_renderer(env, json_output=json_output, quiet=quiet)
+    holder: list[Any] = []
+    renderer = make_renderer(env, json_output=json_output, quiet=quiet,
+                             full_text=cache_reader(lambda: holder[0].store if holder else None))
     interactive = env.stdin_tty and env.stdout_tty and not json_output
     read = held(line_reader(env), renderer)
     options = RunOptions(
@@ -42,6 +44,7 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
         approver=_approver(env, renderer) if interactive else None,
         asker=(lambda q: read(f"{q}\n> ")) if interactive else None,
     )
+    holder.append(options)
     options.services = DriverServices(read_line=prompt_reader(
         env, lambda: options.workspace, renderer=renderer, cancel=options.cancel))
     return options, renderer
@@ -74,16 +77,37 @@ def finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) -> 
         how = REPLY_FLAGS.get(task.pending.kind, "--answer TEXT")
         target.write(f"task {task.id} is waiting: {task.pending.question}\n"
                      f"  continue with: normalize resume {task.id} {how}\n")
-    elif outcome.status.value in ("interrupted", "limit_reached", "failed"):
-        target = env.stderr
-        more = " --max-turns N (or --budget USD)" if outcome.status.value == "limit_reached" \
-            else ""
-        target.write(f"  resume with: normalize resume {task.id}{more}\n")
+    elif outcome.status.value in ("interrupted", "limit_reached") or (
+            outcome.status.value == "failed" and task.error):
+        env.stderr.write(f"  resume with: normalize resume {task.id}{_limit_hint(task)}\n")
     return int(outcome.exit_status)
 
 
-REPLY_FLAGS = {"approval": "--approve / --deny", "interrupt": "--answer yes|no",
+REPLY_FLAGS = {"approval": "--answer yes|no", "interrupt": "--answer yes|no",
                "question": "--answer TEXT"}
+
+
+def set_limits(task: Any, *, max_turns: int | None = None, budget: float | None = None) -> None:
+    """`--max-turns` (the total) and `--budget`, for the driver the task now runs with only."""
+    if max_turns is None and budget is None:
+        return
+    if max_turns is not None:
+        task.limits.max_turns = max_turns
+    if budget is not None:
+        task.limits.max_cost_usd = budget
+    task.limits.driver = task.driver
+
+
+def _limit_hint(task: Any) -> str:
+    """The flag that lifts the limit a task stopped at (`--budget` for a budget, …)."""
+    if task.status.value != "limit_reached":
+        return ""
+    reason = f"{task.summary} {task.error or ''}"
+    if "budget" in reason:
+        return " --budget USD"
+    if "max_turns" in reason:
+        return f" --max-turns {task.turn + 10}"
+    return " --max-turns N (or --budget USD)"
 
 
 def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
@@ -108,37 +132,42 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve)
         task = start_task(spec, goal, options)
-        if max_turns is not None:
-            task.limits.max_turns = max_turns
-        if not json_output and not quiet:
+        set_limits(task, max_turns=max_turns)
+        if json_output or quiet:  # otherwise the run's first line names it
             env.stderr.write(f"task {task.id}\n")
-        with SignalCancel(options.cancel, notify=_stopping_note(env)):
+        with SignalCancel(options.cancel, notify=stopping_note(env)):
             outcome = run_task(task, options)
         return finish(env, outcome, renderer, json_output)
     except NormalizeError as exc:
         return fail(env, exc)
 
 
-def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool, deny: bool,
+def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str | None,
                 driver: str | None, max_turns: int | None, budget: float | None,
                 json_output: bool, quiet: bool, model: str | None = None) -> int:
     from normalize.engine import Reply, reply_text
     from normalize.runner import hand_over, open_task, run_task, switch_model
 
     try:
-        if approve and deny:
-            raise UsageError("--approve and --deny exclude each other")
         if model is not None and (driver or "llm") != "llm":
             raise UsageError("--model goes with --driver llm")
         options, renderer = run_options(env, workspace=None, json_output=json_output,
-                                        quiet=quiet)
+                                        quiet=quiet, approve=approve)
         task = open_task(ref, options)
         if task.status.value == "done":
             raise UsageError(f"task {task.id} is already done; nothing to resume")
+        if max_turns is not None and max_turns <= task.turn:
+            raise UsageError(f"--max-turns {max_turns}: task {task.id} has already run "
+                             f"{task.turn} turns (--max-turns is the total, as in run and "
+                             f"agent: give more than {task.turn})")
+        if approve is not None and answer is None and task.pending is not None \
+                and task.pending.kind == "approval":
+            raise UsageError(f"--approve {approve} sets the approval mode; task {task.id} waits "
+                             f"for: {task.pending.question} — answer it with --answer yes|no")
         options.workspace = Path(task.workspace)
         reply = None
-        if answer is not None or approve or deny:
-            reply = Reply(answer=answer, approve=True if approve else False if deny else None)
+        if answer is not None:
+            reply = Reply(answer=answer)
             _check_reply(task, reply, reply_text)
         elif task.pending is not None and options.interactive:
             reply = _ask_pending(env, task)
@@ -151,21 +180,24 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool
                     _show_recent(env, task.id, options.store)
         elif model is not None:
             switch_model(task, model)
-        if max_turns is not None:
-            task.limits.max_turns = task.turn + max_turns
-        if budget is not None:
-            task.limits.max_cost_usd = budget
-        with SignalCancel(options.cancel, notify=_stopping_note(env)):
+        set_limits(task, max_turns=max_turns, budget=budget)
+        with SignalCancel(options.cancel, notify=stopping_note(env)):
             outcome = run_task(task, options, resumed=True, reply=reply)
         return finish(env, outcome, renderer, json_output)
     except NormalizeError as exc:
         return fail(env, exc)
 
 
-def _stopping_note(env: Environment) -> Any:
+STOPPING = ("normalize: {name}: stopping — the running action is cancelled and the task "
+            "saved as interrupted (press again to stop at once)")
+
+
+def stopping_note(env: Environment) -> Any:
+    """What the first Ctrl-C says; on its own line, never over the live view's status line."""
+
     def note(name: str) -> None:
-        env.stderr.write(f"normalize: {name}: stopping after the running action "
-                         "(again to stop at once)\n")
+        clear = "\r\033[2K" if env.stderr_tty else ""
+        env.stderr.write(f"{clear}{STOPPING.format(name=name)}\n")
         env.stderr.flush()
 
     return note
@@ -176,7 +208,7 @@ def _check_reply(task: Any, reply: Any, reply_text: Any) -> None:
     pending = task.pending
     if pending is None:
         raise UsageError(f"task {task.id} is not waiting for input (it is "
-                         f"{task.status.value}); resume it without --answer/--approve/--deny")
+                         f"{task.status.value}); resume it without --answer")
     if reply_text(pending, reply) is None:
         raise UsageError(f"task {task.id} waits for: {pending.question} — answer with "
                          f"{REPLY_FLAGS.get(pending.kind, '--answer TEXT')}")

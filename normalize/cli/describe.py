@@ -141,8 +141,30 @@ def action_change(event: ActionFinished) -> str | None:
     if "added" in event.data and "removed" in event.data:
         return f"+{event.data['added']} -{event.data['removed']}"
     if event.tool not in ("edit", "write") and event.preview:
-        return first_line(event.preview, 40)
+        return first_line(output_head(event.preview), 40)
     return None
+
+
+def output_head(preview: str) -> str:
+    """A successful output's own first line, past a preview's `errors (…)` section."""
+    lines = preview.strip().splitlines()
+    if lines and lines[0].startswith("errors (") and "first lines:" in lines:
+        lines = lines[lines.index("first lines:") + 1:]
+    return lines[0] if lines else ""
+
+
+def result_body(text: str, rows: int, cache_id: str | None) -> list[str]:
+    """A result as a person at the prompt reads it: whole up to `rows` lines, then cut.
+
+    A cut body ends with how much is left and the `fetch` that shows it all.
+    """
+    lines = text.rstrip("\n").splitlines()
+    rows = max(rows, 3)
+    if len(lines) <= rows:
+        return lines
+    shown = lines[: rows - 1]
+    where = f"`fetch {cache_id}` shows all" if cache_id else "not kept"
+    return [*shown, f"… {len(lines) - len(shown)} more lines — {where}"]
 
 
 def action_failure(event: ActionFinished, width: int = 100) -> str:

@@ -44,6 +44,7 @@ from normalize.cli.describe import (
     mark,
     message,
     question_line,
+    result_body,
     run_started,
     stats,
     step_label,
@@ -76,6 +77,8 @@ STYLES = {"success": "green", "error": "red", "blocked": "yellow", "cancelled": 
           "interrupted": "yellow"}
 STATUS_STYLES = {"done": "green", "failed": "red", "waiting": "yellow", "interrupted": "yellow",
                  "limit_reached": "yellow", "stuck": "red"}
+FullText = Callable[[str, str], "str | None"]  # (task id, cache id) -> the whole output
+USER_DRIVER = "user"  # a person reads every result of the runs this driver makes
 TEXT_TAIL_LINES = 6  # lines of streamed text kept in the live region
 DIFF_LINES = 40  # lines of an edit's diff shown under its action line
 THINKING_LINES = 8  # lines of a reply's thinking kept on screen once the reply is in
@@ -97,18 +100,54 @@ class JsonRenderer:
         flush_out(self.out)
 
 
+class Results:
+    """Whole results for a person at the prompt: on in runs of the user driver.
+
+    `full_text` finds an output the preview cut (the task's result cache);
+    `rows` is how many lines a result may take before it is cut.
+    """
+
+    def __init__(self, full_text: FullText | None = None,
+                 rows: Callable[[], int] | None = None) -> None:
+        self.full_text = full_text
+        self.rows = rows or (lambda: 40)
+        self.on = False
+
+    def seen(self, event: BaseEvent) -> None:
+        if isinstance(event, RunStarted):
+            self.on = event.driver == USER_DRIVER
+
+    def body(self, event: ActionFinished) -> list[str]:
+        """The lines to show under the action, or none."""
+        if not self.on or (event.tool in ("edit", "write") and event.status == "success"):
+            return []
+        text = event.preview
+        if event.cache_id and self.full_text is not None:
+            text = self.full_text(event.task_id, event.cache_id) or text
+        if not text.strip():
+            return []
+        return result_body(text, self.rows() - 4, event.cache_id)
+
+
 class PlainRenderer:
     """Plain lines, for pipes, `--quiet`, `NO_COLOR` and dumb terminals."""
 
-    def __init__(self, out: TextIO | None = None, *, quiet: bool = False) -> None:
+    def __init__(self, out: TextIO | None = None, *, quiet: bool = False,
+                 results: Results | None = None) -> None:
         self.out = out or sys.stdout
         self.quiet = quiet
+        self.results = results or Results()
         self._lock = threading.Lock()
 
     def __call__(self, event: BaseEvent) -> None:
+        self.results.seen(event)
         if self.quiet and not isinstance(event, RunEnded | WaitingForInput):
             return
         line = describe(event)
+        if isinstance(event, ActionFinished):
+            body = self.results.body(event)
+            if body and line is not None:
+                line = "\n".join([line.split("\n")[0], *(f"    {b}" for b in body)])
         if line is not None:
             with self._lock:
                 write_out(self.out, line + "\n")
@@ -165,11 +204,13 @@ class LiveRenderer:
         refresh_per_second: float = 10.0,
         auto_refresh: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        results: Results | None = None,
     ) -> None:
         from rich.console import Console
         from rich.live import Live
 
         self.console = console or Console()
+        self.results = results or Results(rows=lambda: self.console.height)
         self.live = Live(console=self.console, auto_refresh=False, transient=True,
                          redirect_stdout=False, redirect_stderr=False)
         self.interval = 1.0 / refresh_per_second
@@ -188,6 +229,7 @@ class LiveRenderer:
     # -- events: state changes only ------------------------------------------------------
 
     def __call__(self, event: BaseEvent) -> None:
+        self.results.seen(event)
         if isinstance(event, TextDelta | ThinkingDelta):
             with self._lock:
                 (self.state.text if isinstance(event, TextDelta) else self.state.thinking).append(
@@ -240,7 +282,10 @@ class LiveRenderer:
                 s.running[event.key] = (command_label(event, 70), self.clock())
             case ActionFinished():
                 s.running.pop(event.key, None)
-                add(action_line(event))
+                body = self.results.body(event)
+                add(action_line(event, change=not body))
+                if body:
+                    add(Text("\n".join(body), style="" if event.status == "success" else "red"))
                 if event.tool in ("edit", "write") and event.status == "success" \
                         and event.preview:
                     diff = diff_block(event.preview)
@@ -368,17 +413,19 @@ class LiveRenderer:
             ticker.join(timeout=1.0)
 
 
-def action_line(event: ActionFinished) -> Text:
+def action_line(event: ActionFinished, *, change: bool = True) -> Text:
     """`✓ view a.py  0.01s  first line of the output`, and the reason under a failure."""
     from rich.text import Text
 
     style = STYLES.get(event.status, "")
     line = Text.assemble((mark(event.status), f"bold {style}".strip()), " ",
                          command_label(event, 60), (f"  {event.duration:.2f}s", "dim"))
+    if not change:
+        return line
     if event.status == "success":
-        change = action_change(event)
-        if change:
-            line.append(f"  {change}", style="dim")
+        what = action_change(event)
+        if what:
+            line.append(f"  {what}", style="dim")
     else:
         line.append(f"\n    {action_failure(event)}", style=style)
     return line
@@ -430,13 +477,43 @@ def summary_panel(event: RunEnded) -> RenderableType:
                  expand=False)
 
 
-def make_renderer(env: Environment, *, json_output: bool,
-                  quiet: bool) -> JsonRenderer | PlainRenderer | LiveRenderer:
-    """The subscriber that shows this run: JSON lines, plain lines, or the live view."""
+def make_renderer(env: Environment, *, json_output: bool, quiet: bool,
+                  full_text: FullText | None = None,
+                  ) -> JsonRenderer | PlainRenderer | LiveRenderer:
+    """The subscriber that shows this run: JSON lines, plain lines, or the live view.
+
+    `full_text` finds a whole output by its cache id (see `Results`).
+    """
     if json_output:
         return JsonRenderer(env.stdout)
     if quiet or env.plain:
-        return PlainRenderer(env.stdout, quiet=quiet)
+        return PlainRenderer(env.stdout, quiet=quiet,
+                             results=Results(full_text, rows=_terminal_rows))
     from rich.console import Console
 
-    return LiveRenderer(Console(file=env.stdout))
+    console = Console(file=env.stdout)
+    return LiveRenderer(console, results=Results(full_text, rows=lambda: console.height))
+
+
+def cache_reader(get_store: Callable[[], object | None]) -> FullText:
+    """A `FullText` over the tasks' result caches (the run's store, else the default one)."""
+
+    def read(task_id: str, cache_id: str) -> str | None:
+        from normalize.execution.cache import make_cache
+        from normalize.store import TaskStore
+
+        store = get_store()
+        if not isinstance(store, TaskStore):
+            store = TaskStore()
+        try:
+            return make_cache("persistent", directory=store.cache_dir(task_id)).retrieve(cache_id)
+        except (OSError, ValueError):
+            return None
+
+    return read
+
+
+def _terminal_rows() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((100, 40)).lines
