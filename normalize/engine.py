@@ -34,7 +34,7 @@ import time
 import traceback
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from normalize.cancel import CancelToken
@@ -74,9 +74,9 @@ MAX_PARALLEL = 8
 
 @dataclass
 class RunOutcome:
-    """How a run ended."""
+    """How a run ended (its repr leaves the task out: `outcome.task` has it all)."""
 
-    task: Task
+    task: Task = field(repr=False)
     status: TaskStatus
     exit_status: ExitStatus
     summary: str = ""

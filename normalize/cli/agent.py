@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from normalize.cli.commands import finish, run_options, set_limits, stopping_note
+from normalize.cli.commands import finish, pin_replay, run_options, set_limits, stopping_note
 from normalize.cli.console import Environment, SignalCancel, error_line, fail
 from normalize.errors import ExitStatus, MissingKeyError, NormalizeError, UsageError
 
@@ -60,6 +60,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         if not root.is_dir():
             raise UsageError(f"--workspace {root}: not a directory")
         spec = load_spec(workflow or DEFAULT_WORKFLOW, root)
+        model = pin_replay(model)
         if context:
             from normalize.execution.context import CONTEXTS
 

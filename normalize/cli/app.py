@@ -291,6 +291,9 @@ def help_topics(ctx: typer.Context) -> None:
     raise typer.Exit(0)
 
 
+VerbJsonOpt = Annotated[bool, typer.Option("--json", help="The result as one JSON object.")]
+
+
 def _verb(verb: str, ctx: typer.Context, workspace: Path | None, json_output: bool) -> None:
     from normalize.cli.verbs import run_verb
 
@@ -298,29 +301,32 @@ def _verb(verb: str, ctx: typer.Context, workspace: Path | None, json_output: bo
                               json_output=json_output))
 
 
-@app.command(context_settings=VERB_SETTINGS)
-def view(ctx: typer.Context, workspace: WorkspaceOpt = None, json_output: JsonOpt = False) -> None:
+@app.command(context_settings=VERB_SETTINGS, options_metavar="[OPTIONS] PATH[:START-END|/SYMBOL]")
+def view(ctx: typer.Context, workspace: WorkspaceOpt = None,
+         json_output: VerbJsonOpt = False) -> None:
     """View PATH, PATH:START-END, PATH/SYMBOL (Class/method) or a directory tree."""
     _verb("view", ctx, workspace, json_output)
 
 
-@app.command(context_settings=VERB_SETTINGS)
+@app.command(context_settings=VERB_SETTINGS, options_metavar="[OPTIONS] PATH")
 def skeleton(ctx: typer.Context, workspace: WorkspaceOpt = None,
-             json_output: JsonOpt = False) -> None:
+             json_output: VerbJsonOpt = False) -> None:
     """Signatures of the classes and functions in PATH, with line numbers."""
     _verb("skeleton", ctx, workspace, json_output)
 
 
-@app.command(context_settings=VERB_SETTINGS)
+@app.command(context_settings=VERB_SETTINGS,
+             options_metavar="[OPTIONS] PATTERN [PATH] [-i|-l|-w/--word|-F|--max N]")
 def grep(ctx: typer.Context, workspace: GrepWorkspaceOpt = None,
-         json_output: JsonOpt = False) -> None:
-    """Search PATTERN [PATH] (regex; -i, -l, -w, -F, --max N), respecting .gitignore."""
+         json_output: VerbJsonOpt = False) -> None:
+    """Search PATTERN [PATH] (regex; -i, -l, -w/--word, -F, --max N), respecting .gitignore."""
     _verb("grep", ctx, workspace, json_output)
 
 
-@app.command(context_settings=VERB_SETTINGS)
+@app.command(context_settings=VERB_SETTINGS,
+             options_metavar="[PATH] [--health|--complexity|--types|--lint]")
 def analyze(ctx: typer.Context, workspace: WorkspaceOpt = None,
-            json_output: JsonOpt = False) -> None:
+            json_output: VerbJsonOpt = False) -> None:
     """Analyze [PATH] with --health, --complexity, --types or --lint."""
     _verb("analyze", ctx, workspace, json_output)
 

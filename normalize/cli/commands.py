@@ -110,6 +110,18 @@ def _limit_hint(task: Any) -> str:
     return " --max-turns N (or --budget USD)"
 
 
+def pin_replay(model: str | None) -> str | None:
+    """`replay:last` (or a prefix) as the task it names now, before a new task becomes `last`."""
+    if model is None or not model.startswith("replay:"):
+        return model
+    ref = model.split(":", 1)[1]
+    if not ref or Path(ref).is_file():
+        return model
+    from normalize.store import TaskStore
+
+    return f"replay:{TaskStore().resolve(ref)}"
+
+
 def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  workspace: Path | None, max_turns: int | None, approve: str | None,
                  dry_run: bool, json_output: bool, quiet: bool, model: str | None = None,
@@ -121,13 +133,14 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         if not root.is_dir():
             raise UsageError(f"--workspace {root}: not a directory")
         spec = load_spec(ref, root, parse_vars(pairs))
+        model = pin_replay(model)
         if model or base_url:
             spec.llm = dict(spec.llm or {})
             apply_model(spec.llm, model, base_url)
         if dry_run:
-            from normalize.cli.plan import print_plan
+            from normalize.cli.plan import print_plan, print_plan_json
 
-            print_plan(env, spec, goal, root)
+            (print_plan_json if json_output else print_plan)(env, spec, goal, root)
             return 0
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve)
@@ -275,11 +288,19 @@ def list_tasks(env: Environment, *, json_output: bool) -> int:
     if not tasks:
         env.stdout.write("no tasks yet\n")
         return 0
-    env.stdout.write(f"{'ID':<9} {'STATUS':<14} {'DRIVER':<14} {'UPDATED':<9} GOAL\n")
+    import shutil
+
+    from normalize.cli.describe import cut, short_path
+
+    width = shutil.get_terminal_size((100, 24)).columns
+    env.stdout.write(f"{'ID':<9} {'STATUS':<14} {'DRIVER':<14} {'UPDATED':<9} "
+                     f"{'WORKSPACE':<24} GOAL\n")
+    room = max(width - (9 + 14 + 14 + 9 + 24 + 5), 20)
     for task in tasks:
         goal = task.goal.splitlines()[0] if task.goal else ""
         env.stdout.write(f"{task.id:<9} {task.status.value:<14} {task.driver:<14} "
-                         f"{_age(task.updated_at):<9} {goal[:60]}\n")
+                         f"{_age(task.updated_at):<9} {short_path(task.workspace, 24):<24} "
+                         f"{cut(goal, room)}\n")
         if task.pending is not None:
             env.stdout.write(f"{'':<9} ? {task.pending.question}\n")
         gone = _orphaned(store, task)

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from normalize.cli.console import Environment, flush_out, write_out
 
@@ -218,6 +218,7 @@ class LiveRenderer:
         self.clock = clock
         self.state = ViewState()
         self._queue: list[RenderableType] = []
+        self._spinners: dict[str, Any] = {}
         self._lock = threading.Lock()  # guards state and queue; held only briefly
         self._draw = threading.RLock()  # one drawer at a time
         self._started = False
@@ -326,9 +327,15 @@ class LiveRenderer:
             if s.text:
                 rows.append(Text(_tail(s.text, TEXT_TAIL_LINES, width)))
             now = self.clock()
-            for command, started in s.running.values():
-                rows.append(Spinner("dots", text=Text.assemble(
-                    command, (f"  {now - started:.1f}s", "dim"))))
+            for key, (command, started) in s.running.items():
+                text = Text.assemble(command, (f"  {now - started:.1f}s", "dim"))
+                spinner = self._spinners.get(key)
+                if spinner is None:  # one per action, kept: a new one would never turn
+                    spinner = self._spinners[key] = Spinner("dots", text=text)
+                spinner.update(text=text)
+                rows.append(spinner)
+            for gone in set(self._spinners) - set(s.running):
+                del self._spinners[gone]
             rows.append(self._footer(now))
         return Group(*rows)
 

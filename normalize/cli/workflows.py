@@ -64,7 +64,7 @@ def show_workflow(env: Environment, ref: str, pairs: list[str], *, workspace: Pa
     except NormalizeError as exc:
         return fail(env, exc)
     if json_output:
-        env.stdout.write(json.dumps(spec.to_dict(), indent=2) + "\n")
+        env.stdout.write(json.dumps(spec.to_dict()) + "\n")  # one line, like every --json
         return 0
     for line in describe(spec, workspace=root):
         env.stdout.write(line + "\n")
