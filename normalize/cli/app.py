@@ -200,11 +200,12 @@ def tasks_list(
 def tasks_show(
     task: Annotated[str, typer.Argument(autocompletion=complete_task_ids)],
     json_output: Annotated[bool, typer.Option("--json", help="The task and its events.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Each step's whole output.")] = False,
 ) -> None:
-    """Show a task and its steps."""
+    """Show a task and its steps, each with its output."""
     from normalize.cli.commands import show_task
 
-    raise typer.Exit(show_task(_env(), task, json_output=json_output))
+    raise typer.Exit(show_task(_env(), task, json_output=json_output, full=full))
 
 
 @tasks_app.command("rm")

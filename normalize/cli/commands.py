@@ -73,10 +73,11 @@ def finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) -> 
         close()
     task = outcome.task
     if outcome.status.value == "waiting" and task.pending is not None:
-        target = env.stderr if json_output else env.stdout
         how = REPLY_FLAGS.get(task.pending.kind, "--answer TEXT")
-        target.write(f"task {task.id} is waiting: {task.pending.question}\n"
-                     f"  continue with: normalize resume {task.id} {how}\n")
+        if json_output:  # the events carry the question; a person reads this line
+            env.stderr.write(f"task {task.id} is waiting: {task.pending.question}\n")
+        target = env.stderr if json_output else env.stdout
+        target.write(f"  continue with: normalize resume {task.id} {how}\n")
     elif outcome.status.value in ("interrupted", "limit_reached") or (
             outcome.status.value == "failed" and task.error):
         env.stderr.write(f"  resume with: normalize resume {task.id}{_limit_hint(task)}\n")
@@ -310,7 +311,7 @@ def list_tasks(env: Environment, *, json_output: bool) -> int:
     return 0
 
 
-def show_task(env: Environment, ref: str, *, json_output: bool) -> int:
+def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = False) -> int:
     from normalize.store import TaskStore
 
     try:
@@ -343,9 +344,17 @@ def show_task(env: Environment, ref: str, *, json_output: bool) -> int:
     if task.pending is not None:
         out.write(f"  waiting:   {task.pending.question}\n")
     out.write("steps:\n")
-    from normalize.cli.describe import history, journal_events
+    from normalize.cli.describe import SHOW_LINES, history, journal_events, step_output
 
-    for line in history(journal_events(events)):
+    def output(event: Any) -> list[str]:
+        whole = None
+        if full and event.cache_id:
+            from normalize.cli.render import cache_reader
+
+            whole = cache_reader(lambda: store)(task.id, event.cache_id)
+        return step_output(event, full_text=whole, lines=None if full else SHOW_LINES)
+
+    for line in history(journal_events(events), output):
         out.write(line + "\n")
     return 0
 

@@ -8,7 +8,7 @@ No rich here: `tasks show` and the plain renderer stay light.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from normalize.events import (
@@ -128,10 +128,20 @@ def error_text(error: str) -> str:
     return f"error: {error}"
 
 
+def pending_ask(event: ActionFinished) -> bool:
+    """An `ask` that left its question pending: the waiting line shows it, once."""
+    return event.tool == "ask" and event.status == "success" and not event.preview.strip()
+
+
+def ending_summary(event: RunEnded) -> str:
+    """The summary a run's ending shows; a waiting run's question is on screen already."""
+    return "" if event.status == "waiting" else event.summary
+
+
 def summary_line(event: RunEnded) -> str:
     """`task abc12345 done · 2 turns · …`, then the summary and the error, one line each."""
     line = f"task {event.task_id} " + " · ".join([event.status, *stats(event)])
-    if event.summary:
+    if ending_summary(event):
         line += f"\n  {first_line(event.summary, 200)}"
     if event.error:
         line += f"\n  {error_text(first_line(event.error, 200))}"
@@ -235,6 +245,8 @@ def describe(event: BaseEvent) -> str | None:
             return plain(run_started(event, 100))
         case StepStarted():
             return step_line(event)
+        case ActionFinished() if pending_ask(event):
+            return None
         case ActionFinished():
             outcome = f"  {action_outcome(event, 80)}"
             if event.status != "success" and event.error:
@@ -266,8 +278,25 @@ def journal_events(raw: Iterable[dict[str, Any]]) -> Iterator[BaseEvent]:
             continue
 
 
-def history(events: Iterable[BaseEvent]) -> list[str]:
-    """The steps of `tasks show`: steps, actions and resumptions, oldest first."""
+SHOW_LINES = 8  # lines of each step's output `tasks show` prints (`--full`: all of it)
+
+
+def step_output(event: ActionFinished, *, full_text: str | None = None,
+                lines: int | None = SHOW_LINES) -> list[str]:
+    """An action's output under its line in `tasks show`: its error first, then the output."""
+    out = [f"      {error_text(first_line(event.error, 200))}"] if event.error else []
+    text = full_text if full_text is not None else event.preview
+    body = text.rstrip("\n").splitlines()
+    if lines is not None and len(body) > lines:
+        more = len(body) - lines + 1
+        where = f" — `tasks show --full` or `fetch {event.cache_id}`" if event.cache_id else ""
+        body = [*body[: lines - 1], f"… {more} more lines{where}"]
+    return [*out, *(f"      {line}" for line in body)]
+
+
+def history(events: Iterable[BaseEvent],
+            output: Callable[[ActionFinished], list[str]] | None = None) -> list[str]:
+    """The steps of `tasks show`: steps, actions (and `output` under each), resumptions."""
     out: list[str] = []
     actions = 0
     for event in events:
@@ -277,6 +306,8 @@ def history(events: Iterable[BaseEvent]) -> list[str]:
             case ActionFinished():
                 actions += 1
                 out.append(f"  {action_outcome(event, 70)}")
+                if output is not None:
+                    out.extend(output(event))
             case RunStarted(resumed=True):
                 out.append("  ↻ resumed")
     return out if actions else [*out, "  (no actions yet)"]

@@ -38,11 +38,13 @@ from normalize.cli.describe import (
     answer_line,
     command_label,
     describe,
+    ending_summary,
     ending_title,
     error_text,
     interrupted_line,
     mark,
     message,
+    pending_ask,
     question_line,
     result_body,
     run_started,
@@ -281,6 +283,8 @@ class LiveRenderer:
                     add(_dim_block(event.thinking, THINKING_LINES))
             case ActionStarted():
                 s.running[event.key] = (command_label(event, 70), self.clock())
+            case ActionFinished() if pending_ask(event):
+                s.running.pop(event.key, None)
             case ActionFinished():
                 s.running.pop(event.key, None)
                 body = self.results.body(event)
@@ -472,7 +476,7 @@ def summary_panel(event: RunEnded) -> RenderableType:
     from rich.text import Text
 
     rows: list[RenderableType] = []
-    if event.summary:
+    if ending_summary(event):
         rows.append(Text(event.summary.strip()))
     if event.error:
         rows.append(Text(error_text(event.error.strip()), style="red"))

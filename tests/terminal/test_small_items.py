@@ -205,3 +205,12 @@ def test_a_flows_outcome_prints_short() -> None:
     task = Task.new(goal="x" * 5000, workspace="/", driver="user")
     shown = repr(RunOutcome(task, TaskStatus.DONE, ExitStatus.DONE, summary="ok"))
     assert len(shown) < 200 and "DONE" in shown and "xxxx" not in shown
+
+
+def test_a_question_is_shown_once(project: Path, normalize_home: Path) -> None:
+    (project / "ask.toml").write_text('[workflow]\nname = "asking"\n\n[[workflow.steps]]\n'
+                                      'name = "q"\naction = "ask Which colour?"\n')
+    done = cli("run", "ask.toml", cwd=project, home=normalize_home)
+    assert done.returncode == 4
+    assert (done.stdout + done.stderr).count("Which colour?") == 1, done.stdout + done.stderr
+    assert "continue with: normalize resume" in done.stdout
