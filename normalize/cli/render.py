@@ -288,7 +288,7 @@ class LiveRenderer:
             case ActionFinished():
                 s.running.pop(event.key, None)
                 body = self.results.body(event)
-                add(action_line(event, change=not body))
+                add(action_block(event, change=not body))
                 if body:
                     add(Text("\n".join(body), style="" if event.status == "success" else "red"))
                 if event.tool in ("edit", "write") and event.status == "success" \
@@ -440,6 +440,19 @@ def action_line(event: ActionFinished, *, change: bool = True) -> Text:
     else:
         line.append(f"\n    {action_failure(event)}", style=style)
     return line
+
+
+def action_block(event: ActionFinished, *, change: bool = True) -> RenderableType:
+    """`action_line`, with a failure's reason indented under it even when it wraps."""
+    if event.status == "success":
+        return action_line(event, change=change)
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.text import Text
+
+    head = action_line(event, change=False)
+    reason = Text(action_failure(event), style=STYLES.get(event.status, ""))
+    return Group(head, Padding(reason, (0, 0, 0, 4)))
 
 
 def diff_block(text: str, limit: int = DIFF_LINES) -> RenderableType | None:
