@@ -402,11 +402,16 @@ class LiveRenderer:
                 self.live.stop()
                 self._started = False
             self._held = True
+        paused = self.clock()
         try:
             yield
         finally:
             with self._draw:
                 self._held = False
+                waited = self.clock() - paused
+                with self._lock:  # the time a person took at a prompt is not the action's
+                    for key, (command, started) in self.state.running.items():
+                        self.state.running[key] = (command, started + waited)
 
     def close(self) -> None:
         """Draw what is queued, take the live region down, stop the ticker (idempotent)."""

@@ -214,3 +214,22 @@ def test_a_question_is_shown_once(project: Path, normalize_home: Path) -> None:
     assert done.returncode == 4
     assert (done.stdout + done.stderr).count("Which colour?") == 1, done.stdout + done.stderr
     assert "continue with: normalize resume" in done.stdout
+
+
+def test_time_at_an_approval_prompt_is_not_the_actions() -> None:
+    now = [0.0]
+    console = Console(file=io.StringIO(), width=80, force_terminal=False, color_system=None,
+                      get_time=lambda: now[0], _environ={})
+    renderer = LiveRenderer(console, auto_refresh=False, clock=lambda: now[0])
+    emitter = Emitter("abc12345")
+    emitter.subscribe(renderer)
+    emitter.emit(RunStarted(task_id="abc12345", goal="g", driver="llm"))
+    emitter.emit(ActionStarted(task_id="abc12345", key="k", tool="run", command="run rm x"))
+    now[0] = 1.0
+    with renderer.hold():  # the approval prompt: a person thinks for ten seconds
+        now[0] = 11.0
+    now[0] = 12.0
+    with console.capture() as capture:
+        console.print(renderer.view())
+    renderer.close()
+    assert "run rm x  2.0s" in capture.get(), capture.get()
