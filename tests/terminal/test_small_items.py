@@ -233,3 +233,19 @@ def test_time_at_an_approval_prompt_is_not_the_actions() -> None:
         console.print(renderer.view())
     renderer.close()
     assert "run rm x  2.0s" in capture.get(), capture.get()
+
+
+def test_scripted_replies_go_on_from_where_a_resumed_task_stopped(
+        project: Path, normalize_home: Path) -> None:
+    (project / "replies.json").write_text(json.dumps(["note one", "note two", "done both"]))
+    first = cli("agent", "take notes", "-m", "scripted:replies.json", "--max-turns", "1",
+                "--json", cwd=project, home=normalize_home)
+    assert first.returncode == 3, first.stderr
+    task_id = json.loads(first.stdout.splitlines()[0])["task_id"]
+    again = cli("resume", task_id, "--max-turns", "5", "--json", cwd=project,
+                home=normalize_home)
+    assert again.returncode == 0, again.stderr
+    events = [json.loads(line) for line in again.stdout.splitlines()]
+    ran = [e["command"] for e in events if e["type"] == "action_finished"]
+    assert ran == ["note two"]  # not "note one" again
+    assert events[-1]["summary"] == "both"
