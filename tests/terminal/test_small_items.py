@@ -249,3 +249,17 @@ def test_scripted_replies_go_on_from_where_a_resumed_task_stopped(
     ran = [e["command"] for e in events if e["type"] == "action_finished"]
     assert ran == ["note two"]  # not "note one" again
     assert events[-1]["summary"] == "both"
+
+
+def test_workflows_validate_reports_every_broken_step_at_once(project: Path,
+                                                              normalize_home: Path) -> None:
+    (project / "bad.toml").write_text(
+        '[workflow]\nname = "bad"\n\n[[workflow.steps]]\nname = "a"\naction = "frobnicate x"\n'
+        '\n[[workflow.steps]]\nname = "b"\naction = "view {nope}"\n'
+        '\n[[workflow.steps]]\nname = "c"\naction = "view calc.py"\n')
+    done = cli("workflows", "validate", "bad.toml", cwd=project, home=normalize_home)
+    assert done.returncode == 2
+    problems = done.stderr.splitlines()
+    assert len(problems) == 2, done.stderr
+    assert ":6:" in problems[0] and "frobnicate" in problems[0]
+    assert ":10:" in problems[1] and "{nope}" in problems[1]
