@@ -38,7 +38,7 @@ import time
 import traceback
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from normalize.cancel import CancelToken
@@ -82,13 +82,20 @@ MAX_PARALLEL = 8
 
 @dataclass
 class RunOutcome:
-    """How a run ended."""
+    """How a run ended (its repr leaves the task out: `outcome.task` has it all)."""
 
-    task: Task
+    task: Task = field(repr=False)
     status: TaskStatus
     exit_status: ExitStatus
     summary: str = ""
     error: str | None = None
+
+
+def limits_bind(task: Task, driver: Driver) -> bool:
+    """Whether the task's limits bind `driver`: the one they were set for, else any but a person."""
+    if task.limits.driver is not None:
+        return task.limits.driver == task.driver
+    return bool(getattr(driver, "bound_by_limits", True))
 
 
 class Engine(Recovery):
@@ -153,7 +160,7 @@ class Engine(Recovery):
             ctx = self._open(task, resumed)
             self._begin(task, driver, ctx, resumed, reply)
             while True:
-                self._check_limits(task)
+                self._check_limits(task, bound=limits_bind(task, driver))
                 decision = driver.decide(task, ctx)
                 if decision is None:
                     raise StopRun(TaskStatus.DONE, task.summary or "finished")
@@ -253,9 +260,12 @@ class Engine(Recovery):
                 f"(it is now {disk.status.value}); see `normalize tasks show {task.id}`",
             )
 
-    def _check_limits(self, task: Task) -> None:
+    def _check_limits(self, task: Task, *, bound: bool = True) -> None:
+        """Stop on a cancel; and on a limit, unless the driver is not bound by them (a person)."""
         if self.cancel.cancelled:
             raise StopRun(TaskStatus.INTERRUPTED, "interrupted", self.cancel.reason or None)
+        if not bound:
+            return
         limits = task.limits
         if limits.max_turns is not None and task.turn >= limits.max_turns:
             raise StopRun(TaskStatus.LIMIT, f"reached max_turns ({limits.max_turns})")

@@ -83,6 +83,7 @@ class ConfigError(UsageError):
         self.line = line
         self.col = col
         self.text = message
+        self.others: list[ConfigError] = []  # more problems found in the same file
         if file is not None:
             where = file if line is None else f"{file}:{line}:{col or 1}"
             message = f"{where}: {message}"

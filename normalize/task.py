@@ -273,12 +273,18 @@ class Usage:
 
 @dataclass
 class Limits:
-    """Ceilings on one task; `None` means unbounded."""
+    """Ceilings on one task; `None` means unbounded.
+
+    `driver` names the driver they were set for (`--max-turns` on the command
+    line); then they bind that driver only. Without it they bind every driver
+    that is bound by limits (a person at the prompt is not).
+    """
 
     max_turns: int | None = None
     max_tokens: int | None = None
     max_cost_usd: float | None = None
     timeout_seconds: float | None = None
+    driver: str | None = None
 
     def to_dict(self) -> JSON:
         return asdict(self)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from normalize.cli.commands import finish, run_options
+from normalize.cli.commands import finish, pin_replay, run_options, set_limits, stopping_note
 from normalize.cli.console import Environment, SignalCancel, error_line, fail
 from normalize.errors import ExitStatus, MissingKeyError, NormalizeError, UsageError
 
@@ -61,6 +61,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         if not root.is_dir():
             raise UsageError(f"--workspace {root}: not a directory")
         spec = load_spec(workflow or DEFAULT_WORKFLOW, root)
+        model = pin_replay(model)
         if context:
             from normalize.execution.context import CONTEXTS
 
@@ -85,16 +86,14 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         options.services = DriverServices(read_line=options.services.read_line,
                                           model_factory=clients)
         task = start_task(spec, goal, options)
-        if max_turns is not None:
-            task.limits.max_turns = max_turns
-        if budget is not None:
-            task.limits.max_cost_usd = budget
-        env.stderr.write(f"task {task.id}\n")
-        env.stderr.flush()
+        set_limits(task, max_turns=max_turns, budget=budget)
+        if json_output or quiet:  # otherwise the run's first line names it
+            env.stderr.write(f"task {task.id}\n")
+            env.stderr.flush()
         from normalize.cli.trust import report_ignored
 
         report_ignored(env, task)
-        with SignalCancel(options.cancel):
+        with SignalCancel(options.cancel, notify=stopping_note(env)):
             outcome = run_task(task, options)
         return finish(env, outcome, renderer, json_output)
     except NormalizeError as exc:

@@ -35,11 +35,45 @@ app.add_typer(tasks_app, name="tasks")
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON event per line on stdout.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Only the final summary.")]
 ApproveOpt = Annotated[str | None, typer.Option(
-    "--approve", help="Approval mode for side effects: ask, auto, yes, never.")]
+    "--approve", metavar="MODE", help="Approval mode for side effects: ask, auto, yes, never.")]
 SandboxOpt = Annotated[str | None, typer.Option(
-    "--sandbox", help="What programs may touch: workspace (default), read-only, off.")]
+    "--sandbox", metavar="MODE",
+    help="What programs may touch: workspace (default), read-only, off.")]
 NetworkOpt = Annotated[bool | None, typer.Option(
     "--network/--no-network", help="Let programs use the network (leaves the sandbox: asks).")]
+# One meaning per flag: run, agent and resume share these (tests/cli/test_flags.py pins it).
+MaxTurnsOpt = Annotated[int | None, typer.Option(
+    "--max-turns", min=1, help="Stop after N turns in all (the task's total, not N more).")]
+BudgetOpt = Annotated[float | None, typer.Option(
+    "--budget", metavar="USD", help="Stop when the task's model cost reaches USD.")]
+MODEL_HELP = ("PROVIDER:MODEL, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, "
+              "ollama:llama3.1, scripted:FILE, replay:TASKID.")
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", envvar="NORMALIZE_MODEL",
+                                              help=MODEL_HELP)]
+WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", "-w",
+                                                   help="Directory to work in.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("normalize")
+        except PackageNotFoundError:
+            number = "unknown"
+        sys.stdout.write(f"normalize {number}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    show_version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_version, help="Print the version and exit.")]
+    = False,
+) -> None:
+    """Automate work on a codebase through pluggable drivers: workflows, state machines, models
+    and people."""
 
 
 def _env() -> Any:
@@ -64,6 +98,20 @@ def complete_task_ids(incomplete: str) -> list[str]:
     return task_ids(incomplete)
 
 
+def complete_resumable(incomplete: str) -> list[str]:
+    """Ids of the tasks that can be resumed (not done), for shell completion."""
+    from normalize.cli.complete import resumable_task_ids
+
+    return resumable_task_ids(incomplete)
+
+
+def complete_drivers(incomplete: str) -> list[str]:
+    """Driver names for shell completion."""
+    from normalize.cli.complete import drivers
+
+    return drivers(incomplete)
+
+
 def complete_workflows(incomplete: str) -> list[str]:
     """Workflow names and `.toml` files for shell completion."""
     from normalize.cli.complete import workflows
@@ -78,16 +126,12 @@ def run(
     var: Annotated[list[str] | None, typer.Option("--var", "-v", help="KEY=VALUE; repeatable.")]
     = None,
     goal: Annotated[str, typer.Option("--goal", help="The task text ({task}).")] = "",
-    workspace: Annotated[Path | None, typer.Option("--workspace", "-w",
-                                                   help="Directory to work in.")] = None,
-    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
+    workspace: WorkspaceOpt = None,
+    max_turns: MaxTurnsOpt = None,
     approve: ApproveOpt = None,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
-    model: Annotated[str | None, typer.Option(
-        "--model", "-m", envvar="NORMALIZE_MODEL",
-        help="PROVIDER:MODEL for the workflow's model steps (llm-decide, llm transitions).")]
-    = None,
+    model: ModelOpt = None,
     base_url: Annotated[str | None, typer.Option(
         "--base-url", help="Base URL of the model server.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; run nothing.")]
@@ -107,15 +151,11 @@ def run(
 @app.command()
 def agent(
     task: Annotated[str, typer.Argument(help="What to do, in plain words.")],
-    model: Annotated[str | None, typer.Option(
-        "--model", "-m", envvar="NORMALIZE_MODEL",
-        help="PROVIDER:MODEL, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, "
-             "ollama:llama3.1, scripted:FILE, replay:TASKID.")] = None,
+    model: ModelOpt = None,
     base_url: Annotated[str | None, typer.Option("--base-url",
-                                                 help="The provider's endpoint.")] = None,
-    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
-    budget: Annotated[float | None, typer.Option("--budget", help="Stop at this cost (USD).")]
-    = None,
+                                                 help="Base URL of the model server.")] = None,
+    max_turns: MaxTurnsOpt = None,
+    budget: BudgetOpt = None,
     approve: ApproveOpt = None,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
@@ -124,8 +164,7 @@ def agent(
     workflow: Annotated[str | None, typer.Option(
         "--workflow", help="An agent workflow to run instead of the built-in dwim.",
         autocompletion=complete_workflows)] = None,
-    workspace: Annotated[Path | None, typer.Option("--workspace", "-w",
-                                                   help="Directory to work in.")] = None,
+    workspace: WorkspaceOpt = None,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -142,18 +181,17 @@ def agent(
 @app.command()
 def resume(
     task: Annotated[str, typer.Argument(help="A task id, a unique prefix, or `last`.",
-                                        autocompletion=complete_task_ids)],
-    answer: Annotated[str | None, typer.Option("--answer", help="Answer the pending question.")]
-    = None,
-    approve_action: Annotated[bool, typer.Option("--approve", help="Approve the pending action.")]
-    = False,
-    deny: Annotated[bool, typer.Option("--deny", help="Deny the pending action.")] = False,
-    driver: Annotated[str | None, typer.Option("--driver", help=_driver_help())] = None,
-    model: Annotated[str | None, typer.Option(
-        "--model", help="PROVIDER:MODEL for the llm driver (with --driver llm).")] = None,
-    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1,
-                                                  help="Allow N more turns.")] = None,
-    budget: Annotated[float | None, typer.Option("--budget", help="New budget in USD.")] = None,
+                                        autocompletion=complete_resumable)],
+    answer: Annotated[str | None, typer.Option(
+        "--answer", metavar="TEXT", help="Answer what the task waits for: a question's TEXT, "
+        "or yes|no for a pending approval.")] = None,
+    approve: ApproveOpt = None,
+    driver: Annotated[str | None, typer.Option(
+        "--driver", help=_driver_help(),
+        autocompletion=complete_drivers)] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help=MODEL_HELP)] = None,
+    max_turns: MaxTurnsOpt = None,
+    budget: BudgetOpt = None,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
     rewind: Annotated[int | None, typer.Option(
@@ -164,7 +202,7 @@ def resume(
     """Continue a task where it stopped."""
     from normalize.cli.commands import resume_task
 
-    raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve_action, deny=deny,
+    raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve,
                                  driver=driver, max_turns=max_turns, budget=budget,
                                  json_output=json_output, quiet=quiet, model=model,
                                  sandbox=sandbox, network=network, rewind=rewind))
@@ -232,11 +270,12 @@ def tasks_list(
 def tasks_show(
     task: Annotated[str, typer.Argument(autocompletion=complete_task_ids)],
     json_output: Annotated[bool, typer.Option("--json", help="The task and its events.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Each step's whole output.")] = False,
 ) -> None:
-    """Show a task and its steps."""
+    """Show a task and its steps, each with its output."""
     from normalize.cli.commands import show_task
 
-    raise typer.Exit(show_task(_env(), task, json_output=json_output))
+    raise typer.Exit(show_task(_env(), task, json_output=json_output, full=full))
 
 
 @tasks_app.command("repair")
@@ -360,11 +399,29 @@ def mcp_serve(
 
 
 VERB_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}
-WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", "-w",
-                                                   help="Directory to work in.")]
-help_app = typer.Typer(help="Reference documentation.", no_args_is_help=True,
-                       rich_markup_mode=None)
+# grep's -w is --word, as in grep and rg: its workspace is --workspace only
+GrepWorkspaceOpt = Annotated[Path | None, typer.Option("--workspace",
+                                                       help="Directory to work in.")]
+help_app = typer.Typer(help="Reference documentation.", rich_markup_mode=None)
 app.add_typer(help_app, name="help")
+HELP_TOPICS = {
+    "commands": "the command language: verbs, aliases, forms, bodies",
+}
+
+
+@help_app.callback(invoke_without_command=True)
+def help_topics(ctx: typer.Context) -> None:
+    """Reference documentation: `normalize help TOPIC`."""
+    if ctx.invoked_subcommand is not None:
+        return
+    lines = ["normalize help TOPIC — the topics:",
+             *(f"  {name:<10} {what}" for name, what in HELP_TOPICS.items()),
+             "Every command has its own --help (normalize run --help, …)."]
+    sys.stdout.write("\n".join(lines) + "\n")
+    raise typer.Exit(0)
+
+
+VerbJsonOpt = Annotated[bool, typer.Option("--json", help="The result as one JSON object.")]
 
 
 def _verb(verb: str, ctx: typer.Context, workspace: Path | None, json_output: bool) -> None:
@@ -374,28 +431,32 @@ def _verb(verb: str, ctx: typer.Context, workspace: Path | None, json_output: bo
                               json_output=json_output))
 
 
-@app.command(context_settings=VERB_SETTINGS)
-def view(ctx: typer.Context, workspace: WorkspaceOpt = None, json_output: JsonOpt = False) -> None:
+@app.command(context_settings=VERB_SETTINGS, options_metavar="[OPTIONS] PATH[:START-END|/SYMBOL]")
+def view(ctx: typer.Context, workspace: WorkspaceOpt = None,
+         json_output: VerbJsonOpt = False) -> None:
     """View PATH, PATH:START-END, PATH/SYMBOL (Class/method) or a directory tree."""
     _verb("view", ctx, workspace, json_output)
 
 
-@app.command(context_settings=VERB_SETTINGS)
+@app.command(context_settings=VERB_SETTINGS, options_metavar="[OPTIONS] PATH")
 def skeleton(ctx: typer.Context, workspace: WorkspaceOpt = None,
-             json_output: JsonOpt = False) -> None:
+             json_output: VerbJsonOpt = False) -> None:
     """Signatures of the classes and functions in PATH, with line numbers."""
     _verb("skeleton", ctx, workspace, json_output)
 
 
-@app.command(context_settings=VERB_SETTINGS)
-def grep(ctx: typer.Context, workspace: WorkspaceOpt = None, json_output: JsonOpt = False) -> None:
-    """Search PATTERN [PATH] (regex; -i, -l, -w, -F, --max N), respecting .gitignore."""
+@app.command(context_settings=VERB_SETTINGS,
+             options_metavar="[OPTIONS] PATTERN [PATH] [-i|-l|-w/--word|-F|--max N]")
+def grep(ctx: typer.Context, workspace: GrepWorkspaceOpt = None,
+         json_output: VerbJsonOpt = False) -> None:
+    """Search PATTERN [PATH] (regex; -i, -l, -w/--word, -F, --max N), respecting .gitignore."""
     _verb("grep", ctx, workspace, json_output)
 
 
-@app.command(context_settings=VERB_SETTINGS)
+@app.command(context_settings=VERB_SETTINGS,
+             options_metavar="[PATH] [--health|--complexity|--types|--lint]")
 def analyze(ctx: typer.Context, workspace: WorkspaceOpt = None,
-            json_output: JsonOpt = False) -> None:
+            json_output: VerbJsonOpt = False) -> None:
     """Analyze [PATH] with --health, --complexity, --types or --lint."""
     _verb("analyze", ctx, workspace, json_output)
 
@@ -430,6 +491,10 @@ def main(argv: list[str] | None = None) -> int:
     from normalize.cli.console import Environment, error_line, fail
 
     lighten_typer()  # no pydantic for absent values, no rich for completion help
+    for stream in (sys.stdout, sys.stderr):  # an ascii terminal gets `\u2713`, not a crash
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     try:
         # standalone_mode=False: click returns a command's `typer.Exit` code instead of exiting
         status = app(args=argv, prog_name="normalize", standalone_mode=False)
@@ -442,6 +507,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return int(ExitStatus.INTERRUPTED)
     except typer.TyperException as exc:
+        if hasattr(exc, "ctx") and hasattr(exc, "format_message"):  # a bad command line
+            return usage_error(exc)
         show = getattr(exc, "show", None)
         if show is not None:
             show()
@@ -456,6 +523,21 @@ def main(argv: list[str] | None = None) -> int:
         if argv is None:  # the process ends next: skip the full collection at exit
             gc.freeze()  # (half a second with the SDKs loaded: Ctrl-C must stop in one)
     return status if isinstance(status, int) else 0
+
+
+def usage_error(exc: Any) -> int:
+    """A bad command line: the error (with any "did you mean") on the first line, then a hint."""
+    from normalize.cli.console import Environment, error_line
+
+    text = str(exc.format_message()).strip()
+    text = text[:1].lower() + text[1:]
+    command = exc.ctx.command_path if exc.ctx is not None else "normalize"
+    hint = f"{command} --help shows the usage"
+    if "'--approve' requires an argument" in text:
+        hint = ("--approve takes a MODE (ask, auto, yes, never); a pending approval is answered "
+                "with --answer yes|no")
+    error_line(Environment(), text, hint)
+    return int(exc.exit_code or ExitStatus.USAGE)
 
 
 if __name__ == "__main__":

@@ -31,9 +31,11 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
         raise UsageError(f"--approve {approve}: unknown approval mode (choose from "
                          f"{', '.join(modes)})")
     _check_sandbox(env, sandbox)
-    from normalize.cli.render import make_renderer
+    from normalize.cli.render import cache_reader, make_renderer
 
-    renderer = make_renderer(env, json_output=json_output, quiet=quiet)
+    holder: list[Any] = []
+    renderer = make_renderer(env, json_output=json_output, quiet=quiet,
+                             full_text=cache_reader(lambda: holder[0].store if holder else None))
     interactive = env.stdin_tty and env.stdout_tty and not json_output
     read = held(line_reader(env), renderer)
     options = RunOptions(
@@ -46,6 +48,7 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
         approver=_approver(env, renderer) if interactive else None,
         asker=(lambda q: read(f"{q}\n> ")) if interactive else None,
     )
+    holder.append(options)
     options.services = DriverServices(read_line=prompt_reader(
         env, lambda: options.workspace, renderer=renderer, cancel=options.cancel))
     return options, renderer
@@ -94,20 +97,54 @@ def finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) -> 
         close()
     task = outcome.task
     if outcome.status.value == "waiting" and task.pending is not None:
-        target = env.stderr if json_output else env.stdout
         how = REPLY_FLAGS.get(task.pending.kind, "--answer TEXT")
-        target.write(f"task {task.id} is waiting: {_shown_question(task)}\n"
-                     f"  continue with: normalize resume {task.id} {how}\n")
-    elif outcome.status.value in ("interrupted", "limit_reached", "failed"):
-        target = env.stderr
-        more = " --max-turns N (or --budget USD)" if outcome.status.value == "limit_reached" \
-            else ""
-        target.write(f"  resume with: normalize resume {task.id}{more}\n")
+        if json_output:  # the events carry the question; a person reads this line
+            env.stderr.write(f"task {task.id} is waiting: {_shown_question(task)}\n")
+        target = env.stderr if json_output else env.stdout
+        target.write(f"  continue with: normalize resume {task.id} {how}\n")
+    elif outcome.status.value in ("interrupted", "limit_reached") or (
+            outcome.status.value == "failed" and task.error):
+        env.stderr.write(f"  resume with: normalize resume {task.id}{_limit_hint(task)}\n")
     return int(outcome.exit_status)
 
 
-REPLY_FLAGS = {"approval": "--approve / --deny", "interrupt": "--answer yes|no",
+REPLY_FLAGS = {"approval": "--answer yes|no", "interrupt": "--answer yes|no",
                "question": "--answer TEXT"}
+
+
+def set_limits(task: Any, *, max_turns: int | None = None, budget: float | None = None) -> None:
+    """`--max-turns` (the total) and `--budget`, for the driver the task now runs with only."""
+    if max_turns is None and budget is None:
+        return
+    if max_turns is not None:
+        task.limits.max_turns = max_turns
+    if budget is not None:
+        task.limits.max_cost_usd = budget
+    task.limits.driver = task.driver
+
+
+def _limit_hint(task: Any) -> str:
+    """The flag that lifts the limit a task stopped at (`--budget` for a budget, …)."""
+    if task.status.value != "limit_reached":
+        return ""
+    reason = f"{task.summary} {task.error or ''}"
+    if "budget" in reason:
+        return " --budget USD"
+    if "max_turns" in reason:
+        return f" --max-turns {task.turn + 10}"
+    return " --max-turns N (or --budget USD)"
+
+
+def pin_replay(model: str | None) -> str | None:
+    """`replay:last` (or a prefix) as the task it names now, before a new task becomes `last`."""
+    if model is None or not model.startswith("replay:"):
+        return model
+    ref = model.split(":", 1)[1]
+    if not ref or Path(ref).is_file():
+        return model
+    from normalize.store import TaskStore
+
+    return f"replay:{TaskStore().resolve(ref)}"
 
 
 def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
@@ -122,33 +159,33 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         if not root.is_dir():
             raise UsageError(f"--workspace {root}: not a directory")
         spec = load_spec(ref, root, parse_vars(pairs))
+        model = pin_replay(model)
         if model or base_url:
             spec.llm = dict(spec.llm or {})
             apply_model(spec.llm, model, base_url)
         if dry_run:
-            from normalize.cli.plan import print_plan
+            from normalize.cli.plan import print_plan, print_plan_json
 
-            print_plan(env, spec, goal, root)
+            (print_plan_json if json_output else print_plan)(env, spec, goal, root)
             return 0
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
                                         network=network)
         task = start_task(spec, goal, options)
-        if max_turns is not None:
-            task.limits.max_turns = max_turns
-        if not json_output and not quiet:
+        set_limits(task, max_turns=max_turns)
+        if json_output or quiet:  # otherwise the run's first line names it
             env.stderr.write(f"task {task.id}\n")
         from normalize.cli.trust import report_ignored
 
         report_ignored(env, task)
-        with SignalCancel(options.cancel, notify=_stopping_note(env)):
+        with SignalCancel(options.cancel, notify=stopping_note(env)):
             outcome = run_task(task, options)
         return finish(env, outcome, renderer, json_output)
     except NormalizeError as exc:
         return fail(env, exc)
 
 
-def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool, deny: bool,
+def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str | None,
                 driver: str | None, max_turns: int | None, budget: float | None,
                 json_output: bool, quiet: bool, model: str | None = None,
                 sandbox: str | None = None, network: bool | None = None,
@@ -157,12 +194,11 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool
     from normalize.runner import hand_over, open_task, run_task, switch_model
 
     try:
-        if approve and deny:
-            raise UsageError("--approve and --deny exclude each other")
         if model is not None and (driver or "llm") != "llm":
             raise UsageError("--model goes with --driver llm")
         options, renderer = run_options(env, workspace=None, json_output=json_output,
-                                        quiet=quiet, sandbox=sandbox, network=network)
+                                        quiet=quiet, approve=approve, sandbox=sandbox,
+                                        network=network)
         task = open_task(ref, options)
         if rewind is not None:  # files and task state back to that step (issue 15)
             from normalize.checkpoints.changes import rewind_task
@@ -170,10 +206,18 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool
             task = rewind_task(options.store, task, rewind)
         if task.status.value == "done":
             raise UsageError(f"task {task.id} is already done; nothing to resume")
+        if max_turns is not None and max_turns <= task.turn:
+            raise UsageError(f"--max-turns {max_turns}: task {task.id} has already run "
+                             f"{task.turn} turns (--max-turns is the total, as in run and "
+                             f"agent: give more than {task.turn})")
+        if approve is not None and answer is None and task.pending is not None \
+                and task.pending.kind == "approval":
+            raise UsageError(f"--approve {approve} sets the approval mode; task {task.id} waits "
+                             f"for: {task.pending.question} — answer it with --answer yes|no")
         options.workspace = Path(task.workspace)
         reply = None
-        if answer is not None or approve or deny:
-            reply = Reply(answer=answer, approve=True if approve else False if deny else None)
+        if answer is not None:
+            reply = Reply(answer=answer)
             _check_reply(task, reply, reply_text)
         elif task.pending is not None and options.interactive:
             reply = _ask_pending(env, task)
@@ -186,21 +230,24 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool
                     _show_recent(env, task.id, options.store)
         elif model is not None:
             switch_model(task, model)
-        if max_turns is not None:
-            task.limits.max_turns = task.turn + max_turns
-        if budget is not None:
-            task.limits.max_cost_usd = budget
-        with SignalCancel(options.cancel, notify=_stopping_note(env)):
+        set_limits(task, max_turns=max_turns, budget=budget)
+        with SignalCancel(options.cancel, notify=stopping_note(env)):
             outcome = run_task(task, options, resumed=True, reply=reply)
         return finish(env, outcome, renderer, json_output)
     except NormalizeError as exc:
         return fail(env, exc)
 
 
-def _stopping_note(env: Environment) -> Any:
+STOPPING = ("normalize: {name}: stopping — the running action is cancelled and the task "
+            "saved as interrupted (press again to stop at once)")
+
+
+def stopping_note(env: Environment) -> Any:
+    """What the first Ctrl-C says; on its own line, never over the live view's status line."""
+
     def note(name: str) -> None:
-        env.stderr.write(f"normalize: {name}: stopping after the running action "
-                         "(again to stop at once)\n")
+        clear = "\r\033[2K" if env.stderr_tty else ""
+        env.stderr.write(f"{clear}{STOPPING.format(name=name)}\n")
         env.stderr.flush()
 
     return note
@@ -211,7 +258,7 @@ def _check_reply(task: Any, reply: Any, reply_text: Any) -> None:
     pending = task.pending
     if pending is None:
         raise UsageError(f"task {task.id} is not waiting for input (it is "
-                         f"{task.status.value}); resume it without --answer/--approve/--deny")
+                         f"{task.status.value}); resume it without --answer")
     if reply_text(pending, reply) is None:
         raise UsageError(f"task {task.id} waits for: {_shown_question(task)} — answer with "
                          f"{REPLY_FLAGS.get(pending.kind, '--answer TEXT')}")
@@ -279,11 +326,19 @@ def list_tasks(env: Environment, *, json_output: bool) -> int:
     if not tasks:
         env.stdout.write("no tasks yet\n")
         return 0
-    env.stdout.write(f"{'ID':<9} {'STATUS':<14} {'DRIVER':<14} {'UPDATED':<9} GOAL\n")
+    import shutil
+
+    from normalize.cli.describe import cut, short_path
+
+    width = shutil.get_terminal_size((100, 24)).columns
+    env.stdout.write(f"{'ID':<9} {'STATUS':<14} {'DRIVER':<14} {'UPDATED':<9} "
+                     f"{'WORKSPACE':<24} GOAL\n")
+    room = max(width - (9 + 14 + 14 + 9 + 24 + 5), 20)
     for task in tasks:
         goal = task.goal.splitlines()[0] if task.goal else ""
         env.stdout.write(f"{task.id:<9} {task.status.value:<14} {task.driver:<14} "
-                         f"{_age(task.updated_at):<9} {goal[:60]}\n")
+                         f"{_age(task.updated_at):<9} {short_path(task.workspace, 24):<24} "
+                         f"{cut(goal, room)}\n")
         if task.pending is not None:
             env.stdout.write(f"{'':<9} ? {task.pending.question}\n")
         gone = _orphaned(store, task)
@@ -293,7 +348,7 @@ def list_tasks(env: Environment, *, json_output: bool) -> int:
     return 0
 
 
-def show_task(env: Environment, ref: str, *, json_output: bool) -> int:
+def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = False) -> int:
     from normalize.store import TaskStore
 
     try:
@@ -326,9 +381,17 @@ def show_task(env: Environment, ref: str, *, json_output: bool) -> int:
     if task.pending is not None:
         out.write(f"  waiting:   {task.pending.question}\n")
     out.write("steps:\n")
-    from normalize.cli.describe import history, journal_events
+    from normalize.cli.describe import SHOW_LINES, history, journal_events, step_output
 
-    for line in history(journal_events(events)):
+    def output(event: Any) -> list[str]:
+        whole = None
+        if full and event.cache_id:
+            from normalize.cli.render import cache_reader
+
+            whole = cache_reader(lambda: store)(task.id, event.cache_id)
+        return step_output(event, full_text=whole, lines=None if full else SHOW_LINES)
+
+    for line in history(journal_events(events), output):
         out.write(line + "\n")
     return 0
 

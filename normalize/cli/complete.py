@@ -10,6 +10,7 @@ prompt-toolkit is imported.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,31 @@ def task_ids(incomplete: str) -> list[str]:
     except OSError:
         names = []
     return ["last", *names] if "last".startswith(incomplete) else names
+
+
+_DONE = re.compile(rb'"status"\s*:\s*"done"')
+BUILTIN_DRIVERS = ("user", "llm", "workflow", "state_machine")
+
+
+def _is_done(path: Path) -> bool:
+    """Whether a task file says `done` near its top (its status comes before its history)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(2048)
+    except OSError:
+        return False
+    return _DONE.search(head) is not None
+
+
+def resumable_task_ids(incomplete: str) -> list[str]:
+    """`task_ids` without the tasks that are done (nothing to resume there)."""
+    tasks = data_home() / "tasks"
+    return [t for t in task_ids(incomplete) if t == "last" or not _is_done(tasks / f"{t}.json")]
+
+
+def drivers(incomplete: str) -> list[str]:
+    """The built-in drivers' names (plugins' drivers are listed by `normalize plugins`)."""
+    return [name for name in BUILTIN_DRIVERS if name.startswith(incomplete)]
 
 
 def workflows(incomplete: str, cwd: Path | None = None) -> list[str]:

@@ -29,6 +29,10 @@ class Environment:
         return _isatty(self.stdout)
 
     @property
+    def stderr_tty(self) -> bool:
+        return _isatty(self.stderr)
+
+    @property
     def stdin_tty(self) -> bool:
         return _isatty(self.stdin)
 

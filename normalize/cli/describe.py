@@ -8,7 +8,7 @@ No rich here: `tasks show` and the plain renderer stay light.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from normalize.events import (
@@ -54,6 +54,21 @@ class Line(NamedTuple):
 def first_line(text: str, width: int = 100) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def cut(text: str, width: int) -> str:
+    """`text` in at most `width` characters, with `…` where it was cut."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def short_path(path: str, width: int) -> str:
+    """A directory as a person knows it: `~/…` for the home, cut from the left to `width`."""
+    import os
+
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
+        path = "~" + path[len(home):]
+    return path if len(path) <= width else "…" + path[-(width - 1):]
 
 
 def heredoc_marker(line: str) -> bool:
@@ -115,10 +130,20 @@ def error_text(error: str) -> str:
     return f"error: {error}"
 
 
+def pending_ask(event: ActionFinished) -> bool:
+    """An `ask` that left its question pending: the waiting line shows it, once."""
+    return event.tool == "ask" and event.status == "success" and not event.preview.strip()
+
+
+def ending_summary(event: RunEnded) -> str:
+    """The summary a run's ending shows; a waiting run's question is on screen already."""
+    return "" if event.status == "waiting" else event.summary
+
+
 def summary_line(event: RunEnded) -> str:
     """`task abc12345 done · 2 turns · …`, then the summary and the error, one line each."""
     line = f"task {event.task_id} " + " · ".join([event.status, *stats(event)])
-    if event.summary:
+    if ending_summary(event):
         line += f"\n  {first_line(event.summary, 200)}"
     if event.error:
         line += f"\n  {error_text(first_line(event.error, 200))}"
@@ -143,8 +168,30 @@ def action_change(event: ActionFinished) -> str | None:
     if "added" in event.data and "removed" in event.data:
         return f"+{event.data['added']} -{event.data['removed']}"
     if event.tool not in ("edit", "write") and event.preview:
-        return first_line(event.preview, 40)
+        return first_line(output_head(event.preview), 40)
     return None
+
+
+def output_head(preview: str) -> str:
+    """A successful output's own first line, past a preview's `errors (…)` section."""
+    lines = preview.strip().splitlines()
+    if lines and lines[0].startswith("errors (") and "first lines:" in lines:
+        lines = lines[lines.index("first lines:") + 1:]
+    return lines[0] if lines else ""
+
+
+def result_body(text: str, rows: int, cache_id: str | None) -> list[str]:
+    """A result as a person at the prompt reads it: whole up to `rows` lines, then cut.
+
+    A cut body ends with how much is left and the `fetch` that shows it all.
+    """
+    lines = text.rstrip("\n").splitlines()
+    rows = max(rows, 3)
+    if len(lines) <= rows:
+        return lines
+    shown = lines[: rows - 1]
+    where = f"`fetch {cache_id}` shows all" if cache_id else "not kept"
+    return [*shown, f"… {len(lines) - len(shown)} more lines — {where}"]
 
 
 def action_failure(event: ActionFinished, width: int = 100) -> str:
@@ -200,6 +247,8 @@ def describe(event: BaseEvent) -> str | None:
             return plain(run_started(event, 100))
         case StepStarted():
             return step_line(event)
+        case ActionFinished() if pending_ask(event):
+            return None
         case ActionFinished():
             outcome = f"  {action_outcome(event, 80)}"
             if event.status != "success" and event.error:
@@ -231,9 +280,26 @@ def journal_events(raw: Iterable[dict[str, Any]]) -> Iterator[BaseEvent]:
             continue
 
 
-def history(events: Iterable[BaseEvent]) -> list[str]:
-    """The steps of `tasks show`: steps, actions and resumptions, oldest first; then the
-    files the task changed, with their `+/-` lines."""
+SHOW_LINES = 8  # lines of each step's output `tasks show` prints (`--full`: all of it)
+
+
+def step_output(event: ActionFinished, *, full_text: str | None = None,
+                lines: int | None = SHOW_LINES) -> list[str]:
+    """An action's output under its line in `tasks show`: its error first, then the output."""
+    out = [f"      {error_text(first_line(event.error, 200))}"] if event.error else []
+    text = full_text if full_text is not None else event.preview
+    body = text.rstrip("\n").splitlines()
+    if lines is not None and len(body) > lines:
+        more = len(body) - lines + 1
+        where = f" — `tasks show --full` or `fetch {event.cache_id}`" if event.cache_id else ""
+        body = [*body[: lines - 1], f"… {more} more lines{where}"]
+    return [*out, *(f"      {line}" for line in body)]
+
+
+def history(events: Iterable[BaseEvent],
+            output: Callable[[ActionFinished], list[str]] | None = None) -> list[str]:
+    """The steps of `tasks show`: steps, actions (and `output` under each), resumptions; then
+    the files the task changed, with their `+/-` lines."""
     out: list[str] = []
     actions = 0
     checkpoints: list[CheckpointTaken] = []
@@ -245,6 +311,8 @@ def history(events: Iterable[BaseEvent]) -> list[str]:
             case ActionFinished():
                 actions += 1
                 out.append(f"  {action_outcome(event, 70)}")
+                if output is not None:
+                    out.extend(output(event))
             case RunStarted(resumed=True):
                 out.append("  ↻ resumed")
             case CheckpointTaken():

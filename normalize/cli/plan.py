@@ -15,3 +15,14 @@ def print_plan(env: Environment, spec: WorkflowSpec, goal: str,
 
     for line in describe(spec, goal, workspace):
         env.stdout.write(line + "\n")
+
+
+def print_plan_json(env: Environment, spec: WorkflowSpec, goal: str,
+                    workspace: Path | None = None) -> None:
+    """`--dry-run --json`: the plan as one JSON object (the spec, and the plan's lines)."""
+    import json
+
+    from normalize.workflow.plan import describe
+
+    env.stdout.write(json.dumps({"dry_run": True, "goal": goal, "spec": spec.to_dict(),
+                                 "plan": describe(spec, goal, workspace)}) + "\n")

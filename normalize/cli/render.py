@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from normalize.cli.console import Environment, flush_out, write_out
 
@@ -40,12 +40,15 @@ from normalize.cli.describe import (
     changed_files,
     command_label,
     describe,
+    ending_summary,
     ending_title,
     error_text,
     interrupted_line,
     mark,
     message,
+    pending_ask,
     question_line,
+    result_body,
     run_started,
     stats,
     step_label,
@@ -79,6 +82,8 @@ STYLES = {"success": "green", "error": "red", "blocked": "yellow", "cancelled": 
           "interrupted": "yellow"}
 STATUS_STYLES = {"done": "green", "failed": "red", "waiting": "yellow", "interrupted": "yellow",
                  "limit_reached": "yellow", "stuck": "red"}
+FullText = Callable[[str, str], "str | None"]  # (task id, cache id) -> the whole output
+USER_DRIVER = "user"  # a person reads every result of the runs this driver makes
 TEXT_TAIL_LINES = 6  # lines of streamed text kept in the live region
 DIFF_LINES = 40  # lines of an edit's diff shown under its action line
 THINKING_LINES = 8  # lines of a reply's thinking kept on screen once the reply is in
@@ -100,18 +105,54 @@ class JsonRenderer:
         flush_out(self.out)
 
 
+class Results:
+    """Whole results for a person at the prompt: on in runs of the user driver.
+
+    `full_text` finds an output the preview cut (the task's result cache);
+    `rows` is how many lines a result may take before it is cut.
+    """
+
+    def __init__(self, full_text: FullText | None = None,
+                 rows: Callable[[], int] | None = None) -> None:
+        self.full_text = full_text
+        self.rows = rows or (lambda: 40)
+        self.on = False
+
+    def seen(self, event: BaseEvent) -> None:
+        if isinstance(event, RunStarted):
+            self.on = event.driver == USER_DRIVER
+
+    def body(self, event: ActionFinished) -> list[str]:
+        """The lines to show under the action, or none."""
+        if not self.on or (event.tool in ("edit", "write") and event.status == "success"):
+            return []
+        text = event.preview
+        if event.cache_id and self.full_text is not None:
+            text = self.full_text(event.task_id, event.cache_id) or text
+        if not text.strip():
+            return []
+        return result_body(text, self.rows() - 4, event.cache_id)
+
+
 class PlainRenderer:
     """Plain lines, for pipes, `--quiet`, `NO_COLOR` and dumb terminals."""
 
-    def __init__(self, out: TextIO | None = None, *, quiet: bool = False) -> None:
+    def __init__(self, out: TextIO | None = None, *, quiet: bool = False,
+                 results: Results | None = None) -> None:
         self.out = out or sys.stdout
         self.quiet = quiet
+        self.results = results or Results()
         self._lock = threading.Lock()
 
     def __call__(self, event: BaseEvent) -> None:
+        self.results.seen(event)
         if self.quiet and not isinstance(event, RunEnded | WaitingForInput):
             return
         line = describe(event)
+        if isinstance(event, ActionFinished):
+            body = self.results.body(event)
+            if body and line is not None:
+                line = "\n".join([line.split("\n")[0], *(f"    {b}" for b in body)])
         if line is not None:
             with self._lock:
                 write_out(self.out, line + "\n")
@@ -169,11 +210,13 @@ class LiveRenderer:
         refresh_per_second: float = 10.0,
         auto_refresh: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        results: Results | None = None,
     ) -> None:
         from rich.console import Console
         from rich.live import Live
 
         self.console = console or Console()
+        self.results = results or Results(rows=lambda: self.console.height)
         self.live = Live(console=self.console, auto_refresh=False, transient=True,
                          redirect_stdout=False, redirect_stderr=False)
         self.interval = 1.0 / refresh_per_second
@@ -181,6 +224,7 @@ class LiveRenderer:
         self.clock = clock
         self.state = ViewState()
         self._queue: list[RenderableType] = []
+        self._spinners: dict[str, Any] = {}
         self._lock = threading.Lock()  # guards state and queue; held only briefly
         self._draw = threading.RLock()  # one drawer at a time
         self._started = False
@@ -192,6 +236,7 @@ class LiveRenderer:
     # -- events: state changes only ------------------------------------------------------
 
     def __call__(self, event: BaseEvent) -> None:
+        self.results.seen(event)
         if isinstance(event, TextDelta | ThinkingDelta):
             with self._lock:
                 (self.state.text if isinstance(event, TextDelta) else self.state.thinking).append(
@@ -242,9 +287,14 @@ class LiveRenderer:
                     add(_dim_block(event.thinking, THINKING_LINES))
             case ActionStarted():
                 s.running[event.key] = (command_label(event, 70), self.clock())
+            case ActionFinished() if pending_ask(event):
+                s.running.pop(event.key, None)
             case ActionFinished():
                 s.running.pop(event.key, None)
-                add(action_line(event))
+                body = self.results.body(event)
+                add(action_block(event, change=not body))
+                if body:
+                    add(Text("\n".join(body), style="" if event.status == "success" else "red"))
                 if event.tool in ("edit", "write") and event.status == "success" \
                         and event.preview:
                     diff = diff_block(event.preview)
@@ -287,9 +337,15 @@ class LiveRenderer:
             if s.text:
                 rows.append(Text(_tail(s.text, TEXT_TAIL_LINES, width)))
             now = self.clock()
-            for command, started in s.running.values():
-                rows.append(Spinner("dots", text=Text.assemble(
-                    command, (f"  {now - started:.1f}s", "dim"))))
+            for key, (command, started) in s.running.items():
+                text = Text.assemble(command, (f"  {now - started:.1f}s", "dim"))
+                spinner = self._spinners.get(key)
+                if spinner is None:  # one per action, kept: a new one would never turn
+                    spinner = self._spinners[key] = Spinner("dots", text=text)
+                spinner.update(text=text)
+                rows.append(spinner)
+            for gone in set(self._spinners) - set(s.running):
+                del self._spinners[gone]
             rows.append(self._footer(now))
         return Group(*rows)
 
@@ -352,11 +408,16 @@ class LiveRenderer:
                 self.live.stop()
                 self._started = False
             self._held = True
+        paused = self.clock()
         try:
             yield
         finally:
             with self._draw:
                 self._held = False
+                waited = self.clock() - paused
+                with self._lock:  # the time a person took at a prompt is not the action's
+                    for key, (command, started) in self.state.running.items():
+                        self.state.running[key] = (command, started + waited)
 
     def close(self) -> None:
         """Draw what is queued, take the live region down, stop the ticker (idempotent)."""
@@ -374,20 +435,35 @@ class LiveRenderer:
             ticker.join(timeout=1.0)
 
 
-def action_line(event: ActionFinished) -> Text:
+def action_line(event: ActionFinished, *, change: bool = True) -> Text:
     """`✓ view a.py  0.01s  first line of the output`, and the reason under a failure."""
     from rich.text import Text
 
     style = STYLES.get(event.status, "")
     line = Text.assemble((mark(event.status), f"bold {style}".strip()), " ",
                          command_label(event, 60), (f"  {event.duration:.2f}s", "dim"))
+    if not change:
+        return line
     if event.status == "success":
-        change = action_change(event)
-        if change:
-            line.append(f"  {change}", style="dim")
+        what = action_change(event)
+        if what:
+            line.append(f"  {what}", style="dim")
     else:
         line.append(f"\n    {action_failure(event)}", style=style)
     return line
+
+
+def action_block(event: ActionFinished, *, change: bool = True) -> RenderableType:
+    """`action_line`, with a failure's reason indented under it even when it wraps."""
+    if event.status == "success":
+        return action_line(event, change=change)
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.text import Text
+
+    head = action_line(event, change=False)
+    reason = Text(action_failure(event), style=STYLES.get(event.status, ""))
+    return Group(head, Padding(reason, (0, 0, 0, 4)))
 
 
 def diff_block(text: str, limit: int = DIFF_LINES) -> RenderableType | None:
@@ -425,7 +501,7 @@ def summary_panel(event: RunEnded, changes: dict[str, list[int]] | None = None
     from rich.text import Text
 
     rows: list[RenderableType] = []
-    if event.summary:
+    if ending_summary(event):
         rows.append(Text(event.summary.strip()))
     if event.error:
         rows.append(Text(error_text(event.error.strip()), style="red"))
@@ -439,13 +515,43 @@ def summary_panel(event: RunEnded, changes: dict[str, list[int]] | None = None
                  expand=False)
 
 
-def make_renderer(env: Environment, *, json_output: bool,
-                  quiet: bool) -> JsonRenderer | PlainRenderer | LiveRenderer:
-    """The subscriber that shows this run: JSON lines, plain lines, or the live view."""
+def make_renderer(env: Environment, *, json_output: bool, quiet: bool,
+                  full_text: FullText | None = None,
+                  ) -> JsonRenderer | PlainRenderer | LiveRenderer:
+    """The subscriber that shows this run: JSON lines, plain lines, or the live view.
+
+    `full_text` finds a whole output by its cache id (see `Results`).
+    """
     if json_output:
         return JsonRenderer(env.stdout)
     if quiet or env.plain:
-        return PlainRenderer(env.stdout, quiet=quiet)
+        return PlainRenderer(env.stdout, quiet=quiet,
+                             results=Results(full_text, rows=_terminal_rows))
     from rich.console import Console
 
-    return LiveRenderer(Console(file=env.stdout))
+    console = Console(file=env.stdout)
+    return LiveRenderer(console, results=Results(full_text, rows=lambda: console.height))
+
+
+def cache_reader(get_store: Callable[[], object | None]) -> FullText:
+    """A `FullText` over the tasks' result caches (the run's store, else the default one)."""
+
+    def read(task_id: str, cache_id: str) -> str | None:
+        from normalize.execution.cache import make_cache
+        from normalize.store import TaskStore
+
+        store = get_store()
+        if not isinstance(store, TaskStore):
+            store = TaskStore()
+        try:
+            return make_cache("persistent", directory=store.cache_dir(task_id)).retrieve(cache_id)
+        except (OSError, ValueError):
+            return None
+
+    return read
+
+
+def _terminal_rows() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((100, 40)).lines

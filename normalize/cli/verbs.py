@@ -11,6 +11,7 @@ from normalize.errors import ExitStatus
 from normalize.task import Action, ResultStatus
 
 UNBOUNDED = 10**9
+NO_MATCH = 1
 
 
 def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | None = None,
@@ -38,6 +39,8 @@ def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | 
     elif result.output:
         env.stdout.write(result.output.rstrip("\n") + "\n")
     if result.status is ResultStatus.SUCCESS:
+        if verb == "grep" and result.data.get("matches") == 0:
+            return NO_MATCH  # like grep and rg: a search that finds nothing exits 1
         return int(ExitStatus.DONE)
     if not json_output:
         error_line(env, result.error or result.status.value)

@@ -64,7 +64,7 @@ def show_workflow(env: Environment, ref: str, pairs: list[str], *, workspace: Pa
     except NormalizeError as exc:
         return fail(env, exc)
     if json_output:
-        env.stdout.write(json.dumps(spec.to_dict(), indent=2) + "\n")
+        env.stdout.write(json.dumps(spec.to_dict()) + "\n")  # one line, like every --json
         return 0
     for line in describe(spec, workspace=root):
         env.stdout.write(line + "\n")
@@ -87,10 +87,12 @@ def validate_workflows(env: Environment, refs: list[str], *, workspace: Path | N
             message = str(exc)
             if not isinstance(exc, ConfigError) or exc.file is None:
                 message = message if message.startswith(ref) else f"{ref}: {message}"
+            more = [str(o) for o in exc.others] if isinstance(exc, ConfigError) else []
             if json_output:
-                env.stdout.write(json.dumps({"file": ref, "ok": False, "error": message}) + "\n")
+                env.stdout.write(json.dumps({"file": ref, "ok": False, "error": message,
+                                             "errors": [message, *more]}) + "\n")
             else:
-                env.stderr.write(message + "\n")
+                env.stderr.write("".join(f"{line}\n" for line in [message, *more]))
             continue
         size = (f"{_count_steps(spec.steps)} steps" if spec.steps else
                 f"{len(spec.states)} states" if spec.states else "a model loop")

@@ -241,6 +241,8 @@ class LLMDriver:
         self.warned: list[str] = []
         self.loops: list[dict[str, Any]] = []
         self.stuck: str | None = None
+        self.played = 0  # replies the main model gave: a scripted model resumes after them
+        self.played_spec = ""  # … if it is still the same model
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> LLMDriver:
@@ -276,6 +278,8 @@ class LLMDriver:
             "warned": list(self.warned),
             "loops": list(self.loops),
             "stuck": self.stuck,
+            "played": self.played,
+            "played_spec": self.played_spec,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -291,6 +295,8 @@ class LLMDriver:
         self.warned = [str(s) for s in state.get("warned", [])]
         self.loops = list(state.get("loops", []))
         self.stuck = state.get("stuck")
+        self.played = int(state.get("played", 0))
+        self.played_spec = str(state.get("played_spec", ""))
 
     # -- the model ---------------------------------------------------------
 
@@ -298,6 +304,8 @@ class LLMDriver:
         opts: dict[str, Any] = {}
         if spec.startswith("replay:") and self.resolve_journal is not None:
             opts["resolve_journal"] = self.resolve_journal
+        if spec.startswith("scripted:") and self.played and spec == self.played_spec:
+            opts["skip"] = self.played  # a resumed task goes on with its next reply
         if self.model_factory is not None:
             return self.model_factory(spec, base_url=self.settings.base_url, **opts)
         from normalize.providers.registry import create_client
@@ -427,6 +435,10 @@ class LLMDriver:
                          cancel=ctx.cancel, fallbacks=fallbacks, on_retry=on_retry,
                          on_fallback=on_fallback)
         record_reply(task, ctx, reply, turn=turn, prices=self.prices, unpriced=self._unpriced)
+        if current[0] == client.model:
+            if self.played_spec != self.settings.spec:
+                self.played, self.played_spec = 0, self.settings.spec
+            self.played += 1
         return reply
 
     def _interpret(self, reply: Completed, task: Task, ctx: RunContext) -> Decision:

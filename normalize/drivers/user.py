@@ -17,6 +17,7 @@ class UserDriver:
     """Reads command text from `read_line` until `done` or end of input."""
 
     name: ClassVar[str] = "user"
+    bound_by_limits: ClassVar[bool] = False  # a model's turn and cost limits never bind a person
 
     def __init__(self, read_line: LineReader | None) -> None:
         self.read_line = read_line

@@ -145,6 +145,9 @@ def create(
     env: Mapping[str, str] | None = None,
     **opts: Any,
 ) -> ScriptedModel:
-    """Provider factory for `scripted:FILE`."""
+    """Provider factory for `scripted:FILE`; `skip=N` starts after the first N replies (resume)."""
     del base_url, env
-    return ScriptedModel.from_file(model, **opts)
+    skip = int(opts.pop("skip", 0))
+    scripted = ScriptedModel.from_file(model, **opts)
+    scripted._next = min(max(skip, 0), len(scripted.steps))
+    return scripted

@@ -33,7 +33,8 @@ from normalize.errors import ToolError
 from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.base import ToolContext
 from normalize.tools.files import walk
-from normalize.tools.run import outcome_result, run_process, sandbox_of
+from normalize.tools.run import ProcessOutcome, outcome_result, run_process, sandbox_of
+from normalize.tools.testout import collection_error, first_failure, progress_counts
 
 __all__ = ["Runner", "TestTool", "detect_runner", "parse_counts", "pytest_command"]
 
@@ -137,37 +138,47 @@ def detect_runner(root: Path, target: Path | None = None) -> Runner | None:
 
 
 PROJECT_VENVS = (".venv", "venv", "env")
+QUICK_SECONDS = 60.0  # `test --quick` (the health workflow's) stops the suite after this long
 
 
 def project_python(root: Path | None) -> str | None:
-    """The interpreter of the project's own virtual environment, when it has pytest."""
+    """The interpreter of the project's own virtual environment, if it has one."""
     if root is None:
         return None
     for name in PROJECT_VENVS:
         venv = root / name
         python = venv / "bin" / "python"
-        if (venv / "pyvenv.cfg").is_file() and python.is_file() and \
-                any(venv.glob("lib/python*/site-packages/pytest")):
+        if (venv / "pyvenv.cfg").is_file() and python.is_file():
             return str(python)
     return None
 
 
+def _venv_has_pytest(python: str) -> bool:
+    venv = Path(python).parent.parent
+    return any(venv.glob("lib/python*/site-packages/pytest"))
+
+
 def pytest_command(root: Path | None = None) -> list[str]:
-    """How to start pytest: the project's venv, this interpreter, or `pytest` on PATH.
+    """How to start pytest: the project's venv, else this interpreter, else `pytest` on PATH.
 
     The project's own environment comes first, since only it has the project's
-    dependencies installed.
+    dependencies installed; when it lacks pytest that is said, not papered over
+    with another interpreter's pytest that cannot import the project.
     """
     own = project_python(root)
     if own is not None:
+        if not _venv_has_pytest(own):
+            venv = Path(own).parent.parent.name
+            raise ToolError(f"pytest is not installed in the project's {venv}",
+                            hint=f"{venv}/bin/python -m pip install pytest")
         return [own, "-m", "pytest"]
     if importlib.util.find_spec("pytest") is not None:
         return [sys.executable, "-m", "pytest"]
     found = shutil.which("pytest")
     if found is None:
         raise ToolError(
-            "pytest is not installed here (install it with `pip install pytest`)",
-            hint="pip install pytest",
+            f"pytest is not installed for {sys.executable} (nor on PATH)",
+            hint=f"{sys.executable} -m pip install pytest",
         )
     return [found]
 
@@ -232,7 +243,9 @@ class TestTool:
     summary: ClassVar[str] = "detects the project's test runner and runs it"
 
     def run(self, action: Action, ctx: ToolContext) -> ActionResult:
-        args = action.args
+        args = list(action.args)
+        quick = "--quick" in args  # the health workflow: bounded, and no pytest is a finding
+        args = [a for a in args if a != "--quick"]
         target: Path | None = None
         if args and not args[0].startswith("-"):
             target = ctx.guard.resolve(args[0])
@@ -248,8 +261,17 @@ class TestTool:
                 "no package.json test script, no Cargo.toml and no go.mod",
                 data={"runner": None},
             )
-        argv = _command(runner, target, args)
+        try:
+            argv = _command(runner, target, args)
+        except ToolError as exc:
+            if not quick:
+                raise
+            return ActionResult.success(
+                f"tests not run: {exc} ({exc.hint})" if exc.hint else f"tests not run: {exc}",
+                data={"runner": runner.name, "note": "not run"})
         timeout = float(action.params.get("timeout") or ctx.timeout)  # a workflow step's
+        if quick:
+            timeout = min(timeout, QUICK_SECONDS)
         outcome = run_process(argv, cwd=runner.directory, timeout=timeout, cancel=ctx.cancel,
                               on_spawn=ctx.on_spawn, **sandbox_of(ctx, action))
         counts = parse_counts(runner.name, outcome.output)
@@ -260,15 +282,53 @@ class TestTool:
             **counts,
         }
         result = outcome_result(outcome, timeout, **data)
-        if runner.name == "pytest" and outcome.exit_code == PYTEST_NO_TESTS and not (
-            outcome.cancelled or outcome.timed_out
-        ):
-            result.status, result.error = ResultStatus.SUCCESS, None
-            result.data["note"] = "no tests collected"
-            result.output = f"no tests collected (pytest exit status 5)\n{result.output}"
-        elif result.status is ResultStatus.ERROR and counts and not outcome.timed_out:
+        if runner.name == "pytest":
+            return _pytest_result(result, outcome, counts, quick=quick, timeout=timeout)
+        if result.status is ResultStatus.ERROR and counts and not outcome.timed_out:
             result.error = f"{_describe(counts)} ({result.error})"
-        if counts and result.data.get("note") is None:
-            # the verdict first: previews and one-line displays show it before the log
+        if counts:
             result.output = f"{runner.name}: {_describe(counts)}\n{result.output}"
         return result
+
+
+PYTEST_INTERRUPTED, PYTEST_USAGE = 2, 4
+
+
+def _pytest_result(result: ActionResult, outcome: ProcessOutcome, counts: dict[str, int], *,
+                   quick: bool, timeout: float) -> ActionResult:
+    """pytest's result, its verdict first: counts, then the first failure or why not collected."""
+    stopped = outcome.cancelled or outcome.timed_out
+    log = result.output
+    if outcome.exit_code == PYTEST_NO_TESTS and not stopped:
+        result.status, result.error = ResultStatus.SUCCESS, None
+        result.data["note"] = "no tests collected"
+        result.output = f"no tests collected (pytest exit status 5)\n{log}"
+        return result
+    if outcome.timed_out and quick:
+        counts = progress_counts(log)
+        result.data.update(counts, note="time limit")
+        failed = counts.get("failed", 0) + counts.get("errors", 0)
+        verdict = (f"{_describe(counts) or 'no test finished'} in the first {timeout:g}s "
+                   "(a quick run stops there; `normalize test` runs them all)")
+        result.status = ResultStatus.ERROR if failed else ResultStatus.SUCCESS
+        result.error = verdict if failed else None
+        result.output = "\n".join([f"pytest: {verdict}", *first_failure(log), log])
+        return result
+    if result.status is not ResultStatus.ERROR or stopped:
+        if counts:
+            result.output = f"pytest: {_describe(counts)}\n{log}"
+        return result
+    ran = counts.get("passed", 0) + counts.get("failed", 0)
+    if outcome.exit_code in (PYTEST_INTERRUPTED, PYTEST_USAGE) and not ran:
+        why = collection_error(log)
+        many = f" ({_describe(counts)})" if counts else ""
+        result.error = f"tests cannot be collected{many}: {why}"
+        result.output = f"pytest: {result.error}\n{log}"
+        return result
+    failure = first_failure(log)
+    head = failure[0].removeprefix("FAILED ") if failure else ""
+    result.error = f"{_describe(counts)}: {head}" if head and counts else \
+        f"{_describe(counts)} ({result.error})" if counts else result.error
+    result.output = "\n".join([f"pytest: {_describe(counts)}" if counts else "pytest:",
+                               *failure, log])
+    return result

@@ -188,7 +188,12 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
         on_interrupt=wf.get("on_interrupt"), mcp=[dict(t) for t in wf.get("mcp", [])],
     )
     validator = Validator(check, plugins, (*source.stack, source.path.resolve()), load)
-    implied = _body(source, spec, validator, wf, set(variables) | set(BUILTIN_VARS))
+    try:
+        implied = _body(source, spec, validator, wf, set(variables) | set(BUILTIN_VARS))
+    except ConfigError:
+        validator.raise_problems()  # the broken steps first, if any made this one
+        raise
+    validator.raise_problems()
     spec.driver = wf.get("driver") or implied
     spec.includes = validator.includes
     return spec

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from normalize.errors import UsageError
+from normalize.errors import ConfigError, UsageError
 from normalize.intents import parse_command, verb_for
 from normalize.plugins import PluginGroup
 from normalize.verbs import all_words
@@ -146,6 +146,14 @@ class Validator:
         self.stack = stack
         self.load = load
         self.includes: dict[str, Any] = {}
+        self.problems: list[ConfigError] = []  # one per broken step or state, in file order
+
+    def raise_problems(self) -> None:
+        """Raise the first problem found, carrying the others (`workflows validate` lists all)."""
+        if self.problems:
+            first, *others = self.problems
+            first.others = others
+            raise first
 
     # -- values ----------------------------------------------------------
 
@@ -282,8 +290,15 @@ class Validator:
 
     def steps(self, raw: list[dict[str, Any]], where: str, known: set[str]) -> list[StepSpec]:
         """Check a list of steps; adds the variables they capture to `known`."""
-        return [self.step(item, f"{where}.{index}", index, known)
-                for index, item in enumerate(raw)]
+        out: list[StepSpec] = []
+        for index, item in enumerate(raw):
+            try:
+                out.append(self.step(item, f"{where}.{index}", index, known))
+            except ConfigError as exc:  # go on: a file's every broken step is reported at once
+                self.problems.append(exc)
+                if isinstance(item, dict) and isinstance(item.get("capture"), str):
+                    known.add(item["capture"])  # no second error for its users
+        return out
 
     def step(self, item: dict[str, Any], here: str, index: int, known: set[str]) -> StepSpec:
         """Check one step and build its spec; what it captures joins `known` after it."""
@@ -346,9 +361,14 @@ class Validator:
         """Check the state machine: names first (transitions may point forward), then each."""
         known = set(known)
         names = self._state_names(raw, known)
-        out = [self._state(item, f"states.{index}", names, known)
-               for index, item in enumerate(raw)]
-        self._reachability(out)
+        out: list[StateSpec] = []
+        for index, item in enumerate(raw):
+            try:
+                out.append(self._state(item, f"states.{index}", names, known))
+            except ConfigError as exc:
+                self.problems.append(exc)
+        if not self.problems:
+            self._reachability(out)
         return out
 
     def _state_names(self, raw: list[dict[str, Any]], known: set[str]) -> list[str]:

@@ -132,7 +132,7 @@ def test_install_completion_writes_the_same_script(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["resume"], "Missing argument 'task'"),
+    (["resume"], "missing argument 'task'"),
     (["resume", "abc", "--max-turns", "0"], "greater than or equal to 1"),
     (["resume", "abc", "--max-turns", "x"], "valid integer"),
 ])

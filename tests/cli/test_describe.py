@@ -143,7 +143,8 @@ def test_tasks_show_lists_the_steps_with_the_run_log_labels(tmp_path: Path) -> N
     shown = subprocess.run([*NORMALIZE, "tasks", "show", "last"], cwd=project, env=env,
                            capture_output=True, text=True, timeout=60, check=False)
     assert shown.returncode == 0, shown.stderr
-    steps = shown.stdout.split("steps:\n", 1)[1].splitlines()
+    steps = [line for line in shown.stdout.split("steps:\n", 1)[1].splitlines()
+             if line.startswith(("  →", "  ✓"))]  # each step's output is under it
     assert [line.split("  (")[0] for line in steps] == [
         "  → step 1/2: look", "  ✓ view calc.py", "  → step 2/2: remember",
         "  ✓ note calc.py is small",

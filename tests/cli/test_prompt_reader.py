@@ -87,7 +87,9 @@ def test_view_edit_done_changes_the_file(project: Path, normalize_home: Path,
     assert "return a - b" not in (project / "calc.py").read_text()
     shown = [line.rstrip() for line in screen.splitlines()]
     assert "✓ view calc.py/Calc/add" in shown[1]
-    assert shown[2].startswith("✓ edit calc.py") and shown[2].endswith("+1 -1")
+    assert "def add(self, a: int, b: int) -> int:" in shown[2]  # the result, shown whole
+    edited = next(line for line in shown if line.startswith("✓ edit calc.py"))
+    assert edited.endswith("+1 -1")
     assert "    -        return a - b" in shown and "    +        return a + b" in shown
     assert "fixed Calc.add" in screen  # the summary panel
     history = (normalize_home / "history").read_text()

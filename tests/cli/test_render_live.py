@@ -120,11 +120,9 @@ def test_a_waiting_question_and_the_final_summary_panel(live_factory: Factory) -
              RunEnded(status="waiting", exit_code=4, summary="Which Python version?", turns=1,
                       actions=1, duration=3.21, input_tokens=1200, output_tokens=80,
                       cost_usd=0.0048))
-    assert lines(output(console))[2:] == [
-        "✓ ask Which Python version?  0.00s",
+    assert lines(output(console))[2:] == [  # the question once: no ask line, not in the panel
         "? Which Python version?",
         "╭─ ■ waiting · task abc12345 ─────────────────────────────────────╮",
-        "│ Which Python version?                                           │",
         "│ 1 turns · 1 actions · 3.2s · 1,200 in / 80 out tokens · $0.0048 │",
         "╰─────────────────────────────────────────────────────────────────╯",
     ]

@@ -68,7 +68,8 @@ def test_a_signal_stops_gracefully_and_resume_says_the_outcome_is_unknown(
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert signals(tmp_path) == ["SIGINT"]  # the running child was asked first, with SIGINT
-    assert "stopping after the running action (again to stop at once)" in err
+    assert "stopping — the running action is cancelled and the task saved as interrupted " \
+           "(press again to stop at once)" in err
     events = json_lines(out)
     assert events[-1]["type"] == "run_ended" and events[-1]["status"] == "interrupted"
     assert events[-1]["error"] == f"stopped by {sig.name}"

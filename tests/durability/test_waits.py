@@ -69,10 +69,10 @@ def test_a_reply_that_does_not_fit_is_one_clear_line(tmp_path: Path,
     task_id = json_lines(cli("run", str(flow), "--json", cwd=tmp_path,
                              home=normalize_home).stdout)[0]["task_id"]
     wrong = cli("resume", task_id, "--approve", cwd=tmp_path, home=normalize_home)
-    assert wrong.returncode == 2
+    assert wrong.returncode == 2  # --approve takes a MODE now, as in run and agent
     assert wrong.stderr.splitlines()[0] == (
-        f"normalize: error: task {task_id} waits for: Which colour should the log get? — "
-        "answer with --answer TEXT")
+        "normalize: error: option '--approve' requires an argument.")
+    assert "answered with --answer yes|no" in wrong.stderr
     cli("resume", task_id, "--answer", "red", cwd=tmp_path, home=normalize_home)
     late = cli("resume", task_id, "--answer", "blue", cwd=tmp_path, home=normalize_home)
     assert late.returncode == 2
@@ -101,10 +101,11 @@ def test_an_approval_request_waits_then_approve_runs_the_effect_once(
     events = json_lines(proc.stdout)
     waiting = [e for e in events if e["type"] == "waiting_for_input"]
     assert waiting[0]["kind"] == "approval"
-    assert "--approve / --deny" in proc.stderr
+    assert "--answer yes|no" in proc.stderr
     assert log_lines(tmp_path) == []
     task_id = events[0]["task_id"]
-    done = cli("resume", task_id, "--approve", "--json", cwd=tmp_path, home=normalize_home)
+    done = cli("resume", task_id, "--answer", "yes", "--json", cwd=tmp_path,
+               home=normalize_home)
     assert done.returncode == 0, done.stderr
     started = [e for e in json_lines(done.stdout) if e["type"] == "action_started"]
     assert len(started) == 1 and started[0]["read_only"] is False  # journaled like any effect
@@ -114,7 +115,7 @@ def test_an_approval_request_waits_then_approve_runs_the_effect_once(
 def test_deny_blocks_the_effect(tmp_path: Path, normalize_home: Path) -> None:
     proc = cli("run", str(approval_flow(tmp_path)), "--json", cwd=tmp_path, home=normalize_home)
     task_id = json_lines(proc.stdout)[0]["task_id"]
-    denied = cli("resume", task_id, "--deny", cwd=tmp_path, home=normalize_home)
+    denied = cli("resume", task_id, "--answer", "no", cwd=tmp_path, home=normalize_home)
     assert denied.returncode == 1
     assert "denied by the user" in denied.stdout
     assert log_lines(tmp_path) == []

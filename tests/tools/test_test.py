@@ -111,7 +111,9 @@ def test_a_pytest_run_reports_counts(tool_ctx: ToolContext) -> None:
     assert result.exit_code == 1
     assert result.data["runner"] == "pytest"
     assert (result.data["passed"], result.data["failed"]) == (1, 1)
-    assert result.error == "1 failed, 1 passed (exit status 1)"
+    # the first failure's own assertion, error-first
+    assert result.error == ("1 failed, 1 passed: tests/test_calc.py::test_breaks - "
+                            "assert (1 + 1) == 3")
     assert "test_breaks" in result.output
 
 

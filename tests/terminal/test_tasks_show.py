@@ -1,0 +1,38 @@
+"""`tasks show ID`: each step with its output (`--full` for whole outputs)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+FORTY = "".join(f"row_{n:02d} = {n}\n" for n in range(1, 41))
+FLOW = ('[workflow]\nname = "look"\n\n[[workflow.steps]]\nname = "look"\n'
+        'action = "view forty.py"\n\n[[workflow.steps]]\nname = "fail"\n'
+        'action = "view missing.py"\non_error = "continue"\n')
+
+
+def cli(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "NORMALIZE_CRASH_AT"}
+    env.update(NORMALIZE_HOME=str(home), TERM="dumb")
+    return subprocess.run([sys.executable, "-m", "normalize.cli.app", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_tasks_show_shows_each_steps_output_and_full_shows_it_whole(
+        tmp_path: Path, normalize_home: Path) -> None:
+    (tmp_path / "forty.py").write_text(FORTY)
+    (tmp_path / "look.toml").write_text(FLOW)
+    assert cli("run", "look.toml", "-q", cwd=tmp_path, home=normalize_home).returncode == 0
+    shown = cli("tasks", "show", "last", cwd=tmp_path, home=normalize_home)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  ✓ view forty.py"))
+    assert "row_01 = 1" in lines[at + 1] and "row_07 = 7" in lines[at + 7]
+    assert lines[at + 8].strip().startswith("… ") and "`tasks show --full`" in lines[at + 8]
+    assert "error: " in shown.stdout and "missing.py" in shown.stdout  # the failure, error-first
+
+    full = cli("tasks", "show", "last", "--full", cwd=tmp_path, home=normalize_home)
+    assert all(f"row_{n:02d} = {n}" in full.stdout for n in range(1, 41)), full.stdout
+    assert "tasks show --full" not in full.stdout
