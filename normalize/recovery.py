@@ -66,7 +66,7 @@ def redecides(driver: Driver) -> bool:
 
 @dataclass
 class Reply:
-    """A person's reply to the task's pending wait (`resume --answer/--approve/--deny`)."""
+    """A person's reply to the task's pending wait (`resume --answer`)."""
 
     answer: str | None = None
     approve: bool | None = None
@@ -254,7 +254,7 @@ class Recovery:
 def reply_text(wait: Wait, reply: Reply | None) -> str | None:
     """The reply to `wait` as text, or None when it does not answer it.
 
-    An approval takes `--approve`/`--deny` (or an answer of yes/no); a question
+    An approval takes an answer of yes/no (`resume --answer yes|no`); a question
     takes `--answer`; an interrupted action's question ("run it again?") takes
     either.
     """
