@@ -242,7 +242,7 @@ def test_conversation_compaction_is_recorded(repo: Path, run_agent: Any) -> None
                     context={"strategy": "conversation", "compact_after_chars": 3000})
     compacted = run.of("context_compacted")
     assert compacted and all(c["after_chars"] < c["before_chars"] for c in compacted)
-    assert "… compacted (20 lines)" in "".join(m["content"] for m in model.requests[-1].messages)
+    assert "… compacted (80 lines)" in "".join(m["content"] for m in model.requests[-1].messages)
 
 
 def test_driver_state_stays_bounded(repo: Path, run_agent: Any) -> None:
