@@ -55,6 +55,7 @@ class RunOptions:
     tools: ToolRegistry | None = None
     timeout: float = 600.0
     fsync: bool = True
+    project_instructions: bool = True  # AGENTS.md / CLAUDE.md into the prompt (new tasks)
 
 
 def _store(options: RunOptions) -> TaskStore:
@@ -159,6 +160,8 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     config: dict[str, Any] = {"spec": spec.to_dict(), "permissions": perms.to_dict()}
     if perms.notes:
         config["permission_notes"] = list(perms.notes)
+    if not options.project_instructions:
+        config["project_instructions"] = False
     task = Task.new(goal=goal or spec.description or spec.name,
                     workspace=str(options.workspace.resolve()), driver=spec.driver,
                     driver_config=config, limits=limits, workflow=spec.path)
@@ -225,6 +228,9 @@ def driver_services(options: RunOptions) -> DriverServices:
         store = _store(options)
         services = replace(services,
                            resolve_journal=lambda ref: store.journal_path(store.resolve(ref)))
+    if "config_dir" not in services.options:  # where the user-wide AGENTS.md lives
+        services = replace(services, options={**services.options,
+                                              "config_dir": str(config_home())})
     return services
 
 

@@ -45,7 +45,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               max_turns: int | None, budget: float | None, approve: str | None,
               context: str | None, workflow: str | None, workspace: Path | None,
               json_output: bool, quiet: bool, sandbox: str | None = None,
-              network: bool | None = None) -> int:
+              network: bool | None = None, project_instructions: bool = True) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.drivers.base import DriverServices
     from normalize.drivers.llm import LLMSettings, prefetch_sdk
@@ -84,6 +84,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
                                         network=network)
         options.services = DriverServices(read_line=options.services.read_line,
                                           model_factory=clients)
+        options.project_instructions = project_instructions
         task = start_task(spec, goal, options)
         if max_turns is not None:
             task.limits.max_turns = max_turns

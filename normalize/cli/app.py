@@ -127,6 +127,10 @@ def agent(
                                                    help="Directory to work in.")] = None,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
+    no_instructions: Annotated[bool, typer.Option(
+        "--no-project-instructions",
+        help="Leave AGENTS.md / CLAUDE.md (the workspace's and yours) out of the prompt.")]
+    = False,
 ) -> None:
     """Let a model do TASK with normalize's commands (the dwim workflow)."""
     from normalize.cli.agent import run_agent
@@ -135,7 +139,7 @@ def agent(
                                max_turns=max_turns, budget=budget, approve=approve,
                                context=context, workflow=workflow, workspace=workspace,
                                json_output=json_output, quiet=quiet, sandbox=sandbox,
-                               network=network))
+                               network=network, project_instructions=not no_instructions))
 
 
 @app.command()

@@ -213,8 +213,13 @@ class LLMDriver:
         retry: RetryPolicy = MODEL_RETRY,
         prompt_dir: Path | None = None,
         resolve_journal: Callable[[str], Path] | None = None,
+        project_instructions: bool = True,
+        config_dir: Path | None = None,
     ) -> None:
         self.settings = settings or LLMSettings()
+        self.project_instructions = project_instructions
+        self.config_dir = config_dir
+        self.nested_seen: list[str] = []  # nested AGENTS.md files already given
         self.context = context or make_context()
         self.goal_template = goal
         self.variables = dict(variables or {})
@@ -227,6 +232,7 @@ class LLMDriver:
         self._client: ModelClient | None = None
         self._fallbacks: list[ModelClient] = []
         self._system: str | None = None
+        self._instruction_notices: list[str] = []
         self._unpriced: set[str] = set()
         # persisted state (bounded)
         self.facts: list[str] = []
@@ -252,11 +258,14 @@ class LLMDriver:
             retry = RetryPolicy.from_config(retry)
         path = spec.get("path")
         prefetch_sdk(settings.spec)
+        config_dir = services.options.get("config_dir")
         return cls(settings, context=make_context(**context_conf),
                    goal=str(goal) if goal else None, variables=variables,
                    model_factory=services.model_factory, retry=retry,
                    prompt_dir=Path(path).parent if path else None,
-                   resolve_journal=services.resolve_journal)
+                   resolve_journal=services.resolve_journal,
+                   project_instructions=bool(config.get("project_instructions", True)),
+                   config_dir=Path(config_dir) if config_dir else None)
 
     # -- state -------------------------------------------------------------
 
@@ -273,6 +282,7 @@ class LLMDriver:
             "warned": list(self.warned),
             "loops": list(self.loops),
             "stuck": self.stuck,
+            "nested_seen": list(self.nested_seen),
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -288,6 +298,7 @@ class LLMDriver:
         self.warned = [str(s) for s in state.get("warned", [])]
         self.loops = list(state.get("loops", []))
         self.stuck = state.get("stuck")
+        self.nested_seen = [str(p) for p in state.get("nested_seen", [])]
 
     # -- the model ---------------------------------------------------------
 
@@ -343,7 +354,14 @@ class LLMDriver:
             else:
                 text = default_prompt()
             self.facts = self.facts or workspace_facts(workspace)
-            self._system = build_system_prompt(text, self.facts)
+            instructions = ""
+            if self.project_instructions:
+                from normalize.prompts.instructions import project_instructions
+
+                found = project_instructions(workspace, self.config_dir)
+                instructions = found.text
+                self._instruction_notices = list(found.notices)
+            self._system = build_system_prompt(text, self.facts, instructions)
         return self._system
 
     def goal(self, task: Task) -> str:
@@ -382,10 +400,16 @@ class LLMDriver:
             c = prompt.compaction
             ctx.emit(ContextCompacted(before_chars=c.before_chars, after_chars=c.after_chars,
                                       results_compacted=c.results_compacted))
+        system = self.system_prompt(ctx.workspace)
+        for notice in self._instruction_notices:
+            ctx.emit(Notice(level="warning", message=notice))
+        self._instruction_notices = []
         request = ModelRequest(
-            system=self.system_prompt(ctx.workspace), messages=prompt.messages,
+            system=system, messages=prompt.messages,
             max_tokens=self.settings.max_tokens, thinking=self.settings.thinking,
             temperature=self.settings.temperature,
+            # a growing history caches up to its newest message; a bounded prompt cannot
+            cache_messages=not self.context.bounded, cache_key=task.id,
         )
         try:
             reply = self._ask(request, task, ctx)
@@ -472,6 +496,9 @@ class LLMDriver:
 
     def on_result(self, task: Task, action: Action, result: ActionResult) -> None:
         entry = self.context.add_result(action, result, task.turn)
+        path = result.data.get("path")
+        if self.project_instructions and isinstance(path, str) and path:
+            self._nested_instructions(Path(task.workspace), path)
         if result.ok:
             if action.tool == "note" and result.data.get("note"):
                 turns = result.data.get("turns")
@@ -484,6 +511,15 @@ class LLMDriver:
         else:
             self.turn_ok, self.failed_command = False, entry.head
         self._watch_loops(action, result, entry.head)
+
+    def _nested_instructions(self, workspace: Path, path: str) -> None:
+        """Give the model a nested AGENTS.md once, the first time the task works below it."""
+        from normalize.prompts.instructions import nested_for
+
+        seen = set(self.nested_seen)
+        for shown, message in nested_for(workspace, path, seen):
+            self.nested_seen.append(shown)
+            self.context.add_feedback(message)
 
     def _watch_loops(self, action: Action, result: ActionResult, command: str) -> None:
         sig = signature(action, result)

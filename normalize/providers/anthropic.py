@@ -10,6 +10,7 @@ be told about each attempt and a cut stream is retried like any other failure.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import warnings
 from collections.abc import Iterator, Mapping
@@ -61,18 +62,69 @@ def prefetch_import() -> threading.Thread:
     return thread
 
 
+# The shortest prefix each model family caches (Anthropic's documented minimum cacheable
+# prompt lengths, in tokens); a shorter marked prefix is silently not cached. The first
+# pattern that matches the model name wins.
+MIN_CACHEABLE: tuple[tuple[re.Pattern[str], int], ...] = tuple(
+    (re.compile(pattern), tokens)
+    for pattern, tokens in (
+        (r"opus-4-(5|6)\b", 4096),
+        (r"haiku-4-5", 4096),
+        (r"opus-4-7\b", 2048),
+        (r"sonnet-4-6\b", 2048),
+        (r"haiku-3|3-5-haiku|3-haiku", 2048),
+        (r"(opus|sonnet|fable|mythos)-5", 512),
+    )
+)
+DEFAULT_MIN_CACHEABLE = 1024
+"""Sonnet 4.5, Sonnet 4, Opus 4.1, Opus 4, Sonnet 3.7 and any model not listed."""
+
+CACHE_MARK = {"type": "ephemeral"}
+
+
+def min_cacheable_tokens(model: str) -> int:
+    """The minimum cacheable prompt length of `model`'s family, in tokens."""
+    name = model.lower()
+    for pattern, tokens in MIN_CACHEABLE:
+        if pattern.search(name):
+            return tokens
+    return DEFAULT_MIN_CACHEABLE
+
+
+def prefix_tokens(chars: int) -> int:
+    """Tokens in a prefix of `chars` characters, estimated at 4 characters a token.
+
+    The same estimate as the usage the local test servers report; a mark the
+    estimate misjudges costs little (the API ignores one below its minimum).
+    """
+    return (chars + 3) // 4
+
+
 def build_params(request: ModelRequest, model: str) -> dict[str, Any]:
-    """The keyword arguments for `messages.create` (without `stream`)."""
+    """The keyword arguments for `messages.create` (without `stream`).
+
+    The system prompt (the stable prefix) is marked for caching when it is
+    long enough for the model's family; with `cache_messages`, the newest
+    message carries a second, moving breakpoint once the whole prompt is.
+    """
     params: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens,
         "messages": [{"role": m["role"], "content": m["content"]} for m in request.messages],
     }
+    least = min_cacheable_tokens(model)
     if request.system:
         block: dict[str, Any] = {"type": "text", "text": request.system}
-        if request.cache_system:
-            block["cache_control"] = {"type": "ephemeral"}
+        if request.cache_system and prefix_tokens(len(request.system)) >= least:
+            block["cache_control"] = dict(CACHE_MARK)
         params["system"] = [block]
+    messages = params["messages"]
+    if request.cache_messages and messages and isinstance(messages[-1]["content"], str):
+        total = len(request.system) + sum(len(str(m["content"])) for m in messages)
+        if prefix_tokens(total) >= least:
+            messages[-1] = {"role": messages[-1]["role"], "content": [
+                {"type": "text", "text": messages[-1]["content"],
+                 "cache_control": dict(CACHE_MARK)}]}
     if request.thinking:
         budget = request.thinking_budget or max(MIN_THINKING_BUDGET, request.max_tokens // 2)
         budget = max(budget, MIN_THINKING_BUDGET)
