@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from normalize.cli.commands import finish, run_options
-from normalize.cli.console import Environment, SignalCancel, error_line, fail
+from normalize.cli.console import Environment, SignalCancel, error_line, fail, prompt_reader
 from normalize.errors import ExitStatus, MissingKeyError, NormalizeError, UsageError
 
 DEFAULT_WORKFLOW = "dwim"
@@ -41,6 +41,35 @@ class _Clients:
         self.made.clear()
 
 
+FOLLOW_UP_PROMPT = "follow-up (an empty line or Ctrl-D leaves) › "
+TASK_PROMPT = "task › "
+FOLLOWABLE = frozenset({"done", "failed", "stuck", "limit_reached"})
+
+
+def follow_ups(env: Environment, outcome: Any, options: Any, read: Any, *,
+               json_output: bool = False) -> int:
+    """After a task ends at a terminal, offer follow-up instructions until an empty line.
+
+    Each line continues the same task (notes, plan, cache kept) in a new run;
+    returns the exit status of the last run.
+    """
+    from normalize.cli.render import make_renderer
+    from normalize.runner import follow_up, run_task
+
+    code = int(outcome.exit_status)
+    while outcome.status.value in FOLLOWABLE:
+        line = read(FOLLOW_UP_PROMPT)
+        if line is None or not line.strip():
+            break
+        follow_up(outcome.task, line)
+        renderer = make_renderer(env, json_output=json_output, quiet=False)
+        options.subscribers = [renderer]
+        with SignalCancel(options.cancel):
+            outcome = run_task(outcome.task, options, resumed=True)
+        code = finish(env, outcome, renderer, json_output)
+    return code
+
+
 def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str | None,
               max_turns: int | None, budget: float | None, approve: str | None,
               context: str | None, workflow: str | None, workspace: Path | None,
@@ -53,6 +82,11 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
 
     clients = _Clients()
     try:
+        at_terminal = env.stdin_tty and env.stdout_tty and not json_output
+        read = prompt_reader(env, lambda: (workspace or Path.cwd()).resolve()) \
+            if at_terminal else None
+        if not goal.strip() and read is not None:
+            goal = read(TASK_PROMPT) or ""
         if not goal.strip():
             raise UsageError("TASK is empty: say what the agent should do")
         if budget is not None and budget <= 0:
@@ -97,7 +131,10 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         report_ignored(env, task)
         with SignalCancel(options.cancel):
             outcome = run_task(task, options)
-        return finish(env, outcome, renderer, json_output)
+        code = finish(env, outcome, renderer, json_output)
+        if read is not None and not quiet:
+            code = follow_ups(env, outcome, options, read)
+        return code
     except NormalizeError as exc:
         return fail(env, exc)
     finally:

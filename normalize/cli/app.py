@@ -105,7 +105,8 @@ def run(
 
 @app.command()
 def agent(
-    task: Annotated[str, typer.Argument(help="What to do, in plain words.")],
+    task: Annotated[str, typer.Argument(
+        help="What to do, in plain words (at a terminal, left out: asked for).")] = "",
     model: Annotated[str | None, typer.Option(
         "--model", "-m", envvar="NORMALIZE_MODEL",
         help="PROVIDER:MODEL, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, "
@@ -146,6 +147,8 @@ def agent(
 def resume(
     task: Annotated[str, typer.Argument(help="A task id, a unique prefix, or `last`.",
                                         autocompletion=complete_task_ids)],
+    instruction: Annotated[str | None, typer.Argument(
+        help="A follow-up instruction: continue a finished or stopped task with it.")] = None,
     answer: Annotated[str | None, typer.Option("--answer", help="Answer the pending question.")]
     = None,
     approve_action: Annotated[bool, typer.Option("--approve", help="Approve the pending action.")]
@@ -168,7 +171,7 @@ def resume(
     raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve_action, deny=deny,
                                  driver=driver, max_turns=max_turns, budget=budget,
                                  json_output=json_output, quiet=quiet, model=model,
-                                 sandbox=sandbox, network=network))
+                                 sandbox=sandbox, network=network, instruction=instruction))
 
 
 @tasks_app.callback(invoke_without_command=True)

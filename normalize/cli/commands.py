@@ -151,9 +151,10 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
 def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool, deny: bool,
                 driver: str | None, max_turns: int | None, budget: float | None,
                 json_output: bool, quiet: bool, model: str | None = None,
-                sandbox: str | None = None, network: bool | None = None) -> int:
+                sandbox: str | None = None, network: bool | None = None,
+                instruction: str | None = None) -> int:
     from normalize.engine import Reply, reply_text
-    from normalize.runner import hand_over, open_task, run_task, switch_model
+    from normalize.runner import follow_up, hand_over, open_task, run_task, switch_model
 
     try:
         if approve and deny:
@@ -163,8 +164,11 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: bool
         options, renderer = run_options(env, workspace=None, json_output=json_output,
                                         quiet=quiet, sandbox=sandbox, network=network)
         task = open_task(ref, options)
-        if task.status.value == "done":
-            raise UsageError(f"task {task.id} is already done; nothing to resume")
+        if instruction is not None:
+            follow_up(task, instruction)  # a finished task goes on with the new instruction
+        elif task.status.value == "done":
+            raise UsageError(f"task {task.id} is already done; give it a follow-up with "
+                             f'normalize resume {task.id} "NEXT INSTRUCTION"')
         options.workspace = Path(task.workspace)
         reply = None
         if answer is not None or approve or deny:

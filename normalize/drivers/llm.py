@@ -155,6 +155,25 @@ def qualify(model: str, provider: str) -> str:
     return model if names_provider(model) else f"{provider}:{model}"
 
 
+class LineQueue:
+    """Lines a person typed while the model worked; each reaches the model at its next turn."""
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+
+    def put(self, line: str) -> None:
+        if line.strip():
+            with self._lock:
+                self._lines.append(line.strip())
+
+    def drain(self) -> list[str]:
+        """The lines queued so far, oldest first; the queue is empty afterwards."""
+        with self._lock:
+            lines, self._lines = self._lines, []
+        return lines
+
+
 _prefetch: threading.Thread | None = None
 
 
@@ -215,11 +234,16 @@ class LLMDriver:
         resolve_journal: Callable[[str], Path] | None = None,
         project_instructions: bool = True,
         config_dir: Path | None = None,
+        follow_ups: list[str] | None = None,
+        inbox: LineQueue | None = None,
     ) -> None:
         self.settings = settings or LLMSettings()
+        self.follow_ups = list(follow_ups or [])  # instructions given after the goal, in order
+        self.inbox = inbox
         self.project_instructions = project_instructions
         self.config_dir = config_dir
         self.nested_seen: list[str] = []  # nested AGENTS.md files already given
+        self.follow_ups_seen = 0  # follow-ups the model has been told about
         self.context = context or make_context()
         self.goal_template = goal
         self.variables = dict(variables or {})
@@ -265,7 +289,10 @@ class LLMDriver:
                    prompt_dir=Path(path).parent if path else None,
                    resolve_journal=services.resolve_journal,
                    project_instructions=bool(config.get("project_instructions", True)),
-                   config_dir=Path(config_dir) if config_dir else None)
+                   config_dir=Path(config_dir) if config_dir else None,
+                   follow_ups=[str(f) for f in config.get("follow_ups") or []],
+                   inbox=inbox if isinstance(inbox := services.options.get("inbox"),
+                                             LineQueue) else None)
 
     # -- state -------------------------------------------------------------
 
@@ -283,6 +310,7 @@ class LLMDriver:
             "loops": list(self.loops),
             "stuck": self.stuck,
             "nested_seen": list(self.nested_seen),
+            "follow_ups_seen": self.follow_ups_seen,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -299,6 +327,7 @@ class LLMDriver:
         self.loops = list(state.get("loops", []))
         self.stuck = state.get("stuck")
         self.nested_seen = [str(p) for p in state.get("nested_seen", [])]
+        self.follow_ups_seen = int(state.get("follow_ups_seen", 0))
 
     # -- the model ---------------------------------------------------------
 
@@ -365,20 +394,41 @@ class LLMDriver:
         return self._system
 
     def goal(self, task: Task) -> str:
-        """The goal as the model reads it."""
-        if not self.goal_template:
-            return task.goal
-        from normalize.workflow.interpolate import interpolate
+        """The goal as the model reads it, with the follow-up instructions after it."""
+        goal = task.goal
+        if self.goal_template:
+            from normalize.workflow.interpolate import interpolate
 
-        values = {**self.variables, "task": task.goal, "workspace": task.workspace}
-        try:
-            return interpolate(self.goal_template, values)
-        except (KeyError, IndexError, TypeError) as err:
-            raise ConfigError(f"goal {self.goal_template!r}: unknown variable {err}") from None
+            values = {**self.variables, "task": task.goal, "workspace": task.workspace}
+            try:
+                goal = interpolate(self.goal_template, values)
+            except (KeyError, IndexError, TypeError) as err:
+                raise ConfigError(f"goal {self.goal_template!r}: unknown variable {err}"
+                                  ) from None
+        if not self.follow_ups:
+            return goal
+        *earlier, latest = self.follow_ups
+        lines = [f"- (done) {text}" for text in earlier]
+        return (f"{goal.rstrip()}\n\nThat was done. Follow-up instructions from the user:\n"
+                + "".join(line + "\n" for line in lines) + f"- (now) {latest}")
+
+    def _take_instructions(self, ctx: RunContext) -> None:
+        """New follow-ups restart the task's ending; queued lines become notes to the model."""
+        if len(self.follow_ups) > self.follow_ups_seen:
+            self.follow_ups_seen = len(self.follow_ups)
+            self.done_after, self.stuck, self.malformed = None, None, 0
+            self.turn_ok, self.failed_command = True, ""
+            self.recent, self.warned = [], []
+            self.context.add_feedback(f"New instruction from the user: {self.follow_ups[-1]}")
+        if self.inbox is not None:
+            for line in self.inbox.drain():
+                self.context.add_feedback(f"The user wrote while you worked: {line}")
+                ctx.emit(Notice(message=f"queued for the model: {line}"))
 
     # -- deciding ------------------------------------------------------------
 
     def decide(self, task: Task, ctx: RunContext) -> Decision | None:
+        self._take_instructions(ctx)
         for loop in self.loops:
             ctx.emit(LoopDetected(command=loop["command"], repeats=loop["repeats"]))
         self.loops = []
