@@ -77,7 +77,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               network: bool | None = None, project_instructions: bool = True) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.drivers.base import DriverServices
-    from normalize.drivers.llm import LLMSettings, prefetch_sdk
+    from normalize.drivers.llm import LLMSettings
     from normalize.runner import apply_model, load_spec, run_task, start_task
 
     clients = _Clients()
@@ -106,7 +106,6 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
             spec.llm = dict(spec.llm or {})
             apply_model(spec.llm, model, base_url)
             settings = LLMSettings.from_config(spec.llm)
-            prefetch_sdk(settings.spec)  # the SDK loads while the rest is set up
             if not settings.spec.startswith("replay:"):
                 try:
                     clients(settings.spec, base_url=settings.base_url)

@@ -37,7 +37,6 @@ Rules the driver keeps:
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -174,19 +173,6 @@ class LineQueue:
         return lines
 
 
-_prefetch: threading.Thread | None = None
-
-
-def prefetch_sdk(spec: str) -> None:
-    """Start importing the anthropic SDK in the background when `spec` will need it."""
-    global _prefetch
-    if not spec.startswith("anthropic:") or "anthropic" in sys.modules or _prefetch is not None:
-        return
-    from normalize.providers.anthropic import prefetch_import
-
-    _prefetch = prefetch_import()
-
-
 def record_reply(task: Task, ctx: RunContext, reply: Completed, *, turn: int,
                  prices: PriceTable = DEFAULT_TABLE, unpriced: set[str] | None = None) -> float:
     """Add a reply's tokens and cost to `task.usage`, journal it as `model_replied`.
@@ -281,7 +267,6 @@ class LLMDriver:
         if isinstance(retry, Mapping):
             retry = RetryPolicy.from_config(retry)
         path = spec.get("path")
-        prefetch_sdk(settings.spec)
         config_dir = services.options.get("config_dir")
         return cls(settings, context=make_context(**context_conf),
                    goal=str(goal) if goal else None, variables=variables,

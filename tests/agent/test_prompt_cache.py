@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agent_helpers import KEYS, Run
 
+from normalize.providers import create_client
 from normalize.providers.anthropic import min_cacheable_tokens
 from normalize.providers.pricing import DEFAULT_TABLE
 from normalize.testing.servers import FakeModelServer
@@ -23,6 +25,12 @@ def anthropic_env(server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> F
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEYS["ANTHROPIC_API_KEY"])
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     return server
+
+
+def sdk_client(spec: str, **opts: Any) -> Any:
+    """The real anthropic SDK from the first request on (not the httpx start-up path)."""
+    return create_client(spec, **opts, **({"sdk": "always"} if spec.startswith("anthropic:")
+                                          else {}))
 
 
 def usage(server: FakeModelServer, run: Run) -> list[dict[str, int]]:
@@ -44,8 +52,10 @@ def test_the_stable_prefix_is_marked_and_read_on_the_second_request(
         repo: Path, anthropic_env: FakeModelServer, run_agent: Callable[..., Run]) -> None:
     server = anthropic_env
     server.add(*SCRIPT)
-    run = run_agent(repo, llm={"model": "claude-sonnet-4-5", "system_prompt": RULES})
+    run = run_agent(repo, llm={"model": "claude-sonnet-4-5", "system_prompt": RULES},
+                    factory=sdk_client)
     assert run.outcome.status.value == "done"
+    assert all(r.headers.get("x-stainless-lang") == "python" for r in server.requests)
     systems = [r.body["system"] for r in server.requests]
     assert all(s == systems[0] for s in systems)  # byte-identical on every turn
     assert systems[0][0]["cache_control"] == MARK
@@ -68,7 +78,8 @@ def test_a_prefix_under_the_minimum_is_not_marked(
     server = anthropic_env
     server.add(*SCRIPT)
     # Haiku 4.5 caches from 4,096 tokens on; the rules are about 1,700
-    run = run_agent(repo, llm={"model": "claude-haiku-4-5", "system_prompt": RULES})
+    run = run_agent(repo, llm={"model": "claude-haiku-4-5", "system_prompt": RULES},
+                    factory=sdk_client)
     assert run.outcome.status.value == "done"
     assert all("cache_control" not in r.body["system"][0] for r in server.requests)
     assert all(u["read"] == 0 and u["write"] == 0 for u in usage(server, run))
@@ -79,7 +90,7 @@ def test_conversation_marks_the_newest_message(
     server = anthropic_env
     server.add(*SCRIPT)
     run = run_agent(repo, llm={"model": "claude-sonnet-4-5", "system_prompt": RULES},
-                    context={"strategy": "conversation"})
+                    context={"strategy": "conversation"}, factory=sdk_client)
     assert run.outcome.status.value == "done"
     for request in server.requests:
         *earlier, newest = request.body["messages"]

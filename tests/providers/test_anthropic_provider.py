@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -28,6 +29,24 @@ from normalize.providers import (
 from normalize.retry import RetryPolicy
 from normalize.testing.servers import FakeModelServer, Fault, Reply
 
+
+@pytest.fixture(params=["always", "never"], ids=["sdk", "httpx"])
+def make_client(request: pytest.FixtureRequest,
+                server: FakeModelServer) -> Iterator[Callable[..., ModelClient]]:
+    """Clients at the fake server: the official SDK, and the httpx path used before it loads."""
+    made: list[Any] = []
+
+    def make(spec: str, **opts: Any) -> ModelClient:
+        client = create_client(spec, base_url=server.url, env=KEYS, sdk=request.param, **opts)
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        close_client(client)
+
+
+KEYS = {"ANTHROPIC_API_KEY": "sk-ant-test"}
 MODEL = "anthropic:claude-haiku-4-5"
 LONG_SYSTEM = "You are a terse assistant working on a codebase. " * 400  # past Haiku 4.5's 4,096
 Make = Callable[..., ModelClient]
