@@ -113,3 +113,10 @@ def test_a_line_typed_while_the_model_works_reaches_its_next_turn(
     assert ("The user wrote while you worked: also check the tests"
             in model.requests[1].messages[-1]["content"])
     assert any("queued for the model" in n["message"] for n in run.of("notice"))
+
+
+def test_agent_without_task_off_a_terminal_is_a_usage_error(
+        repo: Path, normalize_home: Path) -> None:
+    done = cli("agent", cwd=repo, home=normalize_home, env=KEYS)
+    assert done.returncode == 2
+    assert "TASK is empty" in done.stderr and "Traceback" not in done.stderr
