@@ -1,7 +1,13 @@
-"""Prompt tokens per turn under each context strategy: a 30-turn scripted task, offline.
+"""Prompt tokens per turn under each context strategy: the 30-step review story and more.
 
-    python bench/tokens.py               # the summary table (markdown) and the per-turn table
-    python bench/tokens.py --turns 12    # a shorter run
+    python bench/tokens.py                       # the review of a real package (h11's sdist)
+    python bench/tokens.py --story shop          # the synthetic package, scripted model
+    python bench/tokens.py --story shop --turns 12
+
+The review story downloads h11's sdist once with pip, unpacks it for each
+strategy and plays 30 replies (read 19 files, 2 greps, 3 edits, 4 checks)
+through the official anthropic SDK at the local fake server, which counts
+cache reads and writes as the API does; costs are at list prices.
 
 The model is a ScriptedModel (no network, no key): the same 30 replies under
 every strategy, so only the prompts differ. The tools are real and run on a
@@ -285,11 +291,200 @@ def per_turn_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+# -- the 30-step review story: a real package, through the real SDK -----------------
+
+REVIEW_PACKAGE = ("h11", "0.16.0")
+"""A small pure-Python package (MIT), its sdist downloaded with pip and unpacked per run."""
+REVIEW_GOAL = ("Review the h11 package: read its modules and tests, fix the typos and "
+               "docstrings you find, and check that the tests still pass.")
+REVIEW_MODEL = "claude-sonnet-4-5"
+PEERS = {"Claude Code 2.1": 838_000, "Codex CLI 0.171": 648_000, "aider 0.86": 455_000}
+"""Total prompt tokens of the peers on this story (issue 13's measurement, same model server)."""
+
+
+def fetch_sdist(cache: Path) -> Path:
+    """The package's sdist, downloaded once into `cache` by pip."""
+    import subprocess
+
+    name, version = REVIEW_PACKAGE
+    found = cache / f"{name}-{version}.tar.gz"
+    if not found.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+             f"{name}=={version}", "-d", str(cache)],
+            capture_output=True, text=True, timeout=300, check=False)
+        if done.returncode != 0 or not found.is_file():
+            raise RuntimeError(f"pip could not download {name}=={version}: "
+                               f"{done.stderr.strip()[-300:]}")
+    return found
+
+
+def unpack(sdist: Path, where: Path) -> Path:
+    """The sdist unpacked under `where`; returns the package's root directory."""
+    import tarfile
+
+    with tarfile.open(sdist) as archive:
+        archive.extractall(where, filter="data")
+    name, version = REVIEW_PACKAGE
+    return where / f"{name}-{version}"
+
+
+def _edit(path: str, old: str, new: str, why: str) -> str:
+    return (f"{why}\nedit {path} <<EOF\n<<<<<<< SEARCH\n{old}\n=======\n{new}\n"
+            ">>>>>>> REPLACE\nEOF")
+
+
+def review_script() -> list[str]:
+    """30 replies: read 19 files (10–400 lines, one of 659 by its outline and a symbol),
+    2 greps, 3 edits, 4 checks, a first look and `done`."""
+    python = sys.executable
+    # the stdlib round trip opens sockets, which the sandbox's private network refuses
+    pytest = (f"run {python} -m pytest -q -p no:cacheprovider "
+              "--ignore=h11/tests/test_against_stdlib_http.py")
+    return [
+        "First the layout.\nview .",
+        "The README says what the package is for.\nview README.rst",
+        "The public API.\nview h11/__init__.py",
+        "The version.\nview h11/_version.py",
+        "Where are the event classes?\ngrep 'class .*Event' h11",
+        "The events module.\nview h11/_events.py",
+        "Helpers used everywhere.\nview h11/_util.py",
+        "The grammar.\nview h11/_abnf.py",
+        "Header handling.\nview h11/_headers.py",
+        "The connection is the core.\nview h11/_connection.py",
+        "Its big method.\nview h11/_connection.py/Connection/send_with_data_passthrough",
+        "Readers.\nview h11/_readers.py",
+        "Writers.\nview h11/_writers.py",
+        "The receive buffer.\nview h11/_receivebuffer.py",
+        "The state machine.\nview h11/_state.py",
+        f"Do the tests pass as they are?\n{pytest} h11/tests",
+        "Who validates headers?\ngrep 'def normalize_and_validate' h11",
+        "The util tests.\nview h11/tests/test_util.py",
+        "The header tests.\nview h11/tests/test_headers.py",
+        _edit("h11/_util.py", "    This as an abstract base class, with two concrete base classes:",
+              "    This is an abstract base class, with two concrete base classes:",
+              "A typo in ProtocolError's docstring."),
+        f"Checking the util tests.\n{pytest} h11/tests/test_util.py",
+        "The test helpers.\nview h11/tests/helpers.py",
+        "The event tests.\nview h11/tests/test_events.py",
+        _edit("h11/_events.py", '    """\n    Base class for h11 events.\n    """',
+              '    """Base class for h11 events."""', "A one-line docstring for Event."),
+        "The buffer tests.\nview h11/tests/test_receivebuffer.py",
+        _edit("h11/_receivebuffer.py",
+              "class ReceiveBuffer:\n    def __init__(self) -> None:",
+              'class ReceiveBuffer:\n    """Bytes received and not yet consumed, searched '
+              'for line ends without rescanning."""\n\n    def __init__(self) -> None:',
+              "ReceiveBuffer has no docstring."),
+        f"The whole suite after the edits.\n{pytest} h11/tests",
+        "The licence, to be sure the package may be vendored.\nview LICENSE.txt",
+        "A last run of the state machine's tests through the test command.\n"
+        "test h11/tests/test_state.py",
+        "done Reviewed h11: fixed a docstring typo in ProtocolError, tidied two docstrings; "
+        "the tests pass",
+    ]
+
+
+def review_strategy(strategy: str, work: Path, sdist: Path) -> dict[str, Any]:
+    """The review story under `strategy`, through the anthropic SDK at the local server."""
+    import os
+
+    from normalize.drivers.base import DriverServices
+    from normalize.events import BaseEvent
+    from normalize.runner import RunOptions, load_spec, run_task, start_task
+    from normalize.store import TaskStore
+    from normalize.testing.servers import FakeModelServer
+
+    repo = unpack(sdist, work / strategy)
+    replies = review_script()
+    events: list[BaseEvent] = []
+    saved = {k: os.environ.get(k) for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
+    with FakeModelServer(replies) as server:
+        os.environ.update(ANTHROPIC_API_KEY="sk-ant-bench", ANTHROPIC_BASE_URL=server.url)
+        try:
+            options = RunOptions(
+                workspace=repo, subscribers=[events.append], approve="yes", fsync=False,
+                store=TaskStore(work / f"{strategy}-home", fsync=False),
+                services=DriverServices(options={"config_dir": str(work / "no-config")}))
+            spec = load_spec("dwim", repo)
+            spec.llm = {**(spec.llm or {}), "provider": "anthropic", "model": REVIEW_MODEL,
+                        "fallback": []}
+            spec.context = {"strategy": strategy}
+            spec.limits = {"max_turns": len(replies) + 5}
+            task = start_task(spec, REVIEW_GOAL, options)
+            outcome = run_task(task, options)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+        server.assert_done()
+    if outcome.status.value != "done":
+        raise RuntimeError(f"{strategy}: the review ended {outcome.status.value}: "
+                           f"{outcome.error}")
+    failed = [f"{e.to_dict().get('command') or e.to_dict().get('tool')}: "
+              f"{e.to_dict().get('error') or e.to_dict().get('status')}"
+              for e in events if e.type == "action_finished"
+              and e.to_dict().get("status") != "success"]
+    if failed:  # the story must run as written, or its figures mean nothing
+        raise RuntimeError(f"{strategy}: actions failed: {'; '.join(failed)}")
+    turns = [e.to_dict() for e in events if e.type == "model_replied"]
+    usage = outcome.task.usage
+    return {
+        "strategy": strategy, "requests": len(server.requests), "steps": len(replies),
+        "per_turn": [t["input_tokens"] + t["cache_read_tokens"] + t["cache_write_tokens"]
+                     for t in turns],
+        "cache_read": usage.cache_read_tokens, "cache_write": usage.cache_write_tokens,
+        "cost_usd": usage.cost_usd,
+    }
+
+
+def review_table(strategies: tuple[str, ...] = STRATEGIES,
+                 cache: Path | None = None) -> list[dict[str, Any]]:
+    """One row per strategy of the 30-step review: requests, prompt tokens, cache, cost."""
+    cache = cache or Path(tempfile.gettempdir()) / "normalize-bench-cache"
+    sdist = fetch_sdist(cache)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="normalize-review-") as tmp:
+        for strategy in strategies:
+            run = review_strategy(strategy, Path(tmp), sdist)
+            series = run["per_turn"]
+            rows.append({**run, "first": series[0], "last": series[-1], "max": max(series),
+                         "total": sum(series), "growth": round(series[-1] / series[0], 2)})
+    return rows
+
+
+def review_markdown(rows: list[dict[str, Any]]) -> str:
+    """The review table, with the targets and the peers' totals beside it."""
+    out = ["| strategy | requests (30 steps) | first | last | last ÷ first | largest "
+           "| total prompt | cached (read) | cache writes | cost |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append(f"| `{r['strategy']}` | {r['requests']} | {r['first']:,} | {r['last']:,} "
+                   f"| {r['growth']:.2f}× | {r['max']:,} | {r['total']:,} "
+                   f"| {r['cache_read']:,} | {r['cache_write']:,} | ${r['cost_usd']:.4f} |")
+    out.append("")
+    out.append("Targets: requests ≤ 31, total ≤ 80,000 under `task_tree`, last ÷ first ≤ 1.5. "
+               "Peers on the same story (total prompt tokens): "
+               + ", ".join(f"{name} {total:,}" for name, total in PEERS.items()) + ".")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--summary-only", action="store_true")
+    parser.add_argument("--story", choices=("review", "shop"), default="review",
+                        help="review: 30 steps on a real package through the SDK (default); "
+                             "shop: the synthetic package with a scripted model")
     args = parser.parse_args(argv)
+    if args.story == "review":
+        name, version = REVIEW_PACKAGE
+        print(f"The 30-step review of {name} {version} (sdist), {REVIEW_MODEL} at the local "
+              "server; prompt = input + cache read + cache write:\n")
+        print(review_markdown(review_table()))
+        return 0
     rows = token_table(args.turns)
     print(f"Prompt tokens per turn, {args.turns}-turn scripted task "
           "(input + cache read + cache write):\n")

@@ -6,7 +6,8 @@ driver, and drives the task to its next resting point; `run_flow` does both
 for a workflow written in Python. Between runs, `hand_over` gives a task to
 another driver and `switch_model` points it at another model (`resume
 --driver`, `resume --model`); `apply_model` sets a workflow's model before
-its first run (`--model`, `--base-url`).
+its first run (`--model`, `--base-url`); `follow_up` gives a finished task
+its next instruction (`resume ID "…"`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class RunOptions:
     tools: ToolRegistry | None = None
     timeout: float = 600.0
     fsync: bool = True
+    project_instructions: bool = True  # AGENTS.md / CLAUDE.md into the prompt (new tasks)
 
 
 def _store(options: RunOptions) -> TaskStore:
@@ -166,6 +168,8 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     notes = [*perms.notes, *ignored]
     if notes:
         config["permission_notes"] = notes
+    if not options.project_instructions:
+        config["project_instructions"] = False
     task = Task.new(goal=goal or spec.description or spec.name,
                     workspace=str(options.workspace.resolve()), driver=spec.driver,
                     driver_config=config, limits=limits, workflow=spec.path)
@@ -274,6 +278,9 @@ def driver_services(options: RunOptions) -> DriverServices:
         store = _store(options)
         services = replace(services,
                            resolve_journal=lambda ref: store.journal_path(store.resolve(ref)))
+    if "config_dir" not in services.options:  # where the user-wide AGENTS.md lives
+        services = replace(services, options={**services.options,
+                                              "config_dir": str(config_home())})
     return services
 
 
@@ -345,6 +352,29 @@ class _TakesCommands(Protocol):
     """A driver whose prompt lists more commands than the built-in verbs (the LLM driver)."""
 
     extra_commands: Callable[[], str] | None
+
+
+def follow_up(task: Task, instruction: str) -> None:
+    """Give a finished (or stopped) task a new instruction for its next run.
+
+    The task keeps its notes, plan, history and result cache; the model reads
+    the instruction after the goal. `max_turns` allows the workflow's number
+    of turns again, counted from here. Run it with `run_task(..., resumed=True)`.
+    """
+    from normalize.task import TaskStatus
+
+    text = instruction.strip()
+    if not text:
+        raise UsageError("the follow-up instruction is empty: say what to do next")
+    if task.driver != "llm":
+        raise UsageError(f"task {task.id} is driven by {task.driver}: only llm tasks take a "
+                         f"follow-up instruction")
+    if task.status is TaskStatus.WAITING:
+        raise UsageError(f"task {task.id} waits for an answer first: resume it with --answer")
+    task.driver_config["follow_ups"] = [*task.driver_config.get("follow_ups", []), text]
+    allowance = Limits.from_dict((task.driver_config.get("spec") or {}).get("limits") or {})
+    if task.limits.max_turns is not None:
+        task.limits.max_turns = task.turn + (allowance.max_turns or task.limits.max_turns)
 
 
 def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,

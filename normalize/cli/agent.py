@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from normalize.cli.commands import finish, pin_replay, run_options, set_limits, stopping_note
-from normalize.cli.console import Environment, SignalCancel, error_line, fail
+from normalize.cli.console import Environment, SignalCancel, error_line, fail, prompt_reader
 from normalize.errors import ExitStatus, MissingKeyError, NormalizeError, UsageError
 
 DEFAULT_WORKFLOW = "dwim"
@@ -41,18 +41,52 @@ class _Clients:
         self.made.clear()
 
 
+FOLLOW_UP_PROMPT = "follow-up (an empty line or Ctrl-D leaves) › "
+TASK_PROMPT = "task › "
+FOLLOWABLE = frozenset({"done", "failed", "stuck", "limit_reached"})
+
+
+def follow_ups(env: Environment, outcome: Any, options: Any, read: Any, *,
+               json_output: bool = False) -> int:
+    """After a task ends at a terminal, offer follow-up instructions until an empty line.
+
+    Each line continues the same task (notes, plan, cache kept) in a new run;
+    returns the exit status of the last run.
+    """
+    from normalize.cli.render import make_renderer
+    from normalize.runner import follow_up, run_task
+
+    code = int(outcome.exit_status)
+    while outcome.status.value in FOLLOWABLE:
+        line = read(FOLLOW_UP_PROMPT)
+        if line is None or not line.strip():
+            break
+        follow_up(outcome.task, line)
+        renderer = make_renderer(env, json_output=json_output, quiet=False)
+        options.subscribers = [renderer]
+        with SignalCancel(options.cancel):
+            outcome = run_task(outcome.task, options, resumed=True)
+        code = finish(env, outcome, renderer, json_output)
+    return code
+
+
 def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str | None,
               max_turns: int | None, budget: float | None, approve: str | None,
               context: str | None, workflow: str | None, workspace: Path | None,
               json_output: bool, quiet: bool, sandbox: str | None = None,
-              network: bool | None = None) -> int:
+              network: bool | None = None, project_instructions: bool = True) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.drivers.base import DriverServices
-    from normalize.drivers.llm import LLMSettings, prefetch_sdk
+    from normalize.drivers.llm import LLMSettings
     from normalize.runner import apply_model, load_spec, run_task, start_task
 
     clients = _Clients()
     try:
+        at_terminal = env.stdin_tty and env.stdout_tty and not json_output
+        read = prompt_reader(env, lambda: (workspace or Path.cwd()).resolve()) \
+            if at_terminal else None
+        if not goal.strip() and read is not None:
+            goal = read(TASK_PROMPT) or ""
         if not goal.strip():
             raise UsageError("TASK is empty: say what the agent should do")
         if budget is not None and budget <= 0:
@@ -73,7 +107,6 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
             spec.llm = dict(spec.llm or {})
             apply_model(spec.llm, model, base_url)
             settings = LLMSettings.from_config(spec.llm)
-            prefetch_sdk(settings.spec)  # the SDK loads while the rest is set up
             if not settings.spec.startswith("replay:"):
                 try:
                     clients(settings.spec, base_url=settings.base_url)
@@ -85,6 +118,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
                                         network=network)
         options.services = DriverServices(read_line=options.services.read_line,
                                           model_factory=clients)
+        options.project_instructions = project_instructions
         task = start_task(spec, goal, options)
         set_limits(task, max_turns=max_turns, budget=budget)
         if json_output or quiet:  # otherwise the run's first line names it
@@ -95,7 +129,10 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         report_ignored(env, task)
         with SignalCancel(options.cancel, notify=stopping_note(env)):
             outcome = run_task(task, options)
-        return finish(env, outcome, renderer, json_output)
+        code = finish(env, outcome, renderer, json_output)
+        if read is not None and not quiet:
+            code = follow_ups(env, outcome, options, read)
+        return code
     except NormalizeError as exc:
         return fail(env, exc)
     finally:

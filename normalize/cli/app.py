@@ -150,7 +150,8 @@ def run(
 
 @app.command()
 def agent(
-    task: Annotated[str, typer.Argument(help="What to do, in plain words.")],
+    task: Annotated[str, typer.Argument(
+        help="What to do, in plain words (at a terminal, left out: asked for).")] = "",
     model: ModelOpt = None,
     base_url: Annotated[str | None, typer.Option("--base-url",
                                                  help="Base URL of the model server.")] = None,
@@ -167,6 +168,10 @@ def agent(
     workspace: WorkspaceOpt = None,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
+    no_instructions: Annotated[bool, typer.Option(
+        "--no-project-instructions",
+        help="Leave AGENTS.md / CLAUDE.md (the workspace's and yours) out of the prompt.")]
+    = False,
 ) -> None:
     """Let a model do TASK with normalize's commands (the dwim workflow)."""
     from normalize.cli.agent import run_agent
@@ -175,13 +180,15 @@ def agent(
                                max_turns=max_turns, budget=budget, approve=approve,
                                context=context, workflow=workflow, workspace=workspace,
                                json_output=json_output, quiet=quiet, sandbox=sandbox,
-                               network=network))
+                               network=network, project_instructions=not no_instructions))
 
 
 @app.command()
 def resume(
     task: Annotated[str, typer.Argument(help="A task id, a unique prefix, or `last`.",
                                         autocompletion=complete_resumable)],
+    instruction: Annotated[str | None, typer.Argument(
+        help="A follow-up instruction: continue a finished or stopped task with it.")] = None,
     answer: Annotated[str | None, typer.Option(
         "--answer", metavar="TEXT", help="Answer what the task waits for: a question's TEXT, "
         "or yes|no for a pending approval.")] = None,
@@ -205,7 +212,8 @@ def resume(
     raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve,
                                  driver=driver, max_turns=max_turns, budget=budget,
                                  json_output=json_output, quiet=quiet, model=model,
-                                 sandbox=sandbox, network=network, rewind=rewind))
+                                 sandbox=sandbox, network=network, rewind=rewind,
+                                 instruction=instruction))
 
 
 @app.command()

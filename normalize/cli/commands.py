@@ -189,9 +189,9 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 driver: str | None, max_turns: int | None, budget: float | None,
                 json_output: bool, quiet: bool, model: str | None = None,
                 sandbox: str | None = None, network: bool | None = None,
-                rewind: int | None = None) -> int:
+                rewind: int | None = None, instruction: str | None = None) -> int:
     from normalize.engine import Reply, reply_text
-    from normalize.runner import hand_over, open_task, run_task, switch_model
+    from normalize.runner import follow_up, hand_over, open_task, run_task, switch_model
 
     try:
         if model is not None and (driver or "llm") != "llm":
@@ -204,8 +204,11 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
             from normalize.checkpoints.changes import rewind_task
 
             task = rewind_task(options.store, task, rewind)
-        if task.status.value == "done":
-            raise UsageError(f"task {task.id} is already done; nothing to resume")
+        if instruction is not None:
+            follow_up(task, instruction)  # a finished task goes on with the new instruction
+        elif task.status.value == "done":
+            raise UsageError(f"task {task.id} is already done; give it a follow-up with "
+                             f'normalize resume {task.id} "NEXT INSTRUCTION"')
         if max_turns is not None and max_turns <= task.turn:
             raise UsageError(f"--max-turns {max_turns}: task {task.id} has already run "
                              f"{task.turn} turns (--max-turns is the total, as in run and "

@@ -37,7 +37,6 @@ Rules the driver keeps:
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -155,17 +154,23 @@ def qualify(model: str, provider: str) -> str:
     return model if names_provider(model) else f"{provider}:{model}"
 
 
-_prefetch: threading.Thread | None = None
+class LineQueue:
+    """Lines a person typed while the model worked; each reaches the model at its next turn."""
 
+    def __init__(self) -> None:
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
 
-def prefetch_sdk(spec: str) -> None:
-    """Start importing the anthropic SDK in the background when `spec` will need it."""
-    global _prefetch
-    if not spec.startswith("anthropic:") or "anthropic" in sys.modules or _prefetch is not None:
-        return
-    from normalize.providers.anthropic import prefetch_import
+    def put(self, line: str) -> None:
+        if line.strip():
+            with self._lock:
+                self._lines.append(line.strip())
 
-    _prefetch = prefetch_import()
+    def drain(self) -> list[str]:
+        """The lines queued so far, oldest first; the queue is empty afterwards."""
+        with self._lock:
+            lines, self._lines = self._lines, []
+        return lines
 
 
 def record_reply(task: Task, ctx: RunContext, reply: Completed, *, turn: int,
@@ -215,8 +220,18 @@ class LLMDriver:
         retry: RetryPolicy = MODEL_RETRY,
         prompt_dir: Path | None = None,
         resolve_journal: Callable[[str], Path] | None = None,
+        project_instructions: bool = True,
+        config_dir: Path | None = None,
+        follow_ups: list[str] | None = None,
+        inbox: LineQueue | None = None,
     ) -> None:
         self.settings = settings or LLMSettings()
+        self.follow_ups = list(follow_ups or [])  # instructions given after the goal, in order
+        self.inbox = inbox
+        self.project_instructions = project_instructions
+        self.config_dir = config_dir
+        self.nested_seen: list[str] = []  # nested AGENTS.md files already given
+        self.follow_ups_seen = 0  # follow-ups the model has been told about
         self.context = context or make_context()
         self.goal_template = goal
         self.variables = dict(variables or {})
@@ -230,6 +245,7 @@ class LLMDriver:
         self._fallbacks: list[ModelClient] = []
         self._system: str | None = None
         self.extra_commands: Callable[[], str] | None = None  # more commands (MCP tools)
+        self._instruction_notices: list[str] = []
         self._unpriced: set[str] = set()
         # persisted state (bounded)
         self.facts: list[str] = []
@@ -256,12 +272,17 @@ class LLMDriver:
         if isinstance(retry, Mapping):
             retry = RetryPolicy.from_config(retry)
         path = spec.get("path")
-        prefetch_sdk(settings.spec)
+        config_dir = services.options.get("config_dir")
         return cls(settings, context=make_context(**context_conf),
                    goal=str(goal) if goal else None, variables=variables,
                    model_factory=services.model_factory, retry=retry,
                    prompt_dir=Path(path).parent if path else None,
-                   resolve_journal=services.resolve_journal)
+                   resolve_journal=services.resolve_journal,
+                   project_instructions=bool(config.get("project_instructions", True)),
+                   config_dir=Path(config_dir) if config_dir else None,
+                   follow_ups=[str(f) for f in config.get("follow_ups") or []],
+                   inbox=inbox if isinstance(inbox := services.options.get("inbox"),
+                                             LineQueue) else None)
 
     # -- state -------------------------------------------------------------
 
@@ -280,6 +301,8 @@ class LLMDriver:
             "stuck": self.stuck,
             "played": self.played,
             "played_spec": self.played_spec,
+            "nested_seen": list(self.nested_seen),
+            "follow_ups_seen": self.follow_ups_seen,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -297,6 +320,8 @@ class LLMDriver:
         self.stuck = state.get("stuck")
         self.played = int(state.get("played", 0))
         self.played_spec = str(state.get("played_spec", ""))
+        self.nested_seen = [str(p) for p in state.get("nested_seen", [])]
+        self.follow_ups_seen = int(state.get("follow_ups_seen", 0))
 
     # -- the model ---------------------------------------------------------
 
@@ -354,27 +379,55 @@ class LLMDriver:
             else:
                 text = default_prompt()
             self.facts = self.facts or workspace_facts(workspace)
-            self._system = build_system_prompt(text, self.facts)
+            instructions = ""
+            if self.project_instructions:
+                from normalize.prompts.instructions import project_instructions
+
+                found = project_instructions(workspace, self.config_dir)
+                instructions = found.text
+                self._instruction_notices = list(found.notices)
+            self._system = build_system_prompt(text, self.facts, instructions)
             extra = self.extra_commands() if self.extra_commands is not None else ""
             if extra:
                 self._system += "\n" + extra
         return self._system
 
     def goal(self, task: Task) -> str:
-        """The goal as the model reads it."""
-        if not self.goal_template:
-            return task.goal
-        from normalize.workflow.interpolate import interpolate
+        """The goal as the model reads it, with the follow-up instructions after it."""
+        goal = task.goal
+        if self.goal_template:
+            from normalize.workflow.interpolate import interpolate
 
-        values = {**self.variables, "task": task.goal, "workspace": task.workspace}
-        try:
-            return interpolate(self.goal_template, values)
-        except (KeyError, IndexError, TypeError) as err:
-            raise ConfigError(f"goal {self.goal_template!r}: unknown variable {err}") from None
+            values = {**self.variables, "task": task.goal, "workspace": task.workspace}
+            try:
+                goal = interpolate(self.goal_template, values)
+            except (KeyError, IndexError, TypeError) as err:
+                raise ConfigError(f"goal {self.goal_template!r}: unknown variable {err}"
+                                  ) from None
+        if not self.follow_ups:
+            return goal
+        *earlier, latest = self.follow_ups
+        lines = [f"- (done) {text}" for text in earlier]
+        return (f"{goal.rstrip()}\n\nThat was done. Follow-up instructions from the user:\n"
+                + "".join(line + "\n" for line in lines) + f"- (now) {latest}")
+
+    def _take_instructions(self, ctx: RunContext) -> None:
+        """New follow-ups restart the task's ending; queued lines become notes to the model."""
+        if len(self.follow_ups) > self.follow_ups_seen:
+            self.follow_ups_seen = len(self.follow_ups)
+            self.done_after, self.stuck, self.malformed = None, None, 0
+            self.turn_ok, self.failed_command = True, ""
+            self.recent, self.warned = [], []
+            self.context.add_feedback(f"New instruction from the user: {self.follow_ups[-1]}")
+        if self.inbox is not None:
+            for line in self.inbox.drain():
+                self.context.add_feedback(f"The user wrote while you worked: {line}")
+                ctx.emit(Notice(message=f"queued for the model: {line}"))
 
     # -- deciding ------------------------------------------------------------
 
     def decide(self, task: Task, ctx: RunContext) -> Decision | None:
+        self._take_instructions(ctx)
         for loop in self.loops:
             ctx.emit(LoopDetected(command=loop["command"], repeats=loop["repeats"]))
         self.loops = []
@@ -396,10 +449,16 @@ class LLMDriver:
             c = prompt.compaction
             ctx.emit(ContextCompacted(before_chars=c.before_chars, after_chars=c.after_chars,
                                       results_compacted=c.results_compacted))
+        system = self.system_prompt(ctx.workspace)
+        for notice in self._instruction_notices:
+            ctx.emit(Notice(level="warning", message=notice))
+        self._instruction_notices = []
         request = ModelRequest(
-            system=self.system_prompt(ctx.workspace), messages=prompt.messages,
+            system=system, messages=prompt.messages,
             max_tokens=self.settings.max_tokens, thinking=self.settings.thinking,
             temperature=self.settings.temperature,
+            # a growing history caches up to its newest message; a bounded prompt cannot
+            cache_messages=not self.context.bounded, cache_key=task.id,
         )
         try:
             reply = self._ask(request, task, ctx)
@@ -490,6 +549,9 @@ class LLMDriver:
 
     def on_result(self, task: Task, action: Action, result: ActionResult) -> None:
         entry = self.context.add_result(action, result, task.turn)
+        path = result.data.get("path")
+        if self.project_instructions and isinstance(path, str) and path:
+            self._nested_instructions(Path(task.workspace), path)
         if result.ok:
             if action.tool == "note" and result.data.get("note"):
                 turns = result.data.get("turns")
@@ -502,6 +564,15 @@ class LLMDriver:
         else:
             self.turn_ok, self.failed_command = False, entry.head
         self._watch_loops(action, result, entry.head)
+
+    def _nested_instructions(self, workspace: Path, path: str) -> None:
+        """Give the model a nested AGENTS.md once, the first time the task works below it."""
+        from normalize.prompts.instructions import nested_for
+
+        seen = set(self.nested_seen)
+        for shown, message in nested_for(workspace, path, seen):
+            self.nested_seen.append(shown)
+            self.context.add_feedback(message)
 
     def _watch_loops(self, action: Action, result: ActionResult, command: str) -> None:
         sig = signature(action, result)

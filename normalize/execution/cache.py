@@ -11,6 +11,11 @@ The exact output stays on the `ActionResult` for what executes (`capture`).
 A preview shows the lines that look like errors first (with their line
 numbers, so a reader can fetch a range around them), then the first lines,
 and ends with a line such as `… 412 more lines — fetch r7`.
+
+Results are sized by intent: what the reader explicitly asked to read (a
+`view`, a `fetch`) comes back whole up to a generous bound (`asked_lines`,
+`asked_chars`; `preview_asked`), and only incidental output (test runs,
+builds, wide greps) is cut to the short preview.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ __all__ = [
 STRATEGIES = ("none", "memory", "persistent")
 DEFAULT_PREVIEW_LINES = 20
 DEFAULT_PREVIEW_CHARS = 2_000
+DEFAULT_ASKED_LINES = 400
+DEFAULT_ASKED_CHARS = 16_000
 DEFAULT_TTL_SECONDS = 600.0
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 MAX_ERROR_HITS = 5
@@ -193,6 +200,8 @@ def build_preview(
 class _PreviewShape:
     lines: int = DEFAULT_PREVIEW_LINES
     chars: int = DEFAULT_PREVIEW_CHARS
+    asked_lines: int = DEFAULT_ASKED_LINES
+    asked_chars: int = DEFAULT_ASKED_CHARS
 
     def __post_init__(self) -> None:
         if self.lines < 3:
@@ -202,8 +211,52 @@ class _PreviewShape:
                 f"cache preview_length (preview_chars) must be at least 80, not {self.chars}"
             )
 
+    @property
+    def asked(self) -> _PreviewShape:
+        """The shape for output the reader asked for: whole up to the asked bound."""
+        return _PreviewShape(self.asked_lines, self.asked_chars, self.asked_lines,
+                             self.asked_chars)
 
-class NoCache:
+
+class _SizedByIntent:
+    """`preview_asked` and `asked_bound` for the caches below (each keeps a `_shape`)."""
+
+    _shape: _PreviewShape
+
+    @property
+    def asked_bound(self) -> tuple[int, int]:
+        """(lines, characters) up to which an asked-for result is shown whole."""
+        return self._shape.asked_lines, self._shape.asked_chars
+
+    def preview(self, content: str) -> tuple[str, str | None]:
+        return self._preview(content, self._shape)
+
+    def preview_asked(self, content: str) -> tuple[str, str | None]:
+        """Like `preview`, with the asked-for bound: what was asked for comes back whole.
+
+        A whole result longer than an ordinary preview is kept too, so a reader
+        that shows less of it (a person's terminal) can say how to see the rest.
+        """
+        shown, cache_id = self._preview(content, self._shape.asked)
+        if cache_id is None and not _is_short(shown, self._shape.lines, self._shape.chars):
+            cache_id = self._kept(shown)
+        return shown, cache_id
+
+    def _preview(self, content: str, shape: _PreviewShape) -> tuple[str, str | None]:
+        raise NotImplementedError  # abstract: each cache keeps (or does not keep) the content
+
+    def _kept(self, content: str) -> str | None:
+        """Keep already-redacted `content` and give its id, where this cache keeps anything."""
+        keep = getattr(self, "_keep", None)
+        if keep is None:
+            return None
+        try:
+            return str(keep(content))
+        except ValueError:  # larger than the cache
+            return None
+
+
+class NoCache(_SizedByIntent):
     """Keeps nothing: a long result is cut to its preview and the rest is lost."""
 
     retention = "caching is off"
@@ -213,9 +266,12 @@ class NoCache:
         *,
         preview_lines: int = DEFAULT_PREVIEW_LINES,
         preview_chars: int = DEFAULT_PREVIEW_CHARS,
+        asked_lines: int = DEFAULT_ASKED_LINES,
+        asked_chars: int = DEFAULT_ASKED_CHARS,
         redact: Redact | None = None,
     ) -> None:
-        self._shape = _PreviewShape(preview_lines, preview_chars)
+        self._shape = _PreviewShape(preview_lines, preview_chars, max(asked_lines, preview_lines),
+                                    max(asked_chars, preview_chars))
         self._lock = threading.Lock()
         self._next = 1
         self.redact: Redact = redact or _shape_redact
@@ -232,15 +288,15 @@ class NoCache:
         del cache_id
         return None
 
-    def preview(self, content: str) -> tuple[str, str | None]:
+    def _preview(self, content: str, shape: _PreviewShape) -> tuple[str, str | None]:
         content = self.redact(content)
-        if _is_short(content, self._shape.lines, self._shape.chars):
+        if _is_short(content, shape.lines, shape.chars):
             return content, None
         summary = build_preview(
             content,
             None,
-            preview_lines=self._shape.lines,
-            preview_chars=self._shape.chars,
+            preview_lines=shape.lines,
+            preview_chars=shape.chars,
             note="not kept (caching is off)",
         )
         return summary, None
@@ -269,7 +325,7 @@ def _format_seconds(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
-class MemoryCache:
+class MemoryCache(_SizedByIntent):
     """Keeps results in this process: least recently used first out, expired after `ttl_seconds`.
 
     The TTL counts from the last `store` or `retrieve` of a result; the total
@@ -284,6 +340,8 @@ class MemoryCache:
         preview_lines: int = DEFAULT_PREVIEW_LINES,
         preview_chars: int = DEFAULT_PREVIEW_CHARS,
         *,
+        asked_lines: int = DEFAULT_ASKED_LINES,
+        asked_chars: int = DEFAULT_ASKED_CHARS,
         clock: Callable[[], float] = time.monotonic,
         ids: Iterator[int] | None = None,
         id_prefix: str = "r",
@@ -295,7 +353,8 @@ class MemoryCache:
             raise ConfigError(f"cache max_bytes must be positive, not {max_bytes}")
         self.ttl_seconds = ttl_seconds
         self.max_bytes = max_bytes
-        self._shape = _PreviewShape(preview_lines, preview_chars)
+        self._shape = _PreviewShape(preview_lines, preview_chars, max(asked_lines, preview_lines),
+                                    max(asked_chars, preview_chars))
         self._clock = clock
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, tuple[str, int, float]] = OrderedDict()
@@ -347,8 +406,7 @@ class MemoryCache:
             self._touch(cache_id)
             return self._entries[cache_id][0]
 
-    def preview(self, content: str) -> tuple[str, str | None]:
-        shape = self._shape
+    def _preview(self, content: str, shape: _PreviewShape) -> tuple[str, str | None]:
         content = self.redact(content)
         if _is_short(content, shape.lines, shape.chars):
             return content, None
@@ -386,7 +444,7 @@ class MemoryCache:
             self._drop(oldest)
 
 
-class PersistentCache:
+class PersistentCache(_SizedByIntent):
     """Keeps each result as `<directory>/rN.txt`, so ids survive a new process.
 
     New ids continue after the highest id on disk. With `max_bytes`, the
@@ -402,6 +460,8 @@ class PersistentCache:
         preview_chars: int = DEFAULT_PREVIEW_CHARS,
         max_bytes: int | None = None,
         ttl_seconds: float | None = None,
+        asked_lines: int = DEFAULT_ASKED_LINES,
+        asked_chars: int = DEFAULT_ASKED_CHARS,
         redact: Redact | None = None,
     ) -> None:
         if max_bytes is not None and max_bytes <= 0:
@@ -411,7 +471,8 @@ class PersistentCache:
         self.directory = Path(directory)
         self.max_bytes = max_bytes
         self.ttl_seconds = ttl_seconds
-        self._shape = _PreviewShape(preview_lines, preview_chars)
+        self._shape = _PreviewShape(preview_lines, preview_chars, max(asked_lines, preview_lines),
+                                    max(asked_chars, preview_chars))
         self._lock = threading.Lock()
         self._by_digest: dict[str, str] = {}
         self._next = max(self._ids_on_disk(), default=0) + 1
@@ -466,8 +527,7 @@ class PersistentCache:
         except OSError:
             return None
 
-    def preview(self, content: str) -> tuple[str, str | None]:
-        shape = self._shape
+    def _preview(self, content: str, shape: _PreviewShape) -> tuple[str, str | None]:
         content = self.redact(content)
         if _is_short(content, shape.lines, shape.chars):
             return content, None
@@ -502,6 +562,8 @@ class PersistentCache:
 _OPTION_TYPES: dict[str, tuple[type, ...]] = {
     "preview_lines": (int,),
     "preview_chars": (int,),
+    "asked_lines": (int,),
+    "asked_chars": (int,),
     "ttl_seconds": (int, float),
     "max_bytes": (int,),
 }
@@ -531,11 +593,12 @@ def make_cache(
         if allowed is None:
             raise ConfigError(
                 f"unknown cache option {key!r} (expected preview_length, preview_lines, "
-                f"ttl_seconds or max_bytes)"
+                f"asked_lines, asked_chars, ttl_seconds or max_bytes)"
             )
         if value is not None and (isinstance(value, bool) or not isinstance(value, allowed)):
             raise ConfigError(f"cache {key} must be a number, not {value!r}")
-    preview = {k: options[k] for k in ("preview_lines", "preview_chars") if k in options}
+    preview = {k: options[k] for k in ("preview_lines", "preview_chars", "asked_lines",
+                                       "asked_chars") if k in options}
     if strategy == "none":
         return NoCache(**preview, redact=redact)
     if strategy == "memory":

@@ -4,8 +4,9 @@ The system prompt is built once per task and stays byte-identical from turn
 to turn, so providers can cache it. The text comes from `dwim.md` (package
 data) unless a workflow sets `system_prompt` or `system_prompt_file`; the
 command reference (`normalize.intents.system_prompt_section`), the rule that
-results are data (`RESULTS_ARE_DATA`) and the workspace facts are always
-appended, since the model cannot act safely without them.
+results are data (`RESULTS_ARE_DATA`), the project instructions
+(`normalize.prompts.instructions`) and the workspace facts are appended, since
+the model cannot act safely without them.
 """
 
 from __future__ import annotations
@@ -70,11 +71,16 @@ def workspace_facts(root: Path) -> list[str]:
     return facts
 
 
-def build_system_prompt(text: str, facts: list[str]) -> str:
-    """The whole system prompt: `text`, the command reference, the workspace facts."""
+def build_system_prompt(text: str, facts: list[str], instructions: str = "") -> str:
+    """The stable prefix: `text`, the command reference, project instructions, workspace facts.
+
+    It depends only on its arguments, so it is byte-identical from turn to turn.
+    """
     from normalize.intents import system_prompt_section
 
     parts = [text.strip(), system_prompt_section().strip(), RESULTS_ARE_DATA]
+    if instructions.strip():
+        parts.append(instructions.strip())
     if facts:
         parts.append("## Workspace\n" + "\n".join(f"- {f}" for f in facts))
     return "\n\n".join(parts) + "\n"

@@ -1,8 +1,9 @@
 """Anthropic models through the official SDK, streamed as raw Messages events.
 
-The SDK takes about a second to import, so it is imported only when a client
-first sends a request; `prefetch_import` starts that import in a background
-thread so a caller can overlap it with its own set-up. The SDK's own retries
+The SDK takes about a second to import, so a client's requests go over plain
+httpx (`anthropic_http`) until it has loaded: the first reply starting is the
+cue to import it in a background thread (`prefetch_import`), while the model
+thinks; `sdk="always"` uses the SDK from the first request. The SDK's own retries
 are off (`max_retries=0`): `providers.base.complete` retries, so that a UI can
 be told about each attempt and a cut stream is retried like any other failure.
 """
@@ -10,6 +11,8 @@ be told about each attempt and a cut stream is retried like any other failure.
 from __future__ import annotations
 
 import os
+import re
+import sys
 import threading
 import warnings
 from collections.abc import Iterator, Mapping
@@ -17,6 +20,7 @@ from typing import Any
 
 from normalize.cancel import CancelToken
 from normalize.errors import MissingKeyError, ProviderError
+from normalize.providers.anthropic_http import RETRYABLE_ERROR_TYPES, make_http, stream_messages
 from normalize.providers.base import (
     Completed,
     IncompleteStreamError,
@@ -46,34 +50,98 @@ MISSING_KEY = (
 
 _SDK_NOTICES = r"(The model '.*' is deprecated|Using Claude with .* is deprecated)"
 
-RETRYABLE_ERROR_TYPES = frozenset(
-    {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
-)
+
+
+_import_thread: threading.Thread | None = None
+_import_lock = threading.Lock()
 
 
 def prefetch_import() -> threading.Thread:
-    """Start `import anthropic` in a daemon thread and return the thread."""
+    """Start `import anthropic` in a daemon thread (once) and return the thread."""
+    global _import_thread
 
     def load() -> None:
         import anthropic  # noqa: F401
 
-    thread = threading.Thread(target=load, name="normalize-import-anthropic", daemon=True)
-    thread.start()
-    return thread
+    with _import_lock:
+        if _import_thread is None:
+            _import_thread = threading.Thread(target=load, name="normalize-import-anthropic",
+                                              daemon=True)
+            _import_thread.start()
+        return _import_thread
+
+
+def sdk_ready() -> bool:
+    """Whether the SDK is loaded (and no background import of it is still running)."""
+    if "anthropic" not in sys.modules:
+        return False
+    thread = _import_thread
+    return thread is None or not thread.is_alive()
+
+
+# The shortest prefix each model family caches (Anthropic's documented minimum cacheable
+# prompt lengths, in tokens); a shorter marked prefix is silently not cached. The first
+# pattern that matches the model name wins.
+MIN_CACHEABLE: tuple[tuple[re.Pattern[str], int], ...] = tuple(
+    (re.compile(pattern), tokens)
+    for pattern, tokens in (
+        (r"opus-4-(5|6)\b", 4096),
+        (r"haiku-4-5", 4096),
+        (r"opus-4-7\b", 2048),
+        (r"sonnet-4-6\b", 2048),
+        (r"haiku-3|3-5-haiku|3-haiku", 2048),
+        (r"(opus|sonnet|fable|mythos)-5", 512),
+    )
+)
+DEFAULT_MIN_CACHEABLE = 1024
+"""Sonnet 4.5, Sonnet 4, Opus 4.1, Opus 4, Sonnet 3.7 and any model not listed."""
+
+CACHE_MARK = {"type": "ephemeral"}
+
+
+def min_cacheable_tokens(model: str) -> int:
+    """The minimum cacheable prompt length of `model`'s family, in tokens."""
+    name = model.lower()
+    for pattern, tokens in MIN_CACHEABLE:
+        if pattern.search(name):
+            return tokens
+    return DEFAULT_MIN_CACHEABLE
+
+
+def prefix_tokens(chars: int) -> int:
+    """Tokens in a prefix of `chars` characters, estimated at 4 characters a token.
+
+    The same estimate as the usage the local test servers report; a mark the
+    estimate misjudges costs little (the API ignores one below its minimum).
+    """
+    return (chars + 3) // 4
 
 
 def build_params(request: ModelRequest, model: str) -> dict[str, Any]:
-    """The keyword arguments for `messages.create` (without `stream`)."""
+    """The keyword arguments for `messages.create` (without `stream`).
+
+    The system prompt (the stable prefix) is marked for caching when it is
+    long enough for the model's family; with `cache_messages`, the newest
+    message carries a second, moving breakpoint once the whole prompt is.
+    """
     params: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens,
         "messages": [{"role": m["role"], "content": m["content"]} for m in request.messages],
     }
+    least = min_cacheable_tokens(model)
     if request.system:
         block: dict[str, Any] = {"type": "text", "text": request.system}
-        if request.cache_system:
-            block["cache_control"] = {"type": "ephemeral"}
+        if request.cache_system and prefix_tokens(len(request.system)) >= least:
+            block["cache_control"] = dict(CACHE_MARK)
         params["system"] = [block]
+    messages = params["messages"]
+    if request.cache_messages and messages and isinstance(messages[-1]["content"], str):
+        total = len(request.system) + sum(len(str(m["content"])) for m in messages)
+        if prefix_tokens(total) >= least:
+            messages[-1] = {"role": messages[-1]["role"], "content": [
+                {"type": "text", "text": messages[-1]["content"],
+                 "cache_control": dict(CACHE_MARK)}]}
     if request.thinking:
         budget = request.thinking_budget or max(MIN_THINKING_BUDGET, request.max_tokens // 2)
         budget = max(budget, MIN_THINKING_BUDGET)
@@ -99,6 +167,7 @@ class AnthropicClient:
         auth_token: str | None = None,
         base_url: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        sdk: str = "auto",
     ) -> None:
         self.model = model
         self.base_url = base_url
@@ -106,6 +175,10 @@ class AnthropicClient:
         self._auth_token = auth_token
         self._timeout = timeout
         self._sdk = LazyPool(self._make_sdk)
+        self._http = LazyPool(lambda: make_http(self._timeout))
+        self.sdk_mode = sdk
+        """`auto`: plain httpx until the SDK has loaded in the background; `always`: the
+        SDK from the first request; `never`: plain httpx only (tests of that path)."""
 
     def __repr__(self) -> str:
         return f"AnthropicClient(model={self.model!r}, base_url={self.base_url!r})"
@@ -126,8 +199,9 @@ class AnthropicClient:
         return self._sdk.get()
 
     def close(self) -> None:
-        """Release the SDK's connection pool."""
+        """Release the connection pools."""
         self._sdk.close()
+        self._http.close()
 
     def stream(
         self, request: ModelRequest, cancel: CancelToken | None = None
@@ -139,6 +213,9 @@ class AnthropicClient:
             raise TurnCancelledError()
         # The SDK warns (attributed to this module, so hidden by Python's default
         # filters) about deprecated models; keep that true under warnings-as-errors.
+        if self.sdk_mode == "never" or (self.sdk_mode == "auto" and not sdk_ready()):
+            yield from self._stream_http(request, model, label, cancel)
+            return
         warnings.filterwarnings(
             "ignore", _SDK_NOTICES, DeprecationWarning, r"normalize\.providers\.anthropic"
         )
@@ -164,6 +241,18 @@ class AnthropicClient:
             if unregister is not None:
                 unregister()
             raw.close()
+
+
+    def _stream_http(self, request: ModelRequest, model: str, label: str,
+                     cancel: CancelToken | None) -> Iterator[ModelEvent]:
+        """The request over httpx; once the reply starts, the SDK loads in the background."""
+        events = stream_messages(self._http.get(), build_params(request, model),
+                                 base_url=self.base_url, api_key=self._api_key,
+                                 auth_token=self._auth_token, label=label, model=model,
+                                 cancel=cancel)
+        for event in events:
+            prefetch_import()  # the model is answering: time to load the SDK off the path
+            yield event
 
 
 def _events(raw: Any, label: str, model: str, cancel: CancelToken | None) -> Iterator[ModelEvent]:
@@ -275,4 +364,5 @@ def create(
         auth_token=auth_token,
         base_url=base_url or environ.get("ANTHROPIC_BASE_URL") or None,
         timeout=float(opts.pop("timeout", DEFAULT_TIMEOUT)),
+        sdk=str(opts.pop("sdk", "auto")),
     )

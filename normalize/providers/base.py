@@ -106,6 +106,10 @@ class ModelRequest:
     cache_system: bool = True
     temperature: float | None = None
     thinking_budget: int | None = None
+    cache_messages: bool = False
+    """Mark the newest message for caching too (a moving breakpoint for a growing history)."""
+    cache_key: str = ""
+    """A stable key for the provider's prompt cache (OpenAI's `prompt_cache_key`): the task id."""
 
     @property
     def last_message(self) -> str:

@@ -46,8 +46,13 @@ MISSING_KEY = (
 NON_RETRYABLE_CODES = frozenset({"insufficient_quota", "invalid_api_key", "model_not_found"})
 
 
-def build_body(request: ModelRequest, model: str, *, max_tokens_key: str) -> dict[str, Any]:
-    """The JSON body of a streamed chat-completions request."""
+def build_body(request: ModelRequest, model: str, *, max_tokens_key: str,
+               cache_key: bool = True) -> dict[str, Any]:
+    """The JSON body of a streamed chat-completions request.
+
+    `cache_key`: send the request's `prompt_cache_key` (OpenAI routes requests
+    with one key to the same prompt cache; local servers are not sent it).
+    """
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
@@ -61,6 +66,8 @@ def build_body(request: ModelRequest, model: str, *, max_tokens_key: str) -> dic
     }
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if request.cache_key and cache_key:
+        body["prompt_cache_key"] = request.cache_key  # one task's requests share a cache
     return body
 
 
@@ -140,7 +147,8 @@ class OpenAICompatClient:
         headers = {"content-type": "application/json"}
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
-        body = build_body(request, model, max_tokens_key=self._max_tokens_key)
+        body = build_body(request, model, max_tokens_key=self._max_tokens_key,
+                          cache_key=self.name == "openai")
         http = self._client()
         try:
             sent = http.build_request(

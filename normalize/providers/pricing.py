@@ -59,10 +59,12 @@ def _openai(inp: float, out: float, cached: float) -> Price:
 FREE = Price(0.0, 0.0, 0.0, 0.0)
 
 DEFAULT_PRICES: dict[str, Price] = {
+    "claude-opus-4-6": _anthropic(5.0, 25.0),
     "claude-opus-4-5": _anthropic(5.0, 25.0),
     "claude-opus-4-1": _anthropic(15.0, 75.0),
     "claude-opus-4-0": _anthropic(15.0, 75.0),
     "claude-opus-4": _anthropic(15.0, 75.0),
+    "claude-sonnet-4-6": _anthropic(3.0, 15.0),
     "claude-sonnet-4-5": _anthropic(3.0, 15.0),
     "claude-sonnet-4-0": _anthropic(3.0, 15.0),
     "claude-sonnet-4": _anthropic(3.0, 15.0),

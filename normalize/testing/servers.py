@@ -20,6 +20,7 @@ the final event is missing) or abruptly (the connection drops mid-body).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import socket
@@ -33,6 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
 
+from normalize.providers.anthropic import min_cacheable_tokens
 from normalize.providers.synthetic import estimate_tokens
 
 ANTHROPIC_ERROR_TYPES = {
@@ -175,7 +177,8 @@ class FakeModelServer:
         for model, items in (models or {}).items():
             self._queues[model] = deque(items)
         self._lock = threading.Lock()
-        self._seen_systems: set[str] = set()
+        self._cached: set[str] = set()  # Anthropic prompt-cache entries (prefix digests)
+        self._prompts: dict[tuple[str, str], list[str]] = {}  # OpenAI prompts seen, by key
         self._stopping = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -262,15 +265,111 @@ class FakeModelServer:
             queue = self._queues.get(model) if model in self._queues else self._queues[None]
             return queue.popleft() if queue else None
 
-    def _cache_tokens(self, system: str, cached: bool) -> tuple[int, bool]:
-        """Tokens of `system` and whether it was seen before (prompt caching)."""
-        tokens = estimate_tokens(system)
-        if not cached or not system:
-            return tokens, False
+    def anthropic_usage(self, body: Mapping[str, Any]) -> dict[str, int]:
+        """Input, cache-read and cache-write tokens of a Messages request, as the API counts them.
+
+        The prompt is a sequence of blocks (system blocks, then each message's
+        content). A block marked `cache_control` is a breakpoint: the prefix up
+        to the longest earlier-written boundary found within 20 blocks before a
+        breakpoint is read from the cache, and each breakpoint whose prefix is at
+        least the model's minimum cacheable length is written.
+        """
+        blocks = _anthropic_blocks(body)
+        keys, totals = _prefixes(str(body.get("model", "")), blocks)
+        total = totals[-1] if totals else 0
+        marks = [i for i, (_, _, marked) in enumerate(blocks) if marked]
+        least = min_cacheable_tokens(str(body.get("model", "")))
+        read_at = -1
         with self._lock:
-            seen = system in self._seen_systems
-            self._seen_systems.add(system)
-        return tokens, seen
+            for mark in marks:
+                for i in range(mark, max(mark - CACHE_LOOKBACK, -1), -1):
+                    if keys[i] in self._cached:
+                        read_at = max(read_at, i)
+                        break
+            read = totals[read_at] if read_at >= 0 else 0
+            written = [m for m in marks if totals[m] >= least and m > read_at]
+            for mark in written:
+                self._cached.add(keys[mark])
+        write = totals[written[-1]] - read if written else 0
+        return {"input_tokens": total - read - write, "cache_read_input_tokens": read,
+                "cache_creation_input_tokens": write}
+
+    def openai_usage(self, body: Mapping[str, Any]) -> tuple[int, int]:
+        """(prompt tokens, cached tokens) of a chat request, as OpenAI's automatic caching counts.
+
+        A prompt of at least 1,024 tokens reads the longest prefix it shares with
+        an earlier prompt of the same model and `prompt_cache_key`, in steps of
+        128 tokens from 1,024 on.
+        """
+        text = "".join(f"<{m.get('role')}>{_content_text(m.get('content'))}"
+                       for m in body.get("messages") or [] if isinstance(m, Mapping))
+        prompt = estimate_tokens(text)
+        key = (str(body.get("model", "")), str(body.get("prompt_cache_key") or ""))
+        with self._lock:
+            earlier = self._prompts.setdefault(key, [])
+            shared = max((_common_prefix(text, other) for other in earlier), default=0)
+            earlier.append(text)
+        cached = estimate_tokens(text[:shared]) if prompt >= OPENAI_MIN_CACHED else 0
+        cached = cached - (cached % 128) if cached >= OPENAI_MIN_CACHED else 0
+        return prompt, min(cached, prompt)
+
+
+CACHE_LOOKBACK = 20
+"""Blocks before a breakpoint the Anthropic API checks for an earlier cache entry."""
+OPENAI_MIN_CACHED = 1024
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping))
+    return str(content or "")
+
+
+def _anthropic_blocks(body: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+    """(role, text, marked) for each block of a Messages request, system first."""
+    out: list[tuple[str, str, bool]] = []
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        out.append(("system", system, False))
+    elif isinstance(system, list):
+        out += [("system", str(b.get("text", "")), bool(b.get("cache_control")))
+                for b in system if isinstance(b, Mapping)]
+    for message in body.get("messages") or []:
+        if not isinstance(message, Mapping):
+            continue
+        role, content = str(message.get("role", "")), message.get("content")
+        if isinstance(content, list):
+            out += [(role, str(b.get("text", "")), bool(b.get("cache_control")))
+                    for b in content if isinstance(b, Mapping)]
+        else:
+            out.append((role, str(content or ""), False))
+    return out
+
+
+def _prefixes(model: str, blocks: list[tuple[str, str, bool]]) -> tuple[list[str], list[int]]:
+    """A digest of each prefix of `blocks` (ending at block i) and its tokens so far."""
+    digest = hashlib.blake2b(model.encode(), digest_size=16)
+    keys: list[str] = []
+    totals: list[int] = []
+    tokens = 0
+    for role, text, _ in blocks:
+        digest.update(json.dumps([role, text]).encode())
+        keys.append(digest.copy().hexdigest())
+        tokens += estimate_tokens(text)
+        totals.append(tokens)
+    return keys, totals
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix (binary search over slices: C-speed compares)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 class _Server(ThreadingHTTPServer):
@@ -397,24 +496,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(fault.code, _error_body(api, fault.error_type, fault.message), headers)
 
     def _usage(self, record: RecordedRequest, reply: Reply) -> dict[str, int]:
-        """Estimated usage: input from the request text, cached system prompt as in caching."""
-        system = record.system
-        cached = False
-        if isinstance(system, list):
-            cached = any(isinstance(b, dict) and b.get("cache_control") for b in system)
-            system = "".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
-        system = str(system or "")
+        """Estimated usage: input from the request text, cache reads and writes as the API's."""
+        fake = self.server.fake
         if record.api == "openai":
-            cached = True  # OpenAI caches long prompts automatically
-        messages = [m for m in record.body.get("messages", []) if m.get("role") != "system"]
-        message_tokens = sum(estimate_tokens(str(m.get("content", ""))) for m in messages)
-        system_tokens, seen = self.server.fake._cache_tokens(system, cached)
-        usage = {
-            "input_tokens": message_tokens + (0 if cached else system_tokens),
-            "output_tokens": max(1, estimate_tokens(reply.text + reply.thinking)),
-            "cache_read_input_tokens": system_tokens if cached and seen else 0,
-            "cache_creation_input_tokens": system_tokens if cached and not seen else 0,
-        }
+            prompt, cached = fake.openai_usage(record.body)
+            usage = {"input_tokens": prompt - cached, "cache_read_input_tokens": cached,
+                     "cache_creation_input_tokens": 0}
+        else:
+            usage = fake.anthropic_usage(record.body)
+        usage["output_tokens"] = max(1, estimate_tokens(reply.text + reply.thinking))
         usage.update(reply.usage or {})
         return usage
 

@@ -4,6 +4,11 @@ A tool is the hands on the codebase. It declares whether it is read-only (safe
 to run again after a crash) or side-effecting, parses its own arguments from
 `action.args` / `action.body`, and returns an `ActionResult`. Tools never
 print and never emit events: the engine does.
+
+Output is sized by intent: a tool whose output the reader explicitly asked
+for (`asked = True`: `view`, `fetch`) comes back whole up to the cache's
+asked-for bound; any other long output becomes an error-first preview and an
+id. A tool with `previewed = False` bounds its own output.
 """
 
 from __future__ import annotations
@@ -122,7 +127,30 @@ class ToolRegistry:
             result = ActionResult.failure(f"{exc.strerror or exc}{where}")
         result.duration = result.duration or (time.perf_counter() - started)
         if getattr(tool, "previewed", True) and (result.ok or result.output):
-            preview, cache_id = ctx.cache_for(action).preview(result.output)
+            preview, cache_id = shape_output(ctx.cache_for(action), result.output,
+                                             asked=bool(getattr(tool, "asked", False)))
             if cache_id is not None or preview != result.output:
                 result.preview, result.cache_id = preview, cache_id
         return result
+
+
+def shape_output(cache: ResultCache, output: str, *, asked: bool) -> tuple[str, str | None]:
+    """What a reader sees of `output`: whole when asked for and within the bound, else a preview.
+
+    A cache without `preview_asked` (a third-party one) previews everything alike.
+    """
+    whole = getattr(cache, "preview_asked", None) if asked else None
+    if callable(whole):
+        shown, cache_id = whole(output)
+        return str(shown), cache_id
+    return cache.preview(output)
+
+
+def asked_bound(cache: ResultCache) -> tuple[int, int]:
+    """(lines, characters) up to which `cache` shows an asked-for result whole."""
+    from normalize.execution.cache import DEFAULT_ASKED_CHARS, DEFAULT_ASKED_LINES
+
+    bound = getattr(cache, "asked_bound", None)
+    if isinstance(bound, tuple) and len(bound) == 2:
+        return int(bound[0]), int(bound[1])
+    return DEFAULT_ASKED_LINES, DEFAULT_ASKED_CHARS

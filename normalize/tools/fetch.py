@@ -45,6 +45,8 @@ class FetchTool:
     summary: ClassVar[str] = "the full text of a cached result whose preview was shown"
     previewed: ClassVar[bool] = False
     """The registry must not cut this output down to a preview again."""
+    asked: ClassVar[bool] = True
+    """The reader asked for this text: the prompt shows it whole up to the result bound."""
 
     def run(self, action: Action, ctx: ToolContext) -> ActionResult:
         cache_id, span = _parse(action.args)

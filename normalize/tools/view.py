@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from normalize.errors import ToolError
 from normalize.fsopen import open_file, read_bytes
 from normalize.task import Action, ActionResult
-from normalize.tools.base import ToolContext
+from normalize.tools.base import ToolContext, asked_bound
 from normalize.tools.code import (
     Symbol,
     address,
@@ -208,6 +208,8 @@ class ViewTool:
         "(big files give their outline), a symbol's source, or a directory tree"
     )
     usage: ClassVar[str] = "view PATH | PATH:START-END | PATH:N | PATH/SYMBOL | DIR"
+    asked: ClassVar[bool] = True
+    """The reader asked for this text: it comes back whole up to the asked-for bound."""
 
     def __init__(
         self,
@@ -244,12 +246,16 @@ class ViewTool:
         if target.symbol is not None:
             return self._symbol(target, lines)
         size = target.path.stat().st_size
-        if len(lines) > self.max_lines or size > self.max_bytes:
+        bound_lines, bound_chars = asked_bound(ctx.cache_for(action))
+        if len(lines) > min(self.max_lines, bound_lines) or size > self.max_bytes:
             return self._big(target, lines)
         data = {"path": target.shown, "kind": "file", "lines": len(lines)}
         if not lines:
             return ActionResult.success(f"{target.shown}: empty file", data=data)
-        return ActionResult.success(numbered(lines, 1, len(lines)), data=data)
+        text = numbered(lines, 1, len(lines))
+        if len(text) > bound_chars:  # past what comes back whole: the outline says more
+            return self._big(target, lines)
+        return ActionResult.success(text, data=data)
 
     def _range(self, target: Target) -> ActionResult:
         start, end = target.start or 1, target.end

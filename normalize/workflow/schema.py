@@ -50,7 +50,7 @@ SCHEMAS: dict[str, dict[str, Checker]] = {
     "context": {"strategy": _str, "max_results": _int, "max_history": _int,
                 "compact_after_chars": _int},
     "cache": {"strategy": _str, "preview_length": _int, "preview_lines": _int,
-              "ttl_seconds": _num, "max_bytes": _int},
+              "asked_lines": _int, "asked_chars": _int, "ttl_seconds": _num, "max_bytes": _int},
     "retry": {"strategy": _str, "max_attempts": _int, "base_delay": _num, "max_delay": _num,
               "jitter": _flag_or_num},
     "limits": {"max_turns": _int, "max_tokens": _int, "max_cost_usd": _num,

@@ -99,7 +99,8 @@ def run_agent(normalize_home: Path) -> Callable[..., Run]:
     def run(workspace: Path, goal: str = "fix the type error", *, factory: Factory | None = None,
             llm: dict[str, Any] | None = None, context: dict[str, Any] | None = None,
             limits: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
-            task_id: str | None = None, resume: bool = False, **run_options: Any) -> Run:
+            task_id: str | None = None, resume: bool = False,
+            cache: dict[str, Any] | None = None, **run_options: Any) -> Run:
         store = TaskStore(normalize_home, fsync=False)
         events: list[BaseEvent] = []
         opts = RunOptions(workspace=workspace, subscribers=[events.append], store=store,
@@ -116,6 +117,8 @@ def run_agent(normalize_home: Path) -> Callable[..., Run]:
                 spec.context = context
             if limits is not None:
                 spec.limits = limits
+            if cache is not None:
+                spec.cache = cache
             task = start_task(spec, goal, opts)
         driver = make_driver(task, opts)
         assert isinstance(driver, LLMDriver)

@@ -242,7 +242,7 @@ def test_conversation_compaction_is_recorded(repo: Path, run_agent: Any) -> None
                     context={"strategy": "conversation", "compact_after_chars": 3000})
     compacted = run.of("context_compacted")
     assert compacted and all(c["after_chars"] < c["before_chars"] for c in compacted)
-    assert "… compacted (20 lines)" in "".join(m["content"] for m in model.requests[-1].messages)
+    assert "… compacted (80 lines)" in "".join(m["content"] for m in model.requests[-1].messages)
 
 
 def test_driver_state_stays_bounded(repo: Path, run_agent: Any) -> None:
@@ -282,16 +282,29 @@ def test_goal_template_and_config_errors() -> None:
         ["anthropic:claude-haiku-4-5", "openai:gpt-4.1"]
 
 
-def test_importing_the_driver_is_light_and_creating_it_prefetches_the_sdk() -> None:
+def test_the_first_request_goes_before_the_sdk_loads_and_later_ones_through_it() -> None:
     code = (
         "import sys, normalize.drivers.llm as llm\n"
         "heavy = [m for m in ('anthropic', 'httpx') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
         "from normalize.drivers.base import DriverServices\n"
         "driver = llm.LLMDriver.from_config({'llm': {}}, DriverServices())\n"
-        "assert driver._client is None  # the client itself is made on the first turn\n"
-        "llm._prefetch.join()\n"
-        "assert 'anthropic' in sys.modules\n"
+        "assert driver._client is None and 'anthropic' not in sys.modules\n"
+        "import normalize.providers.anthropic as sdk\n"
+        "from normalize.providers import ModelRequest, complete, create_client\n"
+        "from normalize.testing.servers import FakeModelServer\n"
+        "request = ModelRequest(system='s', messages=[{'role': 'user', 'content': 'hi'}])\n"
+        "with FakeModelServer(['one', 'two']) as server:\n"
+        "    client = create_client('anthropic:claude-sonnet-4-5', base_url=server.url,\n"
+        "                           env={'ANTHROPIC_API_KEY': 'k'})\n"
+        "    assert complete(client, request).text == 'one'\n"
+        "    sdk._import_thread.join()  # started once the first reply began\n"
+        "    assert complete(client, request).text == 'two'\n"
+        "    first, second = server.requests\n"
+        "    assert first.body == {**second.body}, (first.body, second.body)\n"
+        "    assert 'x-stainless-lang' not in first.headers  # plain httpx\n"
+        "    assert second.headers['x-stainless-lang'] == 'python'  # the official SDK\n"
+        "    client.close()\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -33,6 +33,10 @@ def test_anthropic_sdk_fixes_the_type_error(repo: Path, server: FakeModelServer,
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEYS["ANTHROPIC_API_KEY"])
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     server.add(*FIX_SCRIPT)
+    # the project's instructions make the stable prefix long enough to cache (Sonnet 4.5: 1,024)
+    (repo / "AGENTS.md").write_text("".join(
+        f"- Convention {n}: annotate every function, keep modules small, test each fix.\n"
+        for n in range(60)))
     run = run_agent(repo)  # no factory: the driver makes its own client from the environment
 
     assert run.outcome.status.value == "done", run.outcome.error
@@ -41,7 +45,7 @@ def test_anthropic_sdk_fixes_the_type_error(repo: Path, server: FakeModelServer,
     assert {r.api for r in server.requests} == {"anthropic"}
     assert {r.model for r in server.requests} == {"claude-sonnet-4-5"}
     assert_fed_back(turn_texts(server))
-    # the system prompt is the same on every turn and marked for prompt caching
+    # the system prompt is the same on every turn, marked for prompt caching, and read back
     systems = [r.system for r in server.requests]
     assert all(s == systems[0] for s in systems)
     assert systems[0][0]["cache_control"] == {"type": "ephemeral"}

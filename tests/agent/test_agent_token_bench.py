@@ -62,3 +62,18 @@ def test_markdown_tables(rows: dict[str, dict[str, Any]]) -> None:
     assert table.splitlines()[0].startswith("| strategy | first turn | last turn |")
     assert "| `task_tree` |" in table and "| 100% |" in table
     assert len(bench.per_turn_table(list(rows.values())).splitlines()) == 2 + 12
+
+
+def test_the_review_story_meets_its_targets_under_task_tree(tmp_path: Path) -> None:
+    """30 steps on h11's real sdist through the SDK: ≤ 31 requests, ≤ 80k tokens, flat."""
+    bench = sys.modules.get("bench_tokens") or load_bench()
+    try:
+        sdist = bench.fetch_sdist(tmp_path / "cache")
+    except RuntimeError as err:  # no package index on this machine
+        pytest.skip(str(err))
+    assert len(bench.review_script()) == 30
+    (row,) = bench.review_table(("task_tree",), cache=sdist.parent)
+    assert row["requests"] == 30  # one request per step: no view-then-fetch
+    assert row["total"] <= 80_000
+    assert row["last"] <= 1.5 * row["first"]
+    assert row["cost_usd"] > 0

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -27,7 +29,26 @@ from normalize.providers import (
 from normalize.retry import RetryPolicy
 from normalize.testing.servers import FakeModelServer, Fault, Reply
 
+
+@pytest.fixture(params=["always", "never"], ids=["sdk", "httpx"])
+def make_client(request: pytest.FixtureRequest,
+                server: FakeModelServer) -> Iterator[Callable[..., ModelClient]]:
+    """Clients at the fake server: the official SDK, and the httpx path used before it loads."""
+    made: list[Any] = []
+
+    def make(spec: str, **opts: Any) -> ModelClient:
+        client = create_client(spec, base_url=server.url, env=KEYS, sdk=request.param, **opts)
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        close_client(client)
+
+
+KEYS = {"ANTHROPIC_API_KEY": "sk-ant-test"}
 MODEL = "anthropic:claude-haiku-4-5"
+LONG_SYSTEM = "You are a terse assistant working on a codebase. " * 400  # past Haiku 4.5's 4,096
 Make = Callable[..., ModelClient]
 
 
@@ -40,6 +61,7 @@ def test_streamed_reply_usage_and_cached_system(
 ) -> None:
     server.add(Reply("The test fails because the fixture path is wrong."))
     events: list[ModelEvent] = []
+    request_ = replace(request_, system=LONG_SYSTEM)
     result = complete(make_client(MODEL), request_, on_event=events.append, retry=fast)
 
     assert result.text == "The test fails because the fixture path is wrong."
@@ -69,11 +91,14 @@ def test_streamed_reply_usage_and_cached_system(
 def test_second_turn_reads_the_cached_system_prompt(
     server: FakeModelServer, make_client: Make, request_: ModelRequest
 ) -> None:
-    server.add("one", "two")
+    server.add("one", "two", "three")
     client = make_client(MODEL)
-    first = complete(client, request_)
-    second = complete(client, request_)
+    first = complete(client, replace(request_, system=LONG_SYSTEM))
+    second = complete(client, replace(request_, system=LONG_SYSTEM))
     assert second.usage.cache_read_tokens == first.usage.cache_write_tokens > 0
+    # a system prompt under the model's minimum cacheable length is not marked at all
+    complete(client, request_)
+    assert "cache_control" not in server.requests[-1].body["system"][0]
 
 
 def test_cache_system_off_and_temperature(

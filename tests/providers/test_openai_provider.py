@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -56,6 +57,7 @@ def test_cached_prompt_tokens_are_cache_reads(
 ) -> None:
     server.add("one", "two")
     client = make_client(MODEL)
+    request_ = replace(request_, system="You review code carefully. " * 300)  # > 1,024 tokens
     first = complete(client, request_)
     second = complete(client, request_)
     assert first.usage.cache_read_tokens == 0

@@ -19,11 +19,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from normalize.execution.cache import DEFAULT_ASKED_CHARS
 from normalize.task import Action, ActionResult
 
 Message = dict[str, str]
 
-RESULT_CHARS = 2_500
+RESULT_CHARS = DEFAULT_ASKED_CHARS + 500
+"""Longest result text: what was asked for (bounded by the cache) passes whole."""
 LINE_CHARS = 160
 
 MARKER_BYTES = 8
