@@ -2,7 +2,8 @@
 
 Layout under the data home (`NORMALIZE_HOME` or the platform's user data dir):
 
-    tasks/ID.json        current state, written atomically at each checkpoint
+    tasks/ID.json        the state, rewritten atomically every few checkpoints and at the end
+    tasks/ID.ckpt        the checkpoints since, appended (normalize/store/ckptlog.py)
     tasks/ID.jsonl       the journal: every event, appended
     tasks/ID.lock        the ownership lock (flock; released when its process dies)
     tasks/ID.owner       pid and epoch of the current owner
@@ -42,6 +43,7 @@ from normalize.errors import (
 )
 from normalize.faults import crash_point
 from normalize.fsutil import fsync_directory
+from normalize.store import ckptlog
 from normalize.store.journal import JournalWriter, read_journal, tail_events, write_hint
 from normalize.store.migrations import migrate
 from normalize.store.paths import data_home
@@ -111,9 +113,10 @@ class TaskLock:
 
     The flock is released by the kernel when its process dies, so a task left
     by a killed process is simply taken over. Each acquisition records a new,
-    higher epoch in the owner file; `verify` (run before every journal append
-    and checkpoint) refuses a writer whose epoch is no longer the recorded
-    one — a process that lost the task to another must not write over it.
+    higher epoch in the owner file; `verify` (run before every durable journal
+    append and every checkpoint: once per durable write) refuses a writer
+    whose epoch is no longer the recorded one — a process that lost the task
+    to another must not write over it.
     """
 
     OWNER_WAIT = 2.0  # seconds a refused process waits for the winner to name itself
@@ -125,10 +128,8 @@ class TaskLock:
                               mode=FILE_MODE)
         self.epoch = 0
         self._stamp: tuple[int, int] | None = None
-
-    @property
-    def owner_path(self) -> Path:
-        return self.store.tasks_dir / f"{self.task_id}.owner"
+        self.owner_path = store.tasks_dir / f"{task_id}.owner"
+        self._owner = str(self.owner_path)  # the fence stats it once per durable write
 
     def acquire(self, epoch: int) -> None:
         """Take the lock or fail at once naming the holder; record a new epoch (≥ `epoch`)."""
@@ -170,7 +171,7 @@ class TaskLock:
     def verify(self) -> None:
         """Raise `StaleEpochError` when another process has taken the task over since."""
         try:
-            st = os.stat(self.owner_path)
+            st = os.stat(self._owner)
         except OSError:
             return  # no owner recorded (or unreadable): nothing says we lost the task
         if self._stamp == (st.st_ino, st.st_mtime_ns):
@@ -207,14 +208,19 @@ class TaskStore:
         self.fsync = fsync
         self.redact = redact
         self.warnings: list[str] = []
+        self.announced = 0  # how many of the warnings a run has shown already
         self._configs: dict[str, tuple[tuple[int, int], str]] = {}
         self._loaded: dict[str, tuple[str, bytes]] = {}  # config files as `load` read them
         self._shown: dict[str, Redact] = {}  # a redactor per workspace, for `shown`
+        self._logs: dict[str, ckptlog.LogState] = {}  # the checkpoint logs this process writes
 
     # -- paths -----------------------------------------------------------
 
     def task_path(self, task_id: str) -> Path:
         return self.tasks_dir / f"{task_id}.json"
+
+    def log_path(self, task_id: str) -> Path:
+        return self.tasks_dir / f"{task_id}.ckpt"
 
     def journal_path(self, task_id: str) -> Path:
         return self.tasks_dir / f"{task_id}.jsonl"
@@ -236,12 +242,16 @@ class TaskStore:
 
     # -- writing ---------------------------------------------------------
 
-    def save(self, task: Task, *, lock: TaskLock | None = None) -> int:
-        """Checkpoint `task` atomically; returns the bytes written.
+    def save(self, task: Task, *, lock: TaskLock | None = None, full: bool = True) -> int:
+        """Checkpoint `task`; returns the bytes written.
 
-        With a `lock`, the write is refused if another process took the task
-        over since (its epoch is newer than ours). A failed write (full disk,
-        read-only directory) raises `StoreError` and leaves the previous file.
+        `full=False` (a run's checkpoint between two others) appends one record
+        to the task's checkpoint log instead of rewriting its file; every
+        `ckptlog.EVERY` records, and at the first checkpoint of a run, the file
+        is rewritten whole. With a `lock`, the write is refused if another
+        process took the task over since (its epoch is newer than ours). A
+        failed write (full disk, read-only directory) raises `StoreError` and
+        leaves the previous checkpoint.
         """
         if lock is not None:
             lock.verify()
@@ -250,19 +260,48 @@ class TaskStore:
         if lock is not None:  # a run: the driver config is written once, beside the task
             data["driver_config_file"] = self._config_file(task, lock)
             del data["driver_config"]
+        log = self._logs.get(task.id)
+        if not full and lock is not None and log is not None and log.epoch == lock.epoch \
+                and log.records < ckptlog.EVERY:
+            data["log_gen"] = log.gen
+            record = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+            try:
+                ckptlog.append_record(self.log_path(task.id), log, record + b"\n",
+                                      fsync=self.fsync)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot save task {task.id} to {self.log_path(task.id)}: "
+                    f"{exc.strerror or exc}; the previous checkpoint is intact",
+                    hint=write_hint(exc)) from exc
+            return len(record)
+        if log is not None:
+            log.close()
+        gen = time.time_ns()
+        data["log_gen"] = gen
         # exactly as it is, never redacted: this is what resume executes
         payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
         try:
             self.ensure()
             atomic_write_bytes(self.task_path(task.id), payload, fsync=self.fsync,
                                crash="checkpoint_write", owned=lock is not None)
+            ckptlog.remove(self.log_path(task.id))  # its records are older than the file now
         except OSError as exc:
             raise StoreError(
                 f"cannot save task {task.id} to {self.task_path(task.id)}: "
                 f"{exc.strerror or exc}; the previous checkpoint is intact",
                 hint=write_hint(exc),
             ) from exc
+        if lock is not None:
+            self._logs[task.id] = ckptlog.LogState(gen=gen, epoch=lock.epoch)
+        else:
+            self._logs.pop(task.id, None)
         return len(payload)
+
+    def close_log(self, task_id: str) -> None:
+        """Close the checkpoint log this process appends to for `task_id` (the run ended)."""
+        log = self._logs.pop(task_id, None)
+        if log is not None:
+            log.close()
 
     def _config_file(self, task: Task, lock: TaskLock) -> str:
         """Write the task's driver config once per run; the name the task file refers to.
@@ -371,7 +410,7 @@ class TaskStore:
         lock = self.lock(task_id)
         lock.acquire(epoch=-1)
         try:
-            for suffix in (".json", ".jsonl", ".owner"):
+            for suffix in (".json", ".ckpt", ".jsonl", ".owner"):
                 with contextlib.suppress(FileNotFoundError):
                     (self.tasks_dir / f"{task_id}{suffix}").unlink()
             import shutil
@@ -403,7 +442,11 @@ class TaskStore:
                 "could not move it aside (the directory is not writable)"
             raise CorruptTaskError(f"{exc}; {where}") from None
 
-    def _parse(self, task_id: str, *, with_config: bool = True) -> Task:
+    def state(self, task_id: str) -> dict[str, Any]:
+        """The task's stored state as JSON: its file, or the newer record in its checkpoint log.
+
+        Raises `TaskNotFoundError`, `StoreError`, or ValueError for a damaged file.
+        """
         path = self.task_path(task_id)
         try:
             raw = path.read_bytes()
@@ -411,10 +454,20 @@ class TaskStore:
             raise TaskNotFoundError(f"no task {task_id!r} in {self.tasks_dir}") from None
         except OSError as exc:
             raise StoreError(f"{path}: cannot read: {exc.strerror}") from exc
+        data: dict[str, Any] = json.loads(raw)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        newer = ckptlog.latest(self.log_path(task_id), data.get("log_gen"),
+                               warn=self.warnings.append)
+        if newer is not None:
+            data = newer
+        data.pop("log_gen", None)
+        return data
+
+    def _parse(self, task_id: str, *, with_config: bool = True) -> Task:
+        path = self.task_path(task_id)
         try:
-            data = json.loads(raw)
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
+            data = self.state(task_id)
             if "driver_config_file" in data:
                 name = data.pop("driver_config_file")
                 if with_config:
