@@ -7,10 +7,12 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from normalize.errors import StoreError
-from normalize.events import BaseEvent
+
+if TYPE_CHECKING:  # not at run time: listing tasks need not build every event class
+    from normalize.events import BaseEvent
 
 TAIL_BYTES = 65536
 

@@ -24,30 +24,26 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from normalize.errors import (
     CorruptTaskError,
     SchemaVersionError,
-    StaleEpochError,
     StoreError,
-    TaskLockedError,
     TaskNotFoundError,
 )
-from normalize.faults import crash_point
-from normalize.fsutil import fsync_directory
-from normalize.store import ckptlog
+from normalize.store import ckptlog, index
 from normalize.store.journal import JournalWriter, read_journal, tail_events, write_hint
 from normalize.store.migrations import migrate
+from normalize.store.ownership import TaskLock, atomic_write_bytes, pid_alive
 from normalize.store.paths import data_home
 from normalize.task import Task
+
+__all__ = ["StoreProblem", "TaskLock", "TaskStore", "atomic_write_bytes", "pid_alive"]
 
 Redact = Callable[[Any], Any]
 
@@ -61,136 +57,6 @@ class StoreProblem:
 
     path: Path
     message: str
-
-
-def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True,
-                       crash: str | None = None, owned: bool = False) -> None:
-    """Write `data` to `path` so that readers see the old or the new file, never a mix.
-
-    `crash` names the fault-injection point reached with half the bytes written.
-    `owned` says the caller holds the file's lock, so a fixed temporary name is
-    safe (and cheaper than a unique one, at every checkpoint).
-    """
-    if owned:
-        tmp = str(path.parent / f".{path.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    else:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            half = len(data) // 2
-            fh.write(data[:half])
-            if crash is not None:
-                crash_point(crash)
-            fh.write(data[half:])
-            fh.flush()
-            if fsync:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if fsync:
-        fsync_directory(path.parent)
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (it may belong to another user)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    return True
-
-
-class TaskLock:
-    """Ownership of one task: an flock plus an owner file naming pid and epoch.
-
-    The flock is released by the kernel when its process dies, so a task left
-    by a killed process is simply taken over. Each acquisition records a new,
-    higher epoch in the owner file; `verify` (run before every durable journal
-    append and every checkpoint: once per durable write) refuses a writer
-    whose epoch is no longer the recorded one — a process that lost the task
-    to another must not write over it.
-    """
-
-    OWNER_WAIT = 2.0  # seconds a refused process waits for the winner to name itself
-
-    def __init__(self, store: TaskStore, task_id: str) -> None:
-        self.store = store
-        self.task_id = task_id
-        self._lock = FileLock(str(store.tasks_dir / f"{task_id}.lock"), timeout=0,
-                              mode=FILE_MODE)
-        self.epoch = 0
-        self._stamp: tuple[int, int] | None = None
-        self.owner_path = store.tasks_dir / f"{task_id}.owner"
-        self._owner = str(self.owner_path)  # the fence stats it once per durable write
-
-    def acquire(self, epoch: int) -> None:
-        """Take the lock or fail at once naming the holder; record a new epoch (≥ `epoch`)."""
-        try:
-            self._lock.acquire(timeout=0)
-        except Timeout:
-            raise TaskLockedError(
-                f"task {self.task_id} is running in {self._holder()}; wait for it to end or "
-                "stop that process first",
-            ) from None
-        except OSError as exc:
-            raise StoreError(f"cannot lock task {self.task_id}: {self.store.tasks_dir}: "
-                             f"{exc.strerror or exc}", hint=write_hint(exc)) from exc
-        previous = self.store.owner(self.task_id)
-        self.epoch = max(epoch, previous[1] + 1 if previous else 0)
-        owner = json.dumps({"pid": os.getpid(), "epoch": self.epoch}).encode()
-        try:
-            atomic_write_bytes(self.owner_path, owner, fsync=self.store.fsync)
-            st = os.stat(self.owner_path)
-        except OSError as exc:
-            self.release()
-            raise StoreError(f"cannot take task {self.task_id}: cannot write "
-                             f"{self.owner_path}: {exc.strerror or exc}",
-                             hint=write_hint(exc)) from exc
-        self._stamp = (st.st_ino, st.st_mtime_ns)
-        self.store.sweep(self.task_id)
-
-    def _holder(self) -> str:
-        """Who holds the lock: the winner writes its owner file just after locking."""
-        deadline = time.monotonic() + self.OWNER_WAIT
-        while True:
-            holder = self.store.owner(self.task_id)
-            if holder is not None and pid_alive(holder[0]):
-                return f"process {holder[0]}"
-            if time.monotonic() >= deadline:
-                return "another process"
-            time.sleep(0.02)
-
-    def verify(self) -> None:
-        """Raise `StaleEpochError` when another process has taken the task over since."""
-        try:
-            st = os.stat(self._owner)
-        except OSError:
-            return  # no owner recorded (or unreadable): nothing says we lost the task
-        if self._stamp == (st.st_ino, st.st_mtime_ns):
-            return
-        holder = self.store.owner(self.task_id)
-        if holder is not None and holder[1] != self.epoch:
-            raise StaleEpochError(
-                f"task {self.task_id} was taken over by process {holder[0]} (epoch "
-                f"{holder[1]}); this process (epoch {self.epoch}) stops without writing",
-            )
-        self._stamp = (st.st_ino, st.st_mtime_ns)
-
-    def release(self) -> None:
-        if self._lock.is_locked:
-            self._lock.release()
-
-    @property
-    def held(self) -> bool:
-        return self._lock.is_locked
 
 
 class TaskStore:
@@ -295,6 +161,7 @@ class TaskStore:
             self._logs[task.id] = ckptlog.LogState(gen=gen, epoch=lock.epoch)
         else:
             self._logs.pop(task.id, None)
+        index.note(self.tasks_dir, task.id, index.summary_of(data))
         return len(payload)
 
     def close_log(self, task_id: str) -> None:
@@ -416,6 +283,7 @@ class TaskStore:
             import shutil
 
             shutil.rmtree(self.tasks_dir / task_id, ignore_errors=True)
+            index.note(self.tasks_dir, task_id, None)
         finally:
             lock.release()
             with contextlib.suppress(FileNotFoundError):
@@ -507,7 +375,8 @@ class TaskStore:
         """
         made = [p for p in (self.home, self.tasks_dir) if not p.exists()]
         task.updated_at = time.time()
-        payload = json.dumps(task.to_dict(), ensure_ascii=False, separators=(",", ":")).encode()
+        data = task.to_dict()
+        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
         try:
             self.ensure()
             atomic_write_bytes(self.task_path(task.id), payload, fsync=self.fsync)
@@ -519,6 +388,26 @@ class TaskStore:
                 raise
             raise StoreError(f"cannot create a task in {self.tasks_dir}: "
                              f"{exc.strerror or exc}", hint=write_hint(exc)) from exc
+        self._keep_index()
+        index.note(self.tasks_dir, task.id, index.summary_of(data))
+
+    def _keep_index(self) -> None:
+        """Rebuild the task index when it is missing, compact it when mostly superseded."""
+        path = self.tasks_dir / index.NAME
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            size = -1
+        except OSError:
+            return
+        if 0 <= size < index.COMPACT_BYTES:
+            return
+        entries, lines = index.read(self.tasks_dir)
+        if size >= 0 and lines <= 2 * len(entries) + 64:
+            return
+        listed, _ = self.summaries()
+        stamps = {s["id"]: index.stamp(self.task_path(s["id"])) for s in listed}
+        index.rewrite(self.tasks_dir, [(s["id"], s, stamps[s["id"]]) for s in listed])
 
     def shown(self, task: Task, *, deep: bool = True) -> Task:
         """A copy of `task` fit to show: its strings redacted (the stored task is exact).
@@ -573,18 +462,36 @@ class TaskStore:
         tasks.sort(key=lambda t: t.created_at, reverse=True)
         return tasks, problems
 
+    def summaries(self) -> tuple[list[index.Summary], list[StoreProblem]]:
+        """A summary of every readable task (newest first) and the files that could not be read.
+
+        The task index supplies the summaries it still vouches for; only the
+        other tasks' files are read, and never a driver config. A read:
+        nothing is written.
+        """
+        listed, unread, _ = index.listing(self.tasks_dir)
+        problems: list[StoreProblem] = []
+        for task_id in unread:
+            try:
+                task = self.load(task_id, with_config=False)
+            except StoreError as exc:
+                problems.append(StoreProblem(self.task_path(task_id), str(exc)))
+                continue
+            listed.append(index.summary_of(task.to_dict()))
+        listed.sort(key=lambda s: s.get("created_at") or 0.0, reverse=True)
+        return listed, problems
+
     def resolve(self, ref: str) -> str:
         """The id a user means by an id, a unique prefix, or `last`."""
-        ids = self.ids()
         if ref == "last":
-            if not ids:
-                raise TaskNotFoundError(f"no tasks yet in {self.tasks_dir}")
-            tasks, _ = self.all()
-            if not tasks:
-                raise TaskNotFoundError(f"no readable tasks in {self.tasks_dir}")
-            return max(tasks, key=lambda t: t.updated_at).id
-        if ref in ids:
-            return ref
+            listed, problems = self.summaries()
+            if not listed:
+                raise TaskNotFoundError(f"no readable tasks in {self.tasks_dir}" if problems
+                                        else f"no tasks yet in {self.tasks_dir}")
+            return str(max(listed, key=lambda s: s.get("updated_at") or 0.0)["id"])
+        if "/" not in ref and not ref.startswith(".") and self.task_path(ref).is_file():
+            return ref  # an exact id: its file, without listing the store
+        ids = self.ids()
         matches = [i for i in ids if i.startswith(ref)]
         if len(matches) == 1:
             return matches[0]
