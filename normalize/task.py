@@ -296,6 +296,37 @@ class Limits:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+class Kept:
+    """A large value fixed for a while (a loop's items) inside a driver's snapshot.
+
+    The store writes it once, beside the task file (`tasks/ID/kept-HASH.json`),
+    and checkpoints name it, so a checkpoint's size does not grow with it.
+    Loading gives the plain value back. Treated as immutable: copies share it.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Kept:
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        return bool(self.value == (other.value if isinstance(other, Kept) else other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Kept({type(self.value).__name__} of {len(self.value)})" \
+            if hasattr(self.value, "__len__") else f"Kept({self.value!r})"
+
+
+def kept_value(value: Any) -> Any:
+    """The plain value of a `Kept` (or the value itself)."""
+    return value.value if isinstance(value, Kept) else value
+
+
 def new_task_id() -> str:
     """A short random id: 8 lowercase hex digits."""
     return secrets.token_hex(4)

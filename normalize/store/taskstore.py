@@ -41,13 +41,14 @@ from normalize.store.journal import JournalWriter, read_journal, tail_events, wr
 from normalize.store.migrations import migrate
 from normalize.store.ownership import TaskLock, atomic_write_bytes, pid_alive
 from normalize.store.paths import data_home
-from normalize.task import Task
+from normalize.task import Kept, Task
 
 __all__ = ["StoreProblem", "TaskLock", "TaskStore", "atomic_write_bytes", "pid_alive"]
 
 Redact = Callable[[Any], Any]
 
 DIR_MODE = 0o700
+KEPT = "$kept"  # a checkpoint's reference to a value kept beside it
 FILE_MODE = 0o600
 
 
@@ -79,6 +80,7 @@ class TaskStore:
         self._loaded: dict[str, tuple[str, bytes]] = {}  # config files as `load` read them
         self._shown: dict[str, Redact] = {}  # a redactor per workspace, for `shown`
         self._logs: dict[str, ckptlog.LogState] = {}  # the checkpoint logs this process writes
+        self._kept: dict[int, tuple[Any, str]] = {}  # kept values written, by identity
 
     # -- paths -----------------------------------------------------------
 
@@ -126,11 +128,12 @@ class TaskStore:
         if lock is not None:  # a run: the driver config is written once, beside the task
             data["driver_config_file"] = self._config_file(task, lock)
             del data["driver_config"]
+        encode = self._encoder(task.id)
         log = self._logs.get(task.id)
         if not full and lock is not None and log is not None and log.epoch == lock.epoch \
                 and log.records < ckptlog.EVERY:
             data["log_gen"] = log.gen
-            record = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+            record = encode(data)
             try:
                 ckptlog.append_record(self.log_path(task.id), log, record + b"\n",
                                       fsync=self.fsync)
@@ -145,7 +148,7 @@ class TaskStore:
         gen = time.time_ns()
         data["log_gen"] = gen
         # exactly as it is, never redacted: this is what resume executes
-        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+        payload = encode(data)
         try:
             self.ensure()
             atomic_write_bytes(self.task_path(task.id), payload, fsync=self.fsync,
@@ -163,6 +166,51 @@ class TaskStore:
             self._logs.pop(task.id, None)
         index.note(self.tasks_dir, task.id, index.summary_of(data))
         return len(payload)
+
+    def _encoder(self, task_id: str) -> Callable[[Any], bytes]:
+        """JSON for a task's state, each `Kept` value written once beside it and named."""
+        def default(obj: Any) -> Any:
+            if not isinstance(obj, Kept):
+                raise TypeError(f"{type(obj).__name__} is not JSON")
+            return {KEPT: self._kept_file(task_id, obj.value)}
+
+        encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=default)
+        return lambda data: encoder.encode(data).encode()
+
+    def _kept_file(self, task_id: str, value: Any) -> str:
+        """Write a kept value once (named by its content); the name. Cached by identity."""
+        cached = self._kept.get(id(value))
+        if cached is not None and cached[0] is value:
+            return cached[1]
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        name = f"kept-{hashlib.sha256(text).hexdigest()[:16]}.json"
+        path = self.tasks_dir / task_id / name
+        try:
+            if not path.exists():
+                path.parent.mkdir(mode=DIR_MODE, exist_ok=True)
+                atomic_write_bytes(path, text, fsync=self.fsync)
+        except OSError as exc:
+            raise StoreError(f"cannot save task {task_id}'s loop items to {path}: "
+                             f"{exc.strerror or exc}; the previous checkpoint is intact",
+                             hint=write_hint(exc)) from exc
+        self._kept[id(value)] = (value, name)
+        return name
+
+    def _unkeep(self, task_id: str, obj: Any) -> Any:
+        """`obj` with each kept-value reference replaced by the value its file holds."""
+        if isinstance(obj, dict):
+            if len(obj) == 1 and KEPT in obj:
+                name = obj[KEPT]
+                if not isinstance(name, str) or not name.startswith("kept-") or "/" in name:
+                    raise ValueError(f"bad kept value name {name!r}")
+                try:
+                    return json.loads((self.tasks_dir / task_id / name).read_bytes())
+                except FileNotFoundError:
+                    raise ValueError(f"its loop items {task_id}/{name} are missing") from None
+            return {key: self._unkeep(task_id, value) for key, value in obj.items()}
+        if isinstance(obj, list):
+            return [self._unkeep(task_id, value) for value in obj]
+        return obj
 
     def close_log(self, task_id: str) -> None:
         """Close the checkpoint log this process appends to for `task_id` (the run ended)."""
@@ -340,6 +388,8 @@ class TaskStore:
                 name = data.pop("driver_config_file")
                 if with_config:
                     data["driver_config"] = self._read_config(task_id, name)
+            if with_config and "driver_states" in data:
+                data["driver_states"] = self._unkeep(task_id, data["driver_states"])
             data = migrate(data, source=str(path))
             return Task.from_dict(data)
         except SchemaVersionError:
@@ -376,9 +426,9 @@ class TaskStore:
         made = [p for p in (self.home, self.tasks_dir) if not p.exists()]
         task.updated_at = time.time()
         data = task.to_dict()
-        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
         try:
             self.ensure()
+            payload = self._encoder(task.id)(data)
             atomic_write_bytes(self.task_path(task.id), payload, fsync=self.fsync)
         except (OSError, StoreError) as exc:
             for path in reversed(made):
