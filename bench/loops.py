@@ -101,10 +101,11 @@ def show_peak(steps: int, tree: str) -> float:
         work.mkdir()
         _, task_id = engine.run_steps(steps, home=home, work=work)
         env = {**os.environ, "NORMALIZE_HOME": str(home), "PYTHONPATH": tree}
-        code = ("import resource, runpy, sys; sys.argv = ['normalize', 'tasks', 'show', "
+        # VmHWM, not ru_maxrss: the latter keeps the forking parent's peak across exec
+        code = ("import runpy, sys; sys.argv = ['normalize', 'tasks', 'show', "
                 f"'{task_id}']\ntry: runpy.run_module('normalize.cli.app', run_name='__main__')\n"
-                "except SystemExit: pass\nprint(resource.getrusage(resource.RUSAGE_SELF)"
-                ".ru_maxrss, file=sys.stderr)")
+                "except SystemExit: pass\nprint([l.split()[1] for l in open('/proc/self/status')"
+                " if l.startswith('VmHWM')][0], file=sys.stderr)")
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                              text=True, check=False, cwd=tmp)
         return int(out.stderr.strip().splitlines()[-1]) / 1024
