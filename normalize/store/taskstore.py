@@ -287,7 +287,7 @@ class TaskStore:
         """
         paths = [self.tasks_dir]
         if task_id is not None:
-            paths += [self.task_path(task_id), self.journal_path(task_id),
+            paths += [self.task_path(task_id), self.log_path(task_id), self.journal_path(task_id),
                       self.tasks_dir / task_id, self.cache_dir(task_id)]
         loose: list[str] = []
         for path in paths:
