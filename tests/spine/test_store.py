@@ -264,3 +264,26 @@ def test_a_plugin_that_fails_to_import_is_a_warning(tmp_path: Path) -> None:
     assert "echo" in names and "workflow" in names and "broken" not in names
     assert "plugin 'broken' (no_such_module_xyz:Driver) failed to load" in warning
     assert origin == "['plugin:fakeplug']"
+
+
+def test_a_resumed_config_is_reused_unless_a_value_was_replaced(tmp_path: Path) -> None:
+    def saved(store: TaskStore, task: Task) -> str:
+        lock = store.lock(task.id)
+        lock.acquire(epoch=task.epoch + 1)
+        try:
+            store.save(task, lock=lock)
+        finally:
+            lock.release()
+        return str(json.loads(store.task_path(task.id).read_bytes())["driver_config_file"])
+
+    store = TaskStore(tmp_path, fsync=False)
+    task = Task(id="abc12345", goal="g", workspace="/tmp", driver="workflow",
+                driver_config={"spec": {"steps": [{"name": "a"}]}, "llm": {"model": "a"}})
+    first = saved(store, task)
+    again = TaskStore(tmp_path).load(task.id)
+    assert saved(TaskStore(tmp_path), again) == first  # unchanged: the same file
+    changed = TaskStore(tmp_path)
+    loaded = changed.load(task.id)
+    loaded.driver_config["llm"] = {"model": "b"}  # as `resume --model` does
+    assert saved(changed, loaded) != first
+    assert TaskStore(tmp_path).load(task.id).driver_config["llm"] == {"model": "b"}
