@@ -9,11 +9,13 @@ cost of writing the file. A side-effecting step costs more than a read-only
 one: the decision is
 checkpointed before it runs (task.inflight), `action_started` and
 `action_finished` are fsynced to the journal, and the task is checkpointed
-again after. The fence (`TaskLock.verify`, an `os.stat` of the owner file)
-runs before every journal append. Resuming reads the task file and only the
-journal's tail (and, for an in-flight decision, the journal from the last
-checkpoint's offset), so it does not grow with the task's history; it grows
-with the task file, which holds the workflow's spec.
+again after (each checkpoint one record appended to the task's checkpoint
+log). The fence (`TaskLock.verify`, an `os.stat` of the owner file) runs
+once per durable write: before each fsynced journal line and each checkpoint.
+Resuming reads the task file (and the records appended after it) and only
+the journal's tail (and, for an in-flight decision, the journal from the
+last checkpoint's offset), so it does not grow with the task's history; it
+grows with the workflow's spec, decoded once.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def per_step(steps: int, *, fsync: bool) -> float:
 
 
 def fence_cost(calls: int = 20_000) -> float:
-    """Microseconds per `TaskLock.verify` (the check before each journal append)."""
+    """Microseconds per `TaskLock.verify` (the check before each durable write)."""
     with tempfile.TemporaryDirectory() as tmp:
         store = TaskStore(Path(tmp), fsync=False)
         task = Task.new("g", tmp, "workflow")
@@ -122,7 +124,7 @@ def main() -> None:
     unsynced = per_step(args.steps, fsync=False)
     print(f"side-effecting step, fsync on:  {synced:7.2f} ms  ({args.steps} steps)")
     print(f"side-effecting step, fsync off: {unsynced:7.2f} ms")
-    print(f"epoch fence per journal append: {fence_cost():7.2f} µs")
+    print(f"epoch fence per durable write:  {fence_cost():7.2f} µs")
     for steps in (10, args.steps):
         print(f"resume after {steps:>5} steps, run 1:  {recovery(steps):7.2f} ms")
 

@@ -33,6 +33,9 @@ from normalize.task import Limits, Task, TaskStatus
 from normalize.workflow.spec import StepSpec, WorkflowSpec
 
 STEPS = 10_000
+# a checkpoint between two others is an appended record (older trees rewrite the file)
+APPENDED: dict[str, Any] = {"full": False} if "full" in \
+    TaskStore.save.__code__.co_varnames else {}
 
 
 def noop_spec(steps: int) -> WorkflowSpec:
@@ -56,9 +59,9 @@ class TimedStore(TaskStore):
         self.keep = keep
         self.kept: dict[int, tuple[Task, Any]] = {}
 
-    def save(self, task: Task, *, lock: Any = None) -> int:
+    def save(self, task: Task, *, lock: Any = None, **kw: Any) -> int:
         start = time.perf_counter()
-        size = super().save(task, lock=lock)
+        size = super().save(task, lock=lock, **kw)
         self.saves.append(time.perf_counter() - start)
         if len(self.saves) - 1 in self.keep:  # saves[i] follows step i
             copy = Task.from_dict(task.to_dict())
@@ -79,7 +82,7 @@ def interleaved_saves(store: TimedStore, first: int, second: int,
             for step, task in ((first, a), (second, b)):
                 task.epoch = lock.epoch
                 start = time.perf_counter()
-                TaskStore.save(store, task, lock=lock)
+                TaskStore.save(store, task, lock=lock, **APPENDED)
                 times[step].append(time.perf_counter() - start)
     finally:
         lock.release()

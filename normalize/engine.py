@@ -207,7 +207,7 @@ class Engine(Recovery):
                reply: Reply | None) -> None:
         """Restore the driver, announce the run, settle what a resume inherits, checkpoint."""
         handed_from = [name for name in task.driver_states if name != task.driver]
-        warned = len(self.store.warnings)
+        warned = self.store.announced  # a torn record found while loading is shown too
         if resumed and task.driver in task.driver_states:
             driver.restore(copy.deepcopy(task.driver_state))
         if task.inflight is not None:
@@ -246,6 +246,7 @@ class Engine(Recovery):
         warnings = self.store.warnings
         for message in warnings[start:]:
             self.emit(Notice(level="warning", message=message))
+        self.store.announced = len(warnings)
         return len(warnings)
 
     def _check_unchanged(self, task: Task) -> None:
@@ -427,7 +428,7 @@ class Engine(Recovery):
         task.driver_state = driver.snapshot()
         task.seq = self._emitter.seq
         task.journal_offset = getattr(journal, "offset", 0)
-        size = self.store.save(task, lock=self._lock)
+        size = self.store.save(task, lock=self._lock, full=False)
         self._inflight_saved = None if task.inflight is None else \
             (copy.deepcopy(task.driver_state), task.journal_offset)
         self._emitter.emit(CheckpointSaved(turn=task.turn, bytes=size))
@@ -531,6 +532,8 @@ class Engine(Recovery):
         try:
             if self._journal is not None:
                 _close_journal(self._journal)
+            if self._lock is not None:
+                self.store.close_log(self._lock.task_id)
         finally:
             try:
                 if self._lock is not None:

@@ -11,6 +11,7 @@ The points:
     action_started     a side effect is journaled (fsynced) as started, not yet run
     action_ran         the action ran; its end is not yet journaled
     checkpoint_write   half of a task file is written to its temporary file
+    checkpoint_append  half of a checkpoint record is appended to the task's checkpoint log
     model_stream       a model reply is half streamed (scripted models)
 
 `NORMALIZE_NO_SANDBOX=1` makes the sandbox report itself unavailable, so the
@@ -24,7 +25,8 @@ import os
 import signal
 import threading
 
-POINTS = ("before_action", "action_started", "action_ran", "checkpoint_write", "model_stream")
+POINTS = ("before_action", "action_started", "action_ran", "checkpoint_write",
+          "checkpoint_append", "model_stream")
 
 
 def _parse(value: str) -> tuple[str, int]:

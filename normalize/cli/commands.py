@@ -296,33 +296,49 @@ def _age(ts: float) -> str:
     return f"{int(seconds)}s ago"
 
 
-def _orphaned(store: Any, task: Any) -> int | None:
+def _orphaned(store: Any, task: dict[str, Any]) -> int | None:
     """The pid of the dead process a `running` task was left by, if it is gone."""
     from normalize.store.taskstore import pid_alive
 
-    if task.status.value != "running":
+    if task["status"] != "running":
         return None
-    owner = store.owner(task.id)
+    owner = store.owner(task["id"])
     if owner is None or pid_alive(owner[0]):
         return None
     return int(owner[0])
+
+
+def _shown_summaries(store: Any) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The task summaries (from the task index), their shown strings redacted."""
+    from normalize.redact import Redactor
+
+    listed, problems = store.summaries()
+    redactors: dict[str, Any] = {}
+    for task in listed:
+        workspace = str(task.get("workspace") or "")
+        redactor = redactors.get(workspace)
+        if redactor is None:  # shapes and the environment only: a fast listing
+            redactor = redactors[workspace] = store.redact or \
+                Redactor.for_workspace(workspace, walk=False).redact_obj
+        for key in ("goal", "question", "workspace"):
+            if task.get(key):
+                task[key] = redactor(str(task[key]))
+    return listed, problems
 
 
 def list_tasks(env: Environment, *, json_output: bool) -> int:
     from normalize.store import TaskStore
 
     store = TaskStore()
-    tasks, problems = store.all()
-    tasks = [store.shown(task, deep=False) for task in tasks]  # redacted, and fast
+    tasks, problems = _shown_summaries(store)
     for problem in problems:
         env.stderr.write(f"normalize: warning: {problem.message}\n")
     if json_output:
         for task in tasks:
             env.stdout.write(json.dumps({
-                "id": task.id, "status": task.status.value, "goal": task.goal,
-                "driver": task.driver, "workspace": task.workspace, "turn": task.turn,
-                "updated_at": task.updated_at,
-                "question": task.pending.question if task.pending else None,
+                "id": task["id"], "status": task["status"], "goal": task["goal"],
+                "driver": task["driver"], "workspace": task["workspace"], "turn": task["turn"],
+                "updated_at": task["updated_at"], "question": task["question"],
                 "orphaned": _orphaned(store, task) is not None,
             }) + "\n")
         return 0
@@ -338,16 +354,16 @@ def list_tasks(env: Environment, *, json_output: bool) -> int:
                      f"{'WORKSPACE':<24} GOAL\n")
     room = max(width - (9 + 14 + 14 + 9 + 24 + 5), 20)
     for task in tasks:
-        goal = task.goal.splitlines()[0] if task.goal else ""
-        env.stdout.write(f"{task.id:<9} {task.status.value:<14} {task.driver:<14} "
-                         f"{_age(task.updated_at):<9} {short_path(task.workspace, 24):<24} "
-                         f"{cut(goal, room)}\n")
-        if task.pending is not None:
-            env.stdout.write(f"{'':<9} ? {task.pending.question}\n")
+        goal = task["goal"].splitlines()[0] if task["goal"] else ""
+        env.stdout.write(f"{task['id']:<9} {task['status']:<14} {task['driver']:<14} "
+                         f"{_age(task['updated_at'] or 0.0):<9} "
+                         f"{short_path(task['workspace'], 24):<24} {cut(goal, room)}\n")
+        if task["question"] is not None:
+            env.stdout.write(f"{'':<9} ? {task['question']}\n")
         gone = _orphaned(store, task)
         if gone is not None:
             env.stdout.write(f"{'':<9} ! its process ({gone}) is gone; `normalize resume "
-                             f"{task.id}` recovers it\n")
+                             f"{task['id']}` recovers it\n")
     return 0
 
 
@@ -356,14 +372,17 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
 
     try:
         store = TaskStore()
-        task = store.shown(store.load(store.resolve(ref)))
+        # the task's state, not its driver config; the events are streamed, never all held
+        task = store.shown(store.load(store.resolve(ref), with_config=False))
     except NormalizeError as exc:
         return fail(env, exc)
-    events = list(store.events(task.id))
-    for warning in store.warnings:
-        env.stderr.write(f"normalize: warning: {warning}\n")
+    events = store.events(task.id)
     if json_output:
-        env.stdout.write(json.dumps({"task": task.to_dict(), "events": events}) + "\n")
+        env.stdout.write(json.dumps({"task": task.to_dict()})[:-1] + ', "events": [')
+        for number, event in enumerate(events):
+            env.stdout.write((", " if number else "") + json.dumps(event))
+        env.stdout.write("]}\n")
+        _warn_store(env, store)
         return 0
     out = env.stdout
     out.write(f"task {task.id}  {task.status.value}\n")
@@ -396,7 +415,13 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
 
     for line in history(journal_events(events), output):
         out.write(line + "\n")
+    _warn_store(env, store)
     return 0
+
+
+def _warn_store(env: Environment, store: Any) -> None:
+    for warning in store.warnings:
+        env.stderr.write(f"normalize: warning: {warning}\n")
 
 
 def remove_task(env: Environment, ref: str) -> int:

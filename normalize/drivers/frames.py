@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from normalize.execution.scope import ScopeState
+from normalize.task import Kept, kept_value
 from normalize.workflow.spec import StepSpec
 
 Branch = Literal["then", "else"]
@@ -48,7 +49,12 @@ class Hop:
 
 @dataclass
 class Loop:
-    """A `for_each` in progress: its items, the current one's index, its variable name."""
+    """A `for_each` in progress: its items, the current one's index, its variable name.
+
+    The items are computed once, when the loop starts; the snapshot hands
+    them to the store as `Kept`, written once beside the task file, so a
+    checkpoint holds the position and a reference, whatever the list's length.
+    """
 
     items: list[Any]
     i: int = 0
@@ -59,11 +65,13 @@ class Loop:
         return self.items[self.i]
 
     def to_json(self) -> JSON:
-        return {"items": self.items, "i": self.i, "as": self.as_}
+        return {"items": Kept(self.items), "i": self.i, "as": self.as_}
 
     @classmethod
     def from_json(cls, data: JSON) -> Loop:
-        return cls(list(data["items"]), int(data.get("i", 0)), str(data.get("as", "item")))
+        # old task files hold the list itself; it is kept apart from the next checkpoint on
+        return cls(list(kept_value(data["items"])), int(data.get("i", 0)),
+                   str(data.get("as", "item")))
 
 
 @dataclass
@@ -157,7 +165,8 @@ class Pending:
     def to_json(self) -> JSON:
         data: JSON = {"kind": self.kind, "results": self.results}
         if self.kind == "fanout":
-            data.update(count=self.count, items=self.items)
+            data.update(count=self.count,
+                        items=None if self.items is None else Kept(self.items))
         return data
 
     @classmethod
@@ -168,7 +177,7 @@ class Pending:
         if kind not in ("step", "fanout", "interrupt"):
             raise ValueError(f"bad pending kind {kind!r}")
         return cls(kind, list(data.get("results", [])), int(data.get("count", 1)),
-                   data.get("items"))
+                   kept_value(data.get("items")))
 
 
 @dataclass

@@ -7,10 +7,12 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from normalize.errors import StoreError
-from normalize.events import BaseEvent
+
+if TYPE_CHECKING:  # not at run time: listing tasks need not build every event class
+    from normalize.events import BaseEvent
 
 TAIL_BYTES = 65536
 
@@ -28,9 +30,10 @@ def write_hint(exc: OSError) -> str:
 class JournalWriter:
     """Appends events to a journal file; `durable` appends are fsynced.
 
-    `guard`, when set, runs before every append and may raise (the engine uses
-    it to stop a process that lost ownership of the task from writing). A
-    failed write raises `StoreError` naming the file.
+    `guard`, when set, runs before every durable append and may raise (the
+    engine uses it to stop a process that lost ownership of the task from
+    writing): the fence costs a `stat`, so it is paid once per durable write,
+    not for every line. A failed write raises `StoreError` naming the file.
 
     `on_append`, when set, is called after each line is written with the event
     and whether the line was fsynced: a killed process cannot reveal a missing
@@ -82,7 +85,7 @@ class JournalWriter:
                           "stopped mid-line); that one event is skipped")
 
     def append(self, event: BaseEvent, *, durable: bool = False) -> None:
-        if self.guard is not None:
+        if durable and self.guard is not None:
             self.guard()
         data = event.to_dict()
         if self.redact is not None:

@@ -2,7 +2,8 @@
 
 Layout under the data home (`NORMALIZE_HOME` or the platform's user data dir):
 
-    tasks/ID.json        current state, written atomically at each checkpoint
+    tasks/ID.json        the state, rewritten atomically every few checkpoints and at the end
+    tasks/ID.ckpt        the checkpoints since, appended (normalize/store/ckptlog.py)
     tasks/ID.jsonl       the journal: every event, appended
     tasks/ID.lock        the ownership lock (flock; released when its process dies)
     tasks/ID.owner       pid and epoch of the current owner
@@ -23,33 +24,31 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from normalize.errors import (
     CorruptTaskError,
     SchemaVersionError,
-    StaleEpochError,
     StoreError,
-    TaskLockedError,
     TaskNotFoundError,
 )
-from normalize.faults import crash_point
-from normalize.fsutil import fsync_directory
+from normalize.store import ckptlog, index
 from normalize.store.journal import JournalWriter, read_journal, tail_events, write_hint
 from normalize.store.migrations import migrate
+from normalize.store.ownership import TaskLock, atomic_write_bytes, pid_alive
 from normalize.store.paths import data_home
-from normalize.task import Task
+from normalize.task import Kept, Task
+
+__all__ = ["StoreProblem", "TaskLock", "TaskStore", "atomic_write_bytes", "pid_alive"]
 
 Redact = Callable[[Any], Any]
 
 DIR_MODE = 0o700
+KEPT = "$kept"  # a checkpoint's reference to a value kept beside it
 FILE_MODE = 0o600
 
 
@@ -59,137 +58,6 @@ class StoreProblem:
 
     path: Path
     message: str
-
-
-def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True,
-                       crash: str | None = None, owned: bool = False) -> None:
-    """Write `data` to `path` so that readers see the old or the new file, never a mix.
-
-    `crash` names the fault-injection point reached with half the bytes written.
-    `owned` says the caller holds the file's lock, so a fixed temporary name is
-    safe (and cheaper than a unique one, at every checkpoint).
-    """
-    if owned:
-        tmp = str(path.parent / f".{path.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    else:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            half = len(data) // 2
-            fh.write(data[:half])
-            if crash is not None:
-                crash_point(crash)
-            fh.write(data[half:])
-            fh.flush()
-            if fsync:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if fsync:
-        fsync_directory(path.parent)
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (it may belong to another user)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    return True
-
-
-class TaskLock:
-    """Ownership of one task: an flock plus an owner file naming pid and epoch.
-
-    The flock is released by the kernel when its process dies, so a task left
-    by a killed process is simply taken over. Each acquisition records a new,
-    higher epoch in the owner file; `verify` (run before every journal append
-    and checkpoint) refuses a writer whose epoch is no longer the recorded
-    one — a process that lost the task to another must not write over it.
-    """
-
-    OWNER_WAIT = 2.0  # seconds a refused process waits for the winner to name itself
-
-    def __init__(self, store: TaskStore, task_id: str) -> None:
-        self.store = store
-        self.task_id = task_id
-        self._lock = FileLock(str(store.tasks_dir / f"{task_id}.lock"), timeout=0,
-                              mode=FILE_MODE)
-        self.epoch = 0
-        self._stamp: tuple[int, int] | None = None
-
-    @property
-    def owner_path(self) -> Path:
-        return self.store.tasks_dir / f"{self.task_id}.owner"
-
-    def acquire(self, epoch: int) -> None:
-        """Take the lock or fail at once naming the holder; record a new epoch (≥ `epoch`)."""
-        try:
-            self._lock.acquire(timeout=0)
-        except Timeout:
-            raise TaskLockedError(
-                f"task {self.task_id} is running in {self._holder()}; wait for it to end or "
-                "stop that process first",
-            ) from None
-        except OSError as exc:
-            raise StoreError(f"cannot lock task {self.task_id}: {self.store.tasks_dir}: "
-                             f"{exc.strerror or exc}", hint=write_hint(exc)) from exc
-        previous = self.store.owner(self.task_id)
-        self.epoch = max(epoch, previous[1] + 1 if previous else 0)
-        owner = json.dumps({"pid": os.getpid(), "epoch": self.epoch}).encode()
-        try:
-            atomic_write_bytes(self.owner_path, owner, fsync=self.store.fsync)
-            st = os.stat(self.owner_path)
-        except OSError as exc:
-            self.release()
-            raise StoreError(f"cannot take task {self.task_id}: cannot write "
-                             f"{self.owner_path}: {exc.strerror or exc}",
-                             hint=write_hint(exc)) from exc
-        self._stamp = (st.st_ino, st.st_mtime_ns)
-        self.store.sweep(self.task_id)
-
-    def _holder(self) -> str:
-        """Who holds the lock: the winner writes its owner file just after locking."""
-        deadline = time.monotonic() + self.OWNER_WAIT
-        while True:
-            holder = self.store.owner(self.task_id)
-            if holder is not None and pid_alive(holder[0]):
-                return f"process {holder[0]}"
-            if time.monotonic() >= deadline:
-                return "another process"
-            time.sleep(0.02)
-
-    def verify(self) -> None:
-        """Raise `StaleEpochError` when another process has taken the task over since."""
-        try:
-            st = os.stat(self.owner_path)
-        except OSError:
-            return  # no owner recorded (or unreadable): nothing says we lost the task
-        if self._stamp == (st.st_ino, st.st_mtime_ns):
-            return
-        holder = self.store.owner(self.task_id)
-        if holder is not None and holder[1] != self.epoch:
-            raise StaleEpochError(
-                f"task {self.task_id} was taken over by process {holder[0]} (epoch "
-                f"{holder[1]}); this process (epoch {self.epoch}) stops without writing",
-            )
-        self._stamp = (st.st_ino, st.st_mtime_ns)
-
-    def release(self) -> None:
-        if self._lock.is_locked:
-            self._lock.release()
-
-    @property
-    def held(self) -> bool:
-        return self._lock.is_locked
 
 
 class TaskStore:
@@ -207,14 +75,20 @@ class TaskStore:
         self.fsync = fsync
         self.redact = redact
         self.warnings: list[str] = []
+        self.announced = 0  # how many of the warnings a run has shown already
         self._configs: dict[str, tuple[tuple[int, int], str]] = {}
         self._loaded: dict[str, tuple[str, bytes]] = {}  # config files as `load` read them
         self._shown: dict[str, Redact] = {}  # a redactor per workspace, for `shown`
+        self._logs: dict[str, ckptlog.LogState] = {}  # the checkpoint logs this process writes
+        self._kept: dict[int, tuple[Any, str]] = {}  # kept values written, by identity
 
     # -- paths -----------------------------------------------------------
 
     def task_path(self, task_id: str) -> Path:
         return self.tasks_dir / f"{task_id}.json"
+
+    def log_path(self, task_id: str) -> Path:
+        return self.tasks_dir / f"{task_id}.ckpt"
 
     def journal_path(self, task_id: str) -> Path:
         return self.tasks_dir / f"{task_id}.jsonl"
@@ -236,12 +110,16 @@ class TaskStore:
 
     # -- writing ---------------------------------------------------------
 
-    def save(self, task: Task, *, lock: TaskLock | None = None) -> int:
-        """Checkpoint `task` atomically; returns the bytes written.
+    def save(self, task: Task, *, lock: TaskLock | None = None, full: bool = True) -> int:
+        """Checkpoint `task`; returns the bytes written.
 
-        With a `lock`, the write is refused if another process took the task
-        over since (its epoch is newer than ours). A failed write (full disk,
-        read-only directory) raises `StoreError` and leaves the previous file.
+        `full=False` (a run's checkpoint between two others) appends one record
+        to the task's checkpoint log instead of rewriting its file; every
+        `ckptlog.EVERY` records, and at the first checkpoint of a run, the file
+        is rewritten whole. With a `lock`, the write is refused if another
+        process took the task over since (its epoch is newer than ours). A
+        failed write (full disk, read-only directory) raises `StoreError` and
+        leaves the previous checkpoint.
         """
         if lock is not None:
             lock.verify()
@@ -250,19 +128,95 @@ class TaskStore:
         if lock is not None:  # a run: the driver config is written once, beside the task
             data["driver_config_file"] = self._config_file(task, lock)
             del data["driver_config"]
+        encode = self._encoder(task.id)
+        log = self._logs.get(task.id)
+        if not full and lock is not None and log is not None and log.epoch == lock.epoch \
+                and log.records < ckptlog.EVERY:
+            data["log_gen"] = log.gen
+            record = encode(data)
+            try:
+                ckptlog.append_record(self.log_path(task.id), log, record + b"\n",
+                                      fsync=self.fsync)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot save task {task.id} to {self.log_path(task.id)}: "
+                    f"{exc.strerror or exc}; the previous checkpoint is intact",
+                    hint=write_hint(exc)) from exc
+            return len(record)
+        if log is not None:
+            log.close()
+        gen = time.time_ns()
+        data["log_gen"] = gen
         # exactly as it is, never redacted: this is what resume executes
-        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+        payload = encode(data)
         try:
             self.ensure()
             atomic_write_bytes(self.task_path(task.id), payload, fsync=self.fsync,
                                crash="checkpoint_write", owned=lock is not None)
+            ckptlog.remove(self.log_path(task.id))  # its records are older than the file now
         except OSError as exc:
             raise StoreError(
                 f"cannot save task {task.id} to {self.task_path(task.id)}: "
                 f"{exc.strerror or exc}; the previous checkpoint is intact",
                 hint=write_hint(exc),
             ) from exc
+        if lock is not None:
+            self._logs[task.id] = ckptlog.LogState(gen=gen, epoch=lock.epoch)
+        else:
+            self._logs.pop(task.id, None)
+        index.note(self.tasks_dir, task.id, index.summary_of(data))
         return len(payload)
+
+    def _encoder(self, task_id: str) -> Callable[[Any], bytes]:
+        """JSON for a task's state, each `Kept` value written once beside it and named."""
+        def default(obj: Any) -> Any:
+            if not isinstance(obj, Kept):
+                raise TypeError(f"{type(obj).__name__} is not JSON")
+            return {KEPT: self._kept_file(task_id, obj.value)}
+
+        encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=default)
+        return lambda data: encoder.encode(data).encode()
+
+    def _kept_file(self, task_id: str, value: Any) -> str:
+        """Write a kept value once (named by its content); the name. Cached by identity."""
+        cached = self._kept.get(id(value))
+        if cached is not None and cached[0] is value:
+            return cached[1]
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        name = f"kept-{hashlib.sha256(text).hexdigest()[:16]}.json"
+        path = self.tasks_dir / task_id / name
+        try:
+            if not path.exists():
+                path.parent.mkdir(mode=DIR_MODE, exist_ok=True)
+                atomic_write_bytes(path, text, fsync=self.fsync)
+        except OSError as exc:
+            raise StoreError(f"cannot save task {task_id}'s loop items to {path}: "
+                             f"{exc.strerror or exc}; the previous checkpoint is intact",
+                             hint=write_hint(exc)) from exc
+        self._kept[id(value)] = (value, name)
+        return name
+
+    def _unkeep(self, task_id: str, obj: Any) -> Any:
+        """`obj` with each kept-value reference replaced by the value its file holds."""
+        if isinstance(obj, dict):
+            if len(obj) == 1 and KEPT in obj:
+                name = obj[KEPT]
+                if not isinstance(name, str) or not name.startswith("kept-") or "/" in name:
+                    raise ValueError(f"bad kept value name {name!r}")
+                try:
+                    return json.loads((self.tasks_dir / task_id / name).read_bytes())
+                except FileNotFoundError:
+                    raise ValueError(f"its loop items {task_id}/{name} are missing") from None
+            return {key: self._unkeep(task_id, value) for key, value in obj.items()}
+        if isinstance(obj, list):
+            return [self._unkeep(task_id, value) for value in obj]
+        return obj
+
+    def close_log(self, task_id: str) -> None:
+        """Close the checkpoint log this process appends to for `task_id` (the run ended)."""
+        log = self._logs.pop(task_id, None)
+        if log is not None:
+            log.close()
 
     def _config_file(self, task: Task, lock: TaskLock) -> str:
         """Write the task's driver config once per run; the name the task file refers to.
@@ -333,7 +287,7 @@ class TaskStore:
         """
         paths = [self.tasks_dir]
         if task_id is not None:
-            paths += [self.task_path(task_id), self.journal_path(task_id),
+            paths += [self.task_path(task_id), self.log_path(task_id), self.journal_path(task_id),
                       self.tasks_dir / task_id, self.cache_dir(task_id)]
         loose: list[str] = []
         for path in paths:
@@ -371,12 +325,13 @@ class TaskStore:
         lock = self.lock(task_id)
         lock.acquire(epoch=-1)
         try:
-            for suffix in (".json", ".jsonl", ".owner"):
+            for suffix in (".json", ".ckpt", ".jsonl", ".owner"):
                 with contextlib.suppress(FileNotFoundError):
                     (self.tasks_dir / f"{task_id}{suffix}").unlink()
             import shutil
 
             shutil.rmtree(self.tasks_dir / task_id, ignore_errors=True)
+            index.note(self.tasks_dir, task_id, None)
         finally:
             lock.release()
             with contextlib.suppress(FileNotFoundError):
@@ -403,7 +358,11 @@ class TaskStore:
                 "could not move it aside (the directory is not writable)"
             raise CorruptTaskError(f"{exc}; {where}") from None
 
-    def _parse(self, task_id: str, *, with_config: bool = True) -> Task:
+    def state(self, task_id: str) -> dict[str, Any]:
+        """The task's stored state as JSON: its file, or the newer record in its checkpoint log.
+
+        Raises `TaskNotFoundError`, `StoreError`, or ValueError for a damaged file.
+        """
         path = self.task_path(task_id)
         try:
             raw = path.read_bytes()
@@ -411,14 +370,26 @@ class TaskStore:
             raise TaskNotFoundError(f"no task {task_id!r} in {self.tasks_dir}") from None
         except OSError as exc:
             raise StoreError(f"{path}: cannot read: {exc.strerror}") from exc
+        data: dict[str, Any] = json.loads(raw)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        newer = ckptlog.latest(self.log_path(task_id), data.get("log_gen"),
+                               warn=self.warnings.append)
+        if newer is not None:
+            data = newer
+        data.pop("log_gen", None)
+        return data
+
+    def _parse(self, task_id: str, *, with_config: bool = True) -> Task:
+        path = self.task_path(task_id)
         try:
-            data = json.loads(raw)
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
+            data = self.state(task_id)
             if "driver_config_file" in data:
                 name = data.pop("driver_config_file")
                 if with_config:
                     data["driver_config"] = self._read_config(task_id, name)
+            if with_config and "driver_states" in data:
+                data["driver_states"] = self._unkeep(task_id, data["driver_states"])
             data = migrate(data, source=str(path))
             return Task.from_dict(data)
         except SchemaVersionError:
@@ -454,9 +425,10 @@ class TaskStore:
         """
         made = [p for p in (self.home, self.tasks_dir) if not p.exists()]
         task.updated_at = time.time()
-        payload = json.dumps(task.to_dict(), ensure_ascii=False, separators=(",", ":")).encode()
+        data = task.to_dict()
         try:
             self.ensure()
+            payload = self._encoder(task.id)(data)
             atomic_write_bytes(self.task_path(task.id), payload, fsync=self.fsync)
         except (OSError, StoreError) as exc:
             for path in reversed(made):
@@ -466,6 +438,26 @@ class TaskStore:
                 raise
             raise StoreError(f"cannot create a task in {self.tasks_dir}: "
                              f"{exc.strerror or exc}", hint=write_hint(exc)) from exc
+        self._keep_index()
+        index.note(self.tasks_dir, task.id, index.summary_of(data))
+
+    def _keep_index(self) -> None:
+        """Rebuild the task index when it is missing, compact it when mostly superseded."""
+        path = self.tasks_dir / index.NAME
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            size = -1
+        except OSError:
+            return
+        if 0 <= size < index.COMPACT_BYTES:
+            return
+        entries, lines = index.read(self.tasks_dir)
+        if size >= 0 and lines <= 2 * len(entries) + 64:
+            return
+        listed, _ = self.summaries()
+        stamps = {s["id"]: index.stamp(self.task_path(s["id"])) for s in listed}
+        index.rewrite(self.tasks_dir, [(s["id"], s, stamps[s["id"]]) for s in listed])
 
     def shown(self, task: Task, *, deep: bool = True) -> Task:
         """A copy of `task` fit to show: its strings redacted (the stored task is exact).
@@ -520,18 +512,36 @@ class TaskStore:
         tasks.sort(key=lambda t: t.created_at, reverse=True)
         return tasks, problems
 
+    def summaries(self) -> tuple[list[index.Summary], list[StoreProblem]]:
+        """A summary of every readable task (newest first) and the files that could not be read.
+
+        The task index supplies the summaries it still vouches for; only the
+        other tasks' files are read, and never a driver config. A read:
+        nothing is written.
+        """
+        listed, unread, _ = index.listing(self.tasks_dir)
+        problems: list[StoreProblem] = []
+        for task_id in unread:
+            try:
+                task = self.load(task_id, with_config=False)
+            except StoreError as exc:
+                problems.append(StoreProblem(self.task_path(task_id), str(exc)))
+                continue
+            listed.append(index.summary_of(task.to_dict()))
+        listed.sort(key=lambda s: s.get("created_at") or 0.0, reverse=True)
+        return listed, problems
+
     def resolve(self, ref: str) -> str:
         """The id a user means by an id, a unique prefix, or `last`."""
-        ids = self.ids()
         if ref == "last":
-            if not ids:
-                raise TaskNotFoundError(f"no tasks yet in {self.tasks_dir}")
-            tasks, _ = self.all()
-            if not tasks:
-                raise TaskNotFoundError(f"no readable tasks in {self.tasks_dir}")
-            return max(tasks, key=lambda t: t.updated_at).id
-        if ref in ids:
-            return ref
+            listed, problems = self.summaries()
+            if not listed:
+                raise TaskNotFoundError(f"no readable tasks in {self.tasks_dir}" if problems
+                                        else f"no tasks yet in {self.tasks_dir}")
+            return str(max(listed, key=lambda s: s.get("updated_at") or 0.0)["id"])
+        if "/" not in ref and not ref.startswith(".") and self.task_path(ref).is_file():
+            return ref  # an exact id: its file, without listing the store
+        ids = self.ids()
         matches = [i for i in ids if i.startswith(ref)]
         if len(matches) == 1:
             return matches[0]

@@ -14,9 +14,14 @@ _PART = r"""(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')"""
 _KEY = re.compile(rf"^(\s*)({_PART}(?:\s*\.\s*{_PART})*)\s*=")
 
 
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+_PARTS = re.compile(r"""[A-Za-z0-9_-]+|"[^"]*"|'[^']*'""")
+
+
 def _split_key(text: str) -> list[str]:
-    parts = re.findall(r"""[A-Za-z0-9_-]+|"[^"]*"|'[^']*'""", text)
-    return [p.strip("\"'") for p in parts]
+    if _BARE.fullmatch(text):  # the usual case: one bare key
+        return [text]
+    return [p.strip("\"'") for p in _PARTS.findall(text)]
 
 
 class Locator:
@@ -32,7 +37,7 @@ class Locator:
                 if line.count(in_multiline) % 2 == 1:
                     in_multiline = None
                 continue
-            header = _HEADER.match(line)
+            header = _HEADER.match(line) if line.lstrip().startswith("[") else None
             if header:
                 names = _split_key(header.group(2))
                 col = line.index(header.group(1)) + 1
@@ -50,9 +55,10 @@ class Locator:
                 path = ".".join([*table, *_split_key(key.group(2))])
                 self.positions.setdefault(path, (number, len(key.group(1)) + 1))
                 rest = line[key.end():]
-                for quote in ('"""', "'''"):
-                    if rest.count(quote) == 1:
-                        in_multiline = quote
+                if '"""' in rest or "'''" in rest:
+                    for quote in ('"""', "'''"):
+                        if rest.count(quote) == 1:
+                            in_multiline = quote
 
     def _resolve(self, names: list[str], counts: dict[str, int], *, last: bool = True) -> str:
         """A header path with the current index of each array-of-tables inserted."""

@@ -60,8 +60,10 @@ def only_task(home: Path) -> str:
 
 
 def task_file(home: Path, task_id: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((home / "tasks" / f"{task_id}.json").read_text())
-    return data
+    """The task's stored state: its file, or the newer record in its checkpoint log."""
+    from normalize.store import TaskStore
+
+    return TaskStore(home).state(task_id)
 
 
 def journal(home: Path, task_id: str) -> list[dict[str, Any]]:

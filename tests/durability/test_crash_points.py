@@ -8,7 +8,6 @@ task says plainly that its outcome is unknown — never twice, never silently.
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 from pathlib import Path
@@ -51,11 +50,14 @@ def crash_then_resume(tmp_path: Path, home: Path, point: str,
     return task_id, resumed
 
 
-@pytest.mark.parametrize("point", ["before_action@2", "checkpoint_write@3", "checkpoint_write@4",
-                                   "checkpoint_write@5"])
+@pytest.mark.parametrize("point", ["before_action@2", "checkpoint_append@1",
+                                   "checkpoint_append@2", "checkpoint_append@3",
+                                   "checkpoint_append@4", "checkpoint_write@2"])
 def test_a_crash_before_the_side_effect_runs_it_exactly_once_on_resume(
         tmp_path: Path, normalize_home: Path, point: str) -> None:
-    # checkpoints: 1 run start, 2 before `first`, 3 after it, 4 before `second`, 5 after it
+    # the task file is written whole at the run's start (write 1) and end (write 2); the
+    # checkpoints between are appended records: 1 before `first`, 2 after it, 3 before
+    # `second`, 4 after it
     task_id, resumed = crash_then_resume(tmp_path, normalize_home, point)
     assert resumed.returncode == 0, resumed.stderr  # type: ignore[attr-defined]
     assert log_lines(tmp_path) == ["first", "second"]
@@ -147,13 +149,36 @@ def test_the_journal_records_a_side_effect_before_it_runs(tmp_path: Path,
 def test_a_crash_mid_checkpoint_leaves_the_previous_file_and_no_debris(
         tmp_path: Path, normalize_home: Path) -> None:
     flow = three_steps(tmp_path)
-    cli("run", str(flow), cwd=tmp_path, home=normalize_home, crash="checkpoint_write@3")
+    # the last checkpoint's rewrite of the task file, after every step ran
+    cli("run", str(flow), cwd=tmp_path, home=normalize_home, crash="checkpoint_write@2")
     task_id = only_task(normalize_home)
     tasks = normalize_home / "tasks"
     leftovers = list(tasks.glob(f".{task_id}.json*.tmp"))
     assert leftovers  # the half-written temporary file is all the kill left
-    before = json.loads((tasks / f"{task_id}.json").read_text())
-    assert before["inflight"] is not None  # the checkpoint before `first` ran
+    before = task_file(normalize_home, task_id)  # the file and the records appended after it
+    assert before["status"] == "running" and before["turn"] >= 3  # every step checkpointed
     resumed = cli("resume", task_id, cwd=tmp_path, home=normalize_home)
     assert resumed.returncode == 0
+    assert log_lines(tmp_path) == ["first", "second"]
     assert not list(tasks.glob(f".{task_id}.json*.tmp"))  # swept by the next owner
+
+
+def test_a_torn_checkpoint_record_is_skipped_and_the_one_before_it_used(
+        tmp_path: Path, normalize_home: Path) -> None:
+    flow = three_steps(tmp_path)
+    # killed halfway through the record that holds the decision to run `second`
+    crashed = cli("run", str(flow), "--json", cwd=tmp_path, home=normalize_home,
+                  crash="checkpoint_append@3")
+    assert crashed.returncode == KILLED
+    task_id = only_task(normalize_home)
+    log = (normalize_home / "tasks" / f"{task_id}.ckpt").read_bytes()
+    assert log.count(b"\n") == 2 and not log.endswith(b"\n")  # two whole records, one torn
+    saved = task_file(normalize_home, task_id)
+    assert saved["turn"] == 1 and saved["inflight"] is None  # the record after `first`
+    resumed = cli("resume", task_id, "--json", cwd=tmp_path, home=normalize_home)
+    assert resumed.returncode == 0, resumed.stderr
+    assert log_lines(tmp_path) == ["first", "second"]  # `second` decided again, run once
+    notices = [e["message"] for e in json_lines(resumed.stdout) if e["type"] == "notice"]
+    assert any("checkpoint record was torn" in n for n in notices), notices
+    assert task_file(normalize_home, task_id)["status"] == "done"
+    assert not (normalize_home / "tasks" / f"{task_id}.ckpt").exists()  # folded into the file

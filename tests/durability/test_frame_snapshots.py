@@ -11,6 +11,7 @@ from durability_support import cli, task_file
 
 from normalize.drivers.frames import Frame, Hop, Interrupted, Loop, Pending, Repeat
 from normalize.drivers.workflow import WorkflowDriver
+from normalize.task import kept_value
 from normalize.workflow.spec import WorkflowSpec
 
 OLD = Path(__file__).parents[1] / "fixtures" / "tasks" / "workflow-frames"
@@ -43,7 +44,11 @@ def test_a_task_waiting_inside_old_shape_frames_resumes_to_the_end(
     saved = task_file(normalize_home, OLD_ID)["driver_states"]["workflow"]["frames"]
     assert [f["path"] for f in saved] == [  # saved again in today's shape
         [], [[1, "then"]], [[1, "then"], [0, "then"]], [[1, "then"], [0, "then"], [0, "else"]]]
-    assert saved[2]["loop"] == {"items": ["red", "blue"], "i": 1, "as": "colour"}
+    # the loop's position is in the checkpoint; its items were written once, beside it
+    loop = saved[2]["loop"]
+    assert (loop["i"], loop["as"]) == (1, "colour") and list(loop["items"]) == ["$kept"]
+    kept = normalize_home / "tasks" / OLD_ID / loop["items"]["$kept"]
+    assert json.loads(kept.read_text()) == ["red", "blue"]
     second = cli("resume", OLD_ID, "--answer", "no", cwd=tmp_path, home=normalize_home)
     assert second.returncode == 0, second.stdout + second.stderr
     assert (tmp_path / "paint-blue.txt").read_text() == "The user answered: no\n"
@@ -57,7 +62,8 @@ def test_old_and_new_frame_shapes_read_as_the_same_frame() -> None:
     frame = Frame.from_json(old)
     assert frame == Frame((Hop(1), Hop(0), Hop(2, "else")), 2, {"name": "s"}, holder=True,
                           loop=Loop(["a", "b"], 1, "x"))
-    assert Frame.from_json(json.loads(json.dumps(frame.to_json()))) == frame
+    plain = json.dumps(frame.to_json(), default=kept_value)  # as the store encodes it
+    assert Frame.from_json(json.loads(plain)) == frame
 
 
 def test_a_bad_branch_in_a_snapshot_is_refused() -> None:
@@ -65,7 +71,7 @@ def test_a_bad_branch_in_a_snapshot_is_refused() -> None:
         Frame.from_json({"path": [[0, "sideways"]], "pc": 0})
 
 
-def test_the_driver_snapshot_is_plain_json_and_restores_to_the_same_state() -> None:
+def test_the_driver_snapshot_is_json_and_restores_to_the_same_state() -> None:
     spec = WorkflowSpec(name="w", path="w.toml", driver="workflow")
     driver = WorkflowDriver(spec)
     driver.frames.append(Frame((Hop(0),), 1, repeat=Repeat(2, 5)))
@@ -80,7 +86,7 @@ def test_restoring_the_old_state_changes_nothing_but_the_frame_paths() -> None:
     old = json.loads((OLD / f"{OLD_ID}.json").read_text())["driver_states"]["workflow"]
     driver = WorkflowDriver(WorkflowSpec(name="frames", path="frames.toml", driver="workflow"))
     driver.restore(old)
-    state = json.loads(json.dumps(driver.snapshot()))
+    state = json.loads(json.dumps(driver.snapshot(), default=kept_value))
     for frame in (*old["frames"], *state["frames"]):
         frame.pop("path")
         frame["holder"] = frame.pop("holder", frame.pop("self", False))
@@ -93,5 +99,32 @@ def test_a_fanout_and_an_interruption_round_trip_through_json() -> None:
     driver.pending = Pending("fanout", [{"status": "success"}], count=3, items=["a", "b", "c"])
     driver.interrupted = Interrupted({"status": "interrupted", "output": ""}, "run make")
     again = WorkflowDriver(spec)
-    again.restore(json.loads(json.dumps(driver.snapshot())))
+    again.restore(json.loads(json.dumps(driver.snapshot(), default=kept_value)))
     assert (again.pending, again.interrupted) == (driver.pending, driver.interrupted)
+
+
+def test_a_loops_checkpoint_holds_its_position_not_its_items(tmp_path: Path) -> None:
+    from normalize.store import TaskStore
+    from normalize.task import Task
+
+    store = TaskStore(tmp_path, fsync=False)
+    spec = WorkflowSpec(name="w", path="w.toml", driver="workflow")
+    sizes = {}
+    for count in (100, 10_000):
+        driver = WorkflowDriver(spec)
+        driver.frames.append(Frame((Hop(0),), 0, loop=Loop([f"item-{i}" for i in range(count)],
+                                                          count - 1, "x")))
+        task = Task.new("g", str(tmp_path), "workflow")
+        task.driver_state = driver.snapshot()
+        store.create(task)
+        lock = store.lock(task.id)
+        lock.acquire(epoch=1)
+        try:
+            store.save(task, lock=lock)  # the items are written once, beside the task
+            sizes[count] = store.save(task, lock=lock, full=False)  # then only named
+        finally:
+            lock.release()
+        again = WorkflowDriver(spec)
+        again.restore(TaskStore(tmp_path).load(task.id).driver_state)
+        assert again.frames[-1].loop == driver.frames[-1].loop  # the items come back
+    assert sizes[10_000] <= sizes[100] * 1.05, sizes  # the same size, whatever the length

@@ -12,7 +12,7 @@ import pytest
 
 from normalize.errors import CorruptTaskError, SchemaVersionError, TaskNotFoundError
 from normalize.events import Notice
-from normalize.store import TaskStore
+from normalize.store import TaskStore, ckptlog
 from normalize.store.journal import JournalWriter
 from normalize.task import Task, TaskStatus
 
@@ -29,7 +29,119 @@ def test_round_trip_and_no_temp_files_left(tmp_path: Path) -> None:
     task.status = TaskStatus.WAITING
     store.save(task)
     assert store.load("abc12345").status is TaskStatus.WAITING
-    assert sorted(p.name for p in store.tasks_dir.iterdir()) == ["abc12345.json"]
+    # the task file, and the task index with its lock
+    assert sorted(p.name for p in store.tasks_dir.iterdir()) == [
+        ".index.lock", "abc12345.json", "index.jsonl"]
+
+
+def test_checkpoints_are_appended_and_folded_into_the_file_every_few(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path, fsync=False)
+    task = make(store, "abc12345")
+    lock = store.lock(task.id)
+    lock.acquire(epoch=1)
+    try:
+        store.save(task, lock=lock, full=False)  # a run's first checkpoint rewrites the file
+        written = store.task_path(task.id).read_bytes()
+        for turn in range(1, 6):
+            task.turn = turn
+            store.save(task, lock=lock, full=False)
+        assert store.task_path(task.id).read_bytes() == written  # not rewritten
+        assert store.log_path(task.id).read_bytes().count(b"\n") == 5
+        assert store.load(task.id).turn == 5  # the file and the records after it
+        for turn in range(6, ckptlog.EVERY + 2):
+            task.turn = turn
+            store.save(task, lock=lock, full=False)
+        assert json.loads(store.task_path(task.id).read_bytes())["turn"] == ckptlog.EVERY + 1
+        assert not store.log_path(task.id).exists()  # folded into the rewritten file
+        task.turn = 99
+        store.save(task, lock=lock)  # the end of a run: the file, whole
+        assert json.loads(store.task_path(task.id).read_bytes())["turn"] == 99
+    finally:
+        lock.release()
+
+
+def test_records_older_than_the_file_are_ignored(tmp_path: Path) -> None:
+    # killed after the file was rewritten and before its log was removed
+    store = TaskStore(tmp_path, fsync=False)
+    task = make(store, "abc12345")
+    lock = store.lock(task.id)
+    lock.acquire(epoch=1)
+    try:
+        store.save(task, lock=lock, full=False)
+        task.turn = 1
+        store.save(task, lock=lock, full=False)
+        stale = store.log_path(task.id).read_bytes()
+        task.turn = 2
+        store.save(task, lock=lock)
+    finally:
+        lock.release()
+    store.log_path(task.id).write_bytes(stale)
+    assert TaskStore(tmp_path).load(task.id).turn == 2
+
+
+def test_a_torn_record_falls_back_to_the_one_before(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path, fsync=False)
+    task = make(store, "abc12345")
+    lock = store.lock(task.id)
+    lock.acquire(epoch=1)
+    try:
+        for turn in range(3):
+            task.turn = turn
+            store.save(task, lock=lock, full=False)
+    finally:
+        lock.release()
+    log = store.log_path(task.id)
+    log.write_bytes(log.read_bytes() + b'{"id": "abc12345", "tu')
+    reader = TaskStore(tmp_path)
+    assert reader.load(task.id).turn == 2
+    assert any("checkpoint record was torn" in w for w in reader.warnings)
+
+
+def test_the_listing_trusts_the_index_only_for_the_file_it_describes(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path, fsync=False)
+    make(store, "aaaa0001", goal="first")
+    make(store, "aaaa0002", goal="second")
+    listed, problems = TaskStore(tmp_path).summaries()
+    assert sorted(s["goal"] for s in listed) == ["first", "second"] and not problems
+    # an edit the index did not see (same inode): the file is read, not the stale summary
+    path = store.task_path("aaaa0002")
+    data = json.loads(path.read_bytes())
+    data["goal"] = "edited by hand"
+    path.write_text(json.dumps(data))
+    listed, _ = TaskStore(tmp_path).summaries()
+    assert sorted(s["goal"] for s in listed) == ["edited by hand", "first"]
+    path.write_text("{damaged")
+    listed, problems = TaskStore(tmp_path).summaries()
+    assert [s["goal"] for s in listed] == ["first"] and len(problems) == 1
+    (store.tasks_dir / "index.jsonl").unlink()  # missing: every task read from its file
+    listed, _ = TaskStore(tmp_path).summaries()
+    assert [s["goal"] for s in listed] == ["first"]
+
+
+def test_normalize_tasks_reads_no_task_config(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    (work / "flow.toml").write_text('[workflow]\nname = "flow"\n[[workflow.steps]]\n'
+                                    'name = "one"\naction = "note hello"\n')
+    env = {**os.environ, "NORMALIZE_HOME": str(home)}
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-m", "normalize.cli.app", "run", "flow.toml"],
+                              cwd=work, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+    tasks = home / "tasks"
+    configs = list(tasks.glob("*/config-*.json"))
+    assert len(configs) == 3  # each run kept its workflow's spec beside its task file
+    for config in configs:
+        config.unlink()  # a listing that opened one would report the task as damaged
+    listed = subprocess.run([sys.executable, "-m", "normalize.cli.app", "tasks", "--json"],
+                            cwd=work, env=env, capture_output=True, text=True, check=False)
+    assert listed.returncode == 0 and listed.stderr == "", listed.stderr
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert len(rows) == 3 and {r["status"] for r in rows} == {"done"}
+    last = subprocess.run([sys.executable, "-m", "normalize.cli.app", "tasks", "show", "last"],
+                          cwd=work, env=env, capture_output=True, text=True, check=False)
+    assert last.returncode == 0 and last.stderr == "", last.stderr  # nor does `show`
+    assert " done" in last.stdout.splitlines()[0]
 
 
 def test_resolve_ids_prefixes_and_last(tmp_path: Path) -> None:
@@ -152,3 +264,26 @@ def test_a_plugin_that_fails_to_import_is_a_warning(tmp_path: Path) -> None:
     assert "echo" in names and "workflow" in names and "broken" not in names
     assert "plugin 'broken' (no_such_module_xyz:Driver) failed to load" in warning
     assert origin == "['plugin:fakeplug']"
+
+
+def test_a_resumed_config_is_reused_unless_a_value_was_replaced(tmp_path: Path) -> None:
+    def saved(store: TaskStore, task: Task) -> str:
+        lock = store.lock(task.id)
+        lock.acquire(epoch=task.epoch + 1)
+        try:
+            store.save(task, lock=lock)
+        finally:
+            lock.release()
+        return str(json.loads(store.task_path(task.id).read_bytes())["driver_config_file"])
+
+    store = TaskStore(tmp_path, fsync=False)
+    task = Task(id="abc12345", goal="g", workspace="/tmp", driver="workflow",
+                driver_config={"spec": {"steps": [{"name": "a"}]}, "llm": {"model": "a"}})
+    first = saved(store, task)
+    again = TaskStore(tmp_path).load(task.id)
+    assert saved(TaskStore(tmp_path), again) == first  # unchanged: the same file
+    changed = TaskStore(tmp_path)
+    loaded = changed.load(task.id)
+    loaded.driver_config["llm"] = {"model": "b"}  # as `resume --model` does
+    assert saved(changed, loaded) != first
+    assert TaskStore(tmp_path).load(task.id).driver_config["llm"] == {"model": "b"}

@@ -204,9 +204,15 @@ def test_on_error(run_spec: Runner, mode: str, status: str, runs: int,
 
 
 def test_a_retry_delay_is_interrupted_by_cancel(run_spec: Runner) -> None:
-    cancel = CancelToken()
-    timer = threading.Timer(0.3, cancel.cancel, args=("stop",))
-    timer.start()
+    class StopDuringTheDelay(CancelToken):
+        """Cancelled from another thread 0.2 s into the retry's wait (not at a fixed time:
+        on a loaded machine `run false` itself can take longer than that)."""
+
+        def wait(self, timeout: float | None = None) -> bool:
+            threading.Timer(0.2, self.cancel, args=("stop",)).start()
+            return super().wait(timeout)
+
+    cancel = StopDuringTheDelay()
     started = time.monotonic()
     run = run_spec("""
 [workflow]
@@ -215,7 +221,6 @@ name = "slow-retry"
 action = "run false"
 retry = { strategy = "fixed", max_attempts = 2, base_delay = 30, max_delay = 60 }
 """, cancel=cancel)
-    timer.cancel()
     assert time.monotonic() - started < 10
     assert run.outcome.status.value == "interrupted"
     assert run.outcome.task.driver_state["retry_delay"] == 30  # waited for again on resume

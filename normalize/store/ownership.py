@@ -1,0 +1,161 @@
+"""Ownership of a task (its lock, owner file and epoch fence) and atomic file writes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Protocol
+
+from filelock import FileLock, Timeout
+
+from normalize.errors import StaleEpochError, StoreError, TaskLockedError
+from normalize.faults import crash_point
+from normalize.fsutil import fsync_directory
+from normalize.store.journal import write_hint
+
+
+class TaskStore(Protocol):
+    """What a lock needs of its store (`normalize.store.taskstore.TaskStore`)."""
+
+    tasks_dir: Path
+    fsync: bool
+
+    def owner(self, task_id: str) -> tuple[int, int] | None: ...
+
+    def sweep(self, task_id: str) -> None: ...
+
+FILE_MODE = 0o600
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True,
+                       crash: str | None = None, owned: bool = False) -> None:
+    """Write `data` to `path` so that readers see the old or the new file, never a mix.
+
+    `crash` names the fault-injection point reached with half the bytes written.
+    `owned` says the caller holds the file's lock, so a fixed temporary name is
+    safe (and cheaper than a unique one, at every checkpoint).
+    """
+    if owned:
+        tmp = str(path.parent / f".{path.name}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    else:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            half = len(data) // 2
+            fh.write(data[:half])
+            if crash is not None:
+                crash_point(crash)
+            fh.write(data[half:])
+            fh.flush()
+            if fsync:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if fsync:
+        fsync_directory(path.parent)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (it may belong to another user)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+class TaskLock:
+    """Ownership of one task: an flock plus an owner file naming pid and epoch.
+
+    The flock is released by the kernel when its process dies, so a task left
+    by a killed process is simply taken over. Each acquisition records a new,
+    higher epoch in the owner file; `verify` (run before every durable journal
+    append and every checkpoint: once per durable write) refuses a writer
+    whose epoch is no longer the recorded one — a process that lost the task
+    to another must not write over it.
+    """
+
+    OWNER_WAIT = 2.0  # seconds a refused process waits for the winner to name itself
+
+    def __init__(self, store: TaskStore, task_id: str) -> None:
+        self.store = store
+        self.task_id = task_id
+        self._lock = FileLock(str(store.tasks_dir / f"{task_id}.lock"), timeout=0,
+                              mode=FILE_MODE)
+        self.epoch = 0
+        self._stamp: tuple[int, int] | None = None
+        self.owner_path = store.tasks_dir / f"{task_id}.owner"
+        self._owner = str(self.owner_path)  # the fence stats it once per durable write
+
+    def acquire(self, epoch: int) -> None:
+        """Take the lock or fail at once naming the holder; record a new epoch (≥ `epoch`)."""
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            raise TaskLockedError(
+                f"task {self.task_id} is running in {self._holder()}; wait for it to end or "
+                "stop that process first",
+            ) from None
+        except OSError as exc:
+            raise StoreError(f"cannot lock task {self.task_id}: {self.store.tasks_dir}: "
+                             f"{exc.strerror or exc}", hint=write_hint(exc)) from exc
+        previous = self.store.owner(self.task_id)
+        self.epoch = max(epoch, previous[1] + 1 if previous else 0)
+        owner = json.dumps({"pid": os.getpid(), "epoch": self.epoch}).encode()
+        try:
+            atomic_write_bytes(self.owner_path, owner, fsync=self.store.fsync)
+            st = os.stat(self.owner_path)
+        except OSError as exc:
+            self.release()
+            raise StoreError(f"cannot take task {self.task_id}: cannot write "
+                             f"{self.owner_path}: {exc.strerror or exc}",
+                             hint=write_hint(exc)) from exc
+        self._stamp = (st.st_ino, st.st_mtime_ns)
+        self.store.sweep(self.task_id)
+
+    def _holder(self) -> str:
+        """Who holds the lock: the winner writes its owner file just after locking."""
+        deadline = time.monotonic() + self.OWNER_WAIT
+        while True:
+            holder = self.store.owner(self.task_id)
+            if holder is not None and pid_alive(holder[0]):
+                return f"process {holder[0]}"
+            if time.monotonic() >= deadline:
+                return "another process"
+            time.sleep(0.02)
+
+    def verify(self) -> None:
+        """Raise `StaleEpochError` when another process has taken the task over since."""
+        try:
+            st = os.stat(self._owner)
+        except OSError:
+            return  # no owner recorded (or unreadable): nothing says we lost the task
+        if self._stamp == (st.st_ino, st.st_mtime_ns):
+            return
+        holder = self.store.owner(self.task_id)
+        if holder is not None and holder[1] != self.epoch:
+            raise StaleEpochError(
+                f"task {self.task_id} was taken over by process {holder[0]} (epoch "
+                f"{holder[1]}); this process (epoch {self.epoch}) stops without writing",
+            )
+        self._stamp = (st.st_ino, st.st_mtime_ns)
+
+    def release(self) -> None:
+        if self._lock.is_locked:
+            self._lock.release()
+
+    @property
+    def held(self) -> bool:
+        return self._lock.is_locked
