@@ -294,7 +294,8 @@ class Limits:
 
     def to_dict(self) -> JSON:
         return {"max_turns": self.max_turns, "max_tokens": self.max_tokens,
-                "max_cost_usd": self.max_cost_usd, "timeout_seconds": self.timeout_seconds}
+                "max_cost_usd": self.max_cost_usd, "timeout_seconds": self.timeout_seconds,
+                "driver": self.driver}
 
     @classmethod
     def from_dict(cls, data: JSON) -> Limits:

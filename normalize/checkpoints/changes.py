@@ -30,7 +30,7 @@ from normalize.checkpoints.shadow import (
 )
 from normalize.errors import UsageError
 from normalize.events import BaseEvent, CheckpointTaken, Emitter, TaskRewound
-from normalize.store import TaskStore, atomic_write_bytes
+from normalize.store import TaskStore, atomic_write_bytes, ckptlog
 from normalize.task import Task
 
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -330,6 +330,7 @@ def rewind_task(store: TaskStore, task: Task, number: int) -> Task:
         state = changes.repo.blobs([target.state])[target.state]
         restored = apply_restore(changes.repo, todo)
         atomic_write_bytes(store.task_path(task.id), state, fsync=store.fsync)
+        ckptlog.remove(store.log_path(task.id))  # its records came after the restored state
         rewound = store.load(task.id)
         journal_event(store, rewound, TaskRewound(step=number, turn=rewound.turn,
                                                   after_seq=rewound.seq,

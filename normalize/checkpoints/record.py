@@ -221,11 +221,19 @@ class WorkspaceCheckpoints:
 
     def _state(self, task: Task) -> str:
         """Store the task file as last saved; its blob id."""
-        try:
-            data = self.task_file(task.id).read_bytes()
-        except OSError:
-            import json
+        import json
 
+        from normalize.store import ckptlog
+
+        path = self.task_file(task.id)
+        try:
+            stored = json.loads(path.read_bytes())
+            # the file and the newer records appended after it (the store's checkpoint log)
+            newer = ckptlog.latest(path.with_suffix(".ckpt"), stored.get("log_gen"))
+            stored = newer if newer is not None else stored
+            stored.pop("log_gen", None)
+            data = json.dumps(stored, ensure_ascii=False, separators=(",", ":")).encode()
+        except (OSError, ValueError):
             data = json.dumps(task.to_dict(), ensure_ascii=False).encode()
         return self.repo.write_object("blob", data)
 

@@ -216,7 +216,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         if approve is not None and answer is None and task.pending is not None \
                 and task.pending.kind == "approval":
             raise UsageError(f"--approve {approve} sets the approval mode; task {task.id} waits "
-                             f"for: {task.pending.question} — answer it with --answer yes|no")
+                             f"for: {_shown_question(task)} — answer it with --answer yes|no")
         options.workspace = Path(task.workspace)
         reply = None
         if answer is not None:

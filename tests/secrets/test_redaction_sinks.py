@@ -40,8 +40,8 @@ def _run(root: Path, home: Path, *, json_output: bool) -> dict[str, Any]:
     assert first.returncode == 4, first.stderr
     task_id, = [p.name[:-5] for p in (home / "tasks").glob("*.json")]
     waiting = TaskStore(home).load(task_id)
-    wrong = cli("resume", task_id, "--approve", cwd=root, home=home)  # names the question
-    assert wrong.returncode == 2 and "waits for: Carry on with postgres://app:" in wrong.stderr
+    again = cli("resume", task_id, *shown, cwd=root, home=home)  # no answer: asks again
+    assert again.returncode == 4 and "Carry on with postgres://app:" in again.stdout + again.stderr
     second = cli("resume", task_id, "--answer", "yes", *shown, cwd=root, home=home)
     assert second.returncode == 0, second.stderr
     show = cli("tasks", "show", task_id, cwd=root, home=home)
@@ -54,8 +54,8 @@ def _run(root: Path, home: Path, *, json_output: bool) -> dict[str, Any]:
         "journal": (tasks / f"{task_id}.jsonl").read_text(),
         "cache": "".join(p.read_text() for p in sorted((tasks / task_id / "cache").glob("*"))),
         "cache_files": sorted((tasks / task_id / "cache").glob("r*.txt")),
-        "stdout": first.stdout + second.stdout,
-        "stderr": first.stderr + wrong.stderr + second.stderr,
+        "stdout": first.stdout + again.stdout + second.stdout,
+        "stderr": first.stderr + again.stderr + second.stderr,
         "tasks show": show.stdout + show.stderr + show_json.stdout + listing.stdout,
         "out": (root / "out.txt").read_text(),
         "used": (root / "used.txt").read_text(),

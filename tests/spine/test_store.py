@@ -287,3 +287,14 @@ def test_a_resumed_config_is_reused_unless_a_value_was_replaced(tmp_path: Path) 
     loaded.driver_config["llm"] = {"model": "b"}  # as `resume --model` does
     assert saved(changed, loaded) != first
     assert TaskStore(tmp_path).load(task.id).driver_config["llm"] == {"model": "b"}
+
+
+def test_every_field_of_the_plain_data_round_trips_through_json() -> None:
+    """A hand-written `to_dict` that forgets a field loses it at the next checkpoint."""
+    from normalize.task import Limits, Usage
+
+    limits = Limits(max_turns=3, max_tokens=10, max_cost_usd=0.5, timeout_seconds=9.0,
+                    driver="workflow")
+    assert Limits.from_dict(json.loads(json.dumps(limits.to_dict()))) == limits
+    usage = Usage.from_dict(Usage().to_dict())
+    assert usage == Usage()
