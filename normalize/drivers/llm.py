@@ -329,7 +329,8 @@ class LLMDriver:
         opts: dict[str, Any] = {}
         if spec.startswith("replay:") and self.resolve_journal is not None:
             opts["resolve_journal"] = self.resolve_journal
-        if spec.startswith("scripted:") and self.played and spec == self.played_spec:
+        if spec.startswith("scripted:") and self.played and \
+                _script_key(spec) == self.played_spec:
             opts["skip"] = self.played  # a resumed task goes on with its next reply
         if self.model_factory is not None:
             return self.model_factory(spec, base_url=self.settings.base_url, **opts)
@@ -495,8 +496,9 @@ class LLMDriver:
                          on_fallback=on_fallback)
         record_reply(task, ctx, reply, turn=turn, prices=self.prices, unpriced=self._unpriced)
         if current[0] == client.model:
-            if self.played_spec != self.settings.spec:
-                self.played, self.played_spec = 0, self.settings.spec
+            key = _script_key(self.settings.spec)
+            if self.played_spec != key:
+                self.played, self.played_spec = 0, key
             self.played += 1
         return reply
 
@@ -591,3 +593,16 @@ class LLMDriver:
             f"You ran `{command}` {repeats} times and got the same result each time. "
             "Running it again will not help: try something else, or finish with done."
         )
+
+
+def _script_key(spec: str) -> str:
+    """A model spec, with a script's content digest: an edited script starts from its top."""
+    if not spec.startswith("scripted:"):
+        return spec
+    import hashlib
+
+    try:
+        digest = hashlib.sha256(Path(spec.split(":", 1)[1]).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return spec
+    return f"{spec}#{digest}"

@@ -26,6 +26,7 @@ from normalize.providers.base import (
     ThinkingDelta,
     TurnCancelledError,
     UsageReport,
+    await_response,
     headers_retry_after,
     one_line,
     status_error,
@@ -69,8 +70,14 @@ def stream_messages(
     elif auth_token:
         headers["authorization"] = f"Bearer {auth_token}"
     url = f"{(base_url or API_URL).rstrip('/')}/v1/messages"
+    if cancel is not None and cancel.cancelled:
+        raise TurnCancelledError()
     try:
-        with http.stream("POST", url, json=body, headers=headers) as response:
+        sent = http.build_request("POST", url, json=body, headers=headers)
+        # until the headers arrive the request waits in a thread, so Ctrl-C is not held up
+        response = await_response(lambda: http.send(sent, stream=True), cancel,
+                                  lambda late: late.close())
+        try:
             if response.status_code >= 400:
                 response.read()
                 raise _status_failure(label, response)
@@ -82,6 +89,8 @@ def stream_messages(
             finally:
                 if unregister is not None:
                     unregister()
+        finally:
+            response.close()
     except ProviderError:
         raise
     except Exception as err:
