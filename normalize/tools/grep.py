@@ -23,7 +23,14 @@ from normalize.fsopen import read_bytes
 from normalize.task import Action, ActionResult
 from normalize.tools.base import ToolContext
 from normalize.tools.files import walk
-from normalize.tools.ripgrep import FileHits, Found, RgUnsupported, find_rg, search_rg
+from normalize.tools.ripgrep import (
+    FileHits,
+    Found,
+    RgUnconfined,
+    RgUnsupported,
+    find_rg,
+    search_rg,
+)
 from normalize.tools.view import missing_path
 
 MAX_TEXT = 300
@@ -139,6 +146,8 @@ class GrepTool:
                 return search_rg(rg, query, start, ctx)
             except RgUnsupported as exc:
                 note = f"(ripgrep cannot run this pattern: {exc}; searched with Python's re)"
+            except RgUnconfined as exc:  # reads that might follow a swapped link: Python's
+                note = f"(ripgrep cannot be confined: {exc}; searched with Python's re)"
         elif self.engine == "auto":
             note = "(ripgrep not found; searched with Python's re, slower)"
         found = _search_python(query, query.compile(), start, ctx, self.max_file_bytes)

@@ -95,10 +95,38 @@ def find_rg() -> str | None:
 
 
 def spawn_rg(argv: list[str], cwd: Path) -> subprocess.Popen[bytes]:
-    """Start ripgrep: the one place `grep` starts a program (routed through a sandbox later)."""
-    return subprocess.Popen(
-        argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    """Start ripgrep, the one program `grep` starts, able to read only beneath `cwd`.
+
+    ripgrep opens files by path, so a directory swapped for a symlink while it
+    searches would lead it outside; Landlock confines its reads to the
+    workspace (and the system libraries it loads), whatever its paths say.
+    Without Landlock, `RgUnconfined` is raised and grep searches in Python.
+    """
+    from normalize.sandbox import landlock
+    from normalize.sandbox.probe import probe
+
+    if not probe().available:
+        raise RgUnconfined("the sandbox is unavailable")
+    ruleset = landlock.Ruleset(landlock.abi_version(), deny_tcp=True)
+    try:
+        ruleset.allow(cwd, landlock.ACCESS_READ)
+        ruleset.allow(argv[0], landlock.EXECUTE | landlock.READ_FILE)
+        ruleset.allow_all(RG_SYSTEM_PATHS, landlock.ACCESS_READ)
+        restrict, fd = landlock.restrictor(), ruleset.fd
+        return subprocess.Popen(
+            argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, pass_fds=(fd,), preexec_fn=lambda: restrict(fd),
+        )
+    finally:
+        ruleset.close()
+
+
+RG_SYSTEM_PATHS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/ld.so.cache")
+"""What the dynamic loader reads to start ripgrep (no secrets there)."""
+
+
+class RgUnconfined(Exception):
+    """ripgrep cannot be confined to the workspace here."""
 
 
 def rg_argv(rg: str, query: Query, target: str, venvs: list[str]) -> list[str]:
