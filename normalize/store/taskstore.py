@@ -20,7 +20,6 @@ goes through `redact`.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import stat
@@ -58,6 +57,13 @@ class StoreProblem:
 
     path: Path
     message: str
+
+
+def _digest(data: bytes) -> str:
+    """The name part of a content-addressed file (hashlib loaded by writes only)."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def config_changed(task: Task) -> None:
@@ -193,7 +199,7 @@ class TaskStore:
         if cached is not None and cached[0] is value:
             return cached[1]
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-        name = f"kept-{hashlib.sha256(text).hexdigest()[:16]}.json"
+        name = f"kept-{_digest(text)}.json"
         path = self.tasks_dir / task_id / name
         try:
             if not path.exists():
@@ -248,7 +254,7 @@ class TaskStore:
             return str(loaded[0])
         text = json.dumps(task.driver_config, ensure_ascii=False,
                           separators=(",", ":")).encode()
-        name = f"config-{hashlib.sha256(text).hexdigest()[:16]}.json"
+        name = f"config-{_digest(text)}.json"
         path = self.tasks_dir / task.id / name
         try:
             if not path.exists():
