@@ -26,6 +26,7 @@ from normalize.events import Subscriber
 from normalize.sandbox import SandboxMode, SandboxPolicy, probe
 from normalize.store import TaskStore
 from normalize.store.paths import config_home
+from normalize.store.taskstore import config_changed
 from normalize.task import Limits, Task
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
 from normalize.workflow.spec import WorkflowSpec
@@ -316,6 +317,7 @@ def apply_model(llm: dict[str, Any], model: str | None, base_url: str | None = N
 
 def switch_model(task: Task, model: str) -> None:
     """Point the task's model settings at `model` (a `PROVIDER:MODEL` spec) for its next run."""
+    config_changed(task)
     spec = task.driver_config.get("spec") or {}
     if spec.get("llm"):
         spec["llm"] = {**spec["llm"], "model": model}
@@ -371,6 +373,7 @@ def follow_up(task: Task, instruction: str) -> None:
                          f"follow-up instruction")
     if task.status is TaskStatus.WAITING:
         raise UsageError(f"task {task.id} waits for an answer first: resume it with --answer")
+    config_changed(task)
     task.driver_config["follow_ups"] = [*task.driver_config.get("follow_ups", []), text]
     allowance = Limits.from_dict((task.driver_config.get("spec") or {}).get("limits") or {})
     if task.limits.max_turns is not None:

@@ -288,8 +288,8 @@ def _ask_pending(env: Environment, task: Any) -> Any:
     return None if text is None else Reply(answer=text)
 
 
-def _age(ts: float) -> str:
-    seconds = max(0.0, time.time() - ts)
+def _age(ts: float, now: float | None = None) -> str:
+    seconds = max(0.0, (time.time() if now is None else now) - ts)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{int(seconds // size)}{unit} ago"
@@ -314,15 +314,19 @@ def _shown_summaries(store: Any) -> tuple[list[dict[str, Any]], list[Any]]:
 
     listed, problems = store.summaries()
     redactors: dict[str, Any] = {}
+    shown: dict[str, str] = {}  # a workspace, as redacted (most tasks share a few)
     for task in listed:
         workspace = str(task.get("workspace") or "")
         redactor = redactors.get(workspace)
         if redactor is None:  # shapes and the environment only: a fast listing
             redactor = redactors[workspace] = store.redact or \
                 Redactor.for_workspace(workspace, walk=False).redact_obj
-        for key in ("goal", "question", "workspace"):
+            shown[workspace] = redactor(workspace) if workspace else workspace
+        for key in ("goal", "question"):
             if task.get(key):
                 task[key] = redactor(str(task[key]))
+        if workspace:
+            task["workspace"] = shown[workspace]
     return listed, problems
 
 
@@ -353,17 +357,24 @@ def list_tasks(env: Environment, *, json_output: bool) -> int:
     env.stdout.write(f"{'ID':<9} {'STATUS':<14} {'DRIVER':<14} {'UPDATED':<9} "
                      f"{'WORKSPACE':<24} GOAL\n")
     room = max(width - (9 + 14 + 14 + 9 + 24 + 5), 20)
+    places: dict[str, str] = {}  # a workspace as the column shows it, once per workspace
+    now = time.time()
+    rows: list[str] = []  # written at once: one write, not three per task
     for task in tasks:
+        place = places.get(task["workspace"])
+        if place is None:
+            place = places[task["workspace"]] = short_path(task["workspace"], 24)
         goal = task["goal"].splitlines()[0] if task["goal"] else ""
-        env.stdout.write(f"{task['id']:<9} {task['status']:<14} {task['driver']:<14} "
-                         f"{_age(task['updated_at'] or 0.0):<9} "
-                         f"{short_path(task['workspace'], 24):<24} {cut(goal, room)}\n")
+        rows.append(f"{task['id']:<9} {task['status']:<14} {task['driver']:<14} "
+                    f"{_age(task['updated_at'] or 0.0, now):<9} "
+                    f"{place:<24} {cut(goal, room)}\n")
         if task["question"] is not None:
-            env.stdout.write(f"{'':<9} ? {task['question']}\n")
+            rows.append(f"{'':<9} ? {task['question']}\n")
         gone = _orphaned(store, task)
         if gone is not None:
-            env.stdout.write(f"{'':<9} ! its process ({gone}) is gone; `normalize resume "
-                             f"{task['id']}` recovers it\n")
+            rows.append(f"{'':<9} ! its process ({gone}) is gone; `normalize resume "
+                        f"{task['id']}` recovers it\n")
+    env.stdout.write("".join(rows))
     return 0
 
 

@@ -2,7 +2,13 @@
 
 from normalize.store.journal import JournalWriter, read_journal
 from normalize.store.paths import config_home, data_home
-from normalize.store.taskstore import StoreProblem, TaskLock, TaskStore, atomic_write_bytes
+from normalize.store.taskstore import (
+    StoreProblem,
+    TaskLock,
+    TaskStore,
+    atomic_write_bytes,
+    config_changed,
+)
 
 __all__ = [
     "JournalWriter",
@@ -10,6 +16,7 @@ __all__ = [
     "TaskLock",
     "TaskStore",
     "atomic_write_bytes",
+    "config_changed",
     "config_home",
     "data_home",
     "read_journal",

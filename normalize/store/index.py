@@ -22,9 +22,10 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from filelock import FileLock
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 NAME = "index.jsonl"
 LOCK = ".index.lock"
@@ -112,6 +113,8 @@ def rewrite(tasks_dir: Path, summaries: Iterable[tuple[str, Summary, list[int] |
 
 
 def _locked(tasks_dir: Path) -> FileLock:
+    from filelock import FileLock  # (lazily: a listing never writes the index)
+
     return FileLock(str(tasks_dir / LOCK), timeout=LOCK_WAIT, mode=0o600)
 
 

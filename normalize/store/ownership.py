@@ -5,12 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Protocol
-
-from filelock import FileLock, Timeout
 
 from normalize.errors import StaleEpochError, StoreError, TaskLockedError
 from normalize.faults import crash_point
@@ -43,6 +40,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True,
         tmp = str(path.parent / f".{path.name}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     else:
+        import tempfile  # (lazily: a listing never writes)
+
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -91,6 +90,8 @@ class TaskLock:
 
     def __init__(self, store: TaskStore, task_id: str) -> None:
         self.store = store
+        from filelock import FileLock  # (lazily: a listing never locks a task)
+
         self.task_id = task_id
         self._lock = FileLock(str(store.tasks_dir / f"{task_id}.lock"), timeout=0,
                               mode=FILE_MODE)
@@ -101,6 +102,8 @@ class TaskLock:
 
     def acquire(self, epoch: int) -> None:
         """Take the lock or fail at once naming the holder; record a new epoch (≥ `epoch`)."""
+        from filelock import Timeout
+
         try:
             self._lock.acquire(timeout=0)
         except Timeout:

@@ -20,7 +20,6 @@ goes through `redact`.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import stat
@@ -60,6 +59,22 @@ class StoreProblem:
     message: str
 
 
+def _digest(data: bytes) -> str:
+    """The name part of a content-addressed file (hashlib loaded by writes only)."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def config_changed(task: Task) -> None:
+    """Mark `task`'s driver config as changed in place, so its next save writes it anew.
+
+    Saving a resumed task does not re-encode its config (a long workflow's
+    whole spec) to see whether it changed; whoever changes it says so.
+    """
+    task.driver_config = dict(task.driver_config)
+
+
 class TaskStore:
     """Reads and writes tasks under a data home."""
 
@@ -77,7 +92,8 @@ class TaskStore:
         self.warnings: list[str] = []
         self.announced = 0  # how many of the warnings a run has shown already
         self._configs: dict[str, tuple[tuple[int, int], str]] = {}
-        self._loaded: dict[str, tuple[str, bytes]] = {}  # config files as `load` read them
+        # the config file `load` read and the dict it became (unchanged while it is that dict)
+        self._loaded: dict[str, tuple[str, Any]] = {}
         self._shown: dict[str, Redact] = {}  # a redactor per workspace, for `shown`
         self._logs: dict[str, ckptlog.LogState] = {}  # the checkpoint logs this process writes
         self._kept: dict[int, tuple[Any, str]] = {}  # kept values written, by identity
@@ -183,7 +199,7 @@ class TaskStore:
         if cached is not None and cached[0] is value:
             return cached[1]
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-        name = f"kept-{hashlib.sha256(text).hexdigest()[:16]}.json"
+        name = f"kept-{_digest(text)}.json"
         path = self.tasks_dir / task_id / name
         try:
             if not path.exists():
@@ -224,19 +240,21 @@ class TaskStore:
         A driver config (a workflow's whole spec) is fixed while the task runs,
         so checkpoints leave it out: rewriting it at every step made a step's
         cost grow with the size of the workflow. The file is named by its
-        content and written before the task file that names it.
+        content and written before the task file that names it. A resumed
+        task whose config is still the dict `load` made reuses the file it
+        came from without encoding it (`config_changed` gives it a new dict).
         """
         key = (lock.epoch, id(task.driver_config))
         cached = self._configs.get(task.id)
         if cached is not None and cached[0] == key:
             return cached[1]
+        loaded = self._loaded.pop(task.id, None)
+        if loaded is not None and loaded[1] is task.driver_config:  # resumed, not changed
+            self._configs[task.id] = (key, loaded[0])
+            return str(loaded[0])
         text = json.dumps(task.driver_config, ensure_ascii=False,
                           separators=(",", ":")).encode()
-        loaded = self._loaded.pop(task.id, None)
-        if loaded is not None and text == loaded[1]:  # resuming, unchanged since `load`
-            self._configs[task.id] = (key, loaded[0])
-            return loaded[0]
-        name = f"config-{hashlib.sha256(text).hexdigest()[:16]}.json"
+        name = f"config-{_digest(text)}.json"
         path = self.tasks_dir / task.id / name
         try:
             if not path.exists():
@@ -257,7 +275,6 @@ class TaskStore:
             raw = (self.tasks_dir / task_id / name).read_bytes()
         except FileNotFoundError:
             raise ValueError(f"its driver config {task_id}/{name} is missing") from None
-        self._loaded[task_id] = (name, raw)
         return json.loads(raw)
 
     def sweep(self, task_id: str) -> None:
@@ -384,6 +401,7 @@ class TaskStore:
         path = self.task_path(task_id)
         try:
             data = self.state(task_id)
+            name = None
             if "driver_config_file" in data:
                 name = data.pop("driver_config_file")
                 if with_config:
@@ -391,7 +409,10 @@ class TaskStore:
             if with_config and "driver_states" in data:
                 data["driver_states"] = self._unkeep(task_id, data["driver_states"])
             data = migrate(data, source=str(path))
-            return Task.from_dict(data)
+            task = Task.from_dict(data)
+            if with_config and isinstance(name, str):
+                self._loaded[task_id] = (name, task.driver_config)
+            return task
         except SchemaVersionError:
             raise
         except (ValueError, KeyError, TypeError) as exc:

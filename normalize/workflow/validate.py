@@ -132,6 +132,10 @@ BUILT = frozenset({"name", "steps", "else", "retry"})
 """Step keys the validator turns into their field itself."""
 
 
+RULE_KEYS = frozenset({*NEEDS, *(blamed for blamed, _, _ in CONFLICTS), *POSITIVE, *CHOICES})
+"""The keys the four tables above look at: a step with none of them passes them all."""
+
+
 def _given(item: dict[str, Any], key: str) -> bool:
     return item.get(key) not in (None, False, "", [])
 
@@ -147,6 +151,7 @@ class Validator:
         self.load = load
         self.includes: dict[str, Any] = {}
         self.problems: list[ConfigError] = []  # one per broken step or state, in file order
+        self.parsed: dict[str, str | None] = {}  # command text → why it does not parse
 
     def raise_problems(self) -> None:
         """Raise the first problem found, carrying the others (`workflows validate` lists all)."""
@@ -184,10 +189,19 @@ class Validator:
             hint = f"; did you mean {near!r}?" if near else ""
             raise self.check.fail(where, f"unknown command or step kind {first!r} in "
                                          f"action {value!r}{hint}")
-        try:
-            parse_command(VAR_TOKEN_RE.sub("x", value))
-        except UsageError as exc:
-            raise self.check.fail(where, f"invalid action: {exc}") from None
+        problem = self._command_problem(VAR_TOKEN_RE.sub("x", value))
+        if problem is not None:
+            raise self.check.fail(where, f"invalid action: {problem}")
+
+    def _command_problem(self, command: str) -> str | None:
+        """Why `command` does not parse, or None; each distinct text is parsed once."""
+        if command not in self.parsed:
+            try:
+                parse_command(command)
+                self.parsed[command] = None
+            except UsageError as exc:
+                self.parsed[command] = str(exc)
+        return self.parsed[command]
 
     def condition(self, value: str | None, where: str, *, in_state: bool = False) -> None:
         if value is None:
@@ -314,7 +328,8 @@ class Validator:
             local.add(as_name)
         self._key_rules(item, here)
         for key, check in VALUE_CHECKS.items():
-            check(self, item.get(key), f"{here}.{key}", local)
+            if key in item:  # every check passes a missing (None) value
+                check(self, item[key], f"{here}.{key}", local)
         inner = set(local)
         children = self.steps(item["steps"], f"{here}.steps", inner) if item.get("steps") else []
         if item.get("capture"):
@@ -344,6 +359,8 @@ class Validator:
 
     def _key_rules(self, item: dict[str, Any], here: str) -> None:
         """The NEEDS, CONFLICTS, POSITIVE and CHOICES tables, applied to one step."""
+        if RULE_KEYS.isdisjoint(item):
+            return
         for key, (needed, message) in NEEDS.items():
             if key in item and needed not in item:
                 raise self.check.fail(f"{here}.{key}", message)

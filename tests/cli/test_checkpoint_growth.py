@@ -10,7 +10,7 @@ import pytest
 
 from normalize.errors import CorruptTaskError
 from normalize.runner import RunOptions, run_task, start_task
-from normalize.store import TaskStore
+from normalize.store import TaskStore, config_changed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from engine import noop_spec
@@ -76,6 +76,7 @@ def test_a_resumed_task_keeps_or_rewrites_its_config_as_it_changed(tmp_path: Pat
     store = TaskStore(home, fsync=False)  # changed in place before the run: a new file
     changed = store.load(task.id)
     changed.driver_config["spec"]["description"] = "changed on resume"
+    config_changed(changed)  # a change in place is announced
     changed.limits.max_turns = None
     resumed = RunOptions(workspace=tmp_path, store=store, fsync=False)
     assert run_task(changed, resumed, resumed=True).status.value == "done"

@@ -12,6 +12,7 @@ import pytest
 
 from normalize.errors import CorruptTaskError, SchemaVersionError, TaskNotFoundError
 from normalize.events import Notice
+from normalize.runner import switch_model
 from normalize.store import TaskStore, ckptlog
 from normalize.store.journal import JournalWriter
 from normalize.task import Task, TaskStatus
@@ -284,7 +285,7 @@ def test_a_resumed_config_is_reused_unless_a_value_was_replaced(tmp_path: Path) 
     assert saved(TaskStore(tmp_path), again) == first  # unchanged: the same file
     changed = TaskStore(tmp_path)
     loaded = changed.load(task.id)
-    loaded.driver_config["llm"] = {"model": "b"}  # as `resume --model` does
+    switch_model(loaded, "b")  # as `resume --model` does: a new file
     assert saved(changed, loaded) != first
     assert TaskStore(tmp_path).load(task.id).driver_config["llm"] == {"model": "b"}
 
