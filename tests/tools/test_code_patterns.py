@@ -205,3 +205,14 @@ def test_cpp_test_macros_are_named_by_suite_and_test() -> None:
     ]
     empty = find_symbol(symbols, "StackTest/Empty")
     assert empty is not None and (empty.line, empty.end_line) == (13, 15)
+
+
+def test_a_variable_assigned_through_an_export_chain_is_a_function() -> None:
+    symbols = symbols_of("repro/chained_exports.js")
+    proto = find_symbol(symbols, "proto")
+    assert proto is not None
+    assert (proto.kind, proto.line, proto.end_line) == ("function", 2, 7)
+    handler = find_symbol(symbols, "handler")
+    assert handler is not None and (handler.kind, handler.line) == ("function", 9)
+    assert "router" not in {s.name for s in symbols}  # inside proto's body, not at file level
+    assert find_symbol(symbols, "proto/use") is not None

@@ -123,13 +123,15 @@ _FUNCTION_VALUES = frozenset(
 
 
 def _js_variables(node: Node, walker: Walker, scope: str) -> list[Def]:
-    """`const f = (…) => {…}` and `const C = class {…}`: named functions and classes."""
+    """`const f = (…) => {…}`, `const C = class {…}`, through chains: named functions, classes."""
     del scope
     declarators = [c for c in node.named_children if c.type == "variable_declarator"]
     found: list[Def] = []
     for declarator in declarators:
         name = declarator.child_by_field_name("name")
         value = declarator.child_by_field_name("value")
+        while value is not None and value.type == "assignment_expression":
+            value = value.child_by_field_name("right")  # `var proto = module.exports = …`
         if name is None or name.type != "identifier" or value is None:
             continue
         body = value.child_by_field_name("body")
