@@ -26,13 +26,12 @@ from normalize.providers.base import (
     ThinkingDelta,
     TurnCancelledError,
     UsageReport,
-    await_response,
     headers_retry_after,
     one_line,
     status_error,
 )
 from normalize.providers.openai_compat import iter_sse_data
-from normalize.providers.transport import abort_response, is_transport_error
+from normalize.providers.transport import is_transport_error, stream_lines
 
 API_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -74,23 +73,8 @@ def stream_messages(
         raise TurnCancelledError()
     try:
         sent = http.build_request("POST", url, json=body, headers=headers)
-        # until the headers arrive the request waits in a thread, so Ctrl-C is not held up
-        response = await_response(lambda: http.send(sent, stream=True), cancel,
-                                  lambda late: late.close())
-        try:
-            if response.status_code >= 400:
-                response.read()
-                raise _status_failure(label, response)
-            unregister = None
-            if cancel is not None:
-                unregister = cancel.on_cancel(lambda: abort_response(response))
-            try:
-                yield from _events(response.iter_lines(), label, model, cancel)
-            finally:
-                if unregister is not None:
-                    unregister()
-        finally:
-            response.close()
+        lines = stream_lines(http, sent, cancel, lambda failed: _status_failure(label, failed))
+        yield from _events(lines, label, model, cancel)
     except ProviderError:
         raise
     except Exception as err:

@@ -26,12 +26,11 @@ from normalize.providers.base import (
     ThinkingDelta,
     TurnCancelledError,
     UsageReport,
-    await_response,
     headers_retry_after,
     one_line,
     status_error,
 )
-from normalize.providers.transport import LazyPool, abort_response, is_transport_error
+from normalize.providers.transport import LazyPool, is_transport_error, stream_lines
 
 OPENAI_URL = "https://api.openai.com/v1"
 OLLAMA_URL = "http://localhost:11434/v1"
@@ -154,22 +153,8 @@ class OpenAICompatClient:
             sent = http.build_request(
                 "POST", f"{self.base_url}/chat/completions", json=body, headers=headers
             )
-            response = await_response(lambda: http.send(sent, stream=True), cancel,
-                                      lambda late: late.close())
-            try:
-                if response.status_code >= 400:
-                    response.read()
-                    raise _status_failure(label, response)
-                unregister = None
-                if cancel is not None:
-                    unregister = cancel.on_cancel(lambda: abort_response(response))
-                try:
-                    yield from _events(response.iter_lines(), label, model, self.name, cancel)
-                finally:
-                    if unregister is not None:
-                        unregister()
-            finally:
-                response.close()
+            lines = stream_lines(http, sent, cancel, lambda failed: _status_failure(label, failed))
+            yield from _events(lines, label, model, self.name, cancel)
         except ProviderError:
             raise
         except Exception as err:

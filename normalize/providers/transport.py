@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 _TRANSPORT_MODULES = frozenset({"httpx", "httpx2", "httpcore", "httpcore2"})
@@ -63,3 +63,30 @@ class LazyPool:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
+
+
+def stream_lines(http: Any, sent: Any, cancel: Any,
+                 failure: Callable[[Any], Exception]) -> Iterator[str]:
+    """Send the built request `sent` streamed and yield its response's lines.
+
+    Until the headers arrive the request waits in a thread (`await_response`),
+    so Ctrl-C is not held up by a slow server; afterwards a cancel aborts the
+    response. A status of 400 or more raises `failure(response)`.
+    """
+    from normalize.providers.base import await_response
+
+    response = await_response(lambda: http.send(sent, stream=True), cancel,
+                              lambda late: late.close())
+    try:
+        if response.status_code >= 400:
+            response.read()
+            raise failure(response)
+        unregister = None if cancel is None else \
+            cancel.on_cancel(lambda: abort_response(response))
+        try:
+            yield from response.iter_lines()
+        finally:
+            if unregister is not None:
+                unregister()
+    finally:
+        response.close()
