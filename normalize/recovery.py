@@ -92,17 +92,17 @@ class Recovery:
     # the engine's steps, which recovery reuses
     def _execute(self, task: Task, driver: Driver, ctx: RunContext, actions: list[Action],
                  parallel: bool, skip: frozenset[str] = frozenset(), fanout: int = 0) -> None:
-        raise NotImplementedError
+        raise NotImplementedError  # abstract: the Engine defines it
 
     def _finish(self, task: Task, driver: Driver, ctx: RunContext, action: Action,
                 result: ActionResult) -> None:
-        raise NotImplementedError
+        raise NotImplementedError  # abstract: the Engine defines it
 
     def _settle(self, task: Task, driver: Driver, decision: Decision) -> None:
-        raise NotImplementedError
+        raise NotImplementedError  # abstract: the Engine defines it
 
     def _checkpoint(self, task: Task, driver: Driver) -> None:
-        raise NotImplementedError
+        raise NotImplementedError  # abstract: the Engine defines it
 
     def _read_only(self, action: Action) -> bool:
         """Whether `action` cannot change anything: a read-only tool, or one the parser rejected."""
