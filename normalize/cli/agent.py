@@ -51,23 +51,48 @@ def follow_ups(env: Environment, outcome: Any, options: Any, read: Any, *,
     """After a task ends at a terminal, offer follow-up instructions until an empty line.
 
     Each line continues the same task (notes, plan, cache kept) in a new run;
-    returns the exit status of the last run.
+    lines typed while the last run worked that its model never read become the
+    next instruction without asking. Returns the exit status of the last run.
     """
     from normalize.cli.render import make_renderer
-    from normalize.runner import follow_up, run_task
+    from normalize.cli.typeahead import report_unsent
+    from normalize.runner import follow_up
 
     code = int(outcome.exit_status)
     while outcome.status.value in FOLLOWABLE:
-        line = read(FOLLOW_UP_PROMPT)
+        leftover = _leftover(options)
+        if leftover:
+            line = "\n".join(leftover)
+            env.stderr.write(f"normalize: continuing with what you typed: {' / '.join(leftover)}\n")
+            env.stderr.flush()
+        else:
+            line = read(FOLLOW_UP_PROMPT)
         if line is None or not line.strip():
             break
         follow_up(outcome.task, line)
         renderer = make_renderer(env, json_output=json_output, quiet=False)
         options.subscribers = [renderer]
-        with SignalCancel(options.cancel):
-            outcome = run_task(outcome.task, options, resumed=True)
+        outcome = _run(env, outcome.task, options, renderer, resumed=True)
         code = finish(env, outcome, renderer, json_output)
+    report_unsent(env, outcome.task.id, _leftover(options))
     return code
+
+
+def _leftover(options: Any) -> list[str]:
+    """Lines typed during the last run that reached no turn of the model."""
+    inbox = options.services.options.get("inbox")
+    return list(inbox.drain()) if inbox is not None else []
+
+
+def _run(env: Environment, task: Any, options: Any, renderer: Any, *,
+         resumed: bool = False) -> Any:
+    """`run_task` with Ctrl-C wired to the cancel token and type-ahead read at a terminal."""
+    from normalize.cli.typeahead import typed_lines
+    from normalize.runner import run_task
+
+    with SignalCancel(options.cancel, notify=stopping_note(env)), \
+            typed_lines(env, options, renderer):
+        return run_task(task, options, resumed=resumed)
 
 
 def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str | None,
@@ -78,7 +103,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.drivers.base import DriverServices
     from normalize.drivers.llm import LLMSettings
-    from normalize.runner import apply_model, load_spec, run_task, start_task
+    from normalize.runner import apply_model, load_spec, start_task
 
     clients = _Clients()
     try:
@@ -127,8 +152,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         from normalize.cli.trust import report_ignored
 
         report_ignored(env, task)
-        with SignalCancel(options.cancel, notify=stopping_note(env)):
-            outcome = run_task(task, options)
+        outcome = _run(env, task, options, renderer)
         code = finish(env, outcome, renderer, json_output)
         if read is not None and not quiet:
             code = follow_ups(env, outcome, options, read)

@@ -37,7 +37,11 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
     renderer = make_renderer(env, json_output=json_output, quiet=quiet,
                              full_text=cache_reader(lambda: holder[0].store if holder else None))
     interactive = env.stdin_tty and env.stdout_tty and not json_output
-    read = held(line_reader(env), renderer)
+
+    def current() -> Any:  # the renderer showing the run now (a follow-up run has its own)
+        return holder[0].subscribers[0] if holder and holder[0].subscribers else renderer
+
+    read = held(line_reader(env), current)
     options = RunOptions(
         workspace=(workspace or Path.cwd()).resolve(),
         subscribers=[renderer],
@@ -45,12 +49,12 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
         approve=approve,
         sandbox=sandbox,
         network=network,
-        approver=_approver(env, renderer) if interactive else None,
+        approver=_approver(env, current) if interactive else None,
         asker=(lambda q: read(f"{q}\n> ")) if interactive else None,
     )
     holder.append(options)
     options.services = DriverServices(read_line=prompt_reader(
-        env, lambda: options.workspace, renderer=renderer, cancel=options.cancel))
+        env, lambda: options.workspace, current=current, cancel=options.cancel))
     return options, renderer
 
 
@@ -67,8 +71,8 @@ def _check_sandbox(env: Environment, sandbox: str | None) -> None:
                          "your full rights (only the environment is scrubbed)\n")
 
 
-def _approver(env: Environment, renderer: Any = None) -> Any:
-    read = held(line_reader(env), renderer)
+def _approver(env: Environment, current: Any) -> Any:
+    read = held(line_reader(env), current)
 
     def approve(question: str) -> str:
         while True:
@@ -234,9 +238,19 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         elif model is not None:
             switch_model(task, model)
         set_limits(task, max_turns=max_turns, budget=budget)
-        with SignalCancel(options.cancel, notify=stopping_note(env)):
+        from normalize.cli.typeahead import report_unsent, typed_lines
+
+        with SignalCancel(options.cancel, notify=stopping_note(env)), \
+                typed_lines(env, options, renderer, model=task.driver == "llm") as typed:
             outcome = run_task(task, options, resumed=True, reply=reply)
-        return finish(env, outcome, renderer, json_output)
+        code = finish(env, outcome, renderer, json_output)
+        if typed is not None and not quiet and task.driver == "llm":
+            from normalize.cli.agent import follow_ups  # the same prompt as after `agent`
+
+            return follow_ups(env, outcome, options, prompt_reader(
+                env, lambda: options.workspace, cancel=options.cancel))
+        report_unsent(env, task.id, typed.drain() if typed is not None else [])
+        return code
     except NormalizeError as exc:
         return fail(env, exc)
 
@@ -282,7 +296,7 @@ def _ask_pending(env: Environment, task: Any) -> Any:
     read = line_reader(env)
     pending = task.pending
     if pending.kind == "approval":
-        reply = _approver(env)(pending.question)
+        reply = _approver(env, lambda: None)(pending.question)
         return Reply(approve=reply in ("yes", "always"))
     text = read(f"{pending.question}\n> ")
     return None if text is None else Reply(answer=text)

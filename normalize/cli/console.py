@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -174,11 +175,15 @@ def line_reader(env: Environment) -> Callable[[str], str | None]:
 Reader = Callable[[str], str | None]
 
 
-def held(read: Reader, renderer: Any) -> Reader:
-    """`read`, with the renderer's live view taken down while the person types."""
-    hold = getattr(renderer, "hold", None)
-    if hold is None:
-        return read
+def held(read: Reader, current: Callable[[], Any]) -> Reader:
+    """`read`, with the live view taken down while the person types.
+
+    `current()` is the renderer showing the run at the time of the prompt (a
+    follow-up run has a new one); its `hold()` also pauses the type-ahead
+    reader, so the prompt alone reads the terminal.
+    """
+
+    hold = _hold_of(current)
 
     def read_held(prompt: str) -> str | None:
         with hold():
@@ -187,14 +192,15 @@ def held(read: Reader, renderer: Any) -> Reader:
     return read_held
 
 
-def prompt_reader(env: Environment, workspace: Callable[[], Path], *, renderer: Any = None,
+def prompt_reader(env: Environment, workspace: Callable[[], Path], *,
+                  current: Callable[[], Any] = lambda: None,
                   cancel: CancelToken | None = None) -> Reader:
     """The user driver's reader: prompt-toolkit at a terminal, plain lines from a pipe.
 
     prompt-toolkit is imported at the first prompt, not before.
     """
     if not (env.stdin_tty and env.stdout_tty):
-        return held(line_reader(env), renderer)
+        return held(line_reader(env), current)
     reader: Reader | None = None
 
     def read(prompt: str) -> str | None:
@@ -205,8 +211,16 @@ def prompt_reader(env: Environment, workspace: Callable[[], Path], *, renderer: 
 
             interrupt = (lambda: cancel.cancel("stopped by Ctrl-C")) if cancel else None
             reader = PromptReader(workspace(), history=data_home(env.env) / "history",
-                                  out=env.stdout, hold=getattr(renderer, "hold", None),
+                                  out=env.stdout, hold=_hold_of(current),
                                   on_interrupt=interrupt)
         return reader(prompt)
 
     return read
+
+
+def _hold_of(current: Callable[[], Any]) -> Callable[[], contextlib.AbstractContextManager[None]]:
+    def hold() -> contextlib.AbstractContextManager[None]:
+        method = getattr(current(), "hold", None)
+        return method() if method is not None else contextlib.nullcontext()
+
+    return hold

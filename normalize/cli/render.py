@@ -143,6 +143,17 @@ class PlainRenderer:
         self.quiet = quiet
         self.results = results or Results()
         self._lock = threading.Lock()
+        self.input: Any = None
+
+    def attach_input(self, reader: Any) -> None:
+        """The terminal reader to pause while a prompt has the terminal (or None)."""
+        self.input = reader
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """Give a prompt the terminal: the type-ahead reader pauses meanwhile."""
+        with self.input.paused() if self.input is not None else contextlib.nullcontext():
+            yield
 
     def __call__(self, event: BaseEvent) -> None:
         self.results.seen(event)
@@ -180,6 +191,9 @@ class ViewState:
     running: dict[str, tuple[str, float]] = field(default_factory=dict)
     started: float | None = None
     changes: dict[str, list[int]] = field(default_factory=dict)  # path -> [+, -]
+    typing: bool = False  # a person can type a line for the model (see cli/typeahead.py)
+    typed: str = ""
+    waiting: int = 0  # typed lines the model has not seen yet
 
 
 def _tail(chunks: list[str], rows: int, width: int) -> str:
@@ -194,6 +208,9 @@ def _tail(chunks: list[str], rows: int, width: int) -> str:
         if len(out) >= rows:
             break
     return "\n".join(out)
+
+
+TYPE_AHEAD_HINT = "  (type a line and press Enter: the model reads it at its next turn)"
 
 
 class LiveRenderer:
@@ -232,6 +249,22 @@ class LiveRenderer:
         self._ended = False
         self._ticker: threading.Thread | None = None
         self._stop = threading.Event()
+        self.input: Any = None
+
+    def attach_input(self, reader: Any) -> None:
+        """The terminal reader to pause while a prompt has the terminal (or None)."""
+        self.input = reader
+        with self._lock:
+            self.state.typing = reader is not None
+            if reader is None:
+                self.state.typed, self.state.waiting = "", 0
+
+    def typing(self, line: str, waiting: int) -> None:
+        """The line being typed and the lines waiting for the model, drawn in the footer."""
+        with self._lock:
+            self.state.typed, self.state.waiting = line, waiting
+        if self._started:
+            self.refresh()
 
     # -- events: state changes only ------------------------------------------------------
 
@@ -270,6 +303,8 @@ class LiveRenderer:
                 s.output_tokens = event.output_tokens
                 s.cost_usd = event.cost_usd
                 add(Text.assemble(*run_started(event, 70)))
+                if s.typing:
+                    add(Text(TYPE_AHEAD_HINT, style="dim"))
             case StepStarted():
                 s.step = step_label(event)
                 add(Text(step_line(event), style="bold"))
@@ -360,7 +395,12 @@ class LiveRenderer:
         if s.cost_usd:
             parts.append(f"${s.cost_usd:.4f}")
         parts.append(f"{now - (s.started if s.started is not None else now):.1f}s")
-        return Text(" · ".join(parts), style="dim")
+        if s.waiting:
+            parts.append(f"{s.waiting} line{'s' if s.waiting > 1 else ''} for the next turn")
+        footer = Text(" · ".join(parts), style="dim")
+        if s.typed:
+            footer.append_text(Text.assemble("\n› ", (s.typed, "bold"), "▏"))
+        return footer
 
     def refresh(self) -> None:
         """Print the queued lines and redraw the live region, in one write."""
@@ -401,7 +441,18 @@ class LiveRenderer:
 
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:
-        """Take the live region down while a person types at a prompt; put it back after."""
+        """Take the live region down while a person types at a prompt; put it back after.
+
+        The type-ahead reader (if any) pauses meanwhile: the prompt owns the terminal.
+        """
+        with contextlib.ExitStack() as paused:
+            if self.input is not None:
+                paused.enter_context(self.input.paused())
+            with self._hold():
+                yield
+
+    @contextlib.contextmanager
+    def _hold(self) -> Iterator[None]:
         with self._draw:
             self.refresh()
             if self._started:

@@ -166,6 +166,10 @@ class LineQueue:
             with self._lock:
                 self._lines.append(line.strip())
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._lines)
+
     def drain(self) -> list[str]:
         """The lines queued so far, oldest first; the queue is empty afterwards."""
         with self._lock:
@@ -423,7 +427,7 @@ class LLMDriver:
         if self.inbox is not None:
             for line in self.inbox.drain():
                 self.context.add_feedback(f"The user wrote while you worked: {line}")
-                ctx.emit(Notice(message=f"queued for the model: {line}"))
+                ctx.emit(Notice(message=f"sent to the model: {line}"))
 
     # -- deciding ------------------------------------------------------------
 

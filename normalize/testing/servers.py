@@ -51,7 +51,11 @@ ANTHROPIC_ERROR_TYPES = {
 
 @dataclass(frozen=True)
 class Reply:
-    """A successful streamed reply; `delay` waits before answering, `chunk_delay` between chunks."""
+    """A successful streamed reply; `delay` waits before answering, `chunk_delay` between chunks.
+
+    `wait_for` holds the answer until the event is set (at most 30 s), so a test
+    can act while the request is in flight.
+    """
 
     text: str
     thinking: str = ""
@@ -59,6 +63,7 @@ class Reply:
     usage: Mapping[str, int] | None = None
     delay: float = 0.0
     chunk_delay: float = 0.0
+    wait_for: threading.Event | None = None
 
 
 @dataclass(frozen=True)
@@ -486,6 +491,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if isinstance(item, Reply) and item.delay:
             fake._stopping.wait(item.delay)
+        if isinstance(item, Reply) and item.wait_for is not None:
+            item.wait_for.wait(30.0)
         if api == "anthropic":
             self._anthropic(record, item)
         else:

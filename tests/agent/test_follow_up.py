@@ -112,7 +112,7 @@ def test_a_line_typed_while_the_model_works_reaches_its_next_turn(
     assert "also check the tests" not in model.requests[0].messages[-1]["content"]
     assert ("The user wrote while you worked: also check the tests"
             in model.requests[1].messages[-1]["content"])
-    assert any("queued for the model" in n["message"] for n in run.of("notice"))
+    assert any("sent to the model: also check the tests" in n["message"] for n in run.of("notice"))
 
 
 def test_agent_without_task_off_a_terminal_is_a_usage_error(
