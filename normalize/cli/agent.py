@@ -155,7 +155,10 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         outcome = _run(env, task, options, renderer)
         code = finish(env, outcome, renderer, json_output)
         if read is not None and not quiet:
-            code = follow_ups(env, outcome, options, read)
+            return follow_ups(env, outcome, options, read)
+        from normalize.cli.typeahead import report_unsent
+
+        report_unsent(env, task.id, _leftover(options))
         return code
     except NormalizeError as exc:
         return fail(env, exc)
