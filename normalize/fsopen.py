@@ -65,12 +65,17 @@ def open_file(root: Path | str, rel: str | Path) -> BinaryIO:
     if not SUPPORTED:
         return (Path(root) / rel).open("rb")
     *dirs, name = _parts(rel) or ["."]
-    with open_dir(root, dirs) as dfd:
-        fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+    with open_dir(root, dirs) as dfd:  # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
     fh = os.fdopen(fd, "rb")
-    if stat.S_ISDIR(os.fstat(fd).st_mode):
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode):
         fh.close()
         raise IsADirectoryError(errno.EISDIR, "is a directory", str(rel))
+    if not stat.S_ISREG(mode):
+        fh.close()
+        raise OSError(errno.EINVAL, "not a regular file", str(rel))
+    os.set_blocking(fd, True)
     return fh
 
 

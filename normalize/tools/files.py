@@ -31,12 +31,15 @@ def language_of(path: Path | str) -> str | None:
 
 
 def is_binary(path: Path) -> bool:
-    """True when the file's first bytes hold a NUL (git's heuristic)."""
+    """True when the file's first bytes hold a NUL (git's heuristic).
+
+    A file that cannot be read is not called binary: reading it says why.
+    """
     try:
         with path.open("rb") as fh:
             return b"\x00" in fh.read(BINARY_SNIFF)
     except OSError:
-        return True
+        return False
 
 
 @lru_cache(maxsize=512)

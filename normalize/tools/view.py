@@ -69,6 +69,9 @@ def resolve_target(ctx: ToolContext, spec: str) -> Target:
         if path.is_dir():
             raise ToolError(f"{match['path']} is a directory; a line range needs a file")
         if not path.is_file():
+            if path.exists():
+                raise ToolError(f"{match['path']}: {special_kind(path)}, not a regular file; "
+                                "not read")
             raise missing_path(ctx, match["path"], path)
         start, end = int(match["start"]), match["end"]
         return Target(
@@ -80,6 +83,8 @@ def resolve_target(ctx: ToolContext, spec: str) -> Target:
         )
     path = ctx.guard.resolve(spec)
     if path.exists():
+        if not (path.is_dir() or path.is_file()):
+            raise ToolError(f"{spec}: {special_kind(path)}, not a regular file; not read")
         return Target(path, ctx.guard.relative(path))
     parts = spec.rstrip("/").split("/")
     for cut in range(len(parts) - 1, 0, -1):
@@ -89,6 +94,18 @@ def resolve_target(ctx: ToolContext, spec: str) -> Target:
         if prefix.exists():
             break
     raise missing_path(ctx, spec, path)
+
+
+def special_kind(path: Path) -> str:
+    """What a path that is neither a file nor a directory is ("a FIFO", "a socket", …)."""
+    import stat
+
+    mode = path.stat().st_mode
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return kind
+    return "a special file"
 
 
 def missing_path(ctx: ToolContext, spec: str, path: Path) -> ToolError:

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
+from normalize import fsopen
 from normalize.task import ActionResult, ResultStatus
 from normalize.tools.base import ToolContext
 from normalize.tools.skeleton import SkeletonTool
 from normalize.tools.view import ViewTool
 
 RunTool = Callable[..., ActionResult]
+T = TypeVar("T")
 
 SAMPLES = ["sample.py", "sample.js", "sample.ts", "sample.go", "sample.rs", "sample.java",
            "sample.c", "sample.cpp"]  # fmt: skip
@@ -71,6 +78,31 @@ def test_binary_empty_and_non_utf8_files(tool_ctx: ToolContext, run_tool: RunToo
     assert binary.ok and binary.output == "logo.png: binary file (16 bytes); not shown"
     assert run_tool(ViewTool(), "empty.py").output == "empty.py: empty file"
     assert run_tool(ViewTool(), "latin.txt").output == "   1│ caf\ufffd"
+
+
+def test_a_fifo_is_refused_by_name_and_never_waited_on(tool_ctx: ToolContext,
+                                                       run_tool: RunTool) -> None:
+    fifo = tool_ctx.workspace / "pipe"
+    os.mkfifo(fifo)  # opening it to read waits for a writer
+    for spec in ("pipe", "pipe:1-5"):
+        result = _unblocked(fifo, lambda spec=spec: run_tool(ViewTool(), spec))
+        assert not result.ok and result.error == "pipe: a FIFO, not a regular file; not read"
+    with pytest.raises(OSError, match="not a regular file"):
+        _unblocked(fifo, lambda: fsopen.read_bytes(tool_ctx.workspace, "pipe"))
+
+
+def _unblocked(fifo: Path, call: Callable[[], T]) -> T:
+    """`call()`; if it blocks opening `fifo`, a writer releases it and the test fails."""
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(call)
+        try:
+            return future.result(timeout=20)
+        except FutureTimeout:
+            while not future.done():  # writers release every blocked open, then it fails
+                with contextlib.suppress(OSError):
+                    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                time.sleep(0.01)
+            raise AssertionError(f"blocked opening the FIFO {fifo.name}") from None
 
 
 # --- symbols --------------------------------------------------------------------
