@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -39,6 +40,8 @@ from normalize.tools.code import find_symbols, language_for, outline
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "code"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "normalize-codeintel"
+"""Downloaded archives and their unpacked trees: a rerun reads them and fetches nothing."""
 TYPES = frozenset({"class", "struct", "interface", "enum", "trait", "module", "typedef", "union",
                    "record", "object", "protocol", "type", "singleton", "extension"})  # fmt: skip
 CALLABLES = frozenset({"function", "method", "constructor", "prototype", "singletonMethod",
@@ -53,10 +56,53 @@ CTAGS_LANGUAGE = {
     "ruby": "Ruby", "csharp": "C#", "php": "PHP", "bash": "Sh", "kotlin": "Kotlin", "lua": "Lua",
 }  # fmt: skip
 """Swift and Scala have no parser in Universal Ctags 5.9: they are listed without figures."""
-DOWNLOADS = {
-    "pip": ("click==8.1.7", "networkx==3.6.1"),
-    "npm": ("express@4.21.2", "node-addon-api@8.3.1"),
-}
+@dataclass(frozen=True)
+class Pin:
+    """A real package's sources: where they come from and which files each language scores."""
+
+    label: str
+    registry: str  # "pypi" (a wheel), "sdist" (PyPI source), "npm", "debian"
+    spec: str  # what the registry's client is asked for, version pinned
+    licence: str
+    select: dict[str, str]  # language → globs (space-separated) under the unpacked root
+    suffix: str = ""  # given to selected files of no known language (shell scripts)
+
+
+PINS = (
+    Pin("click 8.1.7", "pypi", "click==8.1.7", "BSD-3-Clause", {"python": "click/*.py"}),
+    Pin("networkx 3.6.1", "pypi", "networkx==3.6.1", "BSD-3-Clause",
+        {"python": "networkx/**/*.py"}),
+    Pin("express 4.21.2", "npm", "express@4.21.2", "MIT", {"javascript": "package/**/*.js"}),
+    Pin("zod 3.25.76", "npm", "zod@3.25.76", "MIT",
+        {"javascript": "package/v3/**/*.js package/v4/**/*.js",
+         "typescript": "package/src/**/*.ts"}),
+    Pin("lz4 4.3.3", "sdist", "lz4==4.3.3", "BSD-3-Clause (lz4libs: BSD-2-Clause)",
+        {"c": "lz4-4.3.3/**/*.c"}),
+    Pin("node-addon-api 8.3.1", "npm", "node-addon-api@8.3.1", "MIT", {"cpp": "package/*.h"}),
+    Pin("jpype1 1.5.1", "sdist", "jpype1==1.5.1", "Apache-2.0",
+        {"cpp": "jpype1-1.5.1/native/common/**/*.cpp jpype1-1.5.1/native/python/**/*.cpp",
+         "java": "jpype1-1.5.1/native/java/**/*.java"}),
+    Pin("pythonnet 3.0.5", "sdist", "pythonnet==3.0.5", "MIT",
+        {"csharp": "pythonnet-3.0.5/src/runtime/**/*.cs"}),
+    Pin("cobra 1.6.1", "debian", "golang-github-spf13-cobra-dev=1.6.1-1", "Apache-2.0",
+        {"go": "usr/share/gocode/src/github.com/spf13/cobra/**/*.go"}),
+    Pin("regex 1.7.1", "debian", "librust-regex-dev=1.7.1-1", "MIT OR Apache-2.0",
+        {"rust": "usr/share/cargo/registry/regex-1.7.1/src/**/*.rs"}),
+    Pin("thor 1.2.1", "debian", "ruby-thor=1.2.1-2", "MIT",
+        {"ruby": "usr/share/rubygems-integration/all/gems/thor-1.2.1/lib/**/*.rb"}),
+    Pin("monolog 2.9.1", "debian", "php-monolog=2.9.1-1", "MIT",
+        {"php": "usr/share/php/Monolog/**/*.php"}),
+    Pin("bash-completion 2.11", "debian", "bash-completion=1:2.11-6", "GPL-2.0-or-later",
+        {"bash": "usr/share/bash-completion/bash_completion* "
+                 "usr/share/bash-completion/completions/*"}, suffix=".sh"),
+    Pin("penlight 1.13.1", "debian", "lua-penlight=1.13.1-3", "MIT",
+        {"lua": "usr/share/lua/5.1/pl/*.lua"}),
+    Pin("expo-modules-core 2.2.3", "npm", "expo-modules-core@2.2.3", "MIT",
+        {"kotlin": "package/android/src/**/*.kt", "swift": "package/ios/**/*.swift"}),
+)  # fmt: skip
+"""One real package per language at least, fetched by `--download` and cached (`--cache`).
+Scala has none: no registry reached here ships Scala sources, and ctags 5.9 has no Scala
+(or Swift) parser to compare with."""
 
 
 @dataclass
@@ -273,27 +319,72 @@ def score_file(path: Path, score: Score, corrected: bool = False) -> None:
         score.exact += len(hits) == 1 and hits[0].first_line <= line <= hits[0].end_line
 
 
-def download(into: Path) -> list[Path]:
-    """The pinned packages' sources, unpacked under `into`."""
-    trees = []
-    pip = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:"]
-    subprocess.run([*pip, "-d", str(into), *DOWNLOADS["pip"]], check=True)
-    for wheel in into.glob("*.whl"):
-        with zipfile.ZipFile(wheel) as archive:
-            archive.extractall(into / wheel.stem)
-        trees.append(into / wheel.stem)
-    npm = shutil.which("npm")
-    for package in DOWNLOADS["npm"] if npm else ():
-        subprocess.run([npm, "pack", "-q", package], cwd=into, check=True, capture_output=True)
-    for tgz in into.glob("*.tgz"):
-        with tarfile.open(tgz) as archive:
-            archive.extractall(into / tgz.stem, filter="data")
-        trees.append(into / tgz.stem)
-    return trees
+def fetch(pin: Pin, cache: Path) -> Path:
+    """The pin's archive, from the cache or else its registry's client, unpacked once."""
+    slug = re.sub(r"[^\w.-]+", "_", pin.spec)
+    tree, archives = cache / "trees" / slug, cache / "archives" / slug
+    if tree.is_dir():
+        return tree
+    archives.mkdir(parents=True, exist_ok=True)
+    if not any(archives.iterdir()):
+        pip = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(archives)]
+        argv = {
+            "pypi": [*pip, "--only-binary", ":all:", pin.spec],
+            "sdist": [*pip, "--no-binary", ":all:", pin.spec],
+            "npm": [shutil.which("npm") or "npm", "pack", "-q", pin.spec],
+            "debian": [shutil.which("apt-get") or "apt-get", "download", "-q", pin.spec],
+        }[pin.registry]
+        subprocess.run(argv, cwd=archives, check=True, capture_output=True)
+    scratch = Path(tempfile.mkdtemp(dir=cache, prefix=".unpack-"))
+    for archive in archives.iterdir():
+        if archive.suffix == ".whl":
+            with zipfile.ZipFile(archive) as wheel:
+                wheel.extractall(scratch)
+        elif archive.suffix == ".deb":
+            subprocess.run(["dpkg-deb", "-x", str(archive), str(scratch)], check=True)
+        else:
+            with tarfile.open(archive) as tar:
+                tar.extractall(scratch, filter="data")
+    for language in pin.select if pin.suffix else ():
+        for path in selected(pin, scratch, language):
+            if language_for(path) is None:
+                path.rename(path.with_name(path.name + pin.suffix))
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    scratch.rename(tree)
+    return tree
+
+
+def selected(pin: Pin, tree: Path, language: str) -> list[Path]:
+    """The pin's files for one language: regular files of it (or, before the suffix is given,
+    of none), no symlinks, no tests, sorted."""
+    found = {path for glob in pin.select[language].split() for path in tree.glob(glob)}
+    return sorted(path for path in found if path.is_file() and not path.is_symlink()
+                  and language_for(path) in (language, pin.suffix and None)
+                  and not TESTS.search(str(path.relative_to(tree))))  # fmt: skip
+
+
+TESTS = re.compile(r"(^|/)(tests?|testing|__tests__|benchmarks?)/|test[^/]*$", re.IGNORECASE)
+"""Test files and directories are left out of pinned packages: test macros are not the API."""
+
+
+def measure_files(
+    files: list[tuple[Path, str]], corrected: bool = False
+) -> dict[str, Score]:
+    """Scores per language over (path, language) pairs."""
+    scores: dict[str, Score] = {}
+    for path, language in files:
+        score_file(path, scores.setdefault(language, Score()), corrected)
+    return scores
 
 
 def measure(trees: list[Path], corrected: bool = False) -> dict[str, Score]:
-    scores: dict[str, Score] = {}
+    """Scores per language over whole directories (the fixtures, `--tree`)."""
+    return measure_files(tree_files(trees), corrected)
+
+
+def tree_files(trees: list[Path]) -> list[tuple[Path, str]]:
+    """Every outlined file under the trees, with its language (TSX scored as TypeScript)."""
+    files = []
     for tree in trees:
         for path in sorted(tree.rglob("*")):
             language = language_for(path) if path.is_file() else None
@@ -301,45 +392,74 @@ def measure(trees: list[Path], corrected: bool = False) -> dict[str, Score]:
                 continue
             if tree == FIXTURES and "stress" in path.relative_to(tree).parts:
                 continue  # written to break parsers, see tests/fixtures/code/stress/README.md
-            scores.setdefault("typescript" if language == "tsx" else language, Score())
-            score_file(path, scores["typescript" if language == "tsx" else language], corrected)
-    return scores
+            files.append((path, "typescript" if language == "tsx" else language))
+    return files
 
 
-def table(scores: dict[str, Score]) -> str:
-    rows = ["| language | files | ctags defs | outline defs | recall | precision | view exact |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
-    for language, s in sorted(scores.items()):
-        if not s.ctags:
-            rows.append(f"| {language} | {s.files} | (no ctags parser) | {s.ours} | – | – | – |")
+Row = tuple[str, str, Score, Score]
+"""(language, repository, raw score, corrected score)."""
+
+
+def ratio(part: int, whole: int) -> str:
+    return f"{part / whole:.2f}" if whole else "–"
+
+
+def table(rows: list[Row]) -> str:
+    """The corrected figures, each with the raw one beside it where they differ."""
+    out = ["| language | repository | files | ctags defs | outline defs | recall | precision "
+           "| view exact |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for language, repo, raw, fixed in rows:
+        if not fixed.ctags:
+            out.append(f"| {language} | {repo} | {fixed.files} | (no ctags parser) | "
+                       f"{fixed.ours} | – | – | – |")  # fmt: skip
             continue
-        recall = s.matched / s.ctags
-        precision = s.matched / s.ours if s.ours else 0.0
-        exact = s.exact / s.viewed if s.viewed else 0.0
-        rows.append(f"| {language} | {s.files} | {s.ctags} | {s.ours} | {recall:.2f} | "
-                    f"{precision:.2f} | {exact:.2f} |")
-    return "\n".join(rows)
+        cells = []
+        for now, was in ((ratio(fixed.matched, fixed.ctags), ratio(raw.matched, raw.ctags)),
+                         (ratio(fixed.matched, fixed.ours), ratio(raw.matched, raw.ours))):
+            cells.append(now if now == was else f"{now} (raw {was})")  # fmt: skip
+        defs = f"{fixed.ctags}" + (f" (raw {raw.ctags})" if raw.ctags != fixed.ctags else "")
+        out.append(f"| {language} | {repo} | {fixed.files} | {defs} | {fixed.ours} | "
+                   f"{cells[0]} | {cells[1]} | {ratio(fixed.exact, fixed.viewed)} |")
+    return "\n".join(out)
+
+
+def rows(pins: tuple[Pin, ...], cache: Path | None, trees: list[Path]) -> list[Row]:
+    """The fixtures' rows, then each pin's (fetched into `cache`), then each `--tree`'s."""
+    sources: list[tuple[str, list[tuple[Path, str]]]] = []
+    for label, tree in [("fixtures", FIXTURES), *((str(t), t) for t in trees)]:
+        sources.append((label, tree_files([tree])))
+    for pin in pins if cache else ():
+        assert cache is not None
+        tree = fetch(pin, cache)
+        sources.append((pin.label, [(p, lang) for lang in pin.select
+                                    for p in selected(pin, tree, lang)]))  # fmt: skip
+    out: list[Row] = []
+    for label, files in sources:
+        raw, fixed = measure_files(files), measure_files(files, corrected=True)
+        out += [(lang, label, raw[lang], fixed[lang]) for lang in sorted(fixed)]
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--download", action="store_true")
+    parser.add_argument("--download", action="store_true", help="fetch and score PINS too")
+    parser.add_argument("--cache", type=Path, default=CACHE, help=f"default {CACHE}")
     parser.add_argument("--tree", type=Path, action="append", default=[])
     parser.add_argument("--misses", action="store_true", help="list what each side lacks")
+    parser.add_argument("--only", default="", help="languages to score, comma-separated")
     args = parser.parse_args()
     if shutil.which("ctags") is None:
         sys.exit("ctags not found: apt-get install universal-ctags")
-    with tempfile.TemporaryDirectory() as scratch:
-        trees = [FIXTURES, *args.tree]
-        if args.download:
-            trees += download(Path(scratch))
-        raw, scores = measure(trees), measure(trees, corrected=True)
-    print("Raw ctags:\n" + table(raw) + "\n\nCorrected ctags (rules below):\n" + table(scores))
+    only = set(args.only.split(",")) - {""}
+    pins = tuple(p for p in PINS if not only or only & set(p.select))
+    found = [r for r in rows(pins, args.cache if args.download else None, args.tree)
+             if not only or r[0] in only]  # fmt: skip
+    print(table(found) + "\n")
     for rule, langs, why, example in CORRECTIONS:
         print(f"{rule} [{langs}, applied {APPLIED[rule]}x] {why}; e.g. {example}")
     if args.misses:
-        for language, s in sorted(scores.items()):
-            print(f"{language} (corrected): missed {s.missed} extra {s.extra}")
+        for language, repo, _, s in found:
+            print(f"{language} {repo} (corrected): missed {s.missed} extra {s.extra}")
 
 
 if __name__ == "__main__":
