@@ -148,6 +148,8 @@ CORRECTIONS = (
     ("J10", "javascript", "`OBJ.P = function N(` is one definition ctags tags twice, as P and N; "
      "it counts once, as P (as N for `module.exports = function N`, which has no P)",
      "module.exports = function query(options) { → `exports` dropped"),
+    ("S1", "bash", "a function tag whose name holds `=`, `{` or `}` is an array assignment "
+     "`x=()` or a `${x%%(…}` expansion ctags reads as `name()`", "COMPREPLY=() → `COMPREPLY=` dropped"),
 )
 """The rules the corrected figures apply to ctags' output: (id, languages, reason, example)."""
 APPLIED: Counter[str] = Counter()
@@ -159,6 +161,7 @@ FUNCTION_VALUE = re.compile(r"[:=]\s*(async\s+)?(function\b|\([^)]*\)\s*(:[^=]+)
 OBJECT_VALUE = re.compile(r"[:=]\s*\{\s*(//.*)?$|[:=]\s*\{.*\}\s*[;,]?\s*$")
 ARROW_OR_FUNCTION = re.compile(r"\s*(async\s+)?(function\b|\([^)]*\)\s*=>|[\w$]+\s*=>)")
 NAMED_VALUE = re.compile(r"\s*(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s*\(")
+SHELL_NOISE = re.compile(r"[={}]")
 BARE_CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\(.*\)\s*$")
 
 
@@ -268,6 +271,10 @@ def ctags_definitions(
     if corrected and lang in ("JavaScript", "TypeScript"):
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         tags = correct_js(tags, lines, lang == "JavaScript")
+    if corrected and lang == "Sh":
+        shell = [t for t in tags if not SHELL_NOISE.search(t["name"])]
+        APPLIED["S1"] += len(tags) - len(shell)
+        tags = shell
     found = []
     for tag in tags:
         kind = tag.get("kind", "")

@@ -216,3 +216,25 @@ def test_a_variable_assigned_through_an_export_chain_is_a_function() -> None:
     assert handler is not None and (handler.kind, handler.line) == ("function", 9)
     assert "router" not in {s.name for s in symbols}  # inside proto's body, not at file level
     assert find_symbol(symbols, "proto/use") is not None
+
+
+# --- Bash: bash-completion's definitions ----------------------------------------------------
+
+
+def test_bash_functions_in_lists_and_conditionals_are_listed() -> None:
+    # bash-completion: `_2to3() {…} && complete -F _2to3 2to3`, and `_pids` defined per OS
+    symbols = symbols_of("repro/bash_completion.sh")
+    assert [(s.name, s.line) for s in everything(symbols)] == [
+        ("_2to3", 3), ("_pids", 9), ("_pgids", 13), ("_pids", 18), ("_after", 24)
+    ]  # fmt: skip
+
+
+def test_a_bash_parse_error_loses_only_the_function_it_is_in() -> None:
+    # bash-completion's `[[ $cur =~ …\[([^]]*)$ ]]` defeats tree-sitter-bash: every function
+    # after it was read as one long string
+    symbols = symbols_of("repro/bash_regex_error.sh")
+    assert {"_before", "_variables", "_after", "_last"} <= names(symbols)
+    last, unread = find_symbol(symbols, "_last"), find_symbol(symbols, "_variables")
+    assert last is not None and (last.line, last.end_line) == (20, 23)
+    # the function tree-sitter cannot read runs to the first `}` at its indentation
+    assert unread is not None and (unread.line, unread.end_line) == (6, 12)

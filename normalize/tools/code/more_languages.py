@@ -133,7 +133,11 @@ PHP = Rules(
 
 # --- Bash -------------------------------------------------------------------
 
-BASH = Rules(handlers={"function_definition": simple("function")})
+BASH = Rules(
+    handlers={"function_definition": simple("function")},
+    # `f() {…} && complete -F f f`; a function defined per `if` branch at file level
+    transparent=frozenset({"list", "if_statement", "elif_clause", "else_clause"}),
+)
 
 
 # --- Kotlin -----------------------------------------------------------------
