@@ -238,3 +238,15 @@ def test_a_bash_parse_error_loses_only_the_function_it_is_in() -> None:
     assert last is not None and (last.line, last.end_line) == (20, 23)
     # the function tree-sitter cannot read runs to the first `}` at its indentation
     assert unread is not None and (unread.line, unread.end_line) == (6, 12)
+
+
+def test_an_all_caps_return_type_is_not_taken_for_a_calling_convention() -> None:
+    # lz4: `static U16 LZ4_read16(…)`, `LZ4_FORCE_INLINE U32 LZ4_hash4(…)`; cJSON's
+    # `int CJSON_CDECL main` still has its macro blanked
+    symbols = symbols_of("repro/lz4_types.c")
+    functions = {s.name: s.signature for s in everything(symbols) if s.kind == "function"}
+    assert functions == {
+        "read16": "static U16 read16(const void* memPtr)",
+        "hash4": "FORCE_INLINE U32 hash4(U32 sequence)",
+        "main": "int CJSON_CDECL main(void)",
+    }
