@@ -250,3 +250,12 @@ def test_an_all_caps_return_type_is_not_taken_for_a_calling_convention() -> None
         "hash4": "FORCE_INLINE U32 hash4(U32 sequence)",
         "main": "int CJSON_CDECL main(void)",
     }
+
+
+def test_typedefs_of_pointers_functions_and_fixed_width_names_are_listed() -> None:
+    # lz4: `typedef int (*compressFunc_t)(…)`, and the MSVC fallbacks for <stdint.h>
+    symbols = symbols_of("repro/lz4_typedefs.c")
+    assert [(s.name, s.kind, s.line) for s in everything(symbols)] == [
+        ("int16_t", "type", 2), ("uint32_t", "type", 3), ("compressFunc_t", "type", 5),
+        ("PSTR", "type", 6),
+    ]  # fmt: skip
