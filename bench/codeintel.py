@@ -148,6 +148,11 @@ CORRECTIONS = (
     ("J10", "javascript", "`OBJ.P = function N(` is one definition ctags tags twice, as P and N; "
      "it counts once, as P (as N for `module.exports = function N`, which has no P)",
      "module.exports = function query(options) { → `exports` dropped"),
+    ("L1", "lua", "ctags' Lua parser has no scopes: a tag inside another function's "
+     "`function … end` (by a keyword scan of the file, strings and comments skipped) is in its "
+     "body", "local function inner() inside function array2d.unpack"),
+    ("L2", "lua", "a tag whose name is no Lua name (`Date[c]`, `%s*`, `{iter`) is a computed key or "
+     "a `function` word inside a string", "'%s*function%s*(' → `%s*` dropped"),
     ("S1", "bash", "a function tag whose name holds `=`, `{` or `}` is an array assignment "
      "`x=()` or a `${x%%(…}` expansion ctags reads as `name()`", "COMPREPLY=() → `COMPREPLY=` dropped"),
 )
@@ -161,6 +166,9 @@ FUNCTION_VALUE = re.compile(r"[:=]\s*(async\s+)?(function\b|\([^)]*\)\s*(:[^=]+)
 OBJECT_VALUE = re.compile(r"[:=]\s*\{\s*(//.*)?$|[:=]\s*\{.*\}\s*[;,]?\s*$")
 ARROW_OR_FUNCTION = re.compile(r"\s*(async\s+)?(function\b|\([^)]*\)\s*=>|[\w$]+\s*=>)")
 NAMED_VALUE = re.compile(r"\s*(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s*\(")
+LUA_NOISE = re.compile(r"--\[(=*)\[.*?\]\1\]|\[(=*)\[.*?\]\2\]|--[^\n]*|"
+                       r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL)
+"""Lua's comments and strings, long brackets included: no keyword counts inside them."""
 SHELL_NOISE = re.compile(r"[={}]")
 BARE_CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\(.*\)\s*$")
 
@@ -251,6 +259,34 @@ def correct_js(tags: list[dict[str, str]], lines: list[str], js: bool) -> list[d
     return out
 
 
+def lua_function_depths(text: str) -> list[int]:
+    """Per line (1-based, index 0 unused), how many `function … end` bodies enclose it."""
+    text = re.sub(LUA_NOISE, lambda m: re.sub(r"[^\n]", " ", m[0]), text)
+    depths, stack = [0], []
+    for line in text.split("\n"):
+        depths.append(stack.count("function"))
+        for word in re.findall(r"\b(function|do|then|repeat|end|until|elseif)\b", line):
+            if word in ("function", "do", "then", "repeat"):
+                stack.append(word)
+            elif stack:  # `elseif` closes its `then`; its own `then` opens the next
+                stack.pop()
+    return depths
+
+
+def correct_lua(tags: list[dict[str, str]], text: str) -> list[dict[str, str]]:
+    """Rules L1 and L2 on one Lua file's tags."""
+    depths, out = lua_function_depths(text), []
+    for tag in tags:
+        line = int(tag["line"])
+        if not re.fullmatch(r"[A-Za-z_][\w.:]*", tag["name"]):
+            APPLIED["L2"] += 1
+        elif line < len(depths) and depths[line]:
+            APPLIED["L1"] += 1
+        else:
+            out.append(tag)
+    return out
+
+
 def ctags_definitions(
     path: Path, language: str, corrected: bool = False
 ) -> list[tuple[str, int]] | None:
@@ -271,6 +307,8 @@ def ctags_definitions(
     if corrected and lang in ("JavaScript", "TypeScript"):
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         tags = correct_js(tags, lines, lang == "JavaScript")
+    if corrected and lang == "Lua":
+        tags = correct_lua(tags, path.read_text(encoding="utf-8", errors="replace"))
     if corrected and lang == "Sh":
         shell = [t for t in tags if not SHELL_NOISE.search(t["name"])]
         APPLIED["S1"] += len(tags) - len(shell)
@@ -286,7 +324,7 @@ def ctags_definitions(
         if kind == "member" and lang != "Python":  # Python's methods; elsewhere data members
             continue
         name = tag["name"]
-        if name.startswith("operator"):  # `operator !=` is the outline's `operator!=`
+        if name.startswith("operator") and lang in ("C++", "C#"):  # `operator !=`: `operator!=`
             name = "operator " + name[8:].strip() if name[8:9].isspace() and name[9:10].isalpha() \
                 else name.replace(" ", "")
         else:

@@ -259,3 +259,11 @@ def test_typedefs_of_pointers_functions_and_fixed_width_names_are_listed() -> No
         ("int16_t", "type", 2), ("uint32_t", "type", 3), ("compressFunc_t", "type", 5),
         ("PSTR", "type", 6),
     ]  # fmt: skip
+
+
+def test_lua_functions_in_file_level_do_and_if_blocks_are_listed() -> None:
+    # penlight: `do local function _parse … function array2d.parse_range … end`
+    symbols = symbols_of("repro/penlight_blocks.lua")
+    assert [(s.name, s.owner, s.line) for s in everything(symbols)] == [
+        ("_parse", "", 4), ("parse_range", "array2d", 8), ("unpack", "array2d", 14)
+    ]  # fmt: skip

@@ -245,5 +245,9 @@ LUA = Rules(
         "function_declaration": _lua_function,
         "assignment_statement": _lua_assignment,
     },
-    transparent=frozenset({"variable_declaration"}),  # `local f = function() … end`
+    # `local f = function() … end`; file-level `do … end` and `if … end` blocks
+    transparent=frozenset(
+        {"variable_declaration", "do_statement", "block", "if_statement", "elseif_statement",
+         "else_statement"}
+    ),  # fmt: skip
 )
