@@ -153,6 +153,9 @@ CORRECTIONS = (
      "body", "local function inner() inside function array2d.unpack"),
     ("L2", "lua", "a tag whose name is no Lua name (`Date[c]`, `%s*`, `{iter`) is a computed key or "
      "a `function` word inside a string", "'%s*function%s*(' → `%s*` dropped"),
+    ("R1", "ruby", "a tag scoped to a method whose `def` is indented as deep as its own is that "
+     "method's sibling: ctags lost the method's `end` (in a `<<-HELP` heredoc)",
+     "def show_diff scoped Thor.Shell.file_collision_help → at class level"),
     ("S1", "bash", "a function tag whose name holds `=`, `{` or `}` is an array assignment "
      "`x=()` or a `${x%%(…}` expansion ctags reads as `name()`", "COMPREPLY=() → `COMPREPLY=` dropped"),
 )
@@ -273,6 +276,27 @@ def lua_function_depths(text: str) -> list[int]:
     return depths
 
 
+def correct_ruby(tags: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Rule R1 on one Ruby file's tags."""
+    def indent(tag: dict[str, str]) -> int:
+        text = pattern(tag)
+        return len(text) - len(text.lstrip())
+
+    methods = {(t.get("scope"), t["name"]): t for t in tags if t.get("kind") == "method"}
+    out = []
+    for tag in tags:
+        tag = dict(tag)
+        while tag.get("scopeKind") == "method":
+            parent, _, name = tag["scope"].rpartition(".")
+            enclosing = methods.get((parent or None, name))
+            if enclosing is None or indent(enclosing) != indent(tag):
+                break
+            APPLIED["R1"] += 1
+            tag["scope"], tag["scopeKind"] = parent, enclosing.get("scopeKind", "class")
+        out.append(tag)
+    return out
+
+
 def correct_lua(tags: list[dict[str, str]], text: str) -> list[dict[str, str]]:
     """Rules L1 and L2 on one Lua file's tags."""
     depths, out = lua_function_depths(text), []
@@ -307,6 +331,8 @@ def ctags_definitions(
     if corrected and lang in ("JavaScript", "TypeScript"):
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         tags = correct_js(tags, lines, lang == "JavaScript")
+    if corrected and lang == "Ruby":
+        tags = correct_ruby(tags)
     if corrected and lang == "Lua":
         tags = correct_lua(tags, path.read_text(encoding="utf-8", errors="replace"))
     if corrected and lang == "Sh":
@@ -322,6 +348,8 @@ def ctags_definitions(
         ):
             continue
         if kind == "member" and lang != "Python":  # Python's methods; elsewhere data members
+            continue
+        if kind == "alias" and lang == "PHP":  # a `use A\\B;` import, not a definition
             continue
         name = tag["name"]
         if name.startswith("operator") and lang in ("C++", "C#"):  # `operator !=`: `operator!=`
@@ -345,8 +373,10 @@ def score_file(path: Path, score: Score, corrected: bool = False) -> None:
     ours_list = [s for top in symbols for s in top.walk()
                  if s.kind in TYPES | CALLABLES | {"overload", "test"}]  # fmt: skip
     # ctags names `TEST(Suite, Name) {…}` after its macro; the outline after the test
-    ours = Counter(s.signature.split("(")[0] if s.kind == "test" else s.name.split("<")[0]
-                   for s in ours_list)  # fmt: skip
+    # and Ruby's `class Thor::Group` after its last segment, as ctags does
+    ours = Counter(s.signature.split("(")[0] if s.kind == "test" else
+                   s.name.split("<")[0].split("::")[-1] if language == "ruby" else
+                   s.name.split("<")[0] for s in ours_list)  # fmt: skip
     score.ours += sum(ours.values())
     if theirs is None:
         return

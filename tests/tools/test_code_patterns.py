@@ -267,3 +267,13 @@ def test_lua_functions_in_file_level_do_and_if_blocks_are_listed() -> None:
     assert [(s.name, s.owner, s.line) for s in everything(symbols)] == [
         ("_parse", "", 4), ("parse_range", "array2d", 8), ("unpack", "array2d", 14)
     ]  # fmt: skip
+
+
+def test_ruby_aliases_are_definitions_of_the_new_name() -> None:
+    # thor: `alias_method :add_file, :create_file`
+    symbols = symbols_of("repro/thor_aliases.rb")
+    found = [(s.name, s.kind, s.line) for s in everything(symbols) if s.kind != "module"]
+    assert found == [("Thor", "class", 1), ("create_file", "function", 3),
+                     ("add_file", "alias", 6), ("template_file", "alias", 7)]  # fmt: skip
+    alias = find_symbol(symbols, "Thor/Actions/add_file")
+    assert alias is not None and alias.signature == "alias_method :add_file, :create_file"

@@ -81,8 +81,25 @@ def _ruby_constant(node: Node, walker: Walker, scope: str) -> list[Def]:
     return [Def(node, "constant", walker.text(left), node.end_byte)]
 
 
+def _ruby_alias(node: Node, walker: Walker, scope: str) -> list[Def]:
+    """`alias add_file create_file` and `alias_method :add_file, :create_file`: the new name."""
+    del scope
+    if node.type == "alias":
+        name = node.child_by_field_name("name")
+    else:
+        method, args = node.child_by_field_name("method"), node.child_by_field_name("arguments")
+        if method is None or walker.text(method) != "alias_method" or args is None:
+            return []
+        name = next(iter(args.named_children), None)
+    if name is None or name.type not in ("identifier", "simple_symbol", "constant"):
+        return []
+    return [Def(node, "alias", walker.text(name).lstrip(":"), node.end_byte)]
+
+
 RUBY = Rules(
     handlers={
+        "alias": _ruby_alias,
+        "call": _ruby_alias,
         "module": simple("module", members=True),
         "class": simple("class", members=True),
         "singleton_class": shaped("class", members=True, default_name="self"),
