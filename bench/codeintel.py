@@ -1,9 +1,19 @@
 """Outline quality against Universal Ctags: recall and precision per language, and view exactness.
 
     python bench/codeintel.py                    # the vendored fixtures (tests/fixtures/code)
-    python bench/codeintel.py --download         # and pinned packages: click, networkx (PyPI),
-                                                 # express, node-addon-api (npm)
+    python bench/codeintel.py --download         # and PINS: a real package per language,
+                                                 # fetched once into --cache, then offline
+    python bench/codeintel.py --download --only c,lua --misses   # some languages, what differs
     python bench/codeintel.py --tree DIR ...     # any directories
+
+Pinned (PINS; test files and directories left out): PyPI wheels click==8.1.7 and
+networkx==3.6.1 (Python); PyPI sdists lz4==4.3.3 (C: lz4libs and the bindings),
+jpype1==1.5.1 (Java, C++) and pythonnet==3.0.5 (C#); npm express@4.21.2 (JavaScript),
+zod@3.25.76 (TypeScript src/, JavaScript v3/ and v4/), node-addon-api@8.3.1 (C++),
+expo-modules-core@2.2.3 (Kotlin, Swift); Debian golang-github-spf13-cobra-dev=1.6.1-1 (Go),
+librust-regex-dev=1.7.1-1 (Rust), ruby-thor=1.2.1-2 (Ruby), php-monolog=2.9.1-1 (PHP),
+bash-completion=1:2.11-6 (Bash; scripts named `.sh` when unpacked) and
+lua-penlight=1.13.1-3 (Lua). No registry reached here ships Scala sources.
 
 What is compared: definitions outside function bodies, types and callables
 (class, struct, interface, enum, trait, module, typedef; function, method,
@@ -151,13 +161,14 @@ CORRECTIONS = (
     ("L1", "lua", "ctags' Lua parser has no scopes: a tag inside another function's "
      "`function … end` (by a keyword scan of the file, strings and comments skipped) is in its "
      "body", "local function inner() inside function array2d.unpack"),
-    ("L2", "lua", "a tag whose name is no Lua name (`Date[c]`, `%s*`, `{iter`) is a computed key or "
-     "a `function` word inside a string", "'%s*function%s*(' → `%s*` dropped"),
+    ("L2", "lua", "a tag whose name is no Lua name (`Date[c]`, `%s*`, `{iter`) is a computed "
+     "key or a `function` word inside a string", "'%s*function%s*(' → `%s*` dropped"),
     ("R1", "ruby", "a tag scoped to a method whose `def` is indented as deep as its own is that "
      "method's sibling: ctags lost the method's `end` (in a `<<-HELP` heredoc)",
      "def show_diff scoped Thor.Shell.file_collision_help → at class level"),
     ("S1", "bash", "a function tag whose name holds `=`, `{` or `}` is an array assignment "
-     "`x=()` or a `${x%%(…}` expansion ctags reads as `name()`", "COMPREPLY=() → `COMPREPLY=` dropped"),
+     "`x=()` or a `${x%%(…}` expansion ctags reads as `name()`",
+     "COMPREPLY=() → `COMPREPLY=` dropped"),
 )
 """The rules the corrected figures apply to ctags' output: (id, languages, reason, example)."""
 APPLIED: Counter[str] = Counter()

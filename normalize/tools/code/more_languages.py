@@ -264,7 +264,13 @@ LUA = Rules(
     },
     # `local f = function() … end`; file-level `do … end` and `if … end` blocks
     transparent=frozenset(
-        {"variable_declaration", "do_statement", "block", "if_statement", "elseif_statement",
-         "else_statement"}
-    ),  # fmt: skip
+        {
+            "variable_declaration",
+            "do_statement",
+            "block",
+            "if_statement",
+            "elseif_statement",
+            "else_statement",
+        }
+    ),
 )
