@@ -1,9 +1,19 @@
 """Outline quality against Universal Ctags: recall and precision per language, and view exactness.
 
     python bench/codeintel.py                    # the vendored fixtures (tests/fixtures/code)
-    python bench/codeintel.py --download         # and pinned packages: click, networkx (PyPI),
-                                                 # express, node-addon-api (npm)
+    python bench/codeintel.py --download         # and PINS: a real package per language,
+                                                 # fetched once into --cache, then offline
+    python bench/codeintel.py --download --only c,lua --misses   # some languages, what differs
     python bench/codeintel.py --tree DIR ...     # any directories
+
+Pinned (PINS; test files and directories left out): PyPI wheels click==8.1.7 and
+networkx==3.6.1 (Python); PyPI sdists lz4==4.3.3 (C: lz4libs and the bindings),
+jpype1==1.5.1 (Java, C++) and pythonnet==3.0.5 (C#); npm express@4.21.2 (JavaScript),
+zod@3.25.76 (TypeScript src/, JavaScript v3/ and v4/), node-addon-api@8.3.1 (C++),
+expo-modules-core@2.2.3 (Kotlin, Swift); Debian golang-github-spf13-cobra-dev=1.6.1-1 (Go),
+librust-regex-dev=1.7.1-1 (Rust), ruby-thor=1.2.1-2 (Ruby), php-monolog=2.9.1-1 (PHP),
+bash-completion=1:2.11-6 (Bash; scripts named `.sh` when unpacked) and
+lua-penlight=1.13.1-3 (Lua). No registry reached here ships Scala sources.
 
 What is compared: definitions outside function bodies, types and callables
 (class, struct, interface, enum, trait, module, typedef; function, method,
@@ -24,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -39,6 +50,8 @@ from normalize.tools.code import find_symbols, language_for, outline
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "code"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "normalize-codeintel"
+"""Downloaded archives and their unpacked trees: a rerun reads them and fetches nothing."""
 TYPES = frozenset({"class", "struct", "interface", "enum", "trait", "module", "typedef", "union",
                    "record", "object", "protocol", "type", "singleton", "extension"})  # fmt: skip
 CALLABLES = frozenset({"function", "method", "constructor", "prototype", "singletonMethod",
@@ -53,10 +66,53 @@ CTAGS_LANGUAGE = {
     "ruby": "Ruby", "csharp": "C#", "php": "PHP", "bash": "Sh", "kotlin": "Kotlin", "lua": "Lua",
 }  # fmt: skip
 """Swift and Scala have no parser in Universal Ctags 5.9: they are listed without figures."""
-DOWNLOADS = {
-    "pip": ("click==8.1.7", "networkx==3.6.1"),
-    "npm": ("express@4.21.2", "node-addon-api@8.3.1"),
-}
+@dataclass(frozen=True)
+class Pin:
+    """A real package's sources: where they come from and which files each language scores."""
+
+    label: str
+    registry: str  # "pypi" (a wheel), "sdist" (PyPI source), "npm", "debian"
+    spec: str  # what the registry's client is asked for, version pinned
+    licence: str
+    select: dict[str, str]  # language → globs (space-separated) under the unpacked root
+    suffix: str = ""  # given to selected files of no known language (shell scripts)
+
+
+PINS = (
+    Pin("click 8.1.7", "pypi", "click==8.1.7", "BSD-3-Clause", {"python": "click/*.py"}),
+    Pin("networkx 3.6.1", "pypi", "networkx==3.6.1", "BSD-3-Clause",
+        {"python": "networkx/**/*.py"}),
+    Pin("express 4.21.2", "npm", "express@4.21.2", "MIT", {"javascript": "package/**/*.js"}),
+    Pin("zod 3.25.76", "npm", "zod@3.25.76", "MIT",
+        {"javascript": "package/v3/**/*.js package/v4/**/*.js",
+         "typescript": "package/src/**/*.ts"}),
+    Pin("lz4 4.3.3", "sdist", "lz4==4.3.3", "BSD-3-Clause (lz4libs: BSD-2-Clause)",
+        {"c": "lz4-4.3.3/**/*.c"}),
+    Pin("node-addon-api 8.3.1", "npm", "node-addon-api@8.3.1", "MIT", {"cpp": "package/*.h"}),
+    Pin("jpype1 1.5.1", "sdist", "jpype1==1.5.1", "Apache-2.0",
+        {"cpp": "jpype1-1.5.1/native/common/**/*.cpp jpype1-1.5.1/native/python/**/*.cpp",
+         "java": "jpype1-1.5.1/native/java/**/*.java"}),
+    Pin("pythonnet 3.0.5", "sdist", "pythonnet==3.0.5", "MIT",
+        {"csharp": "pythonnet-3.0.5/src/runtime/**/*.cs"}),
+    Pin("cobra 1.6.1", "debian", "golang-github-spf13-cobra-dev=1.6.1-1", "Apache-2.0",
+        {"go": "usr/share/gocode/src/github.com/spf13/cobra/**/*.go"}),
+    Pin("regex 1.7.1", "debian", "librust-regex-dev=1.7.1-1", "MIT OR Apache-2.0",
+        {"rust": "usr/share/cargo/registry/regex-1.7.1/src/**/*.rs"}),
+    Pin("thor 1.2.1", "debian", "ruby-thor=1.2.1-2", "MIT",
+        {"ruby": "usr/share/rubygems-integration/all/gems/thor-1.2.1/lib/**/*.rb"}),
+    Pin("monolog 2.9.1", "debian", "php-monolog=2.9.1-1", "MIT",
+        {"php": "usr/share/php/Monolog/**/*.php"}),
+    Pin("bash-completion 2.11", "debian", "bash-completion=1:2.11-6", "GPL-2.0-or-later",
+        {"bash": "usr/share/bash-completion/bash_completion* "
+                 "usr/share/bash-completion/completions/*"}, suffix=".sh"),
+    Pin("penlight 1.13.1", "debian", "lua-penlight=1.13.1-3", "MIT",
+        {"lua": "usr/share/lua/5.1/pl/*.lua"}),
+    Pin("expo-modules-core 2.2.3", "npm", "expo-modules-core@2.2.3", "MIT",
+        {"kotlin": "package/android/src/**/*.kt", "swift": "package/ios/**/*.swift"}),
+)  # fmt: skip
+"""One real package per language at least, fetched by `--download` and cached (`--cache`).
+Scala has none: no registry reached here ships Scala sources, and ctags 5.9 has no Scala
+(or Swift) parser to compare with."""
 
 
 @dataclass
@@ -102,6 +158,17 @@ CORRECTIONS = (
     ("J10", "javascript", "`OBJ.P = function N(` is one definition ctags tags twice, as P and N; "
      "it counts once, as P (as N for `module.exports = function N`, which has no P)",
      "module.exports = function query(options) { → `exports` dropped"),
+    ("L1", "lua", "ctags' Lua parser has no scopes: a tag inside another function's "
+     "`function … end` (by a keyword scan of the file, strings and comments skipped) is in its "
+     "body", "local function inner() inside function array2d.unpack"),
+    ("L2", "lua", "a tag whose name is no Lua name (`Date[c]`, `%s*`, `{iter`) is a computed "
+     "key or a `function` word inside a string", "'%s*function%s*(' → `%s*` dropped"),
+    ("R1", "ruby", "a tag scoped to a method whose `def` is indented as deep as its own is that "
+     "method's sibling: ctags lost the method's `end` (in a `<<-HELP` heredoc)",
+     "def show_diff scoped Thor.Shell.file_collision_help → at class level"),
+    ("S1", "bash", "a function tag whose name holds `=`, `{` or `}` is an array assignment "
+     "`x=()` or a `${x%%(…}` expansion ctags reads as `name()`",
+     "COMPREPLY=() → `COMPREPLY=` dropped"),
 )
 """The rules the corrected figures apply to ctags' output: (id, languages, reason, example)."""
 APPLIED: Counter[str] = Counter()
@@ -113,6 +180,10 @@ FUNCTION_VALUE = re.compile(r"[:=]\s*(async\s+)?(function\b|\([^)]*\)\s*(:[^=]+)
 OBJECT_VALUE = re.compile(r"[:=]\s*\{\s*(//.*)?$|[:=]\s*\{.*\}\s*[;,]?\s*$")
 ARROW_OR_FUNCTION = re.compile(r"\s*(async\s+)?(function\b|\([^)]*\)\s*=>|[\w$]+\s*=>)")
 NAMED_VALUE = re.compile(r"\s*(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s*\(")
+LUA_NOISE = re.compile(r"--\[(=*)\[.*?\]\1\]|\[(=*)\[.*?\]\2\]|--[^\n]*|"
+                       r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL)
+"""Lua's comments and strings, long brackets included: no keyword counts inside them."""
+SHELL_NOISE = re.compile(r"[={}]")
 BARE_CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\(.*\)\s*$")
 
 
@@ -202,6 +273,55 @@ def correct_js(tags: list[dict[str, str]], lines: list[str], js: bool) -> list[d
     return out
 
 
+def lua_function_depths(text: str) -> list[int]:
+    """Per line (1-based, index 0 unused), how many `function … end` bodies enclose it."""
+    text = re.sub(LUA_NOISE, lambda m: re.sub(r"[^\n]", " ", m[0]), text)
+    depths, stack = [0], []
+    for line in text.split("\n"):
+        depths.append(stack.count("function"))
+        for word in re.findall(r"\b(function|do|then|repeat|end|until|elseif)\b", line):
+            if word in ("function", "do", "then", "repeat"):
+                stack.append(word)
+            elif stack:  # `elseif` closes its `then`; its own `then` opens the next
+                stack.pop()
+    return depths
+
+
+def correct_ruby(tags: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Rule R1 on one Ruby file's tags."""
+    def indent(tag: dict[str, str]) -> int:
+        text = pattern(tag)
+        return len(text) - len(text.lstrip())
+
+    methods = {(t.get("scope"), t["name"]): t for t in tags if t.get("kind") == "method"}
+    out = []
+    for tag in tags:
+        tag = dict(tag)
+        while tag.get("scopeKind") == "method":
+            parent, _, name = tag["scope"].rpartition(".")
+            enclosing = methods.get((parent or None, name))
+            if enclosing is None or indent(enclosing) != indent(tag):
+                break
+            APPLIED["R1"] += 1
+            tag["scope"], tag["scopeKind"] = parent, enclosing.get("scopeKind", "class")
+        out.append(tag)
+    return out
+
+
+def correct_lua(tags: list[dict[str, str]], text: str) -> list[dict[str, str]]:
+    """Rules L1 and L2 on one Lua file's tags."""
+    depths, out = lua_function_depths(text), []
+    for tag in tags:
+        line = int(tag["line"])
+        if not re.fullmatch(r"[A-Za-z_][\w.:]*", tag["name"]):
+            APPLIED["L2"] += 1
+        elif line < len(depths) and depths[line]:
+            APPLIED["L1"] += 1
+        else:
+            out.append(tag)
+    return out
+
+
 def ctags_definitions(
     path: Path, language: str, corrected: bool = False
 ) -> list[tuple[str, int]] | None:
@@ -222,6 +342,14 @@ def ctags_definitions(
     if corrected and lang in ("JavaScript", "TypeScript"):
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         tags = correct_js(tags, lines, lang == "JavaScript")
+    if corrected and lang == "Ruby":
+        tags = correct_ruby(tags)
+    if corrected and lang == "Lua":
+        tags = correct_lua(tags, path.read_text(encoding="utf-8", errors="replace"))
+    if corrected and lang == "Sh":
+        shell = [t for t in tags if not SHELL_NOISE.search(t["name"])]
+        APPLIED["S1"] += len(tags) - len(shell)
+        tags = shell
     found = []
     for tag in tags:
         kind = tag.get("kind", "")
@@ -232,8 +360,10 @@ def ctags_definitions(
             continue
         if kind == "member" and lang != "Python":  # Python's methods; elsewhere data members
             continue
+        if kind == "alias" and lang == "PHP":  # a `use A\\B;` import, not a definition
+            continue
         name = tag["name"]
-        if name.startswith("operator"):  # `operator !=` is the outline's `operator!=`
+        if name.startswith("operator") and lang in ("C++", "C#"):  # `operator !=`: `operator!=`
             name = "operator " + name[8:].strip() if name[8:9].isspace() and name[9:10].isalpha() \
                 else name.replace(" ", "")
         else:
@@ -254,8 +384,10 @@ def score_file(path: Path, score: Score, corrected: bool = False) -> None:
     ours_list = [s for top in symbols for s in top.walk()
                  if s.kind in TYPES | CALLABLES | {"overload", "test"}]  # fmt: skip
     # ctags names `TEST(Suite, Name) {…}` after its macro; the outline after the test
-    ours = Counter(s.signature.split("(")[0] if s.kind == "test" else s.name.split("<")[0]
-                   for s in ours_list)  # fmt: skip
+    # and Ruby's `class Thor::Group` after its last segment, as ctags does
+    ours = Counter(s.signature.split("(")[0] if s.kind == "test" else
+                   s.name.split("<")[0].split("::")[-1] if language == "ruby" else
+                   s.name.split("<")[0] for s in ours_list)  # fmt: skip
     score.ours += sum(ours.values())
     if theirs is None:
         return
@@ -273,27 +405,72 @@ def score_file(path: Path, score: Score, corrected: bool = False) -> None:
         score.exact += len(hits) == 1 and hits[0].first_line <= line <= hits[0].end_line
 
 
-def download(into: Path) -> list[Path]:
-    """The pinned packages' sources, unpacked under `into`."""
-    trees = []
-    pip = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:"]
-    subprocess.run([*pip, "-d", str(into), *DOWNLOADS["pip"]], check=True)
-    for wheel in into.glob("*.whl"):
-        with zipfile.ZipFile(wheel) as archive:
-            archive.extractall(into / wheel.stem)
-        trees.append(into / wheel.stem)
-    npm = shutil.which("npm")
-    for package in DOWNLOADS["npm"] if npm else ():
-        subprocess.run([npm, "pack", "-q", package], cwd=into, check=True, capture_output=True)
-    for tgz in into.glob("*.tgz"):
-        with tarfile.open(tgz) as archive:
-            archive.extractall(into / tgz.stem, filter="data")
-        trees.append(into / tgz.stem)
-    return trees
+def fetch(pin: Pin, cache: Path) -> Path:
+    """The pin's archive, from the cache or else its registry's client, unpacked once."""
+    slug = re.sub(r"[^\w.-]+", "_", pin.spec)
+    tree, archives = cache / "trees" / slug, cache / "archives" / slug
+    if tree.is_dir():
+        return tree
+    archives.mkdir(parents=True, exist_ok=True)
+    if not any(archives.iterdir()):
+        pip = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(archives)]
+        argv = {
+            "pypi": [*pip, "--only-binary", ":all:", pin.spec],
+            "sdist": [*pip, "--no-binary", ":all:", pin.spec],
+            "npm": [shutil.which("npm") or "npm", "pack", "-q", pin.spec],
+            "debian": [shutil.which("apt-get") or "apt-get", "download", "-q", pin.spec],
+        }[pin.registry]
+        subprocess.run(argv, cwd=archives, check=True, capture_output=True)
+    scratch = Path(tempfile.mkdtemp(dir=cache, prefix=".unpack-"))
+    for archive in archives.iterdir():
+        if archive.suffix == ".whl":
+            with zipfile.ZipFile(archive) as wheel:
+                wheel.extractall(scratch)
+        elif archive.suffix == ".deb":
+            subprocess.run(["dpkg-deb", "-x", str(archive), str(scratch)], check=True)
+        else:
+            with tarfile.open(archive) as tar:
+                tar.extractall(scratch, filter="data")
+    for language in pin.select if pin.suffix else ():
+        for path in selected(pin, scratch, language):
+            if language_for(path) is None:
+                path.rename(path.with_name(path.name + pin.suffix))
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    scratch.rename(tree)
+    return tree
+
+
+def selected(pin: Pin, tree: Path, language: str) -> list[Path]:
+    """The pin's files for one language: regular files of it (or, before the suffix is given,
+    of none), no symlinks, no tests, sorted."""
+    found = {path for glob in pin.select[language].split() for path in tree.glob(glob)}
+    return sorted(path for path in found if path.is_file() and not path.is_symlink()
+                  and language_for(path) in (language, pin.suffix and None)
+                  and not TESTS.search(str(path.relative_to(tree))))  # fmt: skip
+
+
+TESTS = re.compile(r"(^|/)(tests?|testing|__tests__|benchmarks?)/|test[^/]*$", re.IGNORECASE)
+"""Test files and directories are left out of pinned packages: test macros are not the API."""
+
+
+def measure_files(
+    files: list[tuple[Path, str]], corrected: bool = False
+) -> dict[str, Score]:
+    """Scores per language over (path, language) pairs."""
+    scores: dict[str, Score] = {}
+    for path, language in files:
+        score_file(path, scores.setdefault(language, Score()), corrected)
+    return scores
 
 
 def measure(trees: list[Path], corrected: bool = False) -> dict[str, Score]:
-    scores: dict[str, Score] = {}
+    """Scores per language over whole directories (the fixtures, `--tree`)."""
+    return measure_files(tree_files(trees), corrected)
+
+
+def tree_files(trees: list[Path]) -> list[tuple[Path, str]]:
+    """Every outlined file under the trees, with its language (TSX scored as TypeScript)."""
+    files = []
     for tree in trees:
         for path in sorted(tree.rglob("*")):
             language = language_for(path) if path.is_file() else None
@@ -301,45 +478,74 @@ def measure(trees: list[Path], corrected: bool = False) -> dict[str, Score]:
                 continue
             if tree == FIXTURES and "stress" in path.relative_to(tree).parts:
                 continue  # written to break parsers, see tests/fixtures/code/stress/README.md
-            scores.setdefault("typescript" if language == "tsx" else language, Score())
-            score_file(path, scores["typescript" if language == "tsx" else language], corrected)
-    return scores
+            files.append((path, "typescript" if language == "tsx" else language))
+    return files
 
 
-def table(scores: dict[str, Score]) -> str:
-    rows = ["| language | files | ctags defs | outline defs | recall | precision | view exact |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
-    for language, s in sorted(scores.items()):
-        if not s.ctags:
-            rows.append(f"| {language} | {s.files} | (no ctags parser) | {s.ours} | – | – | – |")
+Row = tuple[str, str, Score, Score]
+"""(language, repository, raw score, corrected score)."""
+
+
+def ratio(part: int, whole: int) -> str:
+    return f"{part / whole:.2f}" if whole else "–"
+
+
+def table(rows: list[Row]) -> str:
+    """The corrected figures, each with the raw one beside it where they differ."""
+    out = ["| language | repository | files | ctags defs | outline defs | recall | precision "
+           "| view exact |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for language, repo, raw, fixed in rows:
+        if not fixed.ctags:
+            out.append(f"| {language} | {repo} | {fixed.files} | (no ctags parser) | "
+                       f"{fixed.ours} | – | – | – |")  # fmt: skip
             continue
-        recall = s.matched / s.ctags
-        precision = s.matched / s.ours if s.ours else 0.0
-        exact = s.exact / s.viewed if s.viewed else 0.0
-        rows.append(f"| {language} | {s.files} | {s.ctags} | {s.ours} | {recall:.2f} | "
-                    f"{precision:.2f} | {exact:.2f} |")
-    return "\n".join(rows)
+        cells = []
+        for now, was in ((ratio(fixed.matched, fixed.ctags), ratio(raw.matched, raw.ctags)),
+                         (ratio(fixed.matched, fixed.ours), ratio(raw.matched, raw.ours))):
+            cells.append(now if now == was else f"{now} (raw {was})")  # fmt: skip
+        defs = f"{fixed.ctags}" + (f" (raw {raw.ctags})" if raw.ctags != fixed.ctags else "")
+        out.append(f"| {language} | {repo} | {fixed.files} | {defs} | {fixed.ours} | "
+                   f"{cells[0]} | {cells[1]} | {ratio(fixed.exact, fixed.viewed)} |")
+    return "\n".join(out)
+
+
+def rows(pins: tuple[Pin, ...], cache: Path | None, trees: list[Path]) -> list[Row]:
+    """The fixtures' rows, then each pin's (fetched into `cache`), then each `--tree`'s."""
+    sources: list[tuple[str, list[tuple[Path, str]]]] = []
+    for label, tree in [("fixtures", FIXTURES), *((str(t), t) for t in trees)]:
+        sources.append((label, tree_files([tree])))
+    for pin in pins if cache else ():
+        assert cache is not None
+        tree = fetch(pin, cache)
+        sources.append((pin.label, [(p, lang) for lang in pin.select
+                                    for p in selected(pin, tree, lang)]))  # fmt: skip
+    out: list[Row] = []
+    for label, files in sources:
+        raw, fixed = measure_files(files), measure_files(files, corrected=True)
+        out += [(lang, label, raw[lang], fixed[lang]) for lang in sorted(fixed)]
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--download", action="store_true")
+    parser.add_argument("--download", action="store_true", help="fetch and score PINS too")
+    parser.add_argument("--cache", type=Path, default=CACHE, help=f"default {CACHE}")
     parser.add_argument("--tree", type=Path, action="append", default=[])
     parser.add_argument("--misses", action="store_true", help="list what each side lacks")
+    parser.add_argument("--only", default="", help="languages to score, comma-separated")
     args = parser.parse_args()
     if shutil.which("ctags") is None:
         sys.exit("ctags not found: apt-get install universal-ctags")
-    with tempfile.TemporaryDirectory() as scratch:
-        trees = [FIXTURES, *args.tree]
-        if args.download:
-            trees += download(Path(scratch))
-        raw, scores = measure(trees), measure(trees, corrected=True)
-    print("Raw ctags:\n" + table(raw) + "\n\nCorrected ctags (rules below):\n" + table(scores))
+    only = set(args.only.split(",")) - {""}
+    pins = tuple(p for p in PINS if not only or only & set(p.select))
+    found = [r for r in rows(pins, args.cache if args.download else None, args.tree)
+             if not only or r[0] in only]  # fmt: skip
+    print(table(found) + "\n")
     for rule, langs, why, example in CORRECTIONS:
         print(f"{rule} [{langs}, applied {APPLIED[rule]}x] {why}; e.g. {example}")
     if args.misses:
-        for language, s in sorted(scores.items()):
-            print(f"{language} (corrected): missed {s.missed} extra {s.extra}")
+        for language, repo, _, s in found:
+            print(f"{language} {repo} (corrected): missed {s.missed} extra {s.extra}")
 
 
 if __name__ == "__main__":

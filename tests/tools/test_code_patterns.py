@@ -216,3 +216,64 @@ def test_a_variable_assigned_through_an_export_chain_is_a_function() -> None:
     assert handler is not None and (handler.kind, handler.line) == ("function", 9)
     assert "router" not in {s.name for s in symbols}  # inside proto's body, not at file level
     assert find_symbol(symbols, "proto/use") is not None
+
+
+# --- Bash: bash-completion's definitions ----------------------------------------------------
+
+
+def test_bash_functions_in_lists_and_conditionals_are_listed() -> None:
+    # bash-completion: `_2to3() {…} && complete -F _2to3 2to3`, and `_pids` defined per OS
+    symbols = symbols_of("repro/bash_completion.sh")
+    assert [(s.name, s.line) for s in everything(symbols)] == [
+        ("_2to3", 3), ("_pids", 9), ("_pgids", 13), ("_pids", 18), ("_after", 24)
+    ]  # fmt: skip
+
+
+def test_a_bash_parse_error_loses_only_the_function_it_is_in() -> None:
+    # bash-completion's `[[ $cur =~ …\[([^]]*)$ ]]` defeats tree-sitter-bash: every function
+    # after it was read as one long string
+    symbols = symbols_of("repro/bash_regex_error.sh")
+    assert {"_before", "_variables", "_after", "_last"} <= names(symbols)
+    last, unread = find_symbol(symbols, "_last"), find_symbol(symbols, "_variables")
+    assert last is not None and (last.line, last.end_line) == (20, 23)
+    # the function tree-sitter cannot read runs to the first `}` at its indentation
+    assert unread is not None and (unread.line, unread.end_line) == (6, 12)
+
+
+def test_an_all_caps_return_type_is_not_taken_for_a_calling_convention() -> None:
+    # lz4: `static U16 LZ4_read16(…)`, `LZ4_FORCE_INLINE U32 LZ4_hash4(…)`; cJSON's
+    # `int CJSON_CDECL main` still has its macro blanked
+    symbols = symbols_of("repro/lz4_types.c")
+    functions = {s.name: s.signature for s in everything(symbols) if s.kind == "function"}
+    assert functions == {
+        "read16": "static U16 read16(const void* memPtr)",
+        "hash4": "FORCE_INLINE U32 hash4(U32 sequence)",
+        "main": "int CJSON_CDECL main(void)",
+    }
+
+
+def test_typedefs_of_pointers_functions_and_fixed_width_names_are_listed() -> None:
+    # lz4: `typedef int (*compressFunc_t)(…)`, and the MSVC fallbacks for <stdint.h>
+    symbols = symbols_of("repro/lz4_typedefs.c")
+    assert [(s.name, s.kind, s.line) for s in everything(symbols)] == [
+        ("int16_t", "type", 2), ("uint32_t", "type", 3), ("compressFunc_t", "type", 5),
+        ("PSTR", "type", 6),
+    ]  # fmt: skip
+
+
+def test_lua_functions_in_file_level_do_and_if_blocks_are_listed() -> None:
+    # penlight: `do local function _parse … function array2d.parse_range … end`
+    symbols = symbols_of("repro/penlight_blocks.lua")
+    assert [(s.name, s.owner, s.line) for s in everything(symbols)] == [
+        ("_parse", "", 4), ("parse_range", "array2d", 8), ("unpack", "array2d", 14)
+    ]  # fmt: skip
+
+
+def test_ruby_aliases_are_definitions_of_the_new_name() -> None:
+    # thor: `alias_method :add_file, :create_file`
+    symbols = symbols_of("repro/thor_aliases.rb")
+    found = [(s.name, s.kind, s.line) for s in everything(symbols) if s.kind != "module"]
+    assert found == [("Thor", "class", 1), ("create_file", "function", 3),
+                     ("add_file", "alias", 6), ("template_file", "alias", 7)]  # fmt: skip
+    alias = find_symbol(symbols, "Thor/Actions/add_file")
+    assert alias is not None and alias.signature == "alias_method :add_file, :create_file"

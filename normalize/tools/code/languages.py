@@ -573,8 +573,8 @@ def _c_declaration(node: Node, walker: Walker, scope: str) -> list[Def]:
 def _c_typedef(node: Node, walker: Walker, scope: str) -> list[Def]:
     """`typedef struct {…} Name;` is the struct `Name`; other typedefs are types."""
     del scope
-    declarator = node.child_by_field_name("declarator")
-    if declarator is None or declarator.type != "type_identifier":
+    declarator = _typedef_name(node.child_by_field_name("declarator"))
+    if declarator is None:
         return []
     name = walker.text(declarator)
     spec = node.child_by_field_name("type")
@@ -585,6 +585,17 @@ def _c_typedef(node: Node, walker: Walker, scope: str) -> list[Def]:
     tail = walker.src[body.end_byte : node.end_byte].decode("utf-8", "replace")
     members = None if kind == "enum" else body
     return [Def(node, kind, name, body.start_byte, members=members, suffix=" { … }" + tail)]
+
+
+def _typedef_name(declarator: Node | None) -> Node | None:
+    """The name a typedef's declarator introduces: `PSTR` in `*PSTR`, `fn_t` in `(*fn_t)(…)`,
+    `int16_t` in `typedef signed short int16_t` (which tree-sitter-c reads as a primitive)."""
+    while declarator is not None and declarator.type not in ("type_identifier", "primitive_type"):
+        if declarator.type == "parenthesized_declarator":
+            declarator = next(iter(declarator.named_children), None)
+        else:
+            declarator = declarator.child_by_field_name("declarator")
+    return declarator
 
 
 def _cpp_namespace(node: Node, walker: Walker, scope: str) -> list[Def]:

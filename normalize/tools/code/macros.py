@@ -9,7 +9,8 @@ What counts as such a macro, without seeing the headers that define it:
 - a function-like macro wrapping a return type at the start of a line,
   `CJSON_PUBLIC(cJSON *) cJSON_Parse(…)`: the macro name, its `(` and `)` go;
 - an all-caps word between a type and a function name on a line that starts
-  a declaration, `int CJSON_CDECL main(void)`;
+  a declaration, `int CJSON_CDECL main(void)` (not after specifiers or macros alone:
+  in `static U16 read16(…)` the caps word is the type);
 - an all-caps word between `class`/`struct`/`union` and the name, `class FMT_API buffer`;
 - an all-caps word after a parameter list, `size_t size() const FMT_NOEXCEPT {`;
 - a macro statement alone on its line with no `;` (`DECLARE_LIST(a, int)`,
@@ -28,7 +29,7 @@ _WRAPPED_TYPE = re.compile(
     re.MULTILINE,
 )
 _CALLING_CONVENTION = re.compile(
-    rb"^(?:[A-Za-z_][\w:<>]*[ \t*&]+)+?(?P<macro>"
+    rb"^(?P<type>(?:[A-Za-z_][\w:<>]*[ \t*&]+)+?)(?P<macro>"
     + _CAPS
     + rb")(?=[ \t*&]+[A-Za-z_][\w:~]*[ \t]*\()",
     re.MULTILINE,
@@ -53,6 +54,15 @@ _BARE_STATEMENT = re.compile(
     re.MULTILINE,
 )
 _KEYWORDS = frozenset({b"TRUE", b"FALSE", b"NULL", b"EOF"})
+_SPECIFIERS = frozenset(
+    {b"static", b"inline", b"extern", b"const", b"volatile", b"__inline", b"__forceinline"}
+)
+
+
+def _is_type_word(word: bytes) -> bool:
+    """Whether a word before an all-caps one is a type, so the caps word is a macro:
+    `int CJSON_CDECL main`, not `static U16 read16` nor `FORCE_INLINE U32 hash4`."""
+    return bool(word) and word not in _SPECIFIERS and re.fullmatch(_CAPS, word) is None
 
 
 def blank_macros(src: bytes) -> bytes:
@@ -68,7 +78,10 @@ def blank_macros(src: bytes) -> bytes:
         before = src[: match.start()].rstrip(b" \t")
         if not before.endswith(b"\\"):  # not inside a multi-line #define
             spans.append(match.span("macro"))
-    for pattern in (_CALLING_CONVENTION, _CLASS_MACRO, _TRAILING_MACRO):
+    for match in _CALLING_CONVENTION.finditer(src):
+        if any(_is_type_word(word) for word in re.split(rb"[ \t*&]+", match["type"])):
+            spans.append(match.span("macro"))
+    for pattern in (_CLASS_MACRO, _TRAILING_MACRO):
         for match in pattern.finditer(src):
             if match.group("macro") not in _KEYWORDS:
                 spans.append(match.span("macro"))

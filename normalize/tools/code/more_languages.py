@@ -81,8 +81,25 @@ def _ruby_constant(node: Node, walker: Walker, scope: str) -> list[Def]:
     return [Def(node, "constant", walker.text(left), node.end_byte)]
 
 
+def _ruby_alias(node: Node, walker: Walker, scope: str) -> list[Def]:
+    """`alias add_file create_file` and `alias_method :add_file, :create_file`: the new name."""
+    del scope
+    if node.type == "alias":
+        name = node.child_by_field_name("name")
+    else:
+        method, args = node.child_by_field_name("method"), node.child_by_field_name("arguments")
+        if method is None or walker.text(method) != "alias_method" or args is None:
+            return []
+        name = next(iter(args.named_children), None)
+    if name is None or name.type not in ("identifier", "simple_symbol", "constant"):
+        return []
+    return [Def(node, "alias", walker.text(name).lstrip(":"), node.end_byte)]
+
+
 RUBY = Rules(
     handlers={
+        "alias": _ruby_alias,
+        "call": _ruby_alias,
         "module": simple("module", members=True),
         "class": simple("class", members=True),
         "singleton_class": shaped("class", members=True, default_name="self"),
@@ -133,7 +150,11 @@ PHP = Rules(
 
 # --- Bash -------------------------------------------------------------------
 
-BASH = Rules(handlers={"function_definition": simple("function")})
+BASH = Rules(
+    handlers={"function_definition": simple("function")},
+    # `f() {…} && complete -F f f`; a function defined per `if` branch at file level
+    transparent=frozenset({"list", "if_statement", "elif_clause", "else_clause"}),
+)
 
 
 # --- Kotlin -----------------------------------------------------------------
@@ -241,5 +262,15 @@ LUA = Rules(
         "function_declaration": _lua_function,
         "assignment_statement": _lua_assignment,
     },
-    transparent=frozenset({"variable_declaration"}),  # `local f = function() … end`
+    # `local f = function() … end`; file-level `do … end` and `if … end` blocks
+    transparent=frozenset(
+        {
+            "variable_declaration",
+            "do_statement",
+            "block",
+            "if_statement",
+            "elseif_statement",
+            "else_statement",
+        }
+    ),
 )
