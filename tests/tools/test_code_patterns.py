@@ -222,10 +222,11 @@ def test_a_variable_assigned_through_an_export_chain_is_a_function() -> None:
 
 
 def test_bash_functions_in_lists_and_conditionals_are_listed() -> None:
-    # bash-completion: `_2to3() {…} && complete -F _2to3 2to3`, and `_pids` defined per OS
+    # the shapes of bash-completion: `_f() {…} && complete -F _f f`, and a function per OS
     symbols = symbols_of("repro/bash_completion.sh")
     assert [(s.name, s.line) for s in everything(symbols)] == [
-        ("_2to3", 3), ("_pids", 9), ("_pgids", 13), ("_pids", 18), ("_after", 24)
+        ("_mytool", 3), ("_jobs_list", 9), ("_groups_list", 13), ("_jobs_list", 18),
+        ("_after", 24)
     ]  # fmt: skip
 
 
