@@ -1,4 +1,4 @@
-"""What the child does between fork and exec: namespaces, read-only binds, Landlock.
+"""What the child does between fork and exec: namespaces, private mounts, read-only binds, Landlock.
 
 Everything here is prepared in the parent (paths encoded, mount flags read, the
 ruleset filled) so the child makes only syscalls and short writes to /proc.
@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from normalize.sandbox.landlock import _libc, restrictor
+from normalize.sandbox.landlock import _libc, granter, restrictor
 
 __all__ = ["ChildPlan"]
 
@@ -60,6 +60,10 @@ class ChildPlan:
 
     unshare: int = 0
     read_only: list[tuple[bytes, int]] = field(default_factory=list)  # path, kept flags
+    private_tmpfs: list[bytes] = field(default_factory=list)
+    """Directories that get an empty tmpfs of their own (shared ones, such as /dev/shm)."""
+    tmpfs_access: int = 0
+    """What the Landlock ruleset allows beneath each private tmpfs."""
     ruleset_fd: int = -1
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)
@@ -68,6 +72,7 @@ class ChildPlan:
         libc = _libc()
         unshare, mount = libc.unshare, libc.mount  # looked up before the fork, not after
         restrict = restrictor()
+        grant = granter(self.tmpfs_access) if self.private_tmpfs else None
 
         def apply() -> None:
             if self.unshare:
@@ -75,6 +80,11 @@ class ChildPlan:
                 _write("/proc/self/uid_map", f"{self.uid} {self.uid} 1\n")
                 _write("/proc/self/setgroups", "deny")
                 _write("/proc/self/gid_map", f"{self.gid} {self.gid} 1\n")
+            for path in self.private_tmpfs:
+                _check(mount(b"tmpfs", path, b"tmpfs", ctypes.c_ulong(MS_NOSUID | MS_NODEV),
+                             b"mode=1777"))
+                if grant is not None and self.ruleset_fd >= 0:
+                    grant(self.ruleset_fd, path)
             for path, keep in self.read_only:
                 _check(mount(path, path, None, ctypes.c_ulong(MS_BIND | MS_REC), None))
                 flags = MS_REMOUNT | MS_BIND | MS_RDONLY | keep

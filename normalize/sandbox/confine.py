@@ -3,7 +3,8 @@
 Filesystem: Landlock allows reading everywhere except the credential stores
 (built as rules on the siblings of each hidden path, since Landlock can only
 allow), writing in the workspace, the per-program temporary directory and a few
-devices. Landlock cannot take a `.git` out of a writable workspace without
+devices, and a private, empty `/dev/shm` (a tmpfs mounted in the child's mount
+namespace, allowed by a rule the child adds after mounting it). Landlock cannot take a `.git` out of a writable workspace without
 making the workspace root read-only for new files, so every `.git` and
 `.normalize` found in the workspace is bind-mounted read-only in a private mount
 namespace (inside a new user namespace, so no privilege is needed and none is
@@ -36,6 +37,9 @@ PROTECTED_NAMES = frozenset({".git", ".normalize"})
 TOOL_MANAGED = frozenset({"node_modules", "__pycache__", ".mypy_cache", ".ruff_cache",
                           ".pytest_cache", ".tox", ".nox"})
 """Directories the walk does not enter (nor a virtualenv's, found by its `pyvenv.cfg`)."""
+PRIVATE_TMPFS = ("/dev/shm",)
+"""Shared writable directories each program gets an empty copy of (POSIX shared memory and
+semaphores keep working; nothing left there reaches another program or outlives this one)."""
 WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts",
                     "/dev/shm")
 
@@ -144,7 +148,10 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
     try:
         ruleset = _ruleset(policy, root, tmpdir, abi, child_env)
         confinement._ruleset = ruleset
-        plan = ChildPlan(unshare=CLONE_NEWUSER | CLONE_NEWNS, ruleset_fd=ruleset.fd)
+        plan = ChildPlan(unshare=CLONE_NEWUSER | CLONE_NEWNS, ruleset_fd=ruleset.fd,
+                         private_tmpfs=[os.fsencode(p) for p in PRIVATE_TMPFS if os.path.isdir(p)],
+                         tmpfs_access=(landlock.ACCESS_READ | landlock.ACCESS_WRITE)
+                         & ruleset.handled)
         if not policy.network:
             plan.unshare |= CLONE_NEWNET
         if policy.mode is SandboxMode.WORKSPACE:

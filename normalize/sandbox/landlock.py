@@ -148,6 +148,33 @@ class Ruleset:
             self.fd = -1
 
 
+def granter(access: int) -> Callable[[int, bytes], None]:
+    """A function for the child: allow `access` beneath a path it mounted after the fork.
+
+    A rule made in the parent names the directory the parent saw; a tmpfs the
+    child mounts over it is a new hierarchy the rule does not cover. Prepared
+    here for the same reason as `restrictor`.
+    """
+    libc = _libc()
+    syscall = libc.syscall
+    syscall.restype = ctypes.c_long
+    flags = os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY
+
+    def grant(ruleset_fd: int, path: bytes) -> None:
+        fd = os.open(path, flags)
+        try:
+            rule = _PathBeneathAttr(access, fd)
+            if syscall(ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(ruleset_fd),
+                       ctypes.c_int(RULE_PATH_BENEATH), ctypes.byref(rule),
+                       ctypes.c_uint32(0)) != 0:
+                err = ctypes.get_errno()
+                raise OSError(err, os.strerror(err))
+        finally:
+            os.close(fd)
+
+    return grant
+
+
 def restrictor() -> Callable[[int], None]:
     """A function for the child: no new privileges, then enter the Landlock domain.
 

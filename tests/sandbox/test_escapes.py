@@ -37,7 +37,13 @@ def escapes(site: Site, port: int) -> dict[str, str]:
         "top_git": "run python3 -c \"open('.git/config', 'a').write('[core]\\n')\"",
         "dot_normalize": ("run python3 -c \"open('.normalize/workflows/dwim.toml', 'w')"
                           ".write('x')\""),
+        "shm": f"run python3 -c \"open('/dev/shm/{shm_name(site)}', 'w').write('x')\"",
     }
+
+
+def shm_name(site: Site) -> str:
+    """A file name in /dev/shm that only this test run would plant."""
+    return f"normalize-escape-{site.ws.parent.name}"
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +154,9 @@ def test_the_workspace_stays_writable_beside_the_protected_parts(session: Any) -
     site, _, _ = session
     assert (site.ws / "evil" / "conftest.py").exists()  # written by normalize's own tool
     assert Path(site.ws / "sub").is_dir()
+
+
+def test_dev_shm_is_the_programs_own(session: Any) -> None:
+    site, results, _ = session  # writing there works (shared memory needs it), leaves nothing
+    assert results["shm"]["status"] == "success", results["shm"]
+    assert not (Path("/dev/shm") / shm_name(site)).exists()

@@ -167,3 +167,17 @@ def test_programs_start_in_the_sandbox_from_many_threads_at_once(ws: Path) -> No
         codes = list(pool.map(start, range(32)))
     assert codes == [0] * 32
     assert len(list(ws.glob("out*"))) == 32
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="this system has no /dev/shm")
+def test_dev_shm_is_private_and_shared_memory_still_works(ws: Path, tmp_path: Path) -> None:
+    mine = Path("/dev/shm") / f"normalize-host-{tmp_path.name}"
+    mine.write_text("the host's")
+    try:
+        policy = SandboxPolicy(mode=SandboxMode.WORKSPACE)
+        code, out = sh("ls -a /dev/shm; python3 -c 'import multiprocessing as m; "
+                       "m.Lock().acquire(); print(\"locked\")'", ws, policy)
+        assert code == 0, out
+        assert "locked" in out and mine.name not in out  # the host's files are not there
+    finally:
+        mine.unlink()
