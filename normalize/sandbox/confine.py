@@ -4,8 +4,9 @@ Filesystem: Landlock allows reading everywhere except the credential stores
 (built as rules on the siblings of each hidden path, since Landlock can only
 allow), writing in the workspace, the per-program temporary directory and a few
 devices, and a private, empty `/dev/shm` (a tmpfs mounted in the child's mount
-namespace, allowed by a rule the child adds after mounting it). Landlock cannot take a `.git` out of a writable workspace without
-making the workspace root read-only for new files, so every `.git` and
+namespace, allowed by a rule the child adds after mounting it). Landlock cannot
+take a `.git` out of a writable workspace without making the workspace root
+read-only for new files, so every `.git` and
 `.normalize` found in the workspace is bind-mounted read-only in a private mount
 namespace (inside a new user namespace, so no privilege is needed and none is
 gained: the child keeps its uid, and Landlock forbids it any later mount or
