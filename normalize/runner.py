@@ -371,7 +371,7 @@ def lend_repo_map(driver: Driver, task: Task, store: TaskStore) -> None:
     from normalize.tools.code.mapcache import CachedRepoMap
 
     driver.repo_map = CachedRepoMap(Path(task.workspace), driver.repo_map_tokens,
-                                    store.shared_cache_dir("repomap")).text
+                                    store.shared_cache_dir("repomap"), redact=store.redact).text
 
 
 def follow_up(task: Task, instruction: str) -> None:

@@ -4,7 +4,8 @@ A change check is cheap: one walk of the workspace (`.gitignore` respected)
 and a digest of each source file's (path, size, mtime). The map is rebuilt
 only when that digest moves, at most once per call, and kept on disk by
 (workspace, budget), so a resumed task or a new one in an unchanged tree
-reads it instead of parsing every file again. The map shows signatures
+reads it instead of parsing every file again. A new map is redacted before
+it is kept or shown, as results are. The map shows signatures
 without line ranges: an edit that only moves code leaves its text, and so
 the cached prefix, as it was.
 """
@@ -13,10 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from normalize.fsutil import atomic_write
+from normalize.redact import redact as shape_redact  # without a redactor: shapes only
 from normalize.tools.code.grammars import language_for
 from normalize.tools.code.repomap import build_map
 from normalize.tools.files import walk
@@ -37,9 +40,12 @@ class Counts:
 class CachedRepoMap:
     """`text()` is the repo map of `root` in `tokens` tokens, rebuilt only when files change."""
 
-    def __init__(self, root: Path, tokens: int, cache_dir: Path | None = None) -> None:
+    def __init__(self, root: Path, tokens: int, cache_dir: Path | None = None, *,
+                 redact: Callable[[str], str] | None = None) -> None:
         self.root = root.resolve()
         self.tokens = tokens
+        self.redact = redact or shape_redact
+        """Applied to a new map before it is kept or shown (a constant's value may be a key)."""
         key = hashlib.sha256(f"{FORMAT}\0{self.root}\0{tokens}".encode()).hexdigest()[:24]
         self.path = None if cache_dir is None else cache_dir / f"{key}.json"
         self.counts = Counts()
@@ -73,6 +79,7 @@ class CachedRepoMap:
             self.counts.from_disk += 1
         else:
             stored = build_map(self.root, paths, tokens=self.tokens, lines=False).text
+            stored = self.redact(stored)
             self.counts.built += 1
             self._save(signature, stored)
         self._signature, self._text = signature, stored
