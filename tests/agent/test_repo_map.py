@@ -139,6 +139,22 @@ def test_an_unchanged_tree_is_read_from_disk_not_parsed_again(
     assert stored[0].stat().st_mode & 0o077 == 0  # owner-only, like the rest of the store
 
 
+def test_a_resumed_task_reads_its_map_from_disk(
+        package: Path, anthropic_server: FakeModelServer,
+        run_agent: Callable[..., Run]) -> None:
+    anthropic_server.add("Looking.\nview core.py", "done looked")
+    stopped = run_mapped(run_agent, package, limits={"max_turns": 1})
+    assert stopped.outcome.status.value != "done" and counts(stopped).built == 1
+    task = stopped.store.load(stopped.outcome.task.id)
+    task.limits.max_turns = 3  # what `resume --max-turns 3` does
+    stopped.store.save(task)
+    resumed = run_agent(package, task_id=task.id, resume=True, factory=sdk_client)
+    assert resumed.outcome.status.value == "done"
+    assert counts(resumed).built == 0 and counts(resumed).from_disk == 1
+    first, second = systems(anthropic_server)
+    assert second == first  # the same prefix after the resume: the cache holds across it
+
+
 def test_the_map_is_data_inside_the_result_boundary(
         package: Path, anthropic_server: FakeModelServer,
         run_agent: Callable[..., Run]) -> None:
