@@ -78,9 +78,15 @@ def median_time(run: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
-def time_cli(argv: list[str], tree: Path, repeat: int) -> float:
-    return median_time(lambda: subprocess.run(argv, cwd=tree, capture_output=True, check=False),
-                       repeat)
+def time_clis(argvs: list[list[str]], tree: Path, repeat: int) -> list[float]:
+    """The median time of each command line, run in turn (so load on the machine hits all)."""
+    times: list[list[float]] = [[] for _ in argvs]
+    for _ in range(repeat):
+        for argv, got in zip(argvs, times, strict=True):
+            started = time.perf_counter()
+            subprocess.run(argv, cwd=tree, capture_output=True, check=False)
+            got.append(time.perf_counter() - started)
+    return [statistics.median(t) for t in times]
 
 
 def main() -> None:
@@ -121,9 +127,10 @@ def main() -> None:
             matches = tool.run(action, ctx).data["matches"]
             inproc = median_time(lambda t=tool, a=action: t.run(a, ctx), args.repeat)
             python = median_time(lambda t=slow, a=action: t.run(a, ctx), max(1, args.repeat // 2))
-            cli = time_cli([*normalize, "grep", pattern], tree, args.repeat)
-            old = "" if before is None else \
-                f"{time_cli([*before, 'grep', pattern], tree, args.repeat):>8.3f}s"
+            cli, *earlier = time_clis([[*normalize, "grep", pattern]]
+                                      + ([[*before, "grep", pattern]] if before else []),
+                                      tree, args.repeat)
+            old = "".join(f"{t:>8.3f}s" for t in earlier)
             print(f"{pattern:<22}{matches:>9,}{alone:>9.3f}s{inproc:>9.3f}s{inproc / alone:>6.1f}×"
                   f"{python:>10.3f}s{cli:>7.3f}s{old}")
 
