@@ -364,7 +364,7 @@ class _TakesRepoMap(Protocol):
     repo_map: Callable[[], str] | None
 
 
-def lend_repo_map(driver: Driver, task: Task, store: TaskStore) -> None:
+def _lend_repo_map(driver: Driver, task: Task, store: TaskStore) -> None:
     """Give a driver that asks for a repo map (`repo_map = N`) the tools' cached map."""
     if not isinstance(driver, _TakesRepoMap) or not driver.repo_map_tokens:
         return
@@ -412,7 +412,7 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
         driver = driver or make_driver(task, options)
         if tool_ctx.mcp is not None and isinstance(driver, _TakesCommands):
             driver.extra_commands = tool_ctx.mcp.reference  # the MCP tools, in its prompt
-        lend_repo_map(driver, task, store)
+        _lend_repo_map(driver, task, store)
         notes = [] if resumed else task.driver_config.get("permission_notes") or []
         subscribers = list(options.subscribers)
         engine = Engine(store, tools, tool_ctx, cancel=options.cancel,
