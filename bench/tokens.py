@@ -1,13 +1,16 @@
 """Prompt tokens per turn under each context strategy: the 30-step review story and more.
 
     python bench/tokens.py                       # the review of a real package (h11's sdist)
+    python bench/tokens.py --repo-map 1024       # task_tree without and with a repo map
     python bench/tokens.py --story shop          # the synthetic package, scripted model
     python bench/tokens.py --story shop --turns 12
 
 The review story downloads h11's sdist once with pip, unpacks it for each
 strategy and plays 30 replies (read 19 files, 2 greps, 3 edits, 4 checks)
 through the official anthropic SDK at the local fake server, which counts
-cache reads and writes as the API does; costs are at list prices.
+cache reads and writes as the API does; costs are at list prices. With
+`--repo-map N` it plays the story under task_tree twice, without and with an
+N-token repo map in the cached prefix (`[workflow.context] repo_map`).
 
 The model is a ScriptedModel (no network, no key): the same 30 replies under
 every strategy, so only the prompts differ. The tools are real and run on a
@@ -385,8 +388,8 @@ def review_script() -> list[str]:
     ]
 
 
-def review_strategy(strategy: str, work: Path, sdist: Path) -> dict[str, Any]:
-    """The review story under `strategy`, through the anthropic SDK at the local server."""
+def review_strategy(strategy: str, work: Path, sdist: Path, repo_map: int = 0) -> dict[str, Any]:
+    """The review story under `strategy` (with a repo map of `repo_map` tokens), at the server."""
     import os
 
     from normalize.drivers.base import DriverServices
@@ -395,7 +398,9 @@ def review_strategy(strategy: str, work: Path, sdist: Path) -> dict[str, Any]:
     from normalize.store import TaskStore
     from normalize.testing.servers import FakeModelServer
 
-    repo = unpack(sdist, work / strategy)
+    label = f"{strategy} + repo_map {repo_map}" if repo_map else strategy
+    where = f"{strategy}-map{repo_map}" if repo_map else strategy
+    repo = unpack(sdist, work / where)
     replies = review_script()
     events: list[BaseEvent] = []
     saved = {k: os.environ.get(k) for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
@@ -404,12 +409,12 @@ def review_strategy(strategy: str, work: Path, sdist: Path) -> dict[str, Any]:
         try:
             options = RunOptions(
                 workspace=repo, subscribers=[events.append], approve="yes", fsync=False,
-                store=TaskStore(work / f"{strategy}-home", fsync=False),
+                store=TaskStore(work / f"{where}-home", fsync=False),
                 services=DriverServices(options={"config_dir": str(work / "no-config")}))
             spec = load_spec("dwim", repo)
             spec.llm = {**(spec.llm or {}), "provider": "anthropic", "model": REVIEW_MODEL,
                         "fallback": []}
-            spec.context = {"strategy": strategy}
+            spec.context = {"strategy": strategy, "repo_map": repo_map}
             spec.limits = {"max_turns": len(replies) + 5}
             task = start_task(spec, REVIEW_GOAL, options)
             outcome = run_task(task, options)
@@ -432,7 +437,7 @@ def review_strategy(strategy: str, work: Path, sdist: Path) -> dict[str, Any]:
     turns = [e.to_dict() for e in events if e.type == "model_replied"]
     usage = outcome.task.usage
     return {
-        "strategy": strategy, "requests": len(server.requests), "steps": len(replies),
+        "strategy": label, "requests": len(server.requests), "steps": len(replies),
         "per_turn": [t["input_tokens"] + t["cache_read_tokens"] + t["cache_write_tokens"]
                      for t in turns],
         "cache_read": usage.cache_read_tokens, "cache_write": usage.cache_write_tokens,
@@ -440,15 +445,15 @@ def review_strategy(strategy: str, work: Path, sdist: Path) -> dict[str, Any]:
     }
 
 
-def review_table(strategies: tuple[str, ...] = STRATEGIES,
-                 cache: Path | None = None) -> list[dict[str, Any]]:
-    """One row per strategy of the 30-step review: requests, prompt tokens, cache, cost."""
+def review_table(strategies: tuple[str, ...] = STRATEGIES, cache: Path | None = None, *,
+                 repo_maps: tuple[int, ...] = (0,)) -> list[dict[str, Any]]:
+    """One row per strategy and repo map size of the 30-step review: requests, tokens, cost."""
     cache = cache or Path(tempfile.gettempdir()) / "normalize-bench-cache"
     sdist = fetch_sdist(cache)
     rows = []
     with tempfile.TemporaryDirectory(prefix="normalize-review-") as tmp:
-        for strategy in strategies:
-            run = review_strategy(strategy, Path(tmp), sdist)
+        for strategy, repo_map in ((s, m) for s in strategies for m in repo_maps):
+            run = review_strategy(strategy, Path(tmp), sdist, repo_map)
             series = run["per_turn"]
             rows.append({**run, "first": series[0], "last": series[-1], "max": max(series),
                          "total": sum(series), "growth": round(series[-1] / series[0], 2)})
@@ -475,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--summary-only", action="store_true")
+    parser.add_argument("--repo-map", type=int, metavar="TOKENS",
+                        help="the review under task_tree without and with a TOKENS repo map")
     parser.add_argument("--story", choices=("review", "shop"), default="review",
                         help="review: 30 steps on a real package through the SDK (default); "
                              "shop: the synthetic package with a scripted model")
@@ -483,7 +490,11 @@ def main(argv: list[str] | None = None) -> int:
         name, version = REVIEW_PACKAGE
         print(f"The 30-step review of {name} {version} (sdist), {REVIEW_MODEL} at the local "
               "server; prompt = input + cache read + cache write:\n")
-        print(review_markdown(review_table()))
+        if args.repo_map:
+            rows = review_table(("task_tree",), repo_maps=(0, args.repo_map))
+        else:
+            rows = review_table()
+        print(review_markdown(rows))
         return 0
     rows = token_table(args.turns)
     print(f"Prompt tokens per turn, {args.turns}-turn scripted task "

@@ -356,6 +356,24 @@ class _TakesCommands(Protocol):
     extra_commands: Callable[[], str] | None
 
 
+@runtime_checkable
+class _TakesRepoMap(Protocol):
+    """A driver whose prompt can hold the repo map (the LLM driver)."""
+
+    repo_map_tokens: int
+    repo_map: Callable[[], str] | None
+
+
+def _lend_repo_map(driver: Driver, task: Task, store: TaskStore) -> None:
+    """Give a driver that asks for a repo map (`repo_map = N`) the tools' cached map."""
+    if not isinstance(driver, _TakesRepoMap) or not driver.repo_map_tokens:
+        return
+    from normalize.tools.code.mapcache import CachedRepoMap
+
+    driver.repo_map = CachedRepoMap(Path(task.workspace), driver.repo_map_tokens,
+                                    store.shared_cache_dir("repomap"), redact=store.redact).text
+
+
 def follow_up(task: Task, instruction: str) -> None:
     """Give a finished (or stopped) task a new instruction for its next run.
 
@@ -394,6 +412,7 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
         driver = driver or make_driver(task, options)
         if tool_ctx.mcp is not None and isinstance(driver, _TakesCommands):
             driver.extra_commands = tool_ctx.mcp.reference  # the MCP tools, in its prompt
+        _lend_repo_map(driver, task, store)
         notes = [] if resumed else task.driver_config.get("permission_notes") or []
         subscribers = list(options.subscribers)
         engine = Engine(store, tools, tool_ctx, cancel=options.cancel,

@@ -99,7 +99,8 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               max_turns: int | None, budget: float | None, approve: str | None,
               context: str | None, workflow: str | None, workspace: Path | None,
               json_output: bool, quiet: bool, sandbox: str | None = None,
-              network: bool | None = None, project_instructions: bool = True) -> int:
+              network: bool | None = None, project_instructions: bool = True,
+              repo_map: int | None = None) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.drivers.base import DriverServices
     from normalize.drivers.llm import LLMSettings
@@ -128,6 +129,13 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
                 raise UsageError(f"--context {context}: unknown strategy "
                                  f"(choose from {', '.join(sorted(CONTEXTS))})")
             spec.context = {**spec.context, "strategy": context}
+        if repo_map is not None:
+            from normalize.workflow.schema import out_of_range
+
+            problem = out_of_range("context", "repo_map", repo_map)
+            if problem:
+                raise UsageError(f"--repo-map {repo_map}: {problem} (tokens; 0 leaves it out)")
+            spec.context = {**spec.context, "repo_map": repo_map}
         if spec.llm is not None or model or base_url:
             spec.llm = dict(spec.llm or {})
             apply_model(spec.llm, model, base_url)

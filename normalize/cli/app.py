@@ -172,6 +172,9 @@ def agent(
         "--no-project-instructions",
         help="Leave AGENTS.md / CLAUDE.md (the workspace's and yours) out of the prompt.")]
     = False,
+    repo_map: Annotated[int | None, typer.Option(
+        "--repo-map", metavar="TOKENS",
+        help="Put a repo map of about TOKENS tokens in the cached prompt (0: none).")] = None,
 ) -> None:
     """Let a model do TASK with normalize's commands (the dwim workflow)."""
     from normalize.cli.agent import run_agent
@@ -180,7 +183,8 @@ def agent(
                                max_turns=max_turns, budget=budget, approve=approve,
                                context=context, workflow=workflow, workspace=workspace,
                                json_output=json_output, quiet=quiet, sandbox=sandbox,
-                               network=network, project_instructions=not no_instructions))
+                               network=network, project_instructions=not no_instructions,
+                               repo_map=repo_map))
 
 
 @app.command()

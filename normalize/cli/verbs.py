@@ -25,7 +25,7 @@ def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | 
     from normalize.tools.guard import WorkspaceGuard
 
     root = (workspace or Path.cwd()).resolve()
-    tools = default_tools()
+    tools = default_tools((verb,))  # one verb imports one tool's modules
     ctx = ToolContext(workspace=root, guard=WorkspaceGuard(root, protected=[data_home()]),
                       cache=NoCache(preview_lines=UNBOUNDED, preview_chars=UNBOUNDED),
                       policy=ApprovalPolicy(mode=ApprovalMode.NEVER))

@@ -58,7 +58,7 @@ from normalize.events import (
 )
 from normalize.execution.context import make_context
 from normalize.execution.context.base import ContextStrategy
-from normalize.execution.context.results import signature
+from normalize.execution.context.results import bounded, neutralise, signature
 from normalize.intents import parse
 from normalize.providers import base as model_events
 from normalize.providers.base import (
@@ -228,8 +228,11 @@ class LLMDriver:
         config_dir: Path | None = None,
         follow_ups: list[str] | None = None,
         inbox: LineQueue | None = None,
+        repo_map_tokens: int = 0,
     ) -> None:
         self.settings = settings or LLMSettings()
+        self.repo_map_tokens = repo_map_tokens  # [workflow.context] repo_map (0: none)
+        self.repo_map: Callable[[], str] | None = None  # lent by the runner (the tools' map)
         self.follow_ups = list(follow_ups or [])  # instructions given after the goal, in order
         self.inbox = inbox
         self.project_instructions = project_instructions
@@ -270,6 +273,14 @@ class LLMDriver:
         spec = config.get("spec") or {}
         settings = LLMSettings.from_config(spec.get("llm") or config.get("llm") or {})
         context_conf = dict(spec.get("context") or config.get("context") or {})
+        repo_map = context_conf.pop("repo_map", 0)
+        if isinstance(repo_map, bool) or not isinstance(repo_map, int):
+            raise ConfigError(f"context repo_map must be an integer, not {repo_map!r}")
+        from normalize.workflow.schema import out_of_range
+
+        problem = out_of_range("context", "repo_map", repo_map)
+        if problem:
+            raise ConfigError(f"context repo_map {problem}, not {repo_map}")
         variables = {**(spec.get("vars") or {}), **(config.get("vars") or {})}
         goal = config.get("goal") or variables.get("goal")
         retry = services.options.get("model_retry") or MODEL_RETRY
@@ -286,7 +297,8 @@ class LLMDriver:
                    config_dir=Path(config_dir) if config_dir else None,
                    follow_ups=[str(f) for f in config.get("follow_ups") or []],
                    inbox=inbox if isinstance(inbox := services.options.get("inbox"),
-                                             LineQueue) else None)
+                                             LineQueue) else None,
+                   repo_map_tokens=repo_map)
 
     # -- state -------------------------------------------------------------
 
@@ -368,7 +380,25 @@ class LLMDriver:
         self._client, self._fallbacks = None, []
 
     def system_prompt(self, workspace: Path) -> str:
-        """The system prompt: built once, identical on every turn (prompt caching)."""
+        """The system prompt: identical on every turn while the repo map is (prompt caching).
+
+        All but the repo map is built once; the map (`[workflow.context]
+        repo_map`) is asked for each turn and changes only when the source files do.
+        """
+        return self._stable_prompt(workspace) + self._repo_map_section()
+
+    def _repo_map_section(self) -> str:
+        if not self.repo_map_tokens or self.repo_map is None:
+            return ""
+        text = self.repo_map()
+        if not text:
+            return ""
+        from normalize.prompts import repo_map_section
+
+        return "\n" + repo_map_section(bounded(neutralise(text, self.context.marker),
+                                               self.context.marker), self.repo_map_tokens)
+
+    def _stable_prompt(self, workspace: Path) -> str:
         if self._system is None:
             from normalize.prompts import (
                 build_system_prompt,

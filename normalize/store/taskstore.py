@@ -9,6 +9,7 @@ Layout under the data home (`NORMALIZE_HOME` or the platform's user data dir):
     tasks/ID.owner       pid and epoch of the current owner
     tasks/ID/cache/      persistent result cache
     tasks/ID/config-*.json  the driver config (a workflow's spec), written once per run
+    cache/repomap/       the agent's repo maps, by workspace and size (tools/code/mapcache.py)
 
 Two kinds of data, kept apart: what resume executes (the task file and the
 driver config beside it: vars, answers, pending actions) is written exactly as
@@ -111,6 +112,10 @@ class TaskStore:
 
     def cache_dir(self, task_id: str) -> Path:
         return self.tasks_dir / task_id / "cache"
+
+    def shared_cache_dir(self, name: str) -> Path:
+        """A cache every task of this store shares (`cache/NAME/`: the repo maps, say)."""
+        return self.home / "cache" / name
 
     def ensure(self) -> None:
         """Create the data home and `tasks/` (owner-only) if they are missing."""

@@ -2,26 +2,44 @@
 
 from __future__ import annotations
 
+from importlib import import_module
+
+from normalize.errors import ConfigError
 from normalize.tools.base import Tool, ToolContext, ToolRegistry
 
+BUILTIN_TOOLS: dict[str, str] = {
+    "view": "normalize.tools.view:ViewTool",
+    "skeleton": "normalize.tools.skeleton:SkeletonTool",
+    "grep": "normalize.tools.grep:GrepTool",
+    "edit": "normalize.tools.edit:EditTool",
+    "write": "normalize.tools.edit:WriteTool",
+    "run": "normalize.tools.run:RunTool",
+    "test": "normalize.tools.test:TestTool",
+    "analyze": "normalize.tools.analyze:AnalyzeTool",
+    "fetch": "normalize.tools.fetch:FetchTool",
+    "note": "normalize.tools.meta:NoteTool",
+    "plan": "normalize.tools.meta:PlanTool",
+    "ask": "normalize.tools.meta:AskTool",
+    "done": "normalize.tools.meta:DoneTool",
+    "mcp": "normalize.tools.mcp:McpTool",
+}
+"""Tool name → `module:Class`, imported only when asked for (one verb, one module)."""
 
-def default_tools() -> ToolRegistry:
-    """A registry holding every built-in tool."""
-    from normalize.tools.analyze import AnalyzeTool
-    from normalize.tools.edit import EditTool, WriteTool
-    from normalize.tools.fetch import FetchTool
-    from normalize.tools.grep import GrepTool
-    from normalize.tools.mcp import McpTool
-    from normalize.tools.meta import AskTool, DoneTool, NoteTool, PlanTool
-    from normalize.tools.run import RunTool
-    from normalize.tools.skeleton import SkeletonTool
-    from normalize.tools.test import TestTool
-    from normalize.tools.view import ViewTool
 
-    return ToolRegistry([
-        ViewTool(), SkeletonTool(), GrepTool(), EditTool(), WriteTool(), RunTool(), TestTool(),
-        AnalyzeTool(), FetchTool(), NoteTool(), PlanTool(), AskTool(), DoneTool(), McpTool(),
-    ])
+def builtin_tool(name: str) -> Tool:
+    """A fresh built-in tool by name, importing only its own module."""
+    where = BUILTIN_TOOLS.get(name)
+    if where is None:
+        raise ConfigError(f"unknown tool {name!r} (choose from {', '.join(BUILTIN_TOOLS)})")
+    module, _, cls = where.partition(":")
+    tool: Tool = getattr(import_module(module), cls)()
+    return tool
 
 
-__all__ = ["Tool", "ToolContext", "ToolRegistry", "default_tools"]
+def default_tools(names: tuple[str, ...] | None = None) -> ToolRegistry:
+    """A registry holding every built-in tool, or only those in `names`."""
+    return ToolRegistry(builtin_tool(name) for name in (names or tuple(BUILTIN_TOOLS)))
+
+
+__all__ = ["BUILTIN_TOOLS", "Tool", "ToolContext", "ToolRegistry", "builtin_tool",
+           "default_tools"]

@@ -6,8 +6,10 @@ import os
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".ruff_cache",
                             ".pytest_cache", ".tox", ".venv", "venv", ".nox"})
@@ -45,6 +47,8 @@ def is_binary(path: Path) -> bool:
 @lru_cache(maxsize=512)
 def _spec_for(gitignore: str, mtime: float) -> pathspec.GitIgnoreSpec:
     del mtime  # part of the cache key only
+    import pathspec  # here: a search on ripgrep never parses a .gitignore itself
+
     with open(gitignore, encoding="utf-8", errors="replace") as fh:
         return pathspec.GitIgnoreSpec.from_lines(fh)
 

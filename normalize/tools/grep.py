@@ -31,7 +31,6 @@ from normalize.tools.ripgrep import (
     find_rg,
     search_rg,
 )
-from normalize.tools.view import missing_path
 
 MAX_TEXT = 300
 """A matching line longer than this is cut with `…`."""
@@ -131,6 +130,8 @@ class GrepTool:
         query = GrepQuery.parse(action.args)
         start = ctx.guard.resolve(query.path)
         if not start.exists():
+            from normalize.tools.view import missing_path  # the outline machinery: only here
+
             raise missing_path(ctx, query.path, start)
         found = self.search(query, start, ctx)
         return _report(query, found, query.max_matches or self.max_matches, ctx)

@@ -12,7 +12,7 @@ from typing import Any
 
 from normalize.errors import ConfigError
 from normalize.workflow.locate import Locator
-from normalize.workflow.schema import SCHEMAS, TYPE_NAMES
+from normalize.workflow.schema import SCHEMAS, TYPE_NAMES, out_of_range
 
 
 class Checker:
@@ -44,6 +44,9 @@ class Checker:
             if not check(value):
                 raise self.fail(path, f"{key!r} must be {TYPE_NAMES[check]}, "
                                       f"not {type_name(value)}")
+            problem = out_of_range(schema, key, value) if isinstance(value, int) else None
+            if problem:
+                raise self.fail(path, f"{key!r} {problem}, not {value}")
 
     def choice(self, value: str | None, choices: tuple[str, ...], path: str, what: str) -> None:
         if value is not None and value not in choices:

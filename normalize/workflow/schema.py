@@ -41,6 +41,25 @@ TYPE_NAMES = {_str: "a string", _bool: "a boolean", _int: "an integer", _num: "a
               _table: "a table", _strs: "a list of strings", _str_or_table: "a string or a table",
               _tables: "an array of tables", _flag_or_num: "a boolean or a number"}
 
+MAX_REPO_MAP = 16_384
+"""The largest repo map (tokens) the prefix may hold: it is in every request."""
+
+RANGES: dict[str, dict[str, tuple[int, int | None]]] = {
+    "context": {"max_results": (1, None), "max_history": (0, None),
+                "compact_after_chars": (0, None), "repo_map": (0, MAX_REPO_MAP)},
+}
+"""Table → integer key → (least, most or None): values outside are errors at their line."""
+
+
+def out_of_range(schema: str, key: str, value: int) -> str | None:
+    """`must be …` when `value` is outside the range of `key` in the `schema` table, else None."""
+    least, most = RANGES.get(schema, {}).get(key, (None, None))
+    if (least is not None and value < least) or (most is not None and value > most):
+        return f"must be from {least} to {most}" if most is not None else \
+            f"must be at least {least}"
+    return None
+
+
 SCHEMAS: dict[str, dict[str, Checker]] = {
     "root": {"workflow": _table, "steps": _tables, "states": _tables},
     "workflow": {"name": _str, "description": _str, "version": _int, "vars": _table,
@@ -48,7 +67,7 @@ SCHEMAS: dict[str, dict[str, Checker]] = {
                  "limits": _table, "llm": _table, "permissions": _table, "steps": _tables,
                  "driver": _str, "on_interrupt": _str, "mcp": _tables},
     "context": {"strategy": _str, "max_results": _int, "max_history": _int,
-                "compact_after_chars": _int},
+                "compact_after_chars": _int, "repo_map": _int},
     "cache": {"strategy": _str, "preview_length": _int, "preview_lines": _int,
               "asked_lines": _int, "asked_chars": _int, "ttl_seconds": _num, "max_bytes": _int},
     "retry": {"strategy": _str, "max_attempts": _int, "base_delay": _num, "max_delay": _num,

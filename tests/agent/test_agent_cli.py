@@ -88,6 +88,18 @@ def test_scripted_model_file_and_context_flag(repo: Path, tmp_path: Path) -> Non
     assert events[-1]["summary"] == "looked"
 
 
+def test_repo_map_flag_puts_the_map_in_the_prompt(repo: Path, server: FakeModelServer,
+                                                  tmp_path: Path) -> None:
+    server.add("done looked", "done looked again")
+    env = {"ANTHROPIC_BASE_URL": server.url, **KEYS}
+    for flag in (("--repo-map", "512"), ()):
+        done = cli("agent", "look", *flag, "--quiet", cwd=repo, home=tmp_path / "home", env=env)
+        assert done.returncode == 0, done.stderr
+    mapped, plain = (r.body["system"][0]["text"] for r in server.requests)
+    assert "## Repo map" in mapped and "def mean(xs: list[int]) -> float:" in mapped
+    assert "## Repo map" not in plain
+
+
 def test_bad_flags_are_one_line_errors(repo: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     for args, expected in (
@@ -96,6 +108,7 @@ def test_bad_flags_are_one_line_errors(repo: Path, tmp_path: Path) -> None:
         (("--budget", "0"), "--budget 0: must be more than 0"),
         (("--workspace", str(tmp_path / "missing")), "not a directory"),
         (("--workflow", "no-such-flow"), "no such workflow"),
+        (("--repo-map", "-5"), "--repo-map -5: must be from 0 to 16384"),
     ):
         done = cli("agent", "x", *args, cwd=repo, home=home, env=KEYS)
         assert done.returncode == 2, (args, done.stderr)

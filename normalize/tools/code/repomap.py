@@ -60,8 +60,13 @@ class RepoMap:
     """Files left out for size (over `MAX_FILE_BYTES`)."""
 
 
-def build_map(root: Path, paths: Iterable[Path], *, tokens: int = 1024) -> RepoMap:
-    """The repo map of `paths` (files under `root`), at most `tokens` tokens long."""
+def build_map(root: Path, paths: Iterable[Path], *, tokens: int = 1024,
+              lines: bool = True) -> RepoMap:
+    """The repo map of `paths` (files under `root`), at most `tokens` tokens long.
+
+    Without `lines` the rows show no line ranges, so an edit that only moves
+    code leaves the map's text as it was (the agent's cached prefix holds it).
+    """
     rows_by_file: dict[str, list[Row]] = {}
     mentions: dict[str, Counter[str]] = {}
     skipped: list[str] = []
@@ -79,7 +84,7 @@ def build_map(root: Path, paths: Iterable[Path], *, tokens: int = 1024) -> RepoM
         rows_by_file[rel] = [r for r in rows(outline(path, text) or []) if r.symbol.name]
         mentions[rel] = Counter(_IDENTIFIER.findall(text))
     ranked = rank(rows_by_file, mentions, {rel: _family(rel) for rel in rows_by_file})
-    found = fit(ranked, rows_by_file, tokens, files=len(rows_by_file))
+    found = fit(ranked, rows_by_file, tokens, files=len(rows_by_file), lines=lines)
     found.skipped = skipped
     return found
 
@@ -188,14 +193,15 @@ def _pagerank(
 
 
 def fit(
-    ranked: list[Definition], rows_by_file: dict[str, list[Row]], tokens: int, *, files: int
+    ranked: list[Definition], rows_by_file: dict[str, list[Row]], tokens: int, *, files: int,
+    lines: bool = True,
 ) -> RepoMap:
     """The most definitions (best first) whose text fits in `tokens`; binary search on the count."""
     low, high = 0, len(ranked)
     best = RepoMap(text="", ranked=ranked, files=files)
     while low <= high:
         middle = (low + high) // 2
-        text = render(ranked[:middle], rows_by_file)
+        text = render(ranked[:middle], rows_by_file, lines=lines)
         used = math.ceil(len(text) / CHARS_PER_TOKEN)
         if used <= tokens:
             best = RepoMap(text, ranked[:middle], ranked, files, used)
@@ -205,7 +211,8 @@ def fit(
     return best
 
 
-def render(chosen: list[Definition], rows_by_file: dict[str, list[Row]]) -> str:
+def render(chosen: list[Definition], rows_by_file: dict[str, list[Row]], *,
+           lines: bool = True) -> str:
     """Chosen definitions grouped by file (files in rank order), each with its parents' rows."""
     order: list[str] = []
     picked: dict[str, set[int]] = defaultdict(set)
@@ -226,5 +233,5 @@ def render(chosen: list[Definition], rows_by_file: dict[str, list[Row]]) -> str:
         file_rows = rows_by_file[path]
         parts.append(f"{path}:")
         shown = [file_rows[i] for i in sorted(picked[path])]
-        parts.extend(format_rows(shown, docs=False, indent="  "))
+        parts.extend(format_rows(shown, docs=False, indent="  ", lines=lines))
     return "\n".join(parts)

@@ -139,8 +139,15 @@ def rows(symbols: Sequence[Symbol]) -> list[Row]:
     return out
 
 
-def format_rows(page: Sequence[Row], *, docs: bool = True, indent: str = "") -> list[str]:
-    """Rows as `START-END  signature` lines, nested by indentation, the ranges right-aligned."""
+def format_rows(page: Sequence[Row], *, docs: bool = True, indent: str = "",
+                lines: bool = True) -> list[str]:
+    """Rows as `START-END  signature` lines, nested by indentation, the ranges right-aligned.
+
+    Without `lines`, the signatures alone (nested the same way).
+    """
+    if not lines:
+        return [f"{indent}{'  ' * row.depth}{row.symbol.signature}"
+                + (f"  # {row.symbol.doc}" if docs and row.symbol.doc else "") for row in page]
     cells: list[tuple[str, str]] = []
     for row in page:
         symbol = row.symbol
