@@ -9,6 +9,7 @@ user-facing summary.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 PARALLEL_WORD = "parallel"
@@ -250,8 +251,13 @@ def command_reference(markdown: bool = True) -> str:
     return "\n".join(out) + "\n"
 
 
-def system_prompt_section() -> str:
-    """The compact command reference for an LLM's system prompt."""
+def system_prompt_section(omit: Iterable[str] = ()) -> str:
+    """The compact command reference for an LLM's system prompt, without the verbs in `omit`.
+
+    (The agent leaves out `mcp` when no MCP server is configured: a line the model
+    could only misuse costs tokens on every request.)
+    """
+    left_out = set(omit)
     out = [
         "## How to reply",
         "Write prose lines (your reasoning; shown, never run) and command lines. "
@@ -261,6 +267,8 @@ def system_prompt_section() -> str:
         "Commands:",
     ]
     for v in VERBS:
+        if v.name in left_out:
+            continue
         notes = [f"aliases: {', '.join(v.aliases)}"] if v.aliases else []
         notes += ["changes things"] if v.side_effect else []
         extra = f" ({'; '.join(notes)})" if notes else ""

@@ -421,7 +421,9 @@ class LLMDriver:
                 found = project_instructions(workspace, self.config_dir)
                 instructions = found.text
                 self._instruction_notices = list(found.notices)
-            self._system = build_system_prompt(text, self.facts, instructions)
+            self._system = build_system_prompt(
+                text, self.facts, instructions,
+                omit=() if self.extra_commands is not None else ("mcp",))  # no server: no verb
             extra = self.extra_commands() if self.extra_commands is not None else ""
             if extra:
                 self._system += "\n" + extra

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
@@ -71,14 +72,16 @@ def workspace_facts(root: Path) -> list[str]:
     return facts
 
 
-def build_system_prompt(text: str, facts: list[str], instructions: str = "") -> str:
+def build_system_prompt(text: str, facts: list[str], instructions: str = "",
+                        omit: Iterable[str] = ()) -> str:
     """The stable prefix: `text`, the command reference, project instructions, workspace facts.
 
-    It depends only on its arguments, so it is byte-identical from turn to turn.
+    It depends only on its arguments, so it is byte-identical from turn to turn;
+    `omit` names verbs the reference leaves out.
     """
     from normalize.intents import system_prompt_section
 
-    parts = [text.strip(), system_prompt_section().strip(), RESULTS_ARE_DATA]
+    parts = [text.strip(), system_prompt_section(omit).strip(), RESULTS_ARE_DATA]
     if instructions.strip():
         parts.append(instructions.strip())
     if facts:
