@@ -13,6 +13,7 @@ partial text, or a retryable HTTP status all surface as a `ProviderError` with
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -371,6 +372,26 @@ def _gave_up(err: ProviderError, attempts: int) -> ProviderError:
     return failure
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sendable(value: Any) -> Any:
+    """`value` with every lone surrogate replaced by U+FFFD, so it encodes as UTF-8.
+
+    A file name that is not valid UTF-8 reaches Python as lone surrogates
+    (`os.fsdecode`); a provider's JSON parser rejects them ("no low surrogate
+    in string"), so they are replaced at this boundary, and only here: the
+    task and its journal keep the exact name.
+    """
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value) if _LONE_SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [sendable(item) for item in value]
+    if isinstance(value, dict):
+        return {key: sendable(item) for key, item in value.items()}
+    return value
+
+
 def complete(
     client: ModelClient,
     request: ModelRequest,
@@ -394,6 +415,8 @@ def complete(
     (2 and up) starts, `on_fallback(from_model, to_model, reason)` before a
     fallback starts: in both cases any text streamed so far is void.
     """
+    request = replace(request, system=sendable(request.system),
+                      messages=sendable(request.messages))
     clients = [client, *fallbacks]
     last: ProviderError | None = None
     for index, current in enumerate(clients):
