@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from normalize.cli.commands import finish, pin_replay, run_options, set_limits, stopping_note
-from normalize.cli.console import Environment, SignalCancel, error_line, fail, prompt_reader
+from normalize.cli.commands import pin_replay, run_options, set_limits
+from normalize.cli.console import Environment, error_line, fail, prompt_reader
+from normalize.cli.follow import follow_ups, leftover_lines, run_at_terminal
+from normalize.cli.outcome import finish
 from normalize.errors import ExitStatus, MissingKeyError, NormalizeError, UsageError
 
 DEFAULT_WORKFLOW = "dwim"
@@ -41,58 +43,7 @@ class _Clients:
         self.made.clear()
 
 
-FOLLOW_UP_PROMPT = "follow-up (an empty line or Ctrl-D leaves) › "
 TASK_PROMPT = "task › "
-FOLLOWABLE = frozenset({"done", "failed", "stuck", "limit_reached"})
-
-
-def follow_ups(env: Environment, outcome: Any, options: Any, read: Any, *,
-               json_output: bool = False) -> int:
-    """After a task ends at a terminal, offer follow-up instructions until an empty line.
-
-    Each line continues the same task (notes, plan, cache kept) in a new run;
-    lines typed while the last run worked that its model never read become the
-    next instruction without asking. Returns the exit status of the last run.
-    """
-    from normalize.cli.render import make_renderer
-    from normalize.cli.typeahead import report_unsent
-    from normalize.runner import follow_up
-
-    code = int(outcome.exit_status)
-    while outcome.status.value in FOLLOWABLE:
-        leftover = _leftover(options)
-        if leftover:
-            line = "\n".join(leftover)
-            env.stderr.write(f"normalize: continuing with what you typed: {' / '.join(leftover)}\n")
-            env.stderr.flush()
-        else:
-            line = read(FOLLOW_UP_PROMPT)
-        if line is None or not line.strip():
-            break
-        follow_up(outcome.task, line)
-        renderer = make_renderer(env, json_output=json_output, quiet=False)
-        options.subscribers = [renderer]
-        outcome = _run(env, outcome.task, options, renderer, resumed=True)
-        code = finish(env, outcome, renderer, json_output)
-    report_unsent(env, outcome.task.id, _leftover(options))
-    return code
-
-
-def _leftover(options: Any) -> list[str]:
-    """Lines typed during the last run that reached no turn of the model."""
-    inbox = options.services.options.get("inbox")
-    return list(inbox.drain()) if inbox is not None else []
-
-
-def _run(env: Environment, task: Any, options: Any, renderer: Any, *,
-         resumed: bool = False) -> Any:
-    """`run_task` with Ctrl-C wired to the cancel token and type-ahead read at a terminal."""
-    from normalize.cli.typeahead import typed_lines
-    from normalize.runner import run_task
-
-    with SignalCancel(options.cancel, notify=stopping_note(env)), \
-            typed_lines(env, options, renderer):
-        return run_task(task, options, resumed=resumed)
 
 
 def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str | None,
@@ -160,13 +111,13 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         from normalize.cli.trust import report_ignored
 
         report_ignored(env, task)
-        outcome = _run(env, task, options, renderer)
+        outcome = run_at_terminal(env, task, options, renderer)
         code = finish(env, outcome, renderer, json_output)
         if read is not None and not quiet:
             return follow_ups(env, outcome, options, read)
         from normalize.cli.typeahead import report_unsent
 
-        report_unsent(env, task.id, _leftover(options))
+        report_unsent(env, task.id, leftover_lines(options))
         return code
     except NormalizeError as exc:
         return fail(env, exc)

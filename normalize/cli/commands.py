@@ -15,6 +15,7 @@ from normalize.cli.console import (
     line_reader,
     prompt_reader,
 )
+from normalize.cli.outcome import REPLY_FLAGS, finish, shown_question, stopping_note
 from normalize.errors import ExitStatus, NormalizeError, UsageError
 
 
@@ -87,35 +88,6 @@ def _approver(env: Environment, current: Any) -> Any:
     return approve
 
 
-def _shown_question(task: Any) -> str:
-    """The question a task waits on, redacted: the task is exact, what is shown is not."""
-    from normalize.redact import Redactor
-
-    return Redactor.for_workspace(task.workspace).redact(task.pending.question)
-
-
-def finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) -> int:
-    """Close the renderer, say how to go on with the task; the exit status."""
-    close = getattr(renderer, "close", None)
-    if close is not None:
-        close()
-    task = outcome.task
-    if outcome.status.value == "waiting" and task.pending is not None:
-        how = REPLY_FLAGS.get(task.pending.kind, "--answer TEXT")
-        if json_output:  # the events carry the question; a person reads this line
-            env.stderr.write(f"task {task.id} is waiting: {_shown_question(task)}\n")
-        target = env.stderr if json_output else env.stdout
-        target.write(f"  continue with: normalize resume {task.id} {how}\n")
-    elif outcome.status.value in ("interrupted", "limit_reached") or (
-            outcome.status.value == "failed" and task.error):
-        env.stderr.write(f"  resume with: normalize resume {task.id}{_limit_hint(task)}\n")
-    return int(outcome.exit_status)
-
-
-REPLY_FLAGS = {"approval": "--answer yes|no", "interrupt": "--answer yes|no",
-               "question": "--answer TEXT"}
-
-
 def set_limits(task: Any, *, max_turns: int | None = None, budget: float | None = None) -> None:
     """`--max-turns` (the total) and `--budget`, for the driver the task now runs with only."""
     if max_turns is None and budget is None:
@@ -125,18 +97,6 @@ def set_limits(task: Any, *, max_turns: int | None = None, budget: float | None 
     if budget is not None:
         task.limits.max_cost_usd = budget
     task.limits.driver = task.driver
-
-
-def _limit_hint(task: Any) -> str:
-    """The flag that lifts the limit a task stopped at (`--budget` for a budget, …)."""
-    if task.status.value != "limit_reached":
-        return ""
-    reason = f"{task.summary} {task.error or ''}"
-    if "budget" in reason:
-        return " --budget USD"
-    if "max_turns" in reason:
-        return f" --max-turns {task.turn + 10}"
-    return " --max-turns N (or --budget USD)"
 
 
 def pin_replay(model: str | None) -> str | None:
@@ -220,7 +180,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         if approve is not None and answer is None and task.pending is not None \
                 and task.pending.kind == "approval":
             raise UsageError(f"--approve {approve} sets the approval mode; task {task.id} waits "
-                             f"for: {_shown_question(task)} — answer it with --answer yes|no")
+                             f"for: {shown_question(task)} — answer it with --answer yes|no")
         options.workspace = Path(task.workspace)
         reply = None
         if answer is not None:
@@ -245,7 +205,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
             outcome = run_task(task, options, resumed=True, reply=reply)
         code = finish(env, outcome, renderer, json_output)
         if typed is not None and not quiet and task.driver == "llm":
-            from normalize.cli.agent import follow_ups  # the same prompt as after `agent`
+            from normalize.cli.follow import follow_ups  # the same prompt as after `agent`
 
             return follow_ups(env, outcome, options, prompt_reader(
                 env, lambda: options.workspace, cancel=options.cancel))
@@ -255,21 +215,6 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         return fail(env, exc)
 
 
-STOPPING = ("normalize: {name}: stopping — the running action is cancelled and the task "
-            "saved as interrupted (press again to stop at once)")
-
-
-def stopping_note(env: Environment) -> Any:
-    """What the first Ctrl-C says; on its own line, never over the live view's status line."""
-
-    def note(name: str) -> None:
-        clear = "\r\033[2K" if env.stderr_tty else ""
-        env.stderr.write(f"{clear}{STOPPING.format(name=name)}\n")
-        env.stderr.flush()
-
-    return note
-
-
 def _check_reply(task: Any, reply: Any, reply_text: Any) -> None:
     """A reply flag must answer what the task waits for: one clear line otherwise."""
     pending = task.pending
@@ -277,7 +222,7 @@ def _check_reply(task: Any, reply: Any, reply_text: Any) -> None:
         raise UsageError(f"task {task.id} is not waiting for input (it is "
                          f"{task.status.value}); resume it without --answer")
     if reply_text(pending, reply) is None:
-        raise UsageError(f"task {task.id} waits for: {_shown_question(task)} — answer with "
+        raise UsageError(f"task {task.id} waits for: {shown_question(task)} — answer with "
                          f"{REPLY_FLAGS.get(pending.kind, '--answer TEXT')}")
 
 

@@ -12,8 +12,8 @@ from agent_helpers import KEYS, Run, cli, scripted
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from normalize.cli.agent import FOLLOW_UP_PROMPT, follow_ups
 from normalize.cli.console import Environment
+from normalize.cli.follow import FOLLOW_UP_PROMPT, follow_ups
 from normalize.cli.prompt import PromptReader
 from normalize.drivers.base import DriverServices
 from normalize.drivers.llm import LineQueue

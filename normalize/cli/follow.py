@@ -1,0 +1,60 @@
+"""After a task ends at a terminal: follow-up instructions, and lines typed meanwhile."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from normalize.cli.console import Environment, SignalCancel
+from normalize.cli.outcome import finish, stopping_note
+
+FOLLOW_UP_PROMPT = "follow-up (an empty line or Ctrl-D leaves) › "
+FOLLOWABLE = frozenset({"done", "failed", "stuck", "limit_reached"})
+
+
+def follow_ups(env: Environment, outcome: Any, options: Any, read: Any, *,
+               json_output: bool = False) -> int:
+    """After a task ends at a terminal, offer follow-up instructions until an empty line.
+
+    Each line continues the same task (notes, plan, cache kept) in a new run;
+    lines typed while the last run worked that its model never read become the
+    next instruction without asking. Returns the exit status of the last run.
+    """
+    from normalize.cli.render import make_renderer
+    from normalize.cli.typeahead import report_unsent
+    from normalize.runner import follow_up
+
+    code = int(outcome.exit_status)
+    while outcome.status.value in FOLLOWABLE:
+        leftover = leftover_lines(options)
+        if leftover:
+            line = "\n".join(leftover)
+            env.stderr.write(f"normalize: continuing with what you typed: {' / '.join(leftover)}\n")
+            env.stderr.flush()
+        else:
+            line = read(FOLLOW_UP_PROMPT)
+        if line is None or not line.strip():
+            break
+        follow_up(outcome.task, line)
+        renderer = make_renderer(env, json_output=json_output, quiet=False)
+        options.subscribers = [renderer]
+        outcome = run_at_terminal(env, outcome.task, options, renderer, resumed=True)
+        code = finish(env, outcome, renderer, json_output)
+    report_unsent(env, outcome.task.id, leftover_lines(options))
+    return code
+
+
+def leftover_lines(options: Any) -> list[str]:
+    """Lines typed during the last run that reached no turn of the model."""
+    inbox = options.services.options.get("inbox")
+    return list(inbox.drain()) if inbox is not None else []
+
+
+def run_at_terminal(env: Environment, task: Any, options: Any, renderer: Any, *,
+         resumed: bool = False) -> Any:
+    """`run_task` with Ctrl-C wired to the cancel token and type-ahead read at a terminal."""
+    from normalize.cli.typeahead import typed_lines
+    from normalize.runner import run_task
+
+    with SignalCancel(options.cancel, notify=stopping_note(env)), \
+            typed_lines(env, options, renderer):
+        return run_task(task, options, resumed=resumed)
