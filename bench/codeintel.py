@@ -133,6 +133,13 @@ CORRECTIONS = (
     ("C1", "c cpp", "a scopeless function tag on a bare `NAME(…)` line (no type, no `;` or `{`) "
      "is a macro call ctags misreads, losing what follows; ctags is re-run with `-D NAME(...)=`",
      "DECLARE_LIST(int_list, int) → DECLARE_LIST dropped, the next real_function found"),
+    ("CS1", "csharp", "a field tag named after the one parameter of an expression-bodied method "
+     "`T NAME(Type p) => …` (a parameter type that is no built-in word; `=>` on that line or "
+     "the next) is that method, which ctags loses: it becomes NAME (not after `operator`)", "static bool IsExported(Type type) => … → field `type` "
+     "becomes method IsExported"),
+    ("CS2", "csharp", "a class tag named after the type parameter of a `where` constraint on its "
+     "line is the class declared there", "class EnumOps<T> where T : Enum → class `T` becomes "
+     "EnumOps"),
     ("J1", "javascript", "a tag on a column-0 `OBJ.NAME = …` line is at file level whatever scope "
      "ctags guessed", "req.accepts = function(){ → scope `req` kind function, kept"),
     ("J2", "javascript", "a tag named after the object of `OBJ.NAME = function` takes NAME; a "
@@ -184,6 +191,15 @@ LUA_NOISE = re.compile(r"--\[(=*)\[.*?\]\1\]|\[(=*)\[.*?\]\2\]|--[^\n]*|"
                        r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL)
 """Lua's comments and strings, long brackets included: no keyword counts inside them."""
 SHELL_NOISE = re.compile(r"[={}]")
+EXPRESSION_BODIED = re.compile(
+    r"(?<![\w.])(?<!operator )(?P<method>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*(?:<[^()]*>)?\s*\("
+    r"\s*(?:(?:ref|in|out|this|params)\s+)*[^,()]*?\b(?P<param>[A-Za-z_@]\w*)\s*\)"
+    r"\s*(?:where\b[^=]*)?=>"
+)
+"""`IsExported(Type type) =>`: the method and its one parameter, for CS1."""
+CONSTRAINED_CLASS = re.compile(r"\b(?:class|struct|interface)\s+(?P<type>\w+)\s*<[^>]*>.*?"
+                               r"\bwhere\s+(?P<param>\w+)\s*:")
+"""`class EnumOps<T> where T : Enum`: the class and its constrained parameter, for CS2."""
 BARE_CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\(.*\)\s*$")
 
 
@@ -287,6 +303,24 @@ def lua_function_depths(text: str) -> list[int]:
     return depths
 
 
+def correct_csharp(tags: list[dict[str, str]], lines: list[str]) -> list[dict[str, str]]:
+    """Rules CS1 and CS2 on one C# file's tags (a method's `=>` may be on the next line)."""
+    out = []
+    for tag in tags:
+        line = int(tag["line"])
+        body = EXPRESSION_BODIED.search(" ".join(lines[line - 1 : line + 1]))
+        if tag.get("kind") == "field" and body and body["param"] == tag["name"]:
+            tag = {**tag, "name": body["method"], "kind": "method"}
+            APPLIED["CS1"] += 1
+        constrained = CONSTRAINED_CLASS.search(pattern(tag))
+        if tag.get("kind") in ("class", "struct", "interface") and constrained and \
+                constrained["param"] == tag["name"]:
+            tag = {**tag, "name": constrained["type"]}
+            APPLIED["CS2"] += 1
+        out.append(tag)
+    return out
+
+
 def correct_ruby(tags: list[dict[str, str]]) -> list[dict[str, str]]:
     """Rule R1 on one Ruby file's tags."""
     def indent(tag: dict[str, str]) -> int:
@@ -342,6 +376,8 @@ def ctags_definitions(
     if corrected and lang in ("JavaScript", "TypeScript"):
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         tags = correct_js(tags, lines, lang == "JavaScript")
+    if corrected and lang == "C#":
+        tags = correct_csharp(tags, path.read_text(encoding="utf-8", errors="replace").split("\n"))
     if corrected and lang == "Ruby":
         tags = correct_ruby(tags)
     if corrected and lang == "Lua":

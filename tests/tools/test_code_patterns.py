@@ -278,3 +278,20 @@ def test_ruby_aliases_are_definitions_of_the_new_name() -> None:
                      ("add_file", "alias", 6), ("template_file", "alias", 7)]  # fmt: skip
     alias = find_symbol(symbols, "Thor/Actions/add_file")
     assert alias is not None and alias.signature == "alias_method :add_file, :create_file"
+
+
+def test_csharp_destructors_operators_aliases_and_conditional_parameters() -> None:
+    # pythonnet: `~PyObject()`, `operator ==`, `using MaybeMethodInfo = MaybeMethodBase<…>;`,
+    # and an `#if` inside `Finalizer.AddFinalizedObject`'s parameter list
+    symbols = symbols_of("repro/pythonnet_members.cs")
+    found = [(s.name, s.kind, s.line) for s in everything(symbols) if s.kind != "property"]
+    assert found == [
+        ("HandleList", "type", 2), ("Demo.Interop", "namespace", 4), ("Handle", "class", 6),
+        ("Handle", "constructor", 8), ("~Handle", "method", 10), ("operator==", "method", 14),
+        ("operator!=", "method", 15), ("Dispose", "method", 17), ("Pool", "class", 20),
+        ("Track", "method", 22), ("Drain", "method", 31),
+    ]  # fmt: skip
+    destructor = find_symbol(symbols, "Handle/~Handle")
+    assert destructor is not None and destructor.signature == "~Handle()"
+    equals = find_symbol(symbols, "Handle/operator==")
+    assert equals is not None and equals.signature.endswith("operator ==(Handle a, Handle b)")

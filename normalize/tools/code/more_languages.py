@@ -113,6 +113,25 @@ RUBY = Rules(
 
 # --- C# ---------------------------------------------------------------------
 
+
+def _csharp_named(prefix: str) -> Handler:
+    """A destructor, `~Buffer`, or an operator, `operator==`: named as C++ names them."""
+
+    def handle(node: Node, walker: Walker, scope: str) -> list[Def]:
+        del scope
+        if prefix == "~":
+            name = node.child_by_field_name("name")
+        else:
+            keyword = _child(node, frozenset({"operator"}))
+            name = None if keyword is None else keyword.next_sibling
+        if name is None:
+            return []
+        end = head_end(node, node.child_by_field_name("body"))
+        return [Def(node, "method", prefix + walker.text(name), end)]
+
+    return handle
+
+
 CSHARP = Rules(
     handlers={
         "namespace_declaration": simple("namespace", members=True),
@@ -124,9 +143,11 @@ CSHARP = Rules(
         "enum_declaration": simple("enum"),
         "method_declaration": simple("method"),
         "constructor_declaration": simple("constructor"),
-        "destructor_declaration": simple("method"),
+        "destructor_declaration": _csharp_named("~"),
+        "operator_declaration": _csharp_named("operator"),
         "property_declaration": simple("property", body="accessors"),
         "delegate_declaration": simple("type", body=None),
+        "using_directive": simple("type", body=None),  # `using Alias = A.B<C>;`, not `using A;`
     },
     transparent=frozenset({"declaration_list"}),
 )
