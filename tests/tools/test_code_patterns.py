@@ -295,3 +295,22 @@ def test_csharp_destructors_operators_aliases_and_conditional_parameters() -> No
     assert destructor is not None and destructor.signature == "~Handle()"
     equals = find_symbol(symbols, "Handle/operator==")
     assert equals is not None and equals.signature.endswith("operator ==(Handle a, Handle b)")
+
+
+def test_typescript_overload_stubs_yield_to_the_implementation() -> None:
+    # zod: `format(): …;` `format<U>(mapper…): …;` then `format(_mapper?: any) {…}`, and
+    # `"~validate"(data: unknown) {…}`
+    symbols = symbols_of("repro/zod_overloads.ts")
+    found = [(s.name, s.kind, s.line) for s in everything(symbols)]
+    assert found == [
+        ("Report", "class", 1), ("empty", "method", 4),
+        ("summary", "overload", 8), ("summary", "overload", 9), ("summary", "method", 10),
+        ("~check", "method", 14), ("Shape", "interface", 19), ("area", "method", 20),
+        ("area", "method", 21), ("clamp", "overload", 24), ("clamp", "overload", 25),
+        ("clamp", "function", 26), ("external", "declaration", 30),
+    ]  # fmt: skip
+    implementation = find_symbol(symbols, "Report/summary")
+    assert implementation is not None and (implementation.line, implementation.end_line) == (10, 12)
+    assert [s.line for s in find_symbols(symbols, "clamp")] == [26, 24, 25]
+    check = find_symbol(symbols, "Report/~check")
+    assert check is not None and check.signature.startswith('"~check"(value: unknown)')
