@@ -314,3 +314,13 @@ def test_typescript_overload_stubs_yield_to_the_implementation() -> None:
     assert [s.line for s in find_symbols(symbols, "clamp")] == [26, 24, 25]
     check = find_symbol(symbols, "Report/~check")
     assert check is not None and check.signature.startswith('"~check"(value: unknown)')
+
+
+def test_ruby_class_self_blocks_hold_methods_of_the_enclosing_class() -> None:
+    # thor: `class << self` in `base.rb`, `command.rb`: no class named `self`
+    symbols = symbols_of("repro/thor_singleton.rb")
+    found = [(s.name, s.kind, s.line) for s in everything(symbols)]
+    assert found == [("Registry", "class", 1), ("lookup", "method", 3),
+                     ("entries", "method", 7), ("size", "method", 12)]  # fmt: skip
+    lookup = find_symbol(symbols, "Registry/lookup")
+    assert lookup is not None and (lookup.line, lookup.end_line) == (3, 5)

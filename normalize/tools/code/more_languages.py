@@ -102,12 +102,12 @@ RUBY = Rules(
         "call": _ruby_alias,
         "module": simple("module", members=True),
         "class": simple("class", members=True),
-        "singleton_class": shaped("class", members=True, default_name="self"),
         "method": simple("function"),
         "singleton_method": simple("function"),
         "assignment": _ruby_constant,
     },
-    transparent=frozenset({"body_statement"}),
+    # `class << self … end` is no class: its methods are the enclosing class's singleton methods
+    transparent=frozenset({"body_statement", "singleton_class"}),
 )
 
 
