@@ -250,6 +250,8 @@ def test_an_all_caps_return_type_is_not_taken_for_a_calling_convention() -> None
         "read16": "static U16 read16(const void* memPtr)",
         "hash4": "FORCE_INLINE U32 hash4(U32 sequence)",
         "main": "int CJSON_CDECL main(void)",
+        # xxhash: `XXH_PUBLIC_API XXH_errorcode XXH32_update (…)`, a space before `(`
+        "hash_feed": "HASH_API hash_status hash_feed (int value)",
     }
 
 

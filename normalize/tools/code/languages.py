@@ -537,6 +537,8 @@ def _c_function_name(node: Node, walker: Walker) -> tuple[str, str] | None:
             inner = _last_named(current)
         current = inner
     target = top if current is None else current.child_by_field_name("declarator")
+    if current is not None:
+        target = _c_name_after_macro(current) or target
     owner = ""
     while target is not None and target.type == "qualified_identifier":
         scope = target.child_by_field_name("scope")
@@ -558,6 +560,16 @@ def _c_function_name(node: Node, walker: Walker) -> tuple[str, str] | None:
         owner = walker.text(scope) if scope is not None else owner
         return f"operator {walker.text(target)}", owner
     return walker.text(target), owner
+
+
+def _c_name_after_macro(declarator: Node) -> Node | None:
+    """The name in `MACRO type name (…)`, which tree-sitter reads as the function `type` with
+    `name` an ERROR before its parameters (a space before `(` is what trips it)."""
+    stray = next((c for c in declarator.children if c.type == "ERROR"), None)
+    if stray is None or stray.named_child_count != 1:
+        return None
+    name = stray.named_children[0]
+    return name if name.type == "identifier" else None
 
 
 def _c_function(node: Node, walker: Walker, scope: str) -> list[Def]:
