@@ -23,6 +23,9 @@ are inside a body and are left out. Recall is the share of ctags' definitions
 the outline has; precision the share of the outline's that ctags has. View
 exactness: for each matched definition, `name@LINE` (LINE from ctags) must pick
 exactly one symbol whose lines hold LINE — what `view PATH/name@LINE` shows.
+A TypeScript overload run (`f(): T;`, `f(x: U): T;`, then the implementation)
+counts once, as ctags tags it once; Python's `@overload` stubs count each, as
+ctags tags each `def`.
 
 Figures are printed twice: against ctags' raw output, and against it corrected
 by CORRECTIONS, each rule a ctags error stated with a reason and an example
@@ -133,6 +136,13 @@ CORRECTIONS = (
     ("C1", "c cpp", "a scopeless function tag on a bare `NAME(…)` line (no type, no `;` or `{`) "
      "is a macro call ctags misreads, losing what follows; ctags is re-run with `-D NAME(...)=`",
      "DECLARE_LIST(int_list, int) → DECLARE_LIST dropped, the next real_function found"),
+    ("CS1", "csharp", "a field tag named after the one parameter of an expression-bodied method "
+     "`T NAME(Type p) => …` (a parameter type that is no built-in word; `=>` on that line or "
+     "the next) is that method, which ctags loses: it becomes NAME (not after `operator`)",
+     "static bool IsExported(Type type) => … → field `type` becomes method IsExported"),
+    ("CS2", "csharp", "a class tag named after the type parameter of a `where` constraint on its "
+     "line is the class declared there", "class EnumOps<T> where T : Enum → class `T` becomes "
+     "EnumOps"),
     ("J1", "javascript", "a tag on a column-0 `OBJ.NAME = …` line is at file level whatever scope "
      "ctags guessed", "req.accepts = function(){ → scope `req` kind function, kept"),
     ("J2", "javascript", "a tag named after the object of `OBJ.NAME = function` takes NAME; a "
@@ -158,6 +168,17 @@ CORRECTIONS = (
     ("J10", "javascript", "`OBJ.P = function N(` is one definition ctags tags twice, as P and N; "
      "it counts once, as P (as N for `module.exports = function N`, which has no P)",
      "module.exports = function query(options) { → `exports` dropped"),
+    ("J11", "typescript", "a definite-assignment field `name!: T` makes ctags lose the rest of its "
+     "class; ctags is re-run on the file with each such `!` blanked (same lines and columns)",
+     "readonly _type!: Output; → ZodType's methods found"),
+    ("J12", "typescript", "a class property whose value is a function with a block body makes "
+     "ctags lose every later member of its class; ctags is re-run with its `=` and `=>` (or "
+     "`function`) blanked, which reads as the method it is", "static create = (p): T => { → "
+     "`static create   (p): T    {`, the methods after it found"),
+    ("J13", "typescript", "a method named by a string makes ctags read its first parameter as a "
+     "property and lose the rest of the class; ctags is re-run with the name's quotes and "
+     "signs made word characters (same columns), the tag given the name back, unquoted",
+     "\"~validate\"(data: unknown) { → method ~validate"),
     ("L1", "lua", "ctags' Lua parser has no scopes: a tag inside another function's "
      "`function … end` (by a keyword scan of the file, strings and comments skipped) is in its "
      "body", "local function inner() inside function array2d.unpack"),
@@ -175,16 +196,105 @@ APPLIED: Counter[str] = Counter()
 """How many tags each rule changed in the last corrected measure."""
 PROPERTY = re.compile(r"^((?:[A-Za-z_$][\w$]*\.)+)([A-Za-z_$][\w$]*)\s*=")
 COMPUTED = re.compile(r"^\s*[A-Za-z_$][\w$.]*\[[^\]]*\]\s*=\s*(async\s+)?function")
-FUNCTION_VALUE = re.compile(r"[:=]\s*(async\s+)?(function\b|\([^)]*\)\s*(:[^=]+)?=>|[\w$]+\s*=>)")
-"""A function value; TypeScript's `x: () => T` is a type, so there only `=` counts."""
 OBJECT_VALUE = re.compile(r"[:=]\s*\{\s*(//.*)?$|[:=]\s*\{.*\}\s*[;,]?\s*$")
-ARROW_OR_FUNCTION = re.compile(r"\s*(async\s+)?(function\b|\([^)]*\)\s*=>|[\w$]+\s*=>)")
+OPENS, CLOSES = "([{<", ")]}>"
+CHAINED = re.compile(r"\s*[A-Za-z_$][\w$.]*\s*=(?![=>])")
+SIMPLE_ARROW = re.compile(r"\s*(?:async\s+)?(?:function\b|[\w$]+\s*=>)")
 NAMED_VALUE = re.compile(r"\s*(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s*\(")
 LUA_NOISE = re.compile(r"--\[(=*)\[.*?\]\1\]|\[(=*)\[.*?\]\2\]|--[^\n]*|"
                        r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL)
 """Lua's comments and strings, long brackets included: no keyword counts inside them."""
 SHELL_NOISE = re.compile(r"[={}]")
+EXPRESSION_BODIED = re.compile(
+    r"(?<![\w.])(?<!operator )(?P<method>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*(?:<[^()]*>)?\s*\("
+    r"\s*(?:(?:ref|in|out|this|params)\s+)*[^,()]*?\b(?P<param>[A-Za-z_@]\w*)\s*\)"
+    r"\s*(?:where\b[^=]*)?=>"
+)
+"""`IsExported(Type type) =>`: the method and its one parameter, for CS1."""
+CONSTRAINED_CLASS = re.compile(r"\b(?:class|struct|interface)\s+(?P<type>\w+)\s*<[^>]*>.*?"
+                               r"\bwhere\s+(?P<param>\w+)\s*:")
+"""`class EnumOps<T> where T : Enum`: the class and its constrained parameter, for CS2."""
+DEFINITE = re.compile(r"(?<=[\w$\]])!(?=\s*:)")
+"""The `!` of a definite-assignment field, `readonly _type!: Output;`, for J11."""
+STRING_METHOD = re.compile(r"^[ \t]+(?:async[ \t]+)?(?P<name>\"[^\"\n]*\"|'[^'\n]*')(?=[ \t]*[<(])",
+                           re.MULTILINE)
+"""A method named by a string, `"~validate"(data) {`, for J13."""
+CLASS_PROPERTY = re.compile(
+    r"^[ \t]+(?:(?:static|readonly|private|public|protected|override|declare)[ \t]+)*"
+    r"[A-Za-z_$][\w$]*[ \t]*(?P<eq>=)(?![=>])", re.MULTILINE
+)
+"""A class member's `NAME =` (no `const`, no `this.`), for J12."""
 BARE_CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\(.*\)\s*$")
+
+
+def skip_brackets(text: str, start: int) -> int:
+    """The index past the bracket group opening at `start` (`=>` is no bracket), else -1."""
+    depth, i = 0, start
+    while i < len(text):
+        if text.startswith("=>", i):
+            i += 2
+            continue
+        depth += (text[i] in OPENS) - (text[i] in CLOSES)
+        i += 1
+        if depth == 0:
+            return i
+    return -1
+
+
+def arrow_at(text: str) -> int:
+    """Where the `=>` is of the arrow function `text` starts with (TypeScript's generics,
+    parameter types and a return type that may hold `=>` itself included), else -1."""
+    i = len(text) - len(text.lstrip())
+    if text.startswith("async", i):
+        i = len(text) - len(text[i + 5 :].lstrip())
+    if text.startswith("<", i):
+        i = skip_brackets(text, i)
+    i = -1 if i < 0 else len(text) - len(text[i:].lstrip())
+    if i < 0 or not text.startswith("(", i) or (end := skip_brackets(text, i)) < 0:
+        return -1
+    i = len(text) - len(text[end:].lstrip())
+    if text.startswith("=>", i):
+        return i
+    if not text.startswith(":", i):
+        return -1
+    depth = 0  # a return type, up to the arrow at its own depth
+    while (i := i + 1) < len(text):
+        if text.startswith("=>", i) and depth == 0:
+            return i
+        if text.startswith("=>", i):
+            i += 1
+            continue
+        depth += (text[i] in OPENS) - (text[i] in CLOSES)
+        if depth < 0 or (depth == 0 and text[i] in ";,="):
+            return -1
+    return -1
+
+
+def starts_function(text: str) -> bool:
+    """Whether `text` starts with a function or an arrow function."""
+    return bool(SIMPLE_ARROW.match(text)) or arrow_at(text) >= 0
+
+
+def function_value(text: str, js: bool) -> bool:
+    """Whether the declaration starting `text` (its line and the next ones) has a function
+    value: what follows its `=` (or, in JavaScript, `:`) at bracket depth 0. TypeScript's
+    `x: () => T` is a type, and `const f: () => T = () => …` is typed and then a function."""
+    i, depth = 0, 0
+    while i < len(text):
+        if text.startswith("=>", i):
+            i += 2
+            continue
+        char = text[i]
+        if depth == 0 and (char == "=" or (js and char == ":")) and text[i + 1 : i + 2] != "=":
+            value = text[i + 1 :]
+            while chain := CHAINED.match(value):  # `var proto = module.exports = function`
+                value = value[chain.end() :]
+            return text[i - 1 : i] not in ("!", "<", ">", "=") and starts_function(value)
+        depth += (char in OPENS) - (char in CLOSES)
+        if depth < 0 or (depth == 0 and char in ";{"):
+            return False
+        i += 1
+    return False
 
 
 def ctags_tags(path: Path, lang: str, macros: frozenset[str] = frozenset()) -> list[dict[str, str]]:
@@ -195,6 +305,43 @@ def ctags_tags(path: Path, lang: str, macros: frozenset[str] = frozenset()) -> l
         argv[1:1] = [f"--kinds-{lang}=+p", *(f"-D{name}(...)=" for name in sorted(macros))]
     out = subprocess.run(argv, capture_output=True, text=True, check=False).stdout
     return [json.loads(line) for line in out.splitlines()]
+
+
+def ctags_on_text(name: str, text: str, lang: str) -> list[dict[str, str]]:
+    """ctags' tags for `text` as a file called `name`."""
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / name
+        copy.write_text(text, encoding="utf-8")
+        return ctags_tags(copy, lang)
+
+
+def ctags_readable(text: str) -> str:
+    """Rules J11-J13: TypeScript as ctags can read it, every line and column kept."""
+    out = list(text)
+
+    def blank(start: int, end: int) -> None:
+        out[start:end] = " " * (end - start)
+
+    for match in DEFINITE.finditer(text):
+        APPLIED["J11"] += 1
+        blank(*match.span())
+    for match in STRING_METHOD.finditer(text):
+        APPLIED["J13"] += 1
+        start, end = match.span("name")
+        out[start:end] = re.sub(r"\W", "_", match["name"])
+    for match in CLASS_PROPERTY.finditer(text):
+        after = text[match.end() :]
+        word = re.match(r"\s*function\b", after)
+        arrow = -1 if word else arrow_at(after)
+        if word is None and (arrow < 0 or not after[arrow + 2 :].lstrip().startswith("{")):
+            continue
+        APPLIED["J12"] += 1
+        blank(*match.span("eq"))
+        if word:
+            blank(match.end() + word.end() - 8, match.end() + word.end())
+        else:
+            blank(match.end() + arrow, match.end() + arrow + 2)
+    return "".join(out)
 
 
 def pattern(tag: dict[str, str]) -> str:
@@ -252,9 +399,9 @@ def correct_js(tags: list[dict[str, str]], lines: list[str], js: bool) -> list[d
         if tag["kind"] == "class" and OBJECT_VALUE.search(text):
             APPLIED["J5"] += 1
             continue
-        value = FUNCTION_VALUE.search(text)
-        typed = not js and value is not None and value[0].startswith(":")  # TS: a type
-        if tag["kind"] in ("constant", "variable", "property") and value and not typed:
+        line = int(tag["line"])
+        following = "\n".join(lines[line - 1 : line + 11])
+        if tag["kind"] in ("constant", "variable", "property") and function_value(following, js):
             tag["kind"] = "function"
             APPLIED["J7"] += 1
         out.append(tag)
@@ -263,7 +410,7 @@ def correct_js(tags: list[dict[str, str]], lines: list[str], js: bool) -> list[d
         prop = PROPERTY.match(text)
         rest = text[prop.end():] if prop else ""
         chained = not rest.strip() and number < len(lines) and PROPERTY.match(lines[number])
-        if js and prop and (ARROW_OR_FUNCTION.match(rest) or chained):
+        if js and prop and (starts_function(rest) or chained):
             if number not in tagged:
                 APPLIED["J8"] += 1
                 out.append({"name": prop.group(2), "line": str(number), "kind": "function"})
@@ -285,6 +432,24 @@ def lua_function_depths(text: str) -> list[int]:
             elif stack:  # `elseif` closes its `then`; its own `then` opens the next
                 stack.pop()
     return depths
+
+
+def correct_csharp(tags: list[dict[str, str]], lines: list[str]) -> list[dict[str, str]]:
+    """Rules CS1 and CS2 on one C# file's tags (a method's `=>` may be on the next line)."""
+    out = []
+    for tag in tags:
+        line = int(tag["line"])
+        body = EXPRESSION_BODIED.search(" ".join(lines[line - 1 : line + 1]))
+        if tag.get("kind") == "field" and body and body["param"] == tag["name"]:
+            tag = {**tag, "name": body["method"], "kind": "method"}
+            APPLIED["CS1"] += 1
+        constrained = CONSTRAINED_CLASS.search(pattern(tag))
+        if tag.get("kind") in ("class", "struct", "interface") and constrained and \
+                constrained["param"] == tag["name"]:
+            tag = {**tag, "name": constrained["type"]}
+            APPLIED["CS2"] += 1
+        out.append(tag)
+    return out
 
 
 def correct_ruby(tags: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -341,7 +506,18 @@ def ctags_definitions(
             tags = ctags_tags(path, lang, macros)
     if corrected and lang in ("JavaScript", "TypeScript"):
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        if lang == "TypeScript":
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if (fixed := ctags_readable(text)) != text:
+                tags = ctags_on_text(path.name, fixed, lang)
+                named = {str(text.count("\n", 0, m.start()) + 1): m["name"][1:-1]
+                         for m in STRING_METHOD.finditer(text)}  # fmt: skip
+                for tag in tags:
+                    if named.get(str(tag["line"])) and re.fullmatch(r"\w+", tag["name"]):
+                        tag["name"] = named[str(tag["line"])]
         tags = correct_js(tags, lines, lang == "JavaScript")
+    if corrected and lang == "C#":
+        tags = correct_csharp(tags, path.read_text(encoding="utf-8", errors="replace").split("\n"))
     if corrected and lang == "Ruby":
         tags = correct_ruby(tags)
     if corrected and lang == "Lua":
@@ -381,8 +557,9 @@ def score_file(path: Path, score: Score, corrected: bool = False) -> None:
     symbols = outline(path, text) or []
     theirs = ctags_definitions(path, language, corrected)
     score.files += 1
-    ours_list = [s for top in symbols for s in top.walk()
-                 if s.kind in TYPES | CALLABLES | {"overload", "test"}]  # fmt: skip
+    # a TypeScript overload run is one definition, as ctags tags it: its stubs are not counted
+    counted = TYPES | CALLABLES | {"test"} | ({"overload"} if language != "typescript" else set())
+    ours_list = [s for top in symbols for s in top.walk() if s.kind in counted]
     # ctags names `TEST(Suite, Name) {…}` after its macro; the outline after the test
     # and Ruby's `class Thor::Group` after its last segment, as ctags does
     ours = Counter(s.signature.split("(")[0] if s.kind == "test" else

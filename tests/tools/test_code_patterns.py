@@ -250,6 +250,8 @@ def test_an_all_caps_return_type_is_not_taken_for_a_calling_convention() -> None
         "read16": "static U16 read16(const void* memPtr)",
         "hash4": "FORCE_INLINE U32 hash4(U32 sequence)",
         "main": "int CJSON_CDECL main(void)",
+        # xxhash: `XXH_PUBLIC_API XXH_errorcode XXH32_update (…)`, a space before `(`
+        "hash_feed": "HASH_API hash_status hash_feed (int value)",
     }
 
 
@@ -278,3 +280,49 @@ def test_ruby_aliases_are_definitions_of_the_new_name() -> None:
                      ("add_file", "alias", 6), ("template_file", "alias", 7)]  # fmt: skip
     alias = find_symbol(symbols, "Thor/Actions/add_file")
     assert alias is not None and alias.signature == "alias_method :add_file, :create_file"
+
+
+def test_csharp_destructors_operators_aliases_and_conditional_parameters() -> None:
+    # pythonnet: `~PyObject()`, `operator ==`, `using MaybeMethodInfo = MaybeMethodBase<…>;`,
+    # and an `#if` inside `Finalizer.AddFinalizedObject`'s parameter list
+    symbols = symbols_of("repro/pythonnet_members.cs")
+    found = [(s.name, s.kind, s.line) for s in everything(symbols) if s.kind != "property"]
+    assert found == [
+        ("HandleList", "type", 2), ("Demo.Interop", "namespace", 4), ("Handle", "class", 6),
+        ("Handle", "constructor", 8), ("~Handle", "method", 10), ("operator==", "method", 14),
+        ("operator!=", "method", 15), ("Dispose", "method", 17), ("Pool", "class", 20),
+        ("Track", "method", 22), ("Drain", "method", 31),
+    ]  # fmt: skip
+    destructor = find_symbol(symbols, "Handle/~Handle")
+    assert destructor is not None and destructor.signature == "~Handle()"
+    equals = find_symbol(symbols, "Handle/operator==")
+    assert equals is not None and equals.signature.endswith("operator ==(Handle a, Handle b)")
+
+
+def test_typescript_overload_stubs_yield_to_the_implementation() -> None:
+    # zod: `format(): …;` `format<U>(mapper…): …;` then `format(_mapper?: any) {…}`, and
+    # `"~validate"(data: unknown) {…}`
+    symbols = symbols_of("repro/zod_overloads.ts")
+    found = [(s.name, s.kind, s.line) for s in everything(symbols)]
+    assert found == [
+        ("Report", "class", 1), ("empty", "method", 4),
+        ("summary", "overload", 8), ("summary", "overload", 9), ("summary", "method", 10),
+        ("~check", "method", 14), ("Shape", "interface", 19), ("area", "method", 20),
+        ("area", "method", 21), ("clamp", "overload", 24), ("clamp", "overload", 25),
+        ("clamp", "function", 26), ("external", "declaration", 30),
+    ]  # fmt: skip
+    implementation = find_symbol(symbols, "Report/summary")
+    assert implementation is not None and (implementation.line, implementation.end_line) == (10, 12)
+    assert [s.line for s in find_symbols(symbols, "clamp")] == [26, 24, 25]
+    check = find_symbol(symbols, "Report/~check")
+    assert check is not None and check.signature.startswith('"~check"(value: unknown)')
+
+
+def test_ruby_class_self_blocks_hold_methods_of_the_enclosing_class() -> None:
+    # thor: `class << self` in `base.rb`, `command.rb`: no class named `self`
+    symbols = symbols_of("repro/thor_singleton.rb")
+    found = [(s.name, s.kind, s.line) for s in everything(symbols)]
+    assert found == [("Registry", "class", 1), ("lookup", "method", 3),
+                     ("entries", "method", 7), ("size", "method", 12)]  # fmt: skip
+    lookup = find_symbol(symbols, "Registry/lookup")
+    assert lookup is not None and (lookup.line, lookup.end_line) == (3, 5)

@@ -274,6 +274,53 @@ def _js_default_export(node: Node, walker: Walker, scope: str) -> list[Def]:
     return [Def(node, kind, label, head_end(node, body), members=body if kind == "class" else None)]
 
 
+def _js_method(node: Node, walker: Walker, scope: str) -> list[Def]:
+    """A method; one named by a string, `"~validate"(data) {…}`, is named without its quotes."""
+    found = simple("method")(node, walker, scope)
+    name = node.child_by_field_name("name")
+    if found and name is not None and name.type == "string":
+        found[0].name = found[0].name[1:-1]
+    return found
+
+
+def _ts_signature(kind: str) -> Handler:
+    """A body-less signature: an `overload` when a run of same-named signatures after it ends
+    in the implementation (`f(): T;`, `f(x: U): T;`, `f(x?: U) {…}`), else `kind` (an
+    interface's or a `declare`d member)."""
+
+    def handle(node: Node, walker: Walker, scope: str) -> list[Def]:
+        del scope
+        name = node.child_by_field_name("name")
+        if name is None:
+            return []
+        label = walker.text(name)
+        found = "overload" if _ts_implemented(node, label, walker) else kind
+        return [Def(node, found, label, node.end_byte)]
+
+    return handle
+
+
+_TS_SIGNATURES = frozenset({"function_signature", "method_signature"})
+
+
+def _ts_implemented(node: Node, name: str, walker: Walker) -> bool:
+    """Whether the definitions after `node` (past `export`, comments and `;`) are signatures
+    named `name` and then a definition of that name with a body."""
+    exported = node.parent is not None and node.parent.type == "export_statement"
+    after = (node.parent if exported and node.parent is not None else node).next_named_sibling
+    while after is not None:
+        if after.type not in ("comment", "empty_statement"):
+            found = after.child_by_field_name("declaration") if after.type == "export_statement" \
+                else after
+            label = None if found is None else found.child_by_field_name("name")
+            if found is None or label is None or walker.text(label) != name:
+                return False
+            if found.type not in _TS_SIGNATURES:
+                return found.child_by_field_name("body") is not None
+        after = after.next_named_sibling
+    return False
+
+
 _JS_HANDLERS: dict[str, Handler] = {
     "class_declaration": simple("class", members=True),
     "class": _js_default_export,
@@ -283,7 +330,7 @@ _JS_HANDLERS: dict[str, Handler] = {
     "call_expression": _js_call,
     "function_declaration": simple("function"),
     "generator_function_declaration": simple("function"),
-    "method_definition": simple("method"),
+    "method_definition": _js_method,
     "lexical_declaration": _js_variables,
     "variable_declaration": _js_variables,
     "field_definition": _js_field("property"),
@@ -299,8 +346,8 @@ TYPESCRIPT = Rules(
     handlers={
         **_JS_HANDLERS,
         "abstract_class_declaration": simple("class", members=True),
-        "function_signature": simple("declaration"),
-        "method_signature": simple("method"),
+        "function_signature": _ts_signature("declaration"),
+        "method_signature": _ts_signature("method"),
         "abstract_method_signature": simple("method"),
         "public_field_definition": _js_field("name"),
         "interface_declaration": simple("interface", members=True),
@@ -490,6 +537,8 @@ def _c_function_name(node: Node, walker: Walker) -> tuple[str, str] | None:
             inner = _last_named(current)
         current = inner
     target = top if current is None else current.child_by_field_name("declarator")
+    if current is not None:
+        target = _c_name_after_macro(current) or target
     owner = ""
     while target is not None and target.type == "qualified_identifier":
         scope = target.child_by_field_name("scope")
@@ -511,6 +560,16 @@ def _c_function_name(node: Node, walker: Walker) -> tuple[str, str] | None:
         owner = walker.text(scope) if scope is not None else owner
         return f"operator {walker.text(target)}", owner
     return walker.text(target), owner
+
+
+def _c_name_after_macro(declarator: Node) -> Node | None:
+    """The name in `MACRO type name (…)`, which tree-sitter reads as the function `type` with
+    `name` an ERROR before its parameters (a space before `(` is what trips it)."""
+    stray = next((c for c in declarator.children if c.type == "ERROR"), None)
+    if stray is None or stray.named_child_count != 1:
+        return None
+    name = stray.named_children[0]
+    return name if name.type == "identifier" else None
 
 
 def _c_function(node: Node, walker: Walker, scope: str) -> list[Def]:

@@ -102,16 +102,35 @@ RUBY = Rules(
         "call": _ruby_alias,
         "module": simple("module", members=True),
         "class": simple("class", members=True),
-        "singleton_class": shaped("class", members=True, default_name="self"),
         "method": simple("function"),
         "singleton_method": simple("function"),
         "assignment": _ruby_constant,
     },
-    transparent=frozenset({"body_statement"}),
+    # `class << self … end` is no class: its methods are the enclosing class's singleton methods
+    transparent=frozenset({"body_statement", "singleton_class"}),
 )
 
 
 # --- C# ---------------------------------------------------------------------
+
+
+def _csharp_named(prefix: str) -> Handler:
+    """A destructor, `~Buffer`, or an operator, `operator==`: named as C++ names them."""
+
+    def handle(node: Node, walker: Walker, scope: str) -> list[Def]:
+        del scope
+        if prefix == "~":
+            name = node.child_by_field_name("name")
+        else:
+            keyword = _child(node, frozenset({"operator"}))
+            name = None if keyword is None else keyword.next_sibling
+        if name is None:
+            return []
+        end = head_end(node, node.child_by_field_name("body"))
+        return [Def(node, "method", prefix + walker.text(name), end)]
+
+    return handle
+
 
 CSHARP = Rules(
     handlers={
@@ -124,9 +143,11 @@ CSHARP = Rules(
         "enum_declaration": simple("enum"),
         "method_declaration": simple("method"),
         "constructor_declaration": simple("constructor"),
-        "destructor_declaration": simple("method"),
+        "destructor_declaration": _csharp_named("~"),
+        "operator_declaration": _csharp_named("operator"),
         "property_declaration": simple("property", body="accessors"),
         "delegate_declaration": simple("type", body=None),
+        "using_directive": simple("type", body=None),  # `using Alias = A.B<C>;`, not `using A;`
     },
     transparent=frozenset({"declaration_list"}),
 )

@@ -36,7 +36,7 @@ def outline(path: Path | str, text: str) -> list[Symbol] | None:
     parsed = blank_macros(src) if language in ("c", "cpp") else src
     tree = parser.parse(parsed)
     symbols = Walker(src, RULES[language], parsed).block(tree.root_node, "module")
-    if language in ("c", "cpp") and tree.root_node.has_error:
+    if language in ("c", "cpp", "csharp") and tree.root_node.has_error:
         # braces that balance only branch by branch: try each `#if`'s first branch alone
         retry = first_branches(parsed)
         other = parser.parse(retry)
