@@ -298,10 +298,10 @@ def _age(ts: float, now: float | None = None) -> str:
 
 def _orphaned(store: Any, task: dict[str, Any]) -> int | None:
     """The pid of the dead process a `running` task was left by, if it is gone."""
-    from normalize.store.taskstore import pid_alive
-
     if task["status"] != "running":
         return None
+    from normalize.store.taskstore import pid_alive
+
     owner = store.owner(task["id"])
     if owner is None or pid_alive(owner[0]):
         return None
@@ -309,24 +309,34 @@ def _orphaned(store: Any, task: dict[str, Any]) -> int | None:
 
 
 def _shown_summaries(store: Any) -> tuple[list[dict[str, Any]], list[Any]]:
-    """The task summaries (from the task index), their shown strings redacted."""
+    """The task summaries (from the task index), their shown strings redacted.
+
+    The strings a redactor would leave alone are most of them: each
+    workspace's goals and questions are redacted joined, one line each, and
+    only when that changes anything one by one (a secret stays a secret
+    across a line break; the shapes match within a line as they do alone).
+    """
     from normalize.redact import Redactor
 
     listed, problems = store.summaries()
-    redactors: dict[str, Any] = {}
-    shown: dict[str, str] = {}  # a workspace, as redacted (most tasks share a few)
+    by_workspace: dict[str, list[dict[str, Any]]] = {}
     for task in listed:
-        workspace = str(task.get("workspace") or "")
-        redactor = redactors.get(workspace)
-        if redactor is None:  # shapes and the environment only: a fast listing
-            redactor = redactors[workspace] = store.redact or \
-                Redactor.for_workspace(workspace, walk=False).redact_obj
-            shown[workspace] = redactor(workspace) if workspace else workspace
-        for key in ("goal", "question"):
-            if task.get(key):
-                task[key] = redactor(str(task[key]))
+        by_workspace.setdefault(str(task.get("workspace") or ""), []).append(task)
+    for workspace, tasks in by_workspace.items():
+        # shapes and the environment only: a fast listing
+        redactor = store.redact or Redactor.for_workspace(workspace, walk=False).redact_obj
+        texts = [str(task[key]) for task in tasks for key in ("goal", "question")
+                 if task.get(key)]
+        joined = "\n".join(texts)
+        if redactor(joined) != joined:
+            for task in tasks:
+                for key in ("goal", "question"):
+                    if task.get(key):
+                        task[key] = redactor(str(task[key]))
         if workspace:
-            task["workspace"] = shown[workspace]
+            shown = redactor(workspace)
+            for task in tasks:
+                task["workspace"] = shown
     return listed, problems
 
 
@@ -351,7 +361,7 @@ def list_tasks(env: Environment, *, json_output: bool) -> int:
         return 0
     import shutil
 
-    from normalize.cli.describe import cut, short_path
+    from normalize.cli.columns import cut, short_path
 
     width = shutil.get_terminal_size((100, 24)).columns
     env.stdout.write(f"{'ID':<9} {'STATUS':<14} {'DRIVER':<14} {'UPDATED':<9} "

@@ -473,8 +473,8 @@ class TaskStore:
             return
         if 0 <= size < index.COMPACT_BYTES:
             return
-        entries, lines = index.read(self.tasks_dir)
-        if size >= 0 and lines <= 2 * len(entries) + 64:
+        found = index.read(self.tasks_dir)
+        if size >= 0 and found.lines <= 2 * len(found.entries) + 64:
             return
         listed, _ = self.summaries()
         stamps = {s["id"]: index.stamp(self.task_path(s["id"])) for s in listed}
@@ -537,18 +537,23 @@ class TaskStore:
         """A summary of every readable task (newest first) and the files that could not be read.
 
         The task index supplies the summaries it still vouches for; only the
-        other tasks' files are read, and never a driver config. A read:
-        nothing is written.
+        other tasks' files are read, and never a driver config. Nothing is
+        written but the index: the lines of the tasks read, and its seal.
         """
-        listed, unread, _ = index.listing(self.tasks_dir)
+        checked = index.listing(self.tasks_dir)
+        listed = checked.trusted
         problems: list[StoreProblem] = []
-        for task_id in unread:
+        read: dict[str, index.Summary] = {}
+        for task_id in checked.unread:
             try:
                 task = self.load(task_id, with_config=False)
             except StoreError as exc:
                 problems.append(StoreProblem(self.task_path(task_id), str(exc)))
                 continue
-            listed.append(index.summary_of(task.to_dict()))
+            read[task_id] = index.summary_of(task.to_dict())
+            listed.append(read[task_id])
+        if checked.dir_mtime is not None:  # every file was checked: seal the index
+            index.seal(self.tasks_dir, checked, read)
         listed.sort(key=lambda s: s.get("created_at") or 0.0, reverse=True)
         return listed, problems
 
