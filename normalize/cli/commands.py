@@ -190,12 +190,14 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 json_output: bool, quiet: bool, model: str | None = None,
                 sandbox: str | None = None, network: bool | None = None,
                 rewind: int | None = None, instruction: str | None = None) -> int:
-    from normalize.engine import Reply, reply_text
-    from normalize.runner import follow_up, hand_over, open_task, run_task, switch_model
-
     try:
         if model is not None and (driver or "llm") != "llm":
             raise UsageError("--model goes with --driver llm")
+        if instruction is None and rewind is None:
+            ref = _resumable(ref)  # a done task says so before the engine is even loaded
+        from normalize.engine import Reply, reply_text
+        from normalize.runner import follow_up, hand_over, open_task, run_task, switch_model
+
         options, renderer = run_options(env, workspace=None, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
                                         network=network)
@@ -207,8 +209,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         if instruction is not None:
             follow_up(task, instruction)  # a finished task goes on with the new instruction
         elif task.status.value == "done":
-            raise UsageError(f"task {task.id} is already done; give it a follow-up with "
-                             f'normalize resume {task.id} "NEXT INSTRUCTION"')
+            raise _already_done(task.id)
         if max_turns is not None and max_turns <= task.turn:
             raise UsageError(f"--max-turns {max_turns}: task {task.id} has already run "
                              f"{task.turn} turns (--max-turns is the total, as in run and "
@@ -239,6 +240,28 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         return finish(env, outcome, renderer, json_output)
     except NormalizeError as exc:
         return fail(env, exc)
+
+
+def _resumable(ref: str) -> str:
+    """The id `ref` names, unless that task is done (`UsageError`): read from its state alone."""
+    from normalize.store import TaskStore
+    from normalize.task import SCHEMA_VERSION
+
+    store = TaskStore()
+    task_id = store.resolve(ref)
+    try:
+        state = store.state(task_id)
+    except ValueError:  # damaged: resume's own load says so, and moves it aside
+        return task_id
+    done = state.get("status") == "done" and state.get("schema_version") == SCHEMA_VERSION
+    if done:
+        raise _already_done(task_id)
+    return task_id
+
+
+def _already_done(task_id: str) -> UsageError:
+    return UsageError(f"task {task_id} is already done; give it a follow-up with "
+                      f'normalize resume {task_id} "NEXT INSTRUCTION"')
 
 
 STOPPING = ("normalize: {name}: stopping — the running action is cancelled and the task "
