@@ -29,6 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from startup import compile_tree
+
 
 def make_store(home: Path, count: int) -> None:
     """`count` finished tasks of a 200-step workflow, laid out as runs leave them.
@@ -78,8 +81,7 @@ def measure(sizes: tuple[int, ...], rounds: int, base: str | None) -> dict[str, 
     if base:
         trees["base"] = base
     for tree in trees.values():
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(tree) / "normalize")],
-                       check=True)
+        compile_tree(Path(tree))
     times: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="nlist-") as tmp:
         homes = {}
