@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -309,106 +308,6 @@ def _ask_pending(env: Environment, task: Any) -> Any:
         return Reply(approve=reply in ("yes", "always"))
     text = read(f"{pending.question}\n> ")
     return None if text is None else Reply(answer=text)
-
-
-def _age(ts: float, now: float | None = None) -> str:
-    seconds = max(0.0, (time.time() if now is None else now) - ts)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit} ago"
-    return f"{int(seconds)}s ago"
-
-
-def _orphaned(store: Any, task: dict[str, Any]) -> int | None:
-    """The pid of the dead process a `running` task was left by, if it is gone."""
-    if task["status"] != "running":
-        return None
-    from normalize.store.taskstore import pid_alive
-
-    owner = store.owner(task["id"])
-    if owner is None or pid_alive(owner[0]):
-        return None
-    return int(owner[0])
-
-
-def _shown_summaries(store: Any) -> tuple[list[dict[str, Any]], list[Any]]:
-    """The task summaries (from the task index), their shown strings redacted.
-
-    The strings a redactor would leave alone are most of them: each
-    workspace's goals and questions are redacted joined, one line each, and
-    only when that changes anything one by one (a secret stays a secret
-    across a line break; the shapes match within a line as they do alone).
-    """
-    from normalize.redact import Redactor
-
-    listed, problems = store.summaries()
-    by_workspace: dict[str, list[dict[str, Any]]] = {}
-    for task in listed:
-        by_workspace.setdefault(str(task.get("workspace") or ""), []).append(task)
-    for workspace, tasks in by_workspace.items():
-        # shapes and the environment only: a fast listing
-        redactor = store.redact or Redactor.for_workspace(workspace, walk=False).redact_obj
-        texts = [str(task[key]) for task in tasks for key in ("goal", "question")
-                 if task.get(key)]
-        joined = "\n".join(texts)
-        if redactor(joined) != joined:
-            for task in tasks:
-                for key in ("goal", "question"):
-                    if task.get(key):
-                        task[key] = redactor(str(task[key]))
-        if workspace:
-            shown = redactor(workspace)
-            for task in tasks:
-                task["workspace"] = shown
-    return listed, problems
-
-
-def list_tasks(env: Environment, *, json_output: bool) -> int:
-    from normalize.store import TaskStore
-
-    store = TaskStore()
-    tasks, problems = _shown_summaries(store)
-    for problem in problems:
-        env.stderr.write(f"normalize: warning: {problem.message}\n")
-    if json_output:
-        for task in tasks:
-            env.stdout.write(json.dumps({
-                "id": task["id"], "status": task["status"], "goal": task["goal"],
-                "driver": task["driver"], "workspace": task["workspace"], "turn": task["turn"],
-                "updated_at": task["updated_at"], "question": task["question"],
-                "orphaned": _orphaned(store, task) is not None,
-            }) + "\n")
-        return 0
-    if not tasks:
-        env.stdout.write("no tasks yet\n")
-        return 0
-    import shutil
-
-    from normalize.cli.columns import cut, short_path
-
-    width = shutil.get_terminal_size((100, 24)).columns
-    env.stdout.write(f"{'ID':<9} {'STATUS':<14} {'DRIVER':<14} {'UPDATED':<9} "
-                     f"{'WORKSPACE':<24} GOAL\n")
-    room = max(width - (9 + 14 + 14 + 9 + 24 + 5), 20)
-    places: dict[str, str] = {}  # a workspace as the column shows it, once per workspace
-    now = time.time()
-    rows: list[str] = []  # written at once: one write, not three per task
-    for task in tasks:
-        place = places.get(task["workspace"])
-        if place is None:
-            place = places[task["workspace"]] = short_path(task["workspace"], 24)
-        goal = task["goal"].splitlines()[0] if task["goal"] else ""
-        rows.append(f"{task['id']:<9} {task['status']:<14} {task['driver']:<14} "
-                    f"{_age(task['updated_at'] or 0.0, now):<9} "
-                    f"{place:<24} {cut(goal, room)}\n")
-        if task["question"] is not None:
-            rows.append(f"{'':<9} ? {task['question']}\n")
-        gone = _orphaned(store, task)
-        if gone is not None:
-            rows.append(f"{'':<9} ! its process ({gone}) is gone; `normalize resume "
-                        f"{task['id']}` recovers it\n")
-    env.stdout.write("".join(rows))
-    return 0
 
 
 def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = False) -> int:

@@ -49,7 +49,9 @@ LOCK_WAIT = 10.0  # seconds a writer waits for another writer of the index
 SETTLE = 2.0  # seconds `tasks/` must be unchanged before a listing seals the index
 
 Summary = dict[str, Any]
+Row = list[Any]  # a summary's values in `FIELDS` order (an index line, perhaps with its stamp)
 Stamp = list[int]
+ID, STATUS, GOAL, DRIVER, WORKSPACE, WORKFLOW, TURN, UPDATED, CREATED, QUESTION = range(10)
 
 
 def summary_of(data: dict[str, Any]) -> Summary:
@@ -77,8 +79,6 @@ class Index:
     lines: int = 0
     seal: dict[str, Any] | None = None
 
-    def summary(self, task_id: str) -> Summary:
-        return dict(zip(FIELDS, self.entries[task_id], strict=False))  # (not the stamp)
 
 
 def read(tasks_dir: Path) -> Index:
@@ -154,10 +154,11 @@ def _locked(tasks_dir: Path) -> FileLock:
 
 @dataclass
 class Listing:
-    """The summaries the index vouches for, the ids to read from their own files, and
-    (when every file was checked) what a seal needs: the stamps of the files read."""
+    """The rows the index vouches for (each an index line: `FIELDS` values, then the stamp),
+    the ids to read from their own files, and (when every file was checked) what a seal
+    needs: the stamps of the files read."""
 
-    trusted: list[Summary]
+    trusted: list[Row]
     unread: list[str]
     stamps: dict[str, Stamp | None] = field(default_factory=dict)
     logs: set[str] = field(default_factory=set)  # ids with a checkpoint log
@@ -176,8 +177,9 @@ def listing(tasks_dir: Path) -> Listing:
     if seal is not None and seal["dir"] == dir_mtime:
         unread = [task_id for task_id in seal["read"] if isinstance(task_id, str)]
         skip = set(unread)
-        return Listing([found.summary(task_id) for task_id in found.entries
-                        if task_id not in skip], unread)
+        entries = found.entries
+        return Listing(list(entries.values()) if not skip else
+                       [row for task_id, row in entries.items() if task_id not in skip], unread)
     checked = _check_files(tasks_dir, found)
     checked.dir_mtime = dir_mtime
     return checked
@@ -207,7 +209,7 @@ def _check_files(tasks_dir: Path, found: Index) -> Listing:
             current = None
         if indexed is not None and task_id not in logs and current is not None \
                 and indexed[-1] == current:
-            checked.trusted.append(found.summary(task_id))
+            checked.trusted.append(indexed)
         else:
             checked.unread.append(task_id)
             checked.stamps[task_id] = current

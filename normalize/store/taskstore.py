@@ -534,14 +534,19 @@ class TaskStore:
         return tasks, problems
 
     def summaries(self) -> tuple[list[index.Summary], list[StoreProblem]]:
-        """A summary of every readable task (newest first) and the files that could not be read.
+        """A summary of every readable task (newest first) and the files that could not be read."""
+        rows, problems = self.rows()
+        return [dict(zip(index.FIELDS, row, strict=False)) for row in rows], problems
+
+    def rows(self) -> tuple[list[index.Row], list[StoreProblem]]:
+        """`summaries` as rows (values in `index.FIELDS` order, perhaps a stamp after them).
 
         The task index supplies the summaries it still vouches for; only the
         other tasks' files are read, and never a driver config. Nothing is
         written but the index: the lines of the tasks read, and its seal.
         """
         checked = index.listing(self.tasks_dir)
-        listed = checked.trusted
+        rows = checked.trusted
         problems: list[StoreProblem] = []
         read: dict[str, index.Summary] = {}
         for task_id in checked.unread:
@@ -550,21 +555,21 @@ class TaskStore:
             except StoreError as exc:
                 problems.append(StoreProblem(self.task_path(task_id), str(exc)))
                 continue
-            read[task_id] = index.summary_of(task.to_dict())
-            listed.append(read[task_id])
+            summary = read[task_id] = index.summary_of(task.to_dict())
+            rows.append([summary[name] for name in index.FIELDS])
         if checked.dir_mtime is not None:  # every file was checked: seal the index
             index.seal(self.tasks_dir, checked, read)
-        listed.sort(key=lambda s: s.get("created_at") or 0.0, reverse=True)
-        return listed, problems
+        rows.sort(key=lambda row: row[index.CREATED] or 0.0, reverse=True)
+        return rows, problems
 
     def resolve(self, ref: str) -> str:
         """The id a user means by an id, a unique prefix, or `last`."""
         if ref == "last":
-            listed, problems = self.summaries()
-            if not listed:
+            rows, problems = self.rows()
+            if not rows:
                 raise TaskNotFoundError(f"no readable tasks in {self.tasks_dir}" if problems
                                         else f"no tasks yet in {self.tasks_dir}")
-            return str(max(listed, key=lambda s: s.get("updated_at") or 0.0)["id"])
+            return str(max(rows, key=lambda row: row[index.UPDATED] or 0.0)[index.ID])
         if "/" not in ref and not ref.startswith(".") and self.task_path(ref).is_file():
             return ref  # an exact id: its file, without listing the store
         ids = self.ids()
