@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from normalize.sandbox.landlock import _libc, restrictor
+from normalize.sandbox.landlock import libc, restrictor
 
 __all__ = ["ChildPlan"]
 
@@ -65,8 +65,8 @@ class ChildPlan:
     gid: int = field(default_factory=os.getgid)
 
     def preexec(self) -> Callable[[], None]:
-        libc = _libc()
-        unshare, mount = libc.unshare, libc.mount  # looked up before the fork, not after
+        c = libc()
+        unshare, mount = c.unshare, c.mount  # looked up before the fork, not after
         restrict = restrictor()
 
         def apply() -> None:
