@@ -104,7 +104,7 @@ def test_the_cheap_scan_agrees_with_importlib_metadata() -> None:
 
     groups = set(entry_points().groups)
     assert "normalize.drivers" in groups and len(groups) > 5  # this environment's, all of them
-    for group in sorted(groups) + ["normalize.stranger-group"]:
+    for group in [*sorted(groups), "normalize.stranger-group"]:
         expected = sorted((ep.name, ep.value, ep.dist.name if ep.dist else "?")
                           for ep in entry_points(group=group))
         assert sorted(installed_entry_points(group)) == expected, group
