@@ -10,9 +10,10 @@ id wins.
 Deciding whether the index can be trusted costs one `stat` of `tasks/` when
 the index is sealed. A listing that checked every task file's identity
 against the index (a `stat` each) appends a seal, `{"dir": MTIME, "read":
-[IDS]}`: the directory's mtime it saw, and the tasks whose own files must
+[IDS], "at": TIME, "last": ID}`: the directory's mtime it saw, and the tasks whose own files must
 still be read (those with a checkpoint log, `ID.ckpt`, which grows without
-renaming anything). While that seal is the index's last line and `tasks/`
+renaming anything), and the newest of the others (`last`, `at`), so `resume
+last` reads the index's tail alone. While that seal is the index's last line and `tasks/`
 still has that mtime, no task file was created, renamed over or removed
 since, so every other summary holds without looking at its file. A seal is
 written only for a directory unchanged for `SETTLE` seconds, so any later
@@ -223,6 +224,45 @@ def _check_files(tasks_dir: Path, found: Index) -> Listing:
     return checked
 
 
+TAIL = 1 << 16  # bytes of the index read for its seal alone
+
+
+@dataclass
+class Newest:
+    """What a valid seal says of the newest task: it, unless one of `read` moved on since."""
+
+    task_id: str | None
+    updated_at: float
+    read: list[str]
+
+
+def sealed_newest(tasks_dir: Path) -> Newest | None:
+    """The newest task as the index's seal names it (reading only the index's tail), or None
+    when the index is not sealed for `tasks/` as it is now."""
+    try:
+        with open(tasks_dir / NAME, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - TAIL))
+            tail = fh.read()
+        dir_mtime = os.stat(tasks_dir).st_mtime_ns
+    except OSError:
+        return None
+    lines = tail.rstrip(b"\n").rsplit(b"\n", 1)
+    if len(lines) < 2 and size > len(tail):
+        return None  # a seal longer than the tail: the whole index is read instead
+    try:
+        mark = json.loads(lines[-1])
+    except ValueError:
+        return None
+    if not isinstance(mark, dict) or mark.get("dir") != dir_mtime \
+            or not isinstance(mark.get("read"), list):
+        return None
+    last, at = mark.get("last"), mark.get("at")
+    return Newest(last if isinstance(last, str) else None,
+                  float(at) if isinstance(at, (int, float)) else 0.0,
+                  [task_id for task_id in mark["read"] if isinstance(task_id, str)])
+
+
 def seal(tasks_dir: Path, checked: Listing, read: dict[str, Summary]) -> None:
     """After a listing that checked every file: index the tasks it read, then seal; best effort.
 
@@ -239,7 +279,12 @@ def seal(tasks_dir: Path, checked: Listing, read: dict[str, Summary]) -> None:
              for task_id, summary in read.items() if task_id not in checked.logs]
     lines += [_line(task_id, None, None) for task_id in checked.missing]
     refreshed = {task_id for task_id in read if task_id not in checked.logs}
-    mark = {"dir": mtime, "read": sorted(set(checked.unread) - refreshed)}
+    mark: dict[str, Any] = {"dir": mtime, "read": sorted(set(checked.unread) - refreshed)}
+    newest = max([(row[UPDATED] or 0.0, row[ID]) for row in checked.trusted] +
+                 [(read[task_id].get("updated_at") or 0.0, task_id) for task_id in refreshed],
+                 default=None)
+    if newest is not None:  # `resume last` reads it from the index's tail
+        mark["at"], mark["last"] = newest
     settled = time.time_ns() - mtime >= SETTLE * 1e9
     if not lines and not settled:
         return

@@ -546,7 +546,7 @@ class TaskStore:
         written but the index: the lines of the tasks read, and its seal.
         """
         checked = index.listing(self.tasks_dir)
-        rows = checked.trusted
+        rows = list(checked.trusted)
         problems: list[StoreProblem] = []
         read: dict[str, index.Summary] = {}
         for task_id in checked.unread:
@@ -565,6 +565,9 @@ class TaskStore:
     def resolve(self, ref: str) -> str:
         """The id a user means by an id, a unique prefix, or `last`."""
         if ref == "last":
+            newest = self._sealed_newest()
+            if newest is not None:
+                return newest
             rows, problems = self.rows()
             if not rows:
                 raise TaskNotFoundError(f"no readable tasks in {self.tasks_dir}" if problems
@@ -580,6 +583,21 @@ class TaskStore:
             raise TaskNotFoundError(f"no task matches {ref!r} (see `normalize tasks`)")
         shown = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
         raise TaskNotFoundError(f"{ref!r} is ambiguous: it matches {shown}")
+
+    def _sealed_newest(self) -> str | None:
+        """The newest task by the index's seal and the files it says to read, or None."""
+        sealed = index.sealed_newest(self.tasks_dir)
+        if sealed is None:
+            return None
+        best = (sealed.updated_at, sealed.task_id) if sealed.task_id is not None else None
+        for task_id in sealed.read:  # each with a checkpoint log: its state may have moved on
+            try:
+                state = self.state(task_id)
+            except (StoreError, TaskNotFoundError, ValueError):
+                continue  # damaged or gone: the listing reports it
+            candidate = (float(state.get("updated_at") or 0.0), task_id)
+            best = candidate if best is None else max(best, candidate)
+        return None if best is None else best[1]
 
     def events(self, task_id: str) -> Iterator[dict[str, Any]]:
         """The task's journal, oldest first; damaged lines are skipped with a warning."""

@@ -34,6 +34,13 @@ def last_line(store: TaskStore) -> object:
     return json.loads((store.tasks_dir / index.NAME).read_bytes().splitlines()[-1])
 
 
+def sealed_for(store: TaskStore) -> dict[str, object]:
+    """The seal's directory stamp and the ids it says to read (it must be the last line)."""
+    seal = last_line(store)
+    assert isinstance(seal, dict), seal
+    return {"dir": seal["dir"], "read": seal["read"]}
+
+
 def goals(store: TaskStore) -> list[str]:
     listed, problems = TaskStore(store.home).summaries()
     assert not problems, problems
@@ -68,7 +75,7 @@ def test_a_missing_index_is_rebuilt_by_the_listing_and_then_trusted(tmp_path: Pa
     assert sorted(json.loads(line)[0] for line in lines) == ["bbbb0000", "bbbb0001"]
     settle(store)  # (creating the index changed tasks/)
     assert goals(store) == ["goal 0", "goal 1"]  # every file checked against it: sealed
-    assert last_line(store) == {"dir": store.tasks_dir.stat().st_mtime_ns, "read": []}
+    assert sealed_for(store) == {"dir": store.tasks_dir.stat().st_mtime_ns, "read": []}
     damage_in_place(store.task_path("bbbb0000"))
     assert goals(store) == ["goal 0", "goal 1"]  # now from the index alone
 
@@ -82,7 +89,7 @@ def test_a_task_removed_by_hand_leaves_a_sealed_listing(tmp_path: Path) -> None:
     store.task_path("cccc0002").unlink()
     settle(store)
     assert goals(store) == ["kept"]
-    assert last_line(store) == {"dir": store.tasks_dir.stat().st_mtime_ns, "read": []}
+    assert sealed_for(store) == {"dir": store.tasks_dir.stat().st_mtime_ns, "read": []}
     assert goals(store) == ["kept"]  # the seal came after the line that removes it
 
 
@@ -115,3 +122,30 @@ def test_a_store_changed_a_moment_ago_is_not_sealed(tmp_path: Path) -> None:
     make(store, "eeee0001", "fresh")
     assert goals(store) == ["fresh"]
     assert isinstance(last_line(store), list)  # a coarse clock could hide the next change
+
+
+def test_resume_last_takes_the_newest_task_from_the_seal(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path, fsync=False)
+    running = make(store, "ffff0001", "running")
+    lock = store.lock(running.id)
+    lock.acquire(epoch=1)
+    try:
+        store.save(running, lock=lock, full=False)  # the run's first checkpoint: the file
+        store.save(running, lock=lock, full=False)  # then its log
+        for number in range(2, 5):
+            make(store, f"ffff000{number}", f"done {number}")
+        settle(store)
+        assert goals(store)  # checked every file, and sealed
+        seal = last_line(store)
+        assert isinstance(seal, dict) and seal["last"] == "ffff0004"
+        assert TaskStore(tmp_path).resolve("last") == "ffff0004"
+        # the seal alone answers: an index line edited in place is not read
+        path = store.tasks_dir / index.NAME
+        path.write_bytes(path.read_bytes().replace(b'"ffff0004"', b'"ffff000X"', 1))
+        os.utime(store.tasks_dir, ns=(seal["dir"], seal["dir"]))
+        assert TaskStore(tmp_path).resolve("last") == "ffff0004"
+        running.turn = 1
+        store.save(running, lock=lock, full=False)  # appended: newer than every other task
+        assert TaskStore(tmp_path).resolve("last") == "ffff0001"
+    finally:
+        lock.release()
