@@ -16,16 +16,17 @@ machine's load hits them alike, and each figure is the median of its rounds.
   (each step's checkpoint written before the next step). "no fsync" is
   `PRAGMA synchronous = OFF`, "fsync" is `FULL`.
 - floor: the bare writes of one normalize step on the same disk, in a loop
-  and nothing else: the journal's six lines (unsynced) and one checkpoint
+  and nothing else: the journal's five lines (unsynced) and one checkpoint
   record appended to a second file, then (with fsync) one fdatasync of it.
   A durable step cannot cost less than this row; the target is feasible
   only where the floor leaves room for the engine's own work.
 
-Counted with `strace -c -f` (and a wrapper around `os`): a durable no-op
-step makes one fdatasync (its checkpoint record) and two writes (the
-journal's lines are unsynced: a read-only step has no side effect to
-journal first); every 64 steps the task file is rewritten (an fsync of it
-and one of its directory).
+Counted with `strace -c -f` (200 and 400 steps, the difference): a durable
+no-op step makes one fdatasync and six writes, the checkpoint record's one
+and the journal's five lines (`step_started`, `decision_made`,
+`action_started`, `action_finished`, `checkpoint_saved`: unsynced, since a
+read-only step has no side effect to journal first); every 64 steps the
+task file is rewritten (an fsync of it and one of its directory).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def normalize_steps(steps: int, fsync: bool) -> float:
     return took / steps * 1000
 
 
-JOURNAL_LINES = (130, 277, 305, 322, 110, 131)  # bytes of a note step's events, as written
+JOURNAL_LINES = (131, 277, 305, 322, 110)  # bytes of a note step's five events, as written
 RECORD_BYTES = 1800  # a checkpoint record mid-run (it grows to a 20-entry history)
 
 
