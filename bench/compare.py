@@ -15,6 +15,18 @@ machine's load hits them alike, and each figure is the median of its rounds.
   graph looping N times on the SQLite checkpointer, `durability="sync"`
   (each step's checkpoint written before the next step). "no fsync" is
   `PRAGMA synchronous = OFF`, "fsync" is `FULL`.
+- floor: the bare writes of one normalize step on the same disk, in a loop
+  and nothing else: the journal's five lines (unsynced) and one checkpoint
+  record appended to a second file, then (with fsync) one fdatasync of it.
+  A durable step cannot cost less than this row; the target is feasible
+  only where the floor leaves room for the engine's own work.
+
+Counted with `strace -c -f` (200 and 400 steps, the difference): a durable
+no-op step makes one fdatasync and six writes, the checkpoint record's one
+and the journal's five lines (`step_started`, `decision_made`,
+`action_started`, `action_finished`, `checkpoint_saved`: unsynced, since a
+read-only step has no side effect to journal first); every 64 steps the
+task file is rewritten (an fsync of it and one of its directory).
 """
 
 from __future__ import annotations
@@ -56,6 +68,31 @@ def normalize_steps(steps: int, fsync: bool) -> float:
         took = time.perf_counter() - start
         if outcome.status.value != "done":
             raise RuntimeError(f"the workflow ended {outcome.status.value}: {outcome.error}")
+    return took / steps * 1000
+
+
+JOURNAL_LINES = (131, 277, 305, 322, 110)  # bytes of a note step's five events, as written
+RECORD_BYTES = 1800  # a checkpoint record mid-run (it grows to a 20-entry history)
+
+
+def floor_steps(steps: int, fsync: bool) -> float:
+    """Milliseconds per step of the bare writes a durable step makes (see the module doc)."""
+    lines = [b"e" * (size - 1) + b"\n" for size in JOURNAL_LINES]
+    record = b"r" * (RECORD_BYTES - 1) + b"\n"
+    with tempfile.TemporaryDirectory(prefix="nfloor-") as tmp:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        journal = os.open(Path(tmp) / "ID.jsonl", flags, 0o600)
+        log = os.open(Path(tmp) / "ID.ckpt", flags, 0o600)
+        start = time.perf_counter()
+        for _ in range(steps):
+            for line in lines:
+                os.write(journal, line)
+            os.write(log, record)
+            if fsync:
+                os.fdatasync(log)
+        took = time.perf_counter() - start
+        os.close(journal)
+        os.close(log)
     return took / steps * 1000
 
 
@@ -115,7 +152,7 @@ def _one(kind: str, steps: int, fsync: bool, base: str | None) -> float:
 def interleaved(steps: int, rounds: int, base: str | None = None) -> dict[str, float]:
     """Median ms per step for each contender and fsync setting, measured round-robin."""
     kinds = ["normalize"] + (["base"] if base else []) + \
-        (["langgraph"] if langgraph_available() else [])
+        (["langgraph"] if langgraph_available() else []) + ["floor"]
     times: dict[str, list[float]] = {}
     for _ in range(rounds):
         for kind in kinds:
@@ -125,17 +162,20 @@ def interleaved(steps: int, rounds: int, base: str | None = None) -> dict[str, f
     return {key: statistics.median(values) for key, values in times.items()}
 
 
+RUNS = {"normalize": normalize_steps, "base": normalize_steps, "langgraph": langgraph_steps,
+        "floor": floor_steps}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--base", help="an older normalize source tree to measure beside")
-    parser.add_argument("--one", choices=["normalize", "base", "langgraph"], help=argparse.SUPPRESS)
+    parser.add_argument("--one", choices=sorted(RUNS), help=argparse.SUPPRESS)
     parser.add_argument("--fsync", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        run = langgraph_steps if args.one == "langgraph" else normalize_steps
-        print(f"{run(args.steps, args.fsync):.4f}")
+        print(f"{RUNS[args.one](args.steps, args.fsync):.4f}")
         return 0
     figures = interleaved(args.steps, args.rounds, args.base)
     print(json.dumps(figures, indent=2))

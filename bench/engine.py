@@ -156,8 +156,13 @@ def time_resume(steps: int = STEPS, runs: int = 5) -> dict[str, Any]:
 
     The task is a `steps + 1`-step workflow interrupted after `steps` steps;
     `normalize resume ID --json` runs as a fresh process and the clock stops
-    when its first `action_started` line arrives.
+    when its first `action_started` line arrives. `normalize/` is compiled
+    first (this machine sets PYTHONDONTWRITEBYTECODE).
     """
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from startup import compile_tree
+
+    compile_tree()
     with _dirs() as (home, work):
         figures, task_id = run_steps(steps + 1, home=home, work=work, stop_after=steps)
         assert figures.status == TaskStatus.INTERRUPTED.value, figures.status

@@ -85,13 +85,16 @@ def engine_rows(steps: int) -> list[Row]:
 
 
 def resume_rows(steps: int) -> list[Row]:
+    """Resume of a long task, beside the same resume of a 10-step task (the start-up alone)."""
     import engine
 
+    short = engine.time_resume(10)["seconds"]
     result = engine.time_resume(steps)
     seconds = result["seconds"]
     return [Row(f"normalize resume of a {steps:,}-step task, to its first action",
-                f"{seconds:.3f} s (task file {result['task_bytes']:,} B, journal "
-                f"{result['journal_bytes'] / 1e6:.1f} MB)", "≤ 0.2 s", seconds <= 0.2)]
+                f"{seconds:.3f} s; a 10-step task {short:.3f} s (task file "
+                f"{result['task_bytes']:,} B, journal {result['journal_bytes'] / 1e6:.1f} MB)",
+                "≤ 0.2 s", seconds <= 0.2)]
 
 
 def durable_rows(steps: int, rounds: int) -> list[Row]:
@@ -105,6 +108,7 @@ def durable_rows(steps: int, rounds: int) -> list[Row]:
         theirs = f.get(f"langgraph {label}")
         versus = f"; LangGraph {theirs:.2f} ms" if theirs is not None else \
             "; LangGraph not installed"
+        versus += f"; floor (the bare writes) {f[f'floor {label}']:.2f} ms"
         met = ours <= cap and (theirs is None or ours < theirs)
         rows.append(Row(f"no-op durable step, {label} (beside LangGraph)",
                         f"{ours:.2f} ms{versus}", f"≤ {cap} ms and < LangGraph", met))

@@ -53,6 +53,11 @@ def crash_point(name: str) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+def armed(name: str) -> bool:
+    """True when the tests armed the crash point `name` (a writer may then split its write)."""
+    return _ARMED == name
+
+
 def sandbox_disabled() -> bool:
     """True when the tests made the sandbox unavailable (`NORMALIZE_NO_SANDBOX=1`)."""
     return os.environ.get("NORMALIZE_NO_SANDBOX", "") not in ("", "0")

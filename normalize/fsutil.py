@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -28,7 +27,7 @@ def atomic_write(
         keep = stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
         keep = None
-    tmp = directory / f".{target.name[:200]}.{secrets.token_hex(4)}.tmp"
+    tmp = directory / f".{target.name[:200]}.{os.urandom(4).hex()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -273,7 +273,7 @@ def tasks_list(
     """List tasks, newest first (waiting tasks with their questions)."""
     if ctx.invoked_subcommand is not None:
         return
-    from normalize.cli.commands import list_tasks
+    from normalize.cli.listing import list_tasks
 
     raise typer.Exit(list_tasks(_env(), json_output=json_output))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -154,12 +153,14 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 json_output: bool, quiet: bool, model: str | None = None,
                 sandbox: str | None = None, network: bool | None = None,
                 rewind: int | None = None, instruction: str | None = None) -> int:
-    from normalize.engine import Reply, reply_text
-    from normalize.runner import follow_up, hand_over, open_task, run_task, switch_model
-
     try:
         if model is not None and (driver or "llm") != "llm":
             raise UsageError("--model goes with --driver llm")
+        if instruction is None and rewind is None:
+            ref = _resumable(ref)  # a done task says so before the engine is even loaded
+        from normalize.engine import Reply, reply_text
+        from normalize.runner import follow_up, hand_over, open_task, run_task, switch_model
+
         options, renderer = run_options(env, workspace=None, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
                                         network=network)
@@ -171,8 +172,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         if instruction is not None:
             follow_up(task, instruction)  # a finished task goes on with the new instruction
         elif task.status.value == "done":
-            raise UsageError(f"task {task.id} is already done; give it a follow-up with "
-                             f'normalize resume {task.id} "NEXT INSTRUCTION"')
+            raise _already_done(task.id)
         if max_turns is not None and max_turns <= task.turn:
             raise UsageError(f"--max-turns {max_turns}: task {task.id} has already run "
                              f"{task.turn} turns (--max-turns is the total, as in run and "
@@ -215,6 +215,28 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         return fail(env, exc)
 
 
+def _resumable(ref: str) -> str:
+    """The id `ref` names, unless that task is done (`UsageError`): read from its state alone."""
+    from normalize.store import TaskStore
+    from normalize.task import SCHEMA_VERSION
+
+    store = TaskStore()
+    task_id = store.resolve(ref)
+    try:
+        state = store.state(task_id)
+    except ValueError:  # damaged: resume's own load says so, and moves it aside
+        return task_id
+    done = state.get("status") == "done" and state.get("schema_version") == SCHEMA_VERSION
+    if done:
+        raise _already_done(task_id)
+    return task_id
+
+
+def _already_done(task_id: str) -> UsageError:
+    return UsageError(f"task {task_id} is already done; give it a follow-up with "
+                      f'normalize resume {task_id} "NEXT INSTRUCTION"')
+
+
 def _check_reply(task: Any, reply: Any, reply_text: Any) -> None:
     """A reply flag must answer what the task waits for: one clear line otherwise."""
     pending = task.pending
@@ -245,96 +267,6 @@ def _ask_pending(env: Environment, task: Any) -> Any:
         return Reply(approve=reply in ("yes", "always"))
     text = read(f"{pending.question}\n> ")
     return None if text is None else Reply(answer=text)
-
-
-def _age(ts: float, now: float | None = None) -> str:
-    seconds = max(0.0, (time.time() if now is None else now) - ts)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit} ago"
-    return f"{int(seconds)}s ago"
-
-
-def _orphaned(store: Any, task: dict[str, Any]) -> int | None:
-    """The pid of the dead process a `running` task was left by, if it is gone."""
-    from normalize.store.taskstore import pid_alive
-
-    if task["status"] != "running":
-        return None
-    owner = store.owner(task["id"])
-    if owner is None or pid_alive(owner[0]):
-        return None
-    return int(owner[0])
-
-
-def _shown_summaries(store: Any) -> tuple[list[dict[str, Any]], list[Any]]:
-    """The task summaries (from the task index), their shown strings redacted."""
-    from normalize.redact import Redactor
-
-    listed, problems = store.summaries()
-    redactors: dict[str, Any] = {}
-    shown: dict[str, str] = {}  # a workspace, as redacted (most tasks share a few)
-    for task in listed:
-        workspace = str(task.get("workspace") or "")
-        redactor = redactors.get(workspace)
-        if redactor is None:  # shapes and the environment only: a fast listing
-            redactor = redactors[workspace] = store.redact or \
-                Redactor.for_workspace(workspace, walk=False).redact_obj
-            shown[workspace] = redactor(workspace) if workspace else workspace
-        for key in ("goal", "question"):
-            if task.get(key):
-                task[key] = redactor(str(task[key]))
-        if workspace:
-            task["workspace"] = shown[workspace]
-    return listed, problems
-
-
-def list_tasks(env: Environment, *, json_output: bool) -> int:
-    from normalize.store import TaskStore
-
-    store = TaskStore()
-    tasks, problems = _shown_summaries(store)
-    for problem in problems:
-        env.stderr.write(f"normalize: warning: {problem.message}\n")
-    if json_output:
-        for task in tasks:
-            env.stdout.write(json.dumps({
-                "id": task["id"], "status": task["status"], "goal": task["goal"],
-                "driver": task["driver"], "workspace": task["workspace"], "turn": task["turn"],
-                "updated_at": task["updated_at"], "question": task["question"],
-                "orphaned": _orphaned(store, task) is not None,
-            }) + "\n")
-        return 0
-    if not tasks:
-        env.stdout.write("no tasks yet\n")
-        return 0
-    import shutil
-
-    from normalize.cli.describe import cut, short_path
-
-    width = shutil.get_terminal_size((100, 24)).columns
-    env.stdout.write(f"{'ID':<9} {'STATUS':<14} {'DRIVER':<14} {'UPDATED':<9} "
-                     f"{'WORKSPACE':<24} GOAL\n")
-    room = max(width - (9 + 14 + 14 + 9 + 24 + 5), 20)
-    places: dict[str, str] = {}  # a workspace as the column shows it, once per workspace
-    now = time.time()
-    rows: list[str] = []  # written at once: one write, not three per task
-    for task in tasks:
-        place = places.get(task["workspace"])
-        if place is None:
-            place = places[task["workspace"]] = short_path(task["workspace"], 24)
-        goal = task["goal"].splitlines()[0] if task["goal"] else ""
-        rows.append(f"{task['id']:<9} {task['status']:<14} {task['driver']:<14} "
-                    f"{_age(task['updated_at'] or 0.0, now):<9} "
-                    f"{place:<24} {cut(goal, room)}\n")
-        if task["question"] is not None:
-            rows.append(f"{'':<9} ? {task['question']}\n")
-        gone = _orphaned(store, task)
-        if gone is not None:
-            rows.append(f"{'':<9} ! its process ({gone}) is gone; `normalize resume "
-                        f"{task['id']}` recovers it\n")
-    env.stdout.write("".join(rows))
-    return 0
 
 
 def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = False) -> int:

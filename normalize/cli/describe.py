@@ -56,21 +56,6 @@ def first_line(text: str, width: int = 100) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def cut(text: str, width: int) -> str:
-    """`text` in at most `width` characters, with `…` where it was cut."""
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
-
-
-def short_path(path: str, width: int) -> str:
-    """A directory as a person knows it: `~/…` for the home, cut from the left to `width`."""
-    import os
-
-    home = os.path.expanduser("~")
-    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
-        path = "~" + path[len(home):]
-    return path if len(path) <= width else "…" + path[-(width - 1):]
-
-
 def heredoc_marker(line: str) -> bool:
     marker = line.rfind("<<")
     return marker >= 0 and line[marker + 2:].strip().lstrip("-").strip("'\"").isidentifier()

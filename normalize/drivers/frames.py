@@ -11,6 +11,7 @@ frames were dataclasses still load: their paths are integers (a negative
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,7 +30,7 @@ class Hop:
     index: int
     branch: Branch = "then"
 
-    def steps_of(self, steps: list[StepSpec]) -> list[StepSpec]:
+    def steps_of(self, steps: Sequence[StepSpec]) -> Sequence[StepSpec]:
         """The step list this hop leads to from `steps`."""
         holder = steps[self.index]
         return holder.steps if self.branch == "then" else holder.otherwise
@@ -134,14 +135,14 @@ class Frame:
         )
 
 
-def steps_at(steps: list[StepSpec], path: tuple[Hop, ...]) -> list[StepSpec]:
+def steps_at(steps: Sequence[StepSpec], path: tuple[Hop, ...]) -> Sequence[StepSpec]:
     """The step list that `path` leads to from the workflow's own `steps`."""
     for hop in path:
         steps = hop.steps_of(steps)
     return steps
 
 
-def holders(steps: list[StepSpec], path: tuple[Hop, ...]) -> list[StepSpec]:
+def holders(steps: Sequence[StepSpec], path: tuple[Hop, ...]) -> list[StepSpec]:
     """The steps `path` passes through (each hop's holder), outermost first."""
     out: list[StepSpec] = []
     for hop in path:

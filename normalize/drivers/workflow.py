@@ -18,6 +18,7 @@ done, and its state nests in this driver's snapshot.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from normalize.drivers.base import DriverServices, RunContext
@@ -131,7 +132,7 @@ class WorkflowDriver:
         """The step whose nested steps (or `else`, or loop) the frame runs."""
         return holders(self.spec.steps, frame.path)[-1]
 
-    def _frame_steps(self, frame: Frame) -> list[StepSpec]:
+    def _frame_steps(self, frame: Frame) -> Sequence[StepSpec]:
         if frame.holder:
             return [self._holder(frame)]
         return steps_at(self.spec.steps, frame.path)

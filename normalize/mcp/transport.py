@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import signal
 import time
@@ -32,7 +30,9 @@ _EXIT_GRACE = 1.0
 
 @cache
 def _prctl() -> Any:
-    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+    from normalize.sandbox.landlock import libc
+
+    return libc().prctl
 
 
 def _preexec(inner: Callable[[], None] | None) -> Callable[[], None]:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from normalize.sandbox.landlock import _libc, granter, restrictor
+from normalize.sandbox.landlock import granter, libc, restrictor
 
 __all__ = ["ChildPlan"]
 
@@ -69,8 +69,8 @@ class ChildPlan:
     gid: int = field(default_factory=os.getgid)
 
     def preexec(self) -> Callable[[], None]:
-        libc = _libc()
-        unshare, mount = libc.unshare, libc.mount  # looked up before the fork, not after
+        c = libc()
+        unshare, mount = c.unshare, c.mount  # looked up before the fork, not after
         restrict = restrictor()
         grant = granter(self.tmpfs_access) if self.private_tmpfs else None
 

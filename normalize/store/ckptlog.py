@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from normalize.faults import crash_point
+from normalize.faults import armed, crash_point
 from normalize.fsutil import fsync_directory
 
 EVERY = 64  # appended records between two rewrites of the task file
@@ -50,17 +50,21 @@ class LogState:
 def append_record(path: Path, log: LogState, payload: bytes, *, fsync: bool) -> None:
     """Append one record (a line) to the log; created on the first record of a generation.
 
-    The crash point `checkpoint_append` is reached with half the record written.
+    One write and (durable) one fdatasync; when the tests arm the crash point
+    `checkpoint_append`, the record is written in two halves and the process
+    dies between them.
     """
     created = False
     if log.fd is None:
         log.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, FILE_MODE)
         created = True
     try:
-        half = len(payload) // 2
-        os.write(log.fd, payload[:half])
-        crash_point("checkpoint_append")
-        os.write(log.fd, payload[half:])
+        if armed("checkpoint_append"):
+            half = len(payload) // 2
+            os.write(log.fd, payload[:half])
+            crash_point("checkpoint_append")
+            payload = payload[half:]
+        os.write(log.fd, payload)
         if fsync:
             os.fdatasync(log.fd)
             if created:  # the new file's name must survive a power cut as well

@@ -478,8 +478,8 @@ class TaskStore:
             return
         if 0 <= size < index.COMPACT_BYTES:
             return
-        entries, lines = index.read(self.tasks_dir)
-        if size >= 0 and lines <= 2 * len(entries) + 64:
+        found = index.read(self.tasks_dir)
+        if size >= 0 and found.lines <= 2 * len(found.entries) + 64:
             return
         listed, _ = self.summaries()
         stamps = {s["id"]: index.stamp(self.task_path(s["id"])) for s in listed}
@@ -539,32 +539,45 @@ class TaskStore:
         return tasks, problems
 
     def summaries(self) -> tuple[list[index.Summary], list[StoreProblem]]:
-        """A summary of every readable task (newest first) and the files that could not be read.
+        """A summary of every readable task (newest first) and the files that could not be read."""
+        rows, problems = self.rows()
+        return [dict(zip(index.FIELDS, row, strict=False)) for row in rows], problems
+
+    def rows(self) -> tuple[list[index.Row], list[StoreProblem]]:
+        """`summaries` as rows (values in `index.FIELDS` order, perhaps a stamp after them).
 
         The task index supplies the summaries it still vouches for; only the
-        other tasks' files are read, and never a driver config. A read:
-        nothing is written.
+        other tasks' files are read, and never a driver config. Nothing is
+        written but the index: the lines of the tasks read, and its seal.
         """
-        listed, unread, _ = index.listing(self.tasks_dir)
+        checked = index.listing(self.tasks_dir)
+        rows = list(checked.trusted)
         problems: list[StoreProblem] = []
-        for task_id in unread:
+        read: dict[str, index.Summary] = {}
+        for task_id in checked.unread:
             try:
                 task = self.load(task_id, with_config=False)
             except StoreError as exc:
                 problems.append(StoreProblem(self.task_path(task_id), str(exc)))
                 continue
-            listed.append(index.summary_of(task.to_dict()))
-        listed.sort(key=lambda s: s.get("created_at") or 0.0, reverse=True)
-        return listed, problems
+            summary = read[task_id] = index.summary_of(task.to_dict())
+            rows.append([summary[name] for name in index.FIELDS])
+        if checked.dir_mtime is not None:  # every file was checked: seal the index
+            index.seal(self.tasks_dir, checked, read)
+        rows.sort(key=lambda row: row[index.CREATED] or 0.0, reverse=True)
+        return rows, problems
 
     def resolve(self, ref: str) -> str:
         """The id a user means by an id, a unique prefix, or `last`."""
         if ref == "last":
-            listed, problems = self.summaries()
-            if not listed:
+            newest = self._sealed_newest()
+            if newest is not None:
+                return newest
+            rows, problems = self.rows()
+            if not rows:
                 raise TaskNotFoundError(f"no readable tasks in {self.tasks_dir}" if problems
                                         else f"no tasks yet in {self.tasks_dir}")
-            return str(max(listed, key=lambda s: s.get("updated_at") or 0.0)["id"])
+            return str(max(rows, key=lambda row: row[index.UPDATED] or 0.0)[index.ID])
         if "/" not in ref and not ref.startswith(".") and self.task_path(ref).is_file():
             return ref  # an exact id: its file, without listing the store
         ids = self.ids()
@@ -575,6 +588,21 @@ class TaskStore:
             raise TaskNotFoundError(f"no task matches {ref!r} (see `normalize tasks`)")
         shown = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
         raise TaskNotFoundError(f"{ref!r} is ambiguous: it matches {shown}")
+
+    def _sealed_newest(self) -> str | None:
+        """The newest task by the index's seal and the files it says to read, or None."""
+        sealed = index.sealed_newest(self.tasks_dir)
+        if sealed is None:
+            return None
+        best = (sealed.updated_at, sealed.task_id) if sealed.task_id is not None else None
+        for task_id in sealed.read:  # each with a checkpoint log: its state may have moved on
+            try:
+                state = self.state(task_id)
+            except (StoreError, TaskNotFoundError, ValueError):
+                continue  # damaged or gone: the listing reports it
+            candidate = (float(state.get("updated_at") or 0.0), task_id)
+            best = candidate if best is None else max(best, candidate)
+        return None if best is None else best[1]
 
     def events(self, task_id: str) -> Iterator[dict[str, Any]]:
         """The task's journal, oldest first; damaged lines are skipped with a warning."""

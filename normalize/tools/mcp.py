@@ -10,13 +10,15 @@ previewed and cached. The servers belong to the run (`ToolContext.mcp`).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from normalize.errors import ToolError
 from normalize.mcp.catalog import arguments, usage
-from normalize.mcp.client import McpError, McpSessions
 from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.base import ToolContext
+
+if TYPE_CHECKING:  # (the client, and asyncio with it, loads only where servers are configured)
+    from normalize.mcp.client import McpSessions
 
 __all__ = ["NO_SERVERS", "McpTool"]
 
@@ -59,6 +61,8 @@ class McpTool:
 
     def run(self, action: Action, ctx: ToolContext) -> ActionResult:
         sessions = sessions_of(ctx)
+        from normalize.mcp.client import McpError  # (loaded with the sessions already)
+
         failure = sessions.failures.pop(action.key, None)
         if failure is not None:  # found while the approval policy looked the tool up
             raise ToolError(failure)

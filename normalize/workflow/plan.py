@@ -8,6 +8,7 @@ over a list variable, `files:` or `lines:` shows how many items it has now.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,7 @@ def _what(step: StepSpec, values: dict[str, Any]) -> str:
     return ""
 
 
-def _steps(out: list[str], spec: WorkflowSpec, steps: list[StepSpec], values: dict[str, Any],
+def _steps(out: list[str], spec: WorkflowSpec, steps: Sequence[StepSpec], values: dict[str, Any],
            workspace: Path | None, pad: str, prefix: str) -> None:
     for index, step in enumerate(steps, 1):
         number = f"{prefix}{index}"

@@ -1,13 +1,17 @@
 """The parsed form of a workflow file: plain data that round-trips through JSON.
 
 A task stores its workflow's spec (not the file's path alone), so a resumed
-task runs the workflow it started with even if the file changed since.
+task runs the workflow it started with even if the file changed since. A
+spec read back from JSON keeps its top-level steps as the dicts they were
+(`StepList`) and decodes each when it is first reached, so resuming a long
+workflow costs the steps it runs, not all of them.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Iterator, Sequence
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from typing import Any, overload
 
 JSON = dict[str, Any]
 
@@ -48,12 +52,78 @@ class StepSpec:
     def to_dict(self) -> JSON:
         return asdict(self)
 
+    def to_stored(self) -> JSON:
+        """As a task stores it: only the fields that differ from their defaults.
+
+        A long workflow's spec is read back at every resume; most of a step's
+        two dozen fields are unset, and `from_dict` fills them in again.
+        """
+        data: JSON = {}
+        for name, default in _STEP_DEFAULTS.items():
+            value = getattr(self, name)
+            if name in ("steps", "otherwise"):
+                if value:
+                    data[name] = [step.to_stored() for step in value]
+            elif value != default or name == "name":
+                data[name] = value
+        return data
+
     @classmethod
     def from_dict(cls, data: JSON) -> StepSpec:
         data = dict(data)
         data["steps"] = [StepSpec.from_dict(s) for s in data.get("steps", [])]
         data["otherwise"] = [StepSpec.from_dict(s) for s in data.get("otherwise", [])]
         return cls(**data)
+
+
+_STEP_DEFAULTS: JSON = {
+    f.name: [] if f.default is MISSING else f.default for f in fields(StepSpec)}
+
+
+class StepList(Sequence[StepSpec]):
+    """A workflow's steps as stored (dicts), each decoded to a `StepSpec` when first used."""
+
+    __slots__ = ("_decoded", "_raw")
+
+    def __init__(self, raw: list[JSON]) -> None:
+        self._raw = raw
+        self._decoded: list[StepSpec | None] = [None] * len(raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    @overload
+    def __getitem__(self, index: int) -> StepSpec: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[StepSpec]: ...
+
+    def __getitem__(self, index: int | slice) -> StepSpec | list[StepSpec]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._raw)))]
+        step = self._decoded[index]
+        if step is None:
+            step = self._decoded[index] = StepSpec.from_dict(self._raw[index])
+        return step
+
+    def __iter__(self) -> Iterator[StepSpec]:
+        return (self[i] for i in range(len(self._raw)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (StepList, list)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable, as the list it stands for)
+
+    def decoded(self) -> int:
+        """How many steps have been decoded so far."""
+        return sum(step is not None for step in self._decoded)
+
+    def to_dicts(self) -> list[JSON]:
+        """The steps as JSON: a step never decoded is its stored dict, as it was."""
+        return [raw if step is None else step.to_stored()
+                for raw, step in zip(self._raw, self._decoded, strict=True)]
 
 
 @dataclass
@@ -113,18 +183,22 @@ class WorkflowSpec:
     permissions: JSON = field(default_factory=dict)
     on_interrupt: str | None = None
     mcp: list[JSON] = field(default_factory=list)  # [[workflow.mcp]]: the MCP servers it uses
-    steps: list[StepSpec] = field(default_factory=list)
+    steps: Sequence[StepSpec] = field(default_factory=list)  # a StepList when read from JSON
     states: list[StateSpec] = field(default_factory=list)
     includes: JSON = field(default_factory=dict)  # nested workflow files, by path
     origin: str = ""  # how it was found (see workflow.catalog.Located); "" = handed in by code
     shadowed: str = ""  # an untrusted workspace file of the same name that was passed over
 
     def to_dict(self) -> JSON:
-        return asdict(self)
+        data = asdict(replace(self, steps=[]))
+        steps = self.steps
+        data["steps"] = steps.to_dicts() if isinstance(steps, StepList) else \
+            [step.to_stored() for step in steps]
+        return data
 
     @classmethod
     def from_dict(cls, data: JSON) -> WorkflowSpec:
         data = dict(data)
-        data["steps"] = [StepSpec.from_dict(s) for s in data.get("steps", [])]
+        data["steps"] = StepList(list(data.get("steps", [])))
         data["states"] = [StateSpec.from_dict(s) for s in data.get("states", [])]
         return cls(**data)

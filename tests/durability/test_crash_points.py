@@ -182,3 +182,22 @@ def test_a_torn_checkpoint_record_is_skipped_and_the_one_before_it_used(
     assert any("checkpoint record was torn" in n for n in notices), notices
     assert task_file(normalize_home, task_id)["status"] == "done"
     assert not (normalize_home / "tasks" / f"{task_id}.ckpt").exists()  # folded into the file
+
+
+def test_a_long_workflow_resumed_after_a_crash_runs_the_step_it_stopped_at(
+        tmp_path: Path, normalize_home: Path) -> None:
+    # the resumed driver decodes its steps from the stored spec one by one, as it reaches them
+    names = [f"s{number:02d}" for number in range(1, 41)]
+    flow = steps_workflow(tmp_path / "flow.toml",
+                          [(name, append_action(name)) for name in names])
+    # killed halfway through the checkpoint record of the decision to run s30
+    crashed = cli("run", str(flow), "--json", cwd=tmp_path, home=normalize_home,
+                  crash="checkpoint_append@59")
+    assert crashed.returncode == KILLED
+    assert log_lines(tmp_path) == names[:29]
+    task_id = only_task(normalize_home)
+    resumed = cli("resume", task_id, "--json", cwd=tmp_path, home=normalize_home)
+    assert resumed.returncode == 0, resumed.stderr
+    assert log_lines(tmp_path) == names  # s30 onwards, each once, in order
+    started = [e["command"] for e in json_lines(resumed.stdout) if e["type"] == "action_started"]
+    assert len(started) == 11 and "s30" in started[0]

@@ -1,0 +1,146 @@
+"""`normalize tasks`: the table of tasks, from the task index.
+
+A listing of 10,000 tasks should cost little more than one of ten: it works
+on the index's rows as they were parsed (no object per task), redacts the
+shown strings of a workspace in one pass, and writes the table at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from normalize.cli.console import Environment
+from normalize.store.index import (
+    DRIVER,
+    GOAL,
+    ID,
+    QUESTION,
+    STATUS,
+    TURN,
+    UPDATED,
+    WORKSPACE,
+    Row,
+)
+
+AGES = (("d", 86400), ("h", 3600), ("m", 60))
+
+
+def cut(text: str, width: int) -> str:
+    """`text` in at most `width` characters, with `…` where it was cut."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def short_path(path: str, width: int) -> str:
+    """A directory as a person knows it: `~/…` for the home, cut from the left to `width`."""
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
+        path = "~" + path[len(home):]
+    return path if len(path) <= width else "…" + path[-(width - 1):]
+
+
+def age(ts: float, now: float) -> str:
+    seconds = max(0.0, now - ts)
+    for unit, size in AGES:
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return f"{int(seconds)}s ago"
+
+
+def orphaned(store: Any, row: Row) -> int | None:
+    """The pid of the dead process a `running` task was left by, if it is gone."""
+    if row[STATUS] != "running":
+        return None
+    from normalize.store.taskstore import pid_alive
+
+    owner = store.owner(row[ID])
+    if owner is None or pid_alive(owner[0]):
+        return None
+    return int(owner[0])
+
+
+def shown_rows(store: Any) -> tuple[list[Row], list[Any]]:
+    """The store's task rows, newest first, their shown strings redacted.
+
+    The strings a redactor would leave alone are most of them: each
+    workspace's goals and questions are redacted joined, one line each, and
+    only when that changes anything one by one (a secret stays a secret
+    across a line break; the shapes match within a line as they do alone).
+    """
+    from normalize.redact import Redactor
+
+    rows, problems = store.rows()
+    by_workspace: dict[str, list[Row]] = {}
+    for row in rows:
+        workspace = row[WORKSPACE] or ""
+        group = by_workspace.get(workspace)
+        if group is None:
+            group = by_workspace[workspace] = []
+        group.append(row)
+    for workspace, group in by_workspace.items():
+        # shapes and the environment only: a fast listing
+        redactor = store.redact or Redactor.for_workspace(workspace, walk=False).redact_obj
+        texts = [str(row[GOAL]) for row in group if row[GOAL]]
+        texts += [str(row[QUESTION]) for row in group if row[QUESTION]]
+        joined = "\n".join(texts)
+        if redactor(joined) != joined:
+            for row in group:
+                for key in (GOAL, QUESTION):
+                    if row[key]:
+                        row[key] = redactor(str(row[key]))
+        shown = redactor(workspace) if workspace else workspace
+        if shown != workspace:
+            for row in group:
+                row[WORKSPACE] = shown
+    return rows, problems
+
+
+def list_tasks(env: Environment, *, json_output: bool) -> int:
+    from normalize.store import TaskStore
+
+    store = TaskStore()
+    rows, problems = shown_rows(store)
+    for problem in problems:
+        env.stderr.write(f"normalize: warning: {problem.message}\n")
+    if json_output:
+        env.stdout.write("".join(json.dumps({
+            "id": row[ID], "status": row[STATUS], "goal": row[GOAL], "driver": row[DRIVER],
+            "workspace": row[WORKSPACE], "turn": row[TURN], "updated_at": row[UPDATED],
+            "question": row[QUESTION], "orphaned": orphaned(store, row) is not None,
+        }) + "\n" for row in rows))
+        return 0
+    if not rows:
+        env.stdout.write("no tasks yet\n")
+        return 0
+    import shutil  # (loaded with typer already)
+
+    env.stdout.write(table(store, rows, shutil.get_terminal_size((100, 24)).columns))
+    return 0
+
+
+def table(store: Any, rows: list[Row], width: int) -> str:
+    """The listing as one string: a header, a line per task, its question and warnings."""
+    room = max(width - (9 + 14 + 14 + 9 + 24 + 5), 20)
+    places: dict[str, str] = {}  # a workspace as the column shows it, once per workspace
+    now = time.time()
+    lines = [f"{'ID':<9} {'STATUS':<14} {'DRIVER':<14} {'UPDATED':<9} {'WORKSPACE':<24} GOAL\n"]
+    for row in rows:
+        workspace = row[WORKSPACE]
+        place = places.get(workspace)
+        if place is None:
+            place = places[workspace] = short_path(workspace, 24)
+        goal = row[GOAL] or ""
+        if "\n" in goal or "\r" in goal:
+            goal = goal.splitlines()[0] if goal.strip() else ""
+        lines.append(f"{row[ID]:<9} {row[STATUS]:<14} {row[DRIVER]:<14} "
+                     f"{age(row[UPDATED] or 0.0, now):<9} {place:<24} {cut(goal, room)}\n")
+        if row[QUESTION] is not None:
+            lines.append(f"{'':<9} ? {row[QUESTION]}\n")
+        if row[STATUS] == "running":
+            gone = orphaned(store, row)
+            if gone is not None:
+                lines.append(f"{'':<9} ! its process ({gone}) is gone; `normalize resume "
+                             f"{row[ID]}` recovers it\n")
+    return "".join(lines)
