@@ -12,12 +12,13 @@ subscribers but are not journaled; the assembled reply is in `model_replied`.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, Protocol
+
+from normalize.fsutil import json_bytes
 
 EVENT_VERSION = 1
 
@@ -49,7 +50,7 @@ class BaseEvent:
         return data
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        return json_bytes(self.to_dict()).decode()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 __all__ = ["atomic_write", "fsync_directory"]
 
@@ -58,3 +61,17 @@ def fsync_directory(directory: Path | str) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def json_bytes(value: Any, *, default: Callable[[Any], Any] | None = None) -> bytes:
+    """`value` as compact UTF-8 JSON, exactly: a lone surrogate survives the round trip.
+
+    A file name that is not valid UTF-8 reaches Python as lone surrogates; UTF-8
+    cannot encode them, so such a value is written with ASCII escapes instead
+    (`"\\udce9"`), which `json.loads` turns back into the same string.
+    """
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+                          default=default).encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"), default=default).encode()

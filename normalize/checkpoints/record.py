@@ -33,6 +33,7 @@ from normalize.checkpoints.shadow import (
     write_private,
 )
 from normalize.events import BaseEvent, CheckpointTaken, Notice
+from normalize.fsutil import json_bytes
 from normalize.task import Action, Task
 
 LOCK_WAIT = 15.0
@@ -232,9 +233,9 @@ class WorkspaceCheckpoints:
             newer = ckptlog.latest(path.with_suffix(".ckpt"), stored.get("log_gen"))
             stored = newer if newer is not None else stored
             stored.pop("log_gen", None)
-            data = json.dumps(stored, ensure_ascii=False, separators=(",", ":")).encode()
+            data = json_bytes(stored)
         except (OSError, ValueError):
-            data = json.dumps(task.to_dict(), ensure_ascii=False).encode()
+            data = json_bytes(task.to_dict())
         return self.repo.write_object("blob", data)
 
     def _locked(self) -> Any:

@@ -454,9 +454,9 @@ class ShadowRepo:
         """A tree of `name -> (mode, sha)` entries."""
         def key(item: tuple[str, tuple[str, str]]) -> bytes:
             name, (mode, _) = item
-            return name.encode() + (b"/" if mode == "40000" else b"")
+            return os.fsencode(name) + (b"/" if mode == "40000" else b"")
 
-        body = b"".join(f"{mode} {name}".encode() + b"\0" + bytes.fromhex(sha)
+        body = b"".join(f"{mode} ".encode() + os.fsencode(name) + b"\0" + bytes.fromhex(sha)
                         for name, (mode, sha) in sorted(entries.items(), key=key))
         return self.write_object("tree", body)
 

@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from normalize.fsutil import json_bytes
+
 if TYPE_CHECKING:
     from filelock import FileLock
 
@@ -124,7 +126,7 @@ def _line(task_id: str, summary: Summary | None, file_stamp: Stamp | None) -> by
     for at in (UPDATED, CREATED):  # to the millisecond: shorter, and faster to parse
         if summary is not None and isinstance(entry[at], float):
             entry[at] = round(entry[at], 3)
-    return (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    return json_bytes(entry) + b"\n"
 
 
 def _append(tasks_dir: Path, data: bytes) -> None:

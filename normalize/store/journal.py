@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from normalize.errors import StoreError
+from normalize.fsutil import json_bytes
 
 if TYPE_CHECKING:  # not at run time: listing tasks need not build every event class
     from normalize.events import BaseEvent
@@ -90,7 +91,7 @@ class JournalWriter:
         data = event.to_dict()
         if self.redact is not None:
             data = self.redact(data)
-        line = (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        line = json_bytes(data) + b"\n"
         try:
             fh = self._file()
             fh.write(line)

@@ -36,6 +36,7 @@ from normalize.errors import (
     StoreError,
     TaskNotFoundError,
 )
+from normalize.fsutil import json_bytes
 from normalize.store import ckptlog, index
 from normalize.store.journal import JournalWriter, read_journal, tail_events, write_hint
 from normalize.store.migrations import migrate
@@ -195,15 +196,14 @@ class TaskStore:
                 raise TypeError(f"{type(obj).__name__} is not JSON")
             return {KEPT: self._kept_file(task_id, obj.value)}
 
-        encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=default)
-        return lambda data: encoder.encode(data).encode()
+        return lambda data: json_bytes(data, default=default)
 
     def _kept_file(self, task_id: str, value: Any) -> str:
         """Write a kept value once (named by its content); the name. Cached by identity."""
         cached = self._kept.get(id(value))
         if cached is not None and cached[0] is value:
             return cached[1]
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        text = json_bytes(value)
         name = f"kept-{_digest(text)}.json"
         path = self.tasks_dir / task_id / name
         try:
@@ -257,8 +257,7 @@ class TaskStore:
         if loaded is not None and loaded[1] is task.driver_config:  # resumed, not changed
             self._configs[task.id] = (key, loaded[0])
             return str(loaded[0])
-        text = json.dumps(task.driver_config, ensure_ascii=False,
-                          separators=(",", ":")).encode()
+        text = json_bytes(task.driver_config)
         name = f"config-{_digest(text)}.json"
         path = self.tasks_dir / task.id / name
         try:
