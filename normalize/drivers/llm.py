@@ -448,14 +448,18 @@ class LLMDriver:
         return (f"{goal.rstrip()}\n\nThat was done. Follow-up instructions from the user:\n"
                 + "".join(line + "\n" for line in lines) + f"- (now) {latest}")
 
-    def _take_instructions(self, ctx: RunContext) -> None:
-        """New follow-ups restart the task's ending; queued lines become notes to the model."""
+    def _take_follow_ups(self) -> None:
+        """A new follow-up instruction restarts the task's ending."""
         if len(self.follow_ups) > self.follow_ups_seen:
             self.follow_ups_seen = len(self.follow_ups)
             self.done_after, self.stuck, self.malformed = None, None, 0
             self.turn_ok, self.failed_command = True, ""
             self.recent, self.warned = [], []
             self.context.add_feedback(f"New instruction from the user: {self.follow_ups[-1]}")
+
+    def _take_typed(self, ctx: RunContext) -> None:
+        """Lines typed meanwhile join the request about to be made (never a finishing turn's:
+        they stay queued, and the caller makes them a follow-up)."""
         if self.inbox is not None:
             for line in self.inbox.drain():
                 self.context.add_feedback(f"The user wrote while you worked: {line}")
@@ -464,7 +468,7 @@ class LLMDriver:
     # -- deciding ------------------------------------------------------------
 
     def decide(self, task: Task, ctx: RunContext) -> Decision | None:
-        self._take_instructions(ctx)
+        self._take_follow_ups()
         for loop in self.loops:
             ctx.emit(LoopDetected(command=loop["command"], repeats=loop["repeats"]))
         self.loops = []
@@ -481,6 +485,7 @@ class LLMDriver:
                     f"`done` was not applied: `{self.failed_command}` did not succeed. "
                     "Deal with it, then finish with done."
                 )
+        self._take_typed(ctx)
         prompt = self.context.build(self.goal(task), task.turn)
         if prompt.compaction is not None:
             c = prompt.compaction

@@ -97,6 +97,7 @@ def test_a_line_typed_at_the_live_view_reaches_the_next_request(
     server.add(Reply("Looking.\nview calc.py", wait_for=typed), "done looked")
     term = terminal(["agent", "look at calc.py"])
     term.wait_for("type a line and press Enter")
+    _requests_reach(server, 1)  # the first turn has begun: what is typed now waits for the next
     term.type("also chekc\x7f\x7fck\x1b[D the tests")  # Backspace edits; an arrow key is ignored
     term.wait_for("also check the tests")  # drawn in the footer while typed, not echoed
     term.type("\r")
@@ -132,9 +133,11 @@ def test_a_prompt_takes_the_terminal_from_the_type_ahead(
 def test_a_line_typed_after_the_last_turn_becomes_the_follow_up(
         terminal: Callable[[list[str]], Terminal], server: FakeModelServer) -> None:
     typed = threading.Event()
-    server.add("Looking.\nview calc.py", Reply("done looked", wait_for=typed), "done renamed")
+    server.add("Looking.\nview calc.py",  # the last turn ends with actions, then `done`
+               Reply("One more look.\nview calc.py:1-2\ndone looked", wait_for=typed),
+               "done renamed")
     term = terminal(["agent", "look at calc.py"])
-    term.wait_for("view calc.py")
+    _requests_reach(server, 2)  # the last turn's request is in flight
     term.type("now rename mean to average\r")
     term.wait_for("1 line for the next turn")
     typed.set()  # the model's last reply: the line reached no turn of this run
@@ -144,6 +147,14 @@ def test_a_line_typed_after_the_last_turn_becomes_the_follow_up(
     assert term.finish() == 0
     server.assert_done()
     assert "- (now) now rename mean to average" in server.requests[2].last_message
+    assert b"sent to the model" not in term.seen  # it was not sent before, with no turn to come
+
+
+def _requests_reach(server: FakeModelServer, count: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while len(server.requests) < count:
+        assert time.monotonic() < deadline, f"the server saw {len(server.requests)} requests"
+        time.sleep(0.02)
 
 
 # -- the reader itself, on a real pty -----------------------------------------------------
