@@ -202,6 +202,10 @@ CORRECTIONS = (
      "body", "local function inner() inside function array2d.unpack"),
     ("L2", "lua", "a tag whose name is no Lua name (`Date[c]`, `%s*`, `{iter`) is a computed "
      "key or a `function` word inside a string", "'%s*function%s*(' → `%s*` dropped"),
+    ("L3", "lua", "a `function NAME(…)` declaration whose line holds an `=` after its name "
+     "(`return type(s) == 'string'`, `x = 1`) is never tagged: ctags' Lua parser reads the line "
+     "as an assignment; outside function bodies it is added",
+     "local function is_text(s) return type(s) == 'string' end → function is_text"),
     ("R1", "ruby", "a tag scoped to a method whose `def` is indented as deep as its own is that "
      "method's sibling: ctags lost the method's `end` (in a `<<-HELP` heredoc)",
      "def show_diff scoped Thor.Shell.file_collision_help → at class level"),
@@ -222,6 +226,8 @@ NAMED_VALUE = re.compile(r"\s*(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s
 LUA_NOISE = re.compile(r"--\[(=*)\[.*?\]\1\]|\[(=*)\[.*?\]\2\]|--[^\n]*|"
                        r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL)
 """Lua's comments and strings, long brackets included: no keyword counts inside them."""
+LUA_DECLARED = re.compile(r"^\s*(?:local\s+)?function\s+(?P<name>[A-Za-z_][\w.:]*)\s*\(")
+"""A Lua function declaration's line, for L3."""
 SHELL_NOISE = re.compile(r"[={}]")
 EXPRESSION_BODIED = re.compile(
     r"(?<![\w.])(?<!operator )(?P<method>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*(?:<[^()]*>)?\s*\("
@@ -570,8 +576,14 @@ def correct_ruby(tags: list[dict[str, str]]) -> list[dict[str, str]]:
 
 
 def correct_lua(tags: list[dict[str, str]], text: str) -> list[dict[str, str]]:
-    """Rules L1 and L2 on one Lua file's tags."""
-    depths, out = lua_function_depths(text), []
+    """Rules L1-L3 on one Lua file's tags."""
+    depths, out, tagged = lua_function_depths(text), [], {int(t["line"]) for t in tags}
+    for number, line in enumerate(text.split("\n"), 1):
+        declared = LUA_DECLARED.match(line)
+        if declared and "=" in line[declared.end() :] and number not in tagged \
+                and not depths[number]:
+            APPLIED["L3"] += 1
+            out.append({"name": declared["name"], "line": str(number), "kind": "function"})
     for tag in tags:
         line = int(tag["line"])
         if not re.fullmatch(r"[A-Za-z_][\w.:]*", tag["name"]):

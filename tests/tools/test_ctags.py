@@ -23,11 +23,12 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "codeintel.py"
 # (and tags `var proto = module.exports = function…` as a variable). The corrected figures
 # below apply bench/codeintel.py's CORRECTIONS instead. ctags' Lua parser has no scopes and
 # tags penlight_blocks.lua's nested `local function inner` (rule L1); its Sh parser reads
-# bash_completion.sh's `words=()` as a function (S1). Its TypeScript parser loses the rest of
+# bash_completion.sh's `words=()` as a function (S1) and never tags a one-line
+# `local function is_empty(s) return #s == 0 end` (L3). Its TypeScript parser loses the rest of
 # zod_overloads.ts's class after `cache!:`, `empty = () => {…}` and `"~check"(…)` (J11-J13);
 # its JavaScript parser loses zod_keywords.js's classes after `default(…)`, `.function)` and
 # `key: (…) => {` in a method, and never tags `function set(…)` (J14-J17).
-FLOORS = {"c": (0.80, 0.80), "javascript": (0.85, 0.65), "lua": (0.85, 0.95), "bash": (0.75, 0.95),
+FLOORS = {"c": (0.80, 0.80), "javascript": (0.85, 0.65), "lua": (0.85, 0.90), "bash": (0.75, 0.95),
           "typescript": (0.95, 0.75)}  # fmt: skip
 
 
@@ -65,7 +66,7 @@ def test_the_corrected_reference_agrees_on_the_fixtures_and_each_rule_is_used() 
             assert score.matched / score.ours >= 0.97, (language, score.extra)
     used = {rule for rule, _, _, _ in codeintel.CORRECTIONS if codeintel.APPLIED[rule]}
     assert {"C1", "CS1", "J1", "J2", "J5", "J6", "J7", "J8", "J9", "J11", "J12", "J13", "J14",
-            "J15", "J16", "J17", "L1", "S1"} <= used, codeintel.APPLIED  # fmt: skip
+            "J15", "J16", "J17", "L1", "L3", "S1"} <= used, codeintel.APPLIED  # fmt: skip
 
 
 def test_a_macro_call_rule_finds_the_functions_ctags_lost() -> None:
