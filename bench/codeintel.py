@@ -179,11 +179,33 @@ CORRECTIONS = (
      "property and lose the rest of the class; ctags is re-run with the name's quotes and "
      "signs made word characters (same columns), the tag given the name back, unquoted",
      "\"~validate\"(data: unknown) { → method ~validate"),
+    ("J14", "javascript", "a method named by a keyword (`default`, `catch`, `get`, …) makes ctags "
+     "read its first parameter as a field and lose the rest of the class; at the first line "
+     "where ctags put such a field, ctags is re-run with the name's last letter made `_` (same "
+     "columns), until none is left, the tag given the name back",
+     "default(def) { → field `def` becomes method default, ZodType's later methods found"),
+    ("J15", "javascript", "a member access `.function` before a `)` makes ctags open a function "
+     "there and scope every later tag of the file inside the enclosing body; ctags is re-run "
+     "with it read as `.functio_` (same columns)", "if (t !== ZodParsedType.function) { → "
+     "ZodFunction's later methods and the file's functions after it found"),
+    ("J16", "javascript", "a function declared at column 0 with a name ctags reads as a keyword "
+     "(get, set, async, let, static, prototype) is never tagged; it is added",
+     "export function set(valueType, params) { → function set"),
+    ("J17", "javascript", "an arrow function with a block body as an object's property, "
+     "`key: (…) => {`, inside a class's method makes ctags end the method at its `}`: the "
+     "method's later lines read as class members and the rest of the class is lost; where "
+     "ctags tagged such a property inside a method, it is re-run with the `:`, `async` and "
+     "`=>` blanked (same columns), which reads as the method shorthand it is",
+     "addIssue: (arg) => { in ZodEffects._parse → `get path()` back in _parse's body"),
     ("L1", "lua", "ctags' Lua parser has no scopes: a tag inside another function's "
      "`function … end` (by a keyword scan of the file, strings and comments skipped) is in its "
      "body", "local function inner() inside function array2d.unpack"),
     ("L2", "lua", "a tag whose name is no Lua name (`Date[c]`, `%s*`, `{iter`) is a computed "
      "key or a `function` word inside a string", "'%s*function%s*(' → `%s*` dropped"),
+    ("L3", "lua", "a `function NAME(…)` declaration whose line holds an `=` after its name "
+     "(`return type(s) == 'string'`, `x = 1`) is never tagged: ctags' Lua parser reads the line "
+     "as an assignment; outside function bodies it is added",
+     "local function is_text(s) return type(s) == 'string' end → function is_text"),
     ("R1", "ruby", "a tag scoped to a method whose `def` is indented as deep as its own is that "
      "method's sibling: ctags lost the method's `end` (in a `<<-HELP` heredoc)",
      "def show_diff scoped Thor.Shell.file_collision_help → at class level"),
@@ -204,6 +226,8 @@ NAMED_VALUE = re.compile(r"\s*(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s
 LUA_NOISE = re.compile(r"--\[(=*)\[.*?\]\1\]|\[(=*)\[.*?\]\2\]|--[^\n]*|"
                        r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL)
 """Lua's comments and strings, long brackets included: no keyword counts inside them."""
+LUA_DECLARED = re.compile(r"^\s*(?:local\s+)?function\s+(?P<name>[A-Za-z_][\w.:]*)\s*\(")
+"""A Lua function declaration's line, for L3."""
 SHELL_NOISE = re.compile(r"[={}]")
 EXPRESSION_BODIED = re.compile(
     r"(?<![\w.])(?<!operator )(?P<method>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*(?:<[^()]*>)?\s*\("
@@ -219,11 +243,27 @@ DEFINITE = re.compile(r"(?<=[\w$\]])!(?=\s*:)")
 STRING_METHOD = re.compile(r"^[ \t]+(?:async[ \t]+)?(?P<name>\"[^\"\n]*\"|'[^'\n]*')(?=[ \t]*[<(])",
                            re.MULTILINE)
 """A method named by a string, `"~validate"(data) {`, for J13."""
+KEYWORD_METHOD = re.compile(
+    r"^[ \t]+(?:(?:static|async)[ \t]+)*\*?[ \t]*(?P<name>default|catch|new|for|if|switch|do|"
+    r"return|const|function|var|let|this|export|extends|finally|try|while|else|class|static|get|"
+    r"set|async)(?=[ \t]*\()"
+)
+"""A class member line that opens with a keyword and `(`, `default(def) {`, for J14 (where
+ctags tagged a field on it: a statement `if (x) {` in a body ctags read right it never does)."""
+KEYWORD_FUNCTION = re.compile(r"(?:export\s+(?:default\s+)?)?(?:async\s+)?function\s*\*?\s*"
+                              r"(?P<name>get|set|async|let|static|prototype)\s*\(")
+"""`export function set(`, for J16."""
+ARROW_PROPERTY = re.compile(r"^[ \t]+[A-Za-z_$][\w$]*[ \t]*(?P<colon>:)(?P<rest>.*)$")
+"""An object's `key: …` line, for J17 (its value an arrow function with a block body)."""
+FUNCTION_MEMBER = re.compile(r"(?<=\.)function(?=\s*\))")
+"""`ZodParsedType.function)`, for J15."""
 CLASS_PROPERTY = re.compile(
     r"^[ \t]+(?:(?:static|readonly|private|public|protected|override|declare)[ \t]+)*"
     r"[A-Za-z_$][\w$]*[ \t]*(?P<eq>=)(?![=>])", re.MULTILINE
 )
 """A class member's `NAME =` (no `const`, no `this.`), for J12."""
+COMMENT_LINE = re.compile(r"^\s*//.*")
+"""A line that is only a comment, which J7 reads past (`const f = (\n// …\ncls) => …`)."""
 BARE_CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\(.*\)\s*$")
 
 
@@ -344,6 +384,63 @@ def ctags_readable(text: str) -> str:
     return "".join(out)
 
 
+def ctags_on_javascript(path: Path, tags: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Rules J15, J17 then J14: ctags' tags for a copy of a JavaScript file it can read, every
+    line and column kept, each method renamed given its name back."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if found := len(FUNCTION_MEMBER.findall(text)):
+        APPLIED["J15"] += found
+        text = FUNCTION_MEMBER.sub("functio_", text)
+        tags = ctags_on_text(path.name, text, "JavaScript")
+    lines, blanked = text.split("\n"), 0
+    named: dict[int, tuple[str, str]] = {}
+    methods = {f"{t['scope']}.{t['name']}" for t in tags
+               if t.get("kind") == "method" and t.get("scopeKind") == "class"}  # fmt: skip
+    for number in sorted({int(t["line"]) for t in tags if t.get("kind") == "property"
+                          and any(t.get("scope", "").startswith(m + ".") for m in methods)}):
+        if (method := arrow_property_as_method(lines[number - 1])) is not None:
+            lines[number - 1], blanked = method, blanked + 1
+    if blanked:
+        APPLIED["J17"] += blanked
+        tags = ctags_on_text(path.name, "\n".join(lines), "JavaScript")
+    while fields := sorted(int(t["line"]) for t in tags if t.get("kind") == "field"
+                           and KEYWORD_METHOD.match(lines[int(t["line"]) - 1])):  # fmt: skip
+        number = fields[0]  # what comes after ctags' first error is no evidence
+        match = KEYWORD_METHOD.match(lines[number - 1])
+        assert match is not None
+        end = match.end("name")
+        named[number] = (match["name"][:-1] + "_", match["name"])
+        lines[number - 1] = lines[number - 1][: end - 1] + "_" + lines[number - 1][end:]
+        APPLIED["J14"] += 1
+        tags = ctags_on_text(path.name, "\n".join(lines), "JavaScript")
+    return names_given_back(tags, named)
+
+
+def arrow_property_as_method(line: str) -> str | None:
+    """J17: `key: async (p) => {` as `key        (p)    {`, else None (no such property)."""
+    prop = ARROW_PROPERTY.match(line)
+    if prop is None:
+        return None
+    rest = prop["rest"]
+    arrow = arrow_at(rest)
+    if arrow < 0 or not rest[arrow + 2 :].lstrip().startswith("{"):
+        return None
+    head = re.sub(r"^(\s*)async\b", lambda m: m[1] + "     ", rest[:arrow])
+    return line[: prop.start("colon")] + " " + head + "  " + rest[arrow + 2 :]
+
+
+def names_given_back(
+    tags: list[dict[str, str]], named: dict[int, tuple[str, str]]
+) -> list[dict[str, str]]:
+    """Tags on a line of `named` (line → (name written in the copy, real name)) that carry
+    the written name get the real one back."""
+    for tag in tags:
+        written, name = named.get(int(tag["line"]), ("", ""))
+        if tag["name"] == written:
+            tag["name"] = name
+    return tags
+
+
 def pattern(tag: dict[str, str]) -> str:
     return tag.get("pattern", "/^$/")[2:-2].replace("\\/", "/")
 
@@ -400,7 +497,7 @@ def correct_js(tags: list[dict[str, str]], lines: list[str], js: bool) -> list[d
             APPLIED["J5"] += 1
             continue
         line = int(tag["line"])
-        following = "\n".join(lines[line - 1 : line + 11])
+        following = "\n".join(COMMENT_LINE.sub("", t) for t in lines[line - 1 : line + 11])
         if tag["kind"] in ("constant", "variable", "property") and function_value(following, js):
             tag["kind"] = "function"
             APPLIED["J7"] += 1
@@ -414,6 +511,11 @@ def correct_js(tags: list[dict[str, str]], lines: list[str], js: bool) -> list[d
             if number not in tagged:
                 APPLIED["J8"] += 1
                 out.append({"name": prop.group(2), "line": str(number), "kind": "function"})
+        keyword = KEYWORD_FUNCTION.match(text) if js else None
+        if keyword and not any(int(t["line"]) == number and t["name"] == keyword["name"]
+                               for t in tags):  # fmt: skip
+            APPLIED["J16"] += 1
+            out.append({"name": keyword["name"], "line": str(number), "kind": "function"})
         if re.match(r"export\s+default\s+(async\s+)?function\s*\(", text):
             APPLIED["J9"] += 1
             out.append({"name": "default", "line": str(number), "kind": "function"})
@@ -474,8 +576,14 @@ def correct_ruby(tags: list[dict[str, str]]) -> list[dict[str, str]]:
 
 
 def correct_lua(tags: list[dict[str, str]], text: str) -> list[dict[str, str]]:
-    """Rules L1 and L2 on one Lua file's tags."""
-    depths, out = lua_function_depths(text), []
+    """Rules L1-L3 on one Lua file's tags."""
+    depths, out, tagged = lua_function_depths(text), [], {int(t["line"]) for t in tags}
+    for number, line in enumerate(text.split("\n"), 1):
+        declared = LUA_DECLARED.match(line)
+        if declared and "=" in line[declared.end() :] and number not in tagged \
+                and not depths[number]:
+            APPLIED["L3"] += 1
+            out.append({"name": declared["name"], "line": str(number), "kind": "function"})
     for tag in tags:
         line = int(tag["line"])
         if not re.fullmatch(r"[A-Za-z_][\w.:]*", tag["name"]):
@@ -509,12 +617,12 @@ def ctags_definitions(
         if lang == "TypeScript":
             text = path.read_text(encoding="utf-8", errors="replace")
             if (fixed := ctags_readable(text)) != text:
-                tags = ctags_on_text(path.name, fixed, lang)
-                named = {str(text.count("\n", 0, m.start()) + 1): m["name"][1:-1]
+                named = {text.count("\n", 0, m.start()) + 1: (re.sub(r"\W", "_", m["name"]),
+                                                              m["name"][1:-1])
                          for m in STRING_METHOD.finditer(text)}  # fmt: skip
-                for tag in tags:
-                    if named.get(str(tag["line"])) and re.fullmatch(r"\w+", tag["name"]):
-                        tag["name"] = named[str(tag["line"])]
+                tags = names_given_back(ctags_on_text(path.name, fixed, lang), named)
+        else:
+            tags = ctags_on_javascript(path, tags)
         tags = correct_js(tags, lines, lang == "JavaScript")
     if corrected and lang == "C#":
         tags = correct_csharp(tags, path.read_text(encoding="utf-8", errors="replace").split("\n"))

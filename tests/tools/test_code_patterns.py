@@ -272,6 +272,21 @@ def test_lua_functions_in_file_level_do_and_if_blocks_are_listed() -> None:
     ]  # fmt: skip
 
 
+def test_lua_functions_in_table_constructors_and_metatables_are_listed() -> None:
+    # penlight: `local DataMT = { column_by_name = function(self, name) … }` (data.lua),
+    # `setmetatable(seq, { __call = function … })` (seq.lua), `return setmetatable(pretty, {…})`
+    symbols = symbols_of("repro/penlight_metatables.lua")
+    assert [(s.name, s.owner, s.kind, s.line, s.end_line) for s in everything(symbols)] == [
+        ("push", "StackMT", "method", 4, 6), ("__len", "StackMT.meta", "method", 8, 8),
+        ("is_empty", "", "function", 13, 13), ("__call", "Stack", "method", 18, 20),
+        ("__index", "Queue", "method", 25, 27), ("new", "Stack", "method", 30, 33),
+        ("__tostring", "Stack", "method", 36, 38),
+    ]  # fmt: skip
+    call = find_symbol(symbols, "Stack/__call")  # `view lib.lua/Stack/__call`
+    assert call is not None and call.signature == "__call = function(cls, ...)"
+    assert find_symbol(symbols, "StackMT/push") is not None
+
+
 def test_ruby_aliases_are_definitions_of_the_new_name() -> None:
     # thor: `alias_method :add_file, :create_file`
     symbols = symbols_of("repro/thor_aliases.rb")

@@ -262,13 +262,20 @@ def _lua_function(node: Node, walker: Walker, scope: str) -> list[Def]:
 
 
 def _lua_assignment(node: Node, walker: Walker, scope: str) -> list[Def]:
-    """`M.double = function(x) … end`."""
+    """`M.double = function(x) … end`; `local mt = { __index = function … }` and
+    `M = setmetatable({}, { __call = function … })`: the functions in the tables."""
     del scope
     names = _child(node, frozenset({"variable_list"}))
     values = _child(node, frozenset({"expression_list"}))
     target = None if names is None else names.child_by_field_name("name")
     value = None if values is None else values.child_by_field_name("value")
-    if target is None or value is None or value.type != "function_definition":
+    if target is None or value is None:
+        return []
+    if value.type == "table_constructor":
+        return _lua_table(value, walker, walker.text(target))
+    if value.type == "function_call":
+        return _lua_metatable(value, walker, walker.text(target))
+    if value.type != "function_definition":
         return []
     found = _lua_name(target, walker)
     if found is None:
@@ -278,10 +285,60 @@ def _lua_assignment(node: Node, walker: Walker, scope: str) -> list[Def]:
     return [Def(node, "method" if found[1] else "function", found[0], end, owner=found[1])]
 
 
+def _lua_table(table: Node, walker: Walker, owner: str) -> list[Def]:
+    """The function-valued fields of a table constructor, owned by the table's name
+    (`owner`, "" for none); a nested table's by `owner.key`."""
+    found: list[Def] = []
+    for entry in table.named_children:
+        key = entry.child_by_field_name("name") if entry.type == "field" else None
+        value = entry.child_by_field_name("value") if entry.type == "field" else None
+        if key is None or value is None or key.type != "identifier":
+            continue  # `[expr] = …` and list items have no name
+        label = walker.text(key)
+        if value.type == "table_constructor":
+            found += _lua_table(value, walker, f"{owner}.{label}" if owner else label)
+        elif value.type == "function_definition":
+            params = value.child_by_field_name("parameters")
+            end = value.end_byte if params is None else params.end_byte
+            found.append(Def(entry, "method" if owner else "function", label, end, owner=owner))
+    return found
+
+
+def _lua_metatable(call: Node, walker: Walker, target: str) -> list[Def]:
+    """`setmetatable(T, { __index = function … })`: the metamethods, owned by the table they
+    serve, T (or `target`, the name the call's value is given, when T is a table itself)."""
+    name = call.child_by_field_name("name")
+    arguments = call.child_by_field_name("arguments")
+    if name is None or arguments is None or walker.text(name) != "setmetatable":
+        return []
+    tables = arguments.named_children
+    if len(tables) != 2:
+        return []
+    served, meta = tables
+    found = _lua_table(served, walker, target) if served.type == "table_constructor" else []
+    if meta.type == "table_constructor":
+        owner = target if served.type == "table_constructor" else walker.text(served)
+        found += _lua_table(meta, walker, owner)
+    return found
+
+
+def _lua_call(node: Node, walker: Walker, scope: str) -> list[Def]:
+    """A file-level `setmetatable(M, {…})`, alone or returned."""
+    del scope
+    if node.type == "function_call":
+        return _lua_metatable(node, walker, "")
+    values = _child(node, frozenset({"expression_list"}))
+    calls = [] if values is None else values.named_children
+    return [d for call in calls if call.type == "function_call"
+            for d in _lua_metatable(call, walker, "")]  # fmt: skip
+
+
 LUA = Rules(
     handlers={
         "function_declaration": _lua_function,
         "assignment_statement": _lua_assignment,
+        "function_call": _lua_call,
+        "return_statement": _lua_call,
     },
     # `local f = function() … end`; file-level `do … end` and `if … end` blocks
     transparent=frozenset(
