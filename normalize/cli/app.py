@@ -269,13 +269,18 @@ def report(
 def tasks_list(
     ctx: typer.Context,
     json_output: Annotated[bool, typer.Option("--json", help="JSON, one task per line.")] = False,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", "-n", min=1,
+        help="Show the newest N tasks (the table's default: 50; --json: all).")] = None,
+    show_all: Annotated[bool, typer.Option("--all", "-a", help="Show every task.")] = False,
 ) -> None:
     """List tasks, newest first (waiting tasks with their questions)."""
     if ctx.invoked_subcommand is not None:
         return
     from normalize.cli.listing import list_tasks
 
-    raise typer.Exit(list_tasks(_env(), json_output=json_output))
+    raise typer.Exit(list_tasks(_env(), json_output=json_output, limit=limit,
+                                show_all=show_all))
 
 
 @tasks_app.command("show")

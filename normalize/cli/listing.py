@@ -26,6 +26,8 @@ from normalize.store.index import (
 )
 
 AGES = (("d", 86400), ("h", 3600), ("m", 60))
+TABLE_ROWS = 50
+"""The newest tasks the table shows by default; `--all` shows every one, `--limit N` N."""
 
 
 def cut(text: str, width: int) -> str:
@@ -61,8 +63,9 @@ def orphaned(store: Any, row: Row) -> int | None:
     return int(owner[0])
 
 
-def shown_rows(store: Any) -> tuple[list[Row], list[Any]]:
-    """The store's task rows, newest first, their shown strings redacted.
+def shown_rows(store: Any, limit: int | None = None) -> tuple[list[Row], int, list[Any]]:
+    """The store's newest `limit` task rows (all by default), their shown strings redacted,
+    and how many rows there are in all.
 
     The strings a redactor would leave alone are most of them: each
     workspace's goals and questions are redacted joined, one line each, and
@@ -72,6 +75,9 @@ def shown_rows(store: Any) -> tuple[list[Row], list[Any]]:
     from normalize.redact import Redactor
 
     rows, problems = store.rows()
+    total = len(rows)
+    if limit is not None:  # older tasks that wait for a person or run stay in view
+        rows = rows[:limit] + [r for r in rows[limit:] if r[STATUS] in ("waiting", "running")]
     by_workspace: dict[str, list[Row]] = {}
     for row in rows:
         workspace = row[WORKSPACE] or ""
@@ -94,14 +100,20 @@ def shown_rows(store: Any) -> tuple[list[Row], list[Any]]:
         if shown != workspace:
             for row in group:
                 row[WORKSPACE] = shown
-    return rows, problems
+    return rows, total, problems
 
 
-def list_tasks(env: Environment, *, json_output: bool) -> int:
+def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,
+               show_all: bool = False) -> int:
+    """The newest `limit` tasks (the table: TABLE_ROWS unless `show_all`; JSON: all)."""
     from normalize.store import TaskStore
 
     store = TaskStore()
-    rows, problems = shown_rows(store)
+    if show_all or (json_output and limit is None):
+        limit = None
+    elif limit is None:
+        limit = TABLE_ROWS
+    rows, total, problems = shown_rows(store, limit)
     for problem in problems:
         env.stderr.write(f"normalize: warning: {problem.message}\n")
     if json_output:
@@ -117,6 +129,10 @@ def list_tasks(env: Environment, *, json_output: bool) -> int:
     import shutil  # (loaded with typer already)
 
     env.stdout.write(table(store, rows, shutil.get_terminal_size((100, 24)).columns))
+    if total > len(rows):
+        older = total - len(rows)
+        env.stdout.write(f"… and {older:,} older task{'s' if older > 1 else ''} "
+                         f"(normalize tasks --all, or --limit N)\n")
     return 0
 
 

@@ -15,7 +15,7 @@ from normalize.events import Notice
 from normalize.runner import switch_model
 from normalize.store import TaskStore, ckptlog
 from normalize.store.journal import JournalWriter
-from normalize.task import Task, TaskStatus
+from normalize.task import Task, TaskStatus, Wait
 
 
 def make(store: TaskStore, task_id: str, goal: str = "g") -> Task:
@@ -299,3 +299,30 @@ def test_every_field_of_the_plain_data_round_trips_through_json() -> None:
     assert Limits.from_dict(json.loads(json.dumps(limits.to_dict()))) == limits
     usage = Usage.from_dict(Usage().to_dict())
     assert usage == Usage()
+
+
+def test_the_table_shows_the_newest_fifty_and_says_how_to_see_the_rest(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path)
+    waiting = make(store, "0waiting")
+    waiting.status = TaskStatus.WAITING  # the oldest, but it needs a person: it stays in view
+    waiting.pending = Wait(kind="question", question="Which branch?")
+    store.save(waiting)
+    for n in range(59):
+        make(store, f"t{n:07d}")
+    env = {**os.environ, "NORMALIZE_HOME": str(tmp_path)}
+
+    def listing(*flags: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "normalize.cli.app", "tasks", *flags],
+                              env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    table = listing()
+    ids = [line.split()[0] for line in table[1:] if line[:1].isalnum()]
+    assert len(ids) == 51 and ids[:3] == ["t0000058", "t0000057", "t0000056"]
+    assert ids[-1] == "0waiting" and "  ? Which branch?" in "\n".join(table)
+    assert table[-1] == "… and 9 older tasks (normalize tasks --all, or --limit N)"
+    assert len([line for line in listing("--all") if line.startswith("t0")]) == 59
+    assert [line.split()[0] for line in listing("--limit", "2")[1:3]] == ["t0000058",
+                                                                       "t0000057"]
+    assert len(listing("--json")) == 60  # machine output is whole unless limited
