@@ -7,7 +7,7 @@ from typing import Any
 
 from normalize.cli.commands import pin_replay, run_options, set_limits
 from normalize.cli.console import Environment, error_line, fail, prompt_reader
-from normalize.cli.follow import follow_ups, leftover_lines, run_at_terminal
+from normalize.cli.follow import after_run, run_at_terminal
 from normalize.cli.outcome import finish
 from normalize.errors import ExitStatus, MissingKeyError, NormalizeError, UsageError
 
@@ -113,12 +113,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         report_ignored(env, task)
         outcome = run_at_terminal(env, task, options, renderer)
         code = finish(env, outcome, renderer, json_output)
-        if read is not None and not quiet:
-            return follow_ups(env, outcome, options, read)
-        from normalize.cli.typeahead import report_unsent
-
-        report_unsent(env, task.id, leftover_lines(options))
-        return code
+        return after_run(env, outcome, options, code, None if quiet else read)
     except NormalizeError as exc:
         return fail(env, exc)
     finally:

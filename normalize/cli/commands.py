@@ -159,7 +159,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         if instruction is None and rewind is None:
             ref = _resumable(ref)  # a done task says so before the engine is even loaded
         from normalize.engine import Reply, reply_text
-        from normalize.runner import follow_up, hand_over, open_task, run_task, switch_model
+        from normalize.runner import follow_up, hand_over, open_task, switch_model
 
         options, renderer = run_options(env, workspace=None, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
@@ -198,19 +198,13 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         elif model is not None:
             switch_model(task, model)
         set_limits(task, max_turns=max_turns, budget=budget)
-        from normalize.cli.typeahead import report_unsent, typed_lines
+        from normalize.cli.follow import after_run, run_at_terminal
 
-        with SignalCancel(options.cancel, notify=stopping_note(env)), \
-                typed_lines(env, options, renderer, model=task.driver == "llm") as typed:
-            outcome = run_task(task, options, resumed=True, reply=reply)
+        outcome = run_at_terminal(env, task, options, renderer, resumed=True, reply=reply)
         code = finish(env, outcome, renderer, json_output)
-        if typed is not None and not quiet and task.driver == "llm":
-            from normalize.cli.follow import follow_ups  # the same prompt as after `agent`
-
-            return follow_ups(env, outcome, options, prompt_reader(
-                env, lambda: options.workspace, cancel=options.cancel))
-        report_unsent(env, task.id, typed.drain() if typed is not None else [])
-        return code
+        ask = options.interactive and not quiet and task.driver == "llm"  # as after `agent`
+        return after_run(env, outcome, options, code, prompt_reader(
+            env, lambda: options.workspace, cancel=options.cancel) if ask else None)
     except NormalizeError as exc:
         return fail(env, exc)
 

@@ -50,11 +50,22 @@ def leftover_lines(options: Any) -> list[str]:
 
 
 def run_at_terminal(env: Environment, task: Any, options: Any, renderer: Any, *,
-         resumed: bool = False) -> Any:
-    """`run_task` with Ctrl-C wired to the cancel token and type-ahead read at a terminal."""
+                    resumed: bool = False, reply: Any = None) -> Any:
+    """`run_task` with Ctrl-C wired to the cancel token and, when a model drives the task,
+    lines typed at a terminal queued for it."""
     from normalize.cli.typeahead import typed_lines
     from normalize.runner import run_task
 
     with SignalCancel(options.cancel, notify=stopping_note(env)), \
-            typed_lines(env, options, renderer):
-        return run_task(task, options, resumed=resumed)
+            typed_lines(env, options, renderer, model=task.driver == "llm"):
+        return run_task(task, options, resumed=resumed, reply=reply)
+
+
+def after_run(env: Environment, outcome: Any, options: Any, code: int, read: Any) -> int:
+    """Offer follow-ups when `read` can ask for them, else report lines nobody read."""
+    if read is not None:
+        return follow_ups(env, outcome, options, read)
+    from normalize.cli.typeahead import report_unsent
+
+    report_unsent(env, outcome.task.id, leftover_lines(options))
+    return code

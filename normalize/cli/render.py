@@ -134,6 +134,11 @@ class Results:
         return result_body(text, self.rows() - 4, event.cache_id)
 
 
+def paused(reader: Any) -> contextlib.AbstractContextManager[None]:
+    """The type-ahead `reader` paused (it gives the terminal back), or nothing when None."""
+    return reader.paused() if reader is not None else contextlib.nullcontext()
+
+
 class PlainRenderer:
     """Plain lines, for pipes, `--quiet`, `NO_COLOR` and dumb terminals."""
 
@@ -152,7 +157,7 @@ class PlainRenderer:
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:
         """Give a prompt the terminal: the type-ahead reader pauses meanwhile."""
-        with self.input.paused() if self.input is not None else contextlib.nullcontext():
+        with paused(self.input):
             yield
 
     def __call__(self, event: BaseEvent) -> None:
@@ -445,11 +450,8 @@ class LiveRenderer:
 
         The type-ahead reader (if any) pauses meanwhile: the prompt owns the terminal.
         """
-        with contextlib.ExitStack() as paused:
-            if self.input is not None:
-                paused.enter_context(self.input.paused())
-            with self._hold():
-                yield
+        with paused(self.input), self._hold():
+            yield
 
     @contextlib.contextmanager
     def _hold(self) -> Iterator[None]:
