@@ -104,38 +104,46 @@ def as_limit(found: ConfigError) -> LimitError:
     return LimitError(found.text, file=found.file, line=found.line, col=found.col)
 
 
+_Trail = tuple[Any, Any] | None
+"""A value's key path, innermost key last: (parent trail, key), None at the top."""
+
+
 def check_values(data: dict[str, Any], source: str, label: str,
                  fail: Callable[[str, str], ConfigError]) -> None:
     """Every value nests at most `MAX_DEPTH` deep and every string is at most `MAX_STRING` long.
 
-    A walk with its own stack (a dotted key 5,000 parts long nests as deep).
-    Strings are measured only in a file long enough to hold one too long.
+    A walk with its own stack (a dotted key 5,000 parts long nests as deep);
+    a value's key path is spelt only for an error. Strings are measured only
+    in a file long enough to hold one too long.
     """
     strings = len(source) > MAX_STRING
-    stack: list[tuple[str, Any, int]] = [("", data, 0)]
+    stack: list[tuple[Any, int, _Trail]] = [(data, 0, None)]
     while stack:
-        path, value, depth = stack.pop()
-        if isinstance(value, dict):
-            items: Any = value.items()
-        elif isinstance(value, list):
-            items = enumerate(value)
-        else:
-            if strings and isinstance(value, str) and len(value) > MAX_STRING:
-                raise as_limit(fail(path, f"a string of {len(value):,} characters; at most "
-                                          f"{MAX_STRING:,} are allowed"))
-            continue
+        value, depth, trail = stack.pop()
         if depth > MAX_DEPTH:
             if _deep_bracket(source) is not None:
                 raise too_deep(source, label)
-            message = f"values nested more than {MAX_DEPTH} deep"
-            raise as_limit(fail(_leaf(path, value), message))
-        stack.extend((f"{path}.{key}" if path else str(key), item, depth + 1)
-                     for key, item in items)
+            raise as_limit(fail(_leaf(_spelt(trail), value),
+                                f"values nested more than {MAX_DEPTH} deep"))
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            if isinstance(item, dict | list):
+                stack.append((item, depth + 1, (trail, key)))
+            elif strings and isinstance(item, str) and len(item) > MAX_STRING:
+                raise as_limit(fail(_spelt((trail, key)), f"a string of {len(item):,} "
+                                    f"characters; at most {MAX_STRING:,} are allowed"))
+
+
+def _spelt(trail: _Trail) -> str:
+    keys: list[str] = []
+    while trail is not None:
+        trail, key = trail
+        keys.append(str(key))
+    return ".".join(reversed(keys))
 
 
 def _leaf(path: str, value: Any) -> str:
     """The key path down to a leaf through first entries (a long dotted key's own path)."""
     while isinstance(value, dict | list) and value:
         key, value = next(iter(value.items())) if isinstance(value, dict) else (0, value[0])
-        path = f"{path}.{key}"
+        path = f"{path}.{key}" if path else str(key)
     return path
