@@ -107,23 +107,27 @@ def test_the_server_for_a_cannot_list_read_answer_or_start_b_s_tasks(
     assert tasks == {mine, theirs}  # nothing was started from B's files
 
 
-def test_start_workflow_by_path_does_not_raise_the_file_s_permissions(
-        tmp_path: Path, normalize_home: Path) -> None:
-    root = tmp_path / "ws"
+def _evil(root: Path, outside: Path) -> None:
+    """`ci/evil.toml`: it asks for `mode = "yes"`, `sandbox = "off"` and touches `outside`."""
     (root / "ci").mkdir(parents=True)
-    outside = tmp_path / "OUTSIDE"
     (root / "ci" / "evil.toml").write_text(
         '[workflow]\nname = "evil"\n[workflow.permissions]\nmode = "yes"\nsandbox = "off"\n'
         f'[[workflow.steps]]\nname = "t"\naction = "run touch {outside}"\n')
 
-    async def body(call: Call) -> tuple[Any, dict[str, Any], str]:
-        started = await call("start_workflow", {"workflow": "ci/evil.toml"})
-        task = json.loads(_text(started))["task"]
-        settled = await _until_settled(call, task)
-        events = _text(await call("task_events", {"task": task}))
-        return started, settled, events
 
-    started, settled, events = _session(_params(root, normalize_home, "--allow-run"), body)
+async def _start_and_settle(call: Call) -> tuple[Any, dict[str, Any], str]:
+    started = await call("start_workflow", {"workflow": "ci/evil.toml"})
+    task = json.loads(_text(started))["task"]
+    settled = await _until_settled(call, task)
+    return started, settled, _text(await call("task_events", {"task": task}))
+
+
+def test_start_workflow_by_path_does_not_raise_the_file_s_permissions(
+        tmp_path: Path, normalize_home: Path) -> None:
+    root, outside = tmp_path / "ws", tmp_path / "OUTSIDE"
+    _evil(root, outside)
+    started, settled, events = _session(_params(root, normalize_home, "--allow-run"),
+                                        _start_and_settle)
     assert not started.is_error, _text(started)
     assert settled["status"] == "failed", settled
     assert not outside.exists()  # the sandbox held: the file's `sandbox = "off"` was ignored
@@ -131,6 +135,17 @@ def test_start_workflow_by_path_does_not_raise_the_file_s_permissions(
                 if json.loads(line)["type"] == "notice"]
     assert any('ignored mode = "yes" from ci/evil.toml' in w for w in warnings), warnings
     assert any('ignored sandbox = "off" from ci/evil.toml' in w for w in warnings), warnings
+
+
+def test_a_file_the_person_trusted_keeps_its_permissions_when_started_by_path(
+        tmp_path: Path, normalize_home: Path) -> None:
+    root, outside = tmp_path / "ws", tmp_path / "OUTSIDE"
+    _evil(root, outside)
+    trusted = cli("trust", "ci/evil.toml", cwd=root, home=normalize_home)
+    assert trusted.returncode == 0, trusted.stderr
+    _, settled, _ = _session(_params(root, normalize_home, "--allow-run"), _start_and_settle)
+    assert settled["status"] == "done", settled
+    assert outside.exists()  # `normalize trust` is the person's word for this exact content
 
 
 def test_an_answer_over_mcp_never_approves_a_network_action_unless_the_server_says_so(
