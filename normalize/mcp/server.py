@@ -101,12 +101,12 @@ class _Scope:
             raise TaskNotFoundError(f"{ref!r} is ambiguous: it matches {', '.join(matches[:5])}")
         raise TaskNotFoundError(f"no task {ref!r} in this workspace ({self.root})")
 
-    def load(self, ref: str, *, with_config: bool = False) -> Task:
-        """This workspace's task `ref`, checked against its stored record."""
+    def load(self, ref: str) -> Task:
+        """This workspace's task `ref` (its state, not its config), checked against its record."""
         from normalize.errors import TaskNotFoundError
 
         tasks = self.store()
-        task = tasks.load(self.resolve(tasks, ref), with_config=with_config)
+        task = tasks.load(self.resolve(tasks, ref), with_config=False)
         if not self.owns(task.workspace):  # the index said so; the record disagrees
             raise TaskNotFoundError(f"no task {ref!r} in this workspace ({self.root})")
         return task
