@@ -28,6 +28,7 @@ MAX_NESTED_DEPTH = 16
 MAX_NESTED_FILES = 256
 """Nested workflow files loaded for one workflow in all (each inclusion counts)."""
 
+
 class LimitError(ConfigError):
     """A workflow past one of its bounds: the check ends there (later steps would repeat it)."""
 
