@@ -3,9 +3,9 @@
 Every problem is reported before anything runs, as one `FILE:LINE:COL:
 message` line naming the key, a file past the bounds of `workflow.bounds`
 (size, UTF-8, nesting, string length, nested files) too. The format is the
-README's "Workflows"; its tables of keys are `workflow.schema`. Reading is here; the checks are in
-`workflow.check` (any table), `workflow.validate` (steps and states) and
-`workflow.build` (the `[workflow]` table, the spec).
+README's "Workflows"; its tables of keys are `workflow.schema`. Reading is
+here; the checks are in `workflow.check` (any table), `workflow.validate`
+(steps and states) and `workflow.build` (the `[workflow]` table, the spec).
 """
 
 from __future__ import annotations
