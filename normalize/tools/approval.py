@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from normalize.tools.base import ToolContext
 
 __all__ = ["UNCONFINED_PARAM", "ApprovalMode", "ApprovalPolicy", "Question", "is_destructive",
-           "outside_reason"]
+           "outside_reason", "persons_call"]
 
 
 class ApprovalMode(StrEnum):
@@ -163,6 +163,24 @@ def outside_reason(sandbox: SandboxPolicy) -> str | None:
         return f"the sandbox is unavailable ({found.reason}), so it would run unconfined"
     if sandbox.network:
         return "it runs with network access"
+    return None
+
+
+def persons_call(action: Action, sandbox: SandboxPolicy) -> str | None:
+    """Why approving `action` is the person's call alone, or None when any answerer may.
+
+    The person's: a program leaving the boundary (network, `--sandbox off`, no
+    sandbox here), a destructive command, and a call to another MCP server's
+    tool (whether that server marks it read-only is not known without starting it).
+    """
+    if action.tool in ("run", "test"):
+        outside = outside_reason(sandbox)
+        if outside is not None:
+            return outside
+    if action.tool == "run" and any(is_destructive(words) for words in command_parts(action)):
+        return "it deletes or discards work in the workspace"
+    if action.tool == "mcp" and len(action.args) >= 2:
+        return "it calls a tool of another MCP server"
     return None
 
 
