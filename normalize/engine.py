@@ -388,6 +388,9 @@ class Engine(Recovery):
         if why is not None:  # its body never closed: it is answered with why, never run
             return ActionResult.failure(why)
         tool_ctx = self.tool_ctx
+        if not read_only and self.workspace_checkpoints is not None:
+            for event in self.workspace_checkpoints.before(ctx.task, action):
+                ctx.emit(event)  # the step then counts only what changed during the action
         if not read_only:
             def spawned(pid: int) -> None:
                 me = os.getpid()

@@ -18,13 +18,14 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
 
+from normalize.checkpoints.locks import clear_stale
 from normalize.checkpoints.shadow import (
     CheckpointError,
     Settings,
@@ -60,6 +61,7 @@ class Step:
     time: float = 0.0
     files: dict[str, list[int]] = field(default_factory=dict)
     state: str | None = None  # the blob of the task file at the end of this step's turn
+    base: str | None = None  # the workspace just before this step's action (others' changes)
     mid_turn: bool = False  # later steps of the same turn came before its task state
 
     @classmethod
@@ -69,7 +71,7 @@ class Step:
                    key=str(meta.get("key", "")), tool=str(meta.get("tool", "")),
                    command=str(meta.get("command", "")), time=float(meta.get("time", 0.0)),
                    files={str(k): list(v) for k, v in (meta.get("files") or {}).items()},
-                   state=meta.get("state"))
+                   state=meta.get("state"), base=meta.get("base"))
 
     @property
     def by_task(self) -> bool:
@@ -109,6 +111,8 @@ class WorkspaceCheckpoints:
         self.repo = repo
         self.task_file = task_file
         self._tips: dict[str, tuple[str, int, str]] = {}  # task -> (commit, step, tree)
+        self._before: dict[tuple[str, str], str] = {}  # (task, action key) -> tree before it
+        self._cleared: list[Path] = []  # stale git locks cleared, not yet told
         self._pending: set[str] = set()
         self._warned = False
         self._told: set[str] = set()
@@ -135,6 +139,15 @@ class WorkspaceCheckpoints:
             return self._take(task, action)
         except Exception as exc:  # never the task's problem
             return self._failed(exc)
+
+    def before(self, task: Task, action: Action) -> list[BaseEvent]:
+        """Record the workspace just before a side effect, so its step counts only its own."""
+        try:
+            with self._locked():
+                self._before[(task.id, action.key)] = self.repo.snapshot().tree
+        except Exception as exc:
+            return self._failed(exc)
+        return []
 
     def settle(self, task: Task) -> list[BaseEvent]:
         """Keep the task's saved state with its last steps (at a quiescent checkpoint)."""
@@ -169,17 +182,21 @@ class WorkspaceCheckpoints:
                 self._maybe_prune()
             snap = self.repo.snapshot(full=first)
             kind = "action" if action is not None else "start" if tip is None else "resume"
-            if tip is None:
+            base = self._before.pop((task.id, action.key), None) if action else None
+            since = base or (tip[2] if tip else None)  # an action counts from just before it
+            if since is None:
                 counts: dict[str, tuple[int, int]] = {}
-            elif snap.counts is not None and snap.base == tip[2]:
+            elif snap.counts is not None and snap.base == since:
                 counts = snap.counts  # the listing counted them: no tree diff needed
             else:
-                counts = self.repo.numstat(tip[2], snap.tree)
+                counts = self.repo.numstat(since, snap.tree)
             files = {path: list(pair) for path, pair in counts.items()}
             number = 0 if tip is None else tip[1] + 1
             meta: dict[str, Any] = {
                 "v": 1, "task": task.id, "kind": kind, "step": number, "turn": task.turn,
                 "tree": snap.tree, "files": files, "time": time.time()}
+            if base is not None:
+                meta["base"] = base
             if action is not None:  # the workspace's tree itself: one object fewer
                 meta.update(key=action.key, tool=action.tool, command=action.text)
                 self._pending.add(task.id)
@@ -192,7 +209,10 @@ class WorkspaceCheckpoints:
             commit = self.repo.commit(root, tip[0] if tip else None, meta)
             self.repo.set_ref(task_ref(task.id), commit)
             self._tips[task.id] = (commit, number, snap.tree)
-        events: list[BaseEvent] = []
+        events: list[BaseEvent] = [
+            Notice(message=f"cleared a git lock a dead process left in the shadow store: {p}")
+            for p in self._cleared]
+        self._cleared = []
         for path, why in snap.skipped.items():
             if path not in self._told:
                 self._told.add(path)
@@ -238,9 +258,13 @@ class WorkspaceCheckpoints:
             data = json_bytes(task.to_dict())
         return self.repo.write_object("blob", data)
 
-    def _locked(self) -> Any:
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the workspace's checkpoint lock; git locks a dead holder left are cleared."""
         self.repo.private_dirs()
-        return self._lock
+        with self._lock:
+            self._cleared += clear_stale(self.repo.root, self.repo.git_dir)
+            yield
 
     def _failed(self, exc: BaseException) -> list[BaseEvent]:
         if isinstance(exc, Timeout):
@@ -281,6 +305,9 @@ class _Unavailable(WorkspaceCheckpoints):
 
     def take(self, task: Task, action: Action | None = None) -> list[BaseEvent]:  # noqa: ARG002
         return self._failed(self.error)
+
+    def before(self, task: Task, action: Action) -> list[BaseEvent]:  # noqa: ARG002
+        return []
 
     def settle(self, task: Task) -> list[BaseEvent]:  # noqa: ARG002
         return []
