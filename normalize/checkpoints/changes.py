@@ -74,21 +74,31 @@ class TaskChanges:
                 seen.update(dict.fromkeys(step.files))
         return list(seen)
 
-    def span(self, number: int | None) -> tuple[Step, Step, list[str]]:
-        """The trees a diff compares: the whole task, or one step; and its paths."""
+    def spans(self, number: int | None) -> list[tuple[str, str, list[str]]]:
+        """The trees a diff compares, with their paths: one step's, or the task's per path.
+
+        A step compares the workspace just before its action with just after. The
+        whole task compares each path from before the task first changed it to
+        after the task last did, so what others did around it is not shown as its.
+        """
         if number is None:
-            return self.steps[0], self.steps[-1], self.task_paths()
+            first, last = _touched(self, -1)
+            pairs: dict[tuple[str, str], list[str]] = {}
+            for path, old in first.items():
+                pairs.setdefault((old, last[path]), []).append(path)
+            return [(old, new, paths) for (old, new), paths in pairs.items()]
         step = self.step(number)
-        return self.previous(step), step, list(step.files)
+        return [(step.base or self.previous(step).tree, step.tree, list(step.files))]
 
     def patch(self, number: int | None = None) -> str:
-        old, new, paths = self.span(number)
-        return self.repo.patch(old.tree, new.tree, paths)
+        return "".join(self.repo.patch(old, new, paths) for old, new, paths in self.spans(number))
 
     def numstat(self, number: int | None = None) -> dict[str, tuple[int, int]]:
-        old, new, paths = self.span(number)
-        wanted = set(paths)
-        return {p: c for p, c in self.repo.numstat(old.tree, new.tree).items() if p in wanted}
+        out: dict[str, tuple[int, int]] = {}
+        for old, new, paths in self.spans(number):
+            wanted = set(paths)
+            out.update((p, c) for p, c in self.repo.numstat(old, new).items() if p in wanted)
+        return out
 
 
 def parse_patch(text: str) -> list[dict[str, Any]]:
