@@ -1,11 +1,13 @@
 """What a task changed, and taking it back: diffs, undo and rewind over its checkpoints.
 
 "The files the task changed" are the paths its own steps (actions, undo,
-rewind) changed; what a person changed between runs (seen at a resume) is
-never the task's. Undo puts those files back as they were at the target step,
-one by one: a file whose content is no longer what the task last left (a
-person edited it since) is refused by name unless forced. Undo is recorded as
-a step itself, so it can be undone in turn (`undo --to` the step before it).
+rewind) changed, each counted from just before its action; what a person or
+another task changed between them is never the task's. Undo puts those files
+back as they were just before the task first changed them (after the target
+step), one by one, through `restore.py` (race-free, journaled): a file whose
+content is no longer what the task last left is refused by name unless
+forced. Undo is recorded as a step itself, so it can be undone in turn
+(`undo --to` the step before it).
 """
 
 from __future__ import annotations

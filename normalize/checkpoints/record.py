@@ -9,7 +9,13 @@ the step's metadata as JSON: step number, kind, turn, action key and command,
 and the changed files with their `+/-` lines.
 
 The engine calls `take` at the start of a run and after every side-effecting
-action, and `settle` after each quiescent save. Neither raises: a failure is
+action, `before` just before such an action, and `settle` after each
+quiescent save. An action's step counts only what changed between its
+`before` and its `take` (the `base` tree in its metadata): what a person or
+another task changed between the task's actions is not the task's. Tasks may
+share a workspace; the workspace's checkpoint lock orders their snapshots. A
+change made by anyone *during* an action is counted as the action's (nothing
+traces which process wrote a file). None of the hooks raises: a failure is
 one warning notice per run, and the task goes on.
 """
 
