@@ -117,3 +117,15 @@ def test_an_undo_killed_mid_file_is_completed_by_a_plain_rerun(
     redo = cli("undo", done.task_id, "--to", str(step), cwd=ws, home=normalize_home)
     assert redo.returncode == 0, redo.stderr
     assert (ws / "new.txt").exists() and not (ws / "old.txt").exists()
+
+
+def test_an_undo_journal_round_trips(tmp_path: Path, normalize_home: Path) -> None:
+    from normalize.checkpoints.restore import UndoIntent, load_intent, save_intent
+
+    repo = ShadowRepo(tmp_path, normalize_home)
+    repo.private_dirs()
+    intent = UndoIntent(task="t1", target=3, paths={"a.txt": "100644 " + "e" * 40, "b": ""},
+                        before={"a.txt": "file " + "f" * 40, "b": "link " + "0" * 40})
+    save_intent(repo, intent)
+    assert load_intent(repo, "t1") == intent
+    assert os.stat(repo.root / "undo" / "t1.json").st_mode & 0o777 == 0o600
