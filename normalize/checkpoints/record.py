@@ -12,11 +12,13 @@ The engine calls `take` at the start of a run and after every side-effecting
 action, `before` just before such an action, and `settle` after each
 quiescent save. An action's step counts only what changed between its
 `before` and its `take` (the `base` tree in its metadata): what a person or
-another task changed between the task's actions is not the task's. Tasks may
-share a workspace; the workspace's checkpoint lock orders their snapshots. A
-change made by anyone *during* an action is counted as the action's (nothing
-traces which process wrote a file). None of the hooks raises: a failure is
-one warning notice per run, and the task goes on.
+another task changed between the task's actions is not the task's. When the
+action's programs were traced (`normalize.sandbox.writes`), `take` is given
+the paths they wrote and keeps only those: what anyone else changed during
+the action is not the task's either; untraced, every change during the
+action counts. Tasks may share a workspace; the workspace's checkpoint lock
+orders their snapshots. None of the hooks raises: a failure is one warning
+notice per run, and the task goes on.
 """
 
 from __future__ import annotations
@@ -139,10 +141,16 @@ class WorkspaceCheckpoints:
 
     # -- the hooks ---------------------------------------------------------
 
-    def take(self, task: Task, action: Action | None = None) -> list[BaseEvent]:
-        """Record the workspace now: after `action`, or at the start of a run."""
+    def take(self, task: Task, action: Action | None = None, *,
+             written: set[str] | None = None) -> list[BaseEvent]:
+        """Record the workspace now: after `action`, or at the start of a run.
+
+        `written` (absolute paths), when the action's programs were traced, keeps
+        the step to the changes they made: what someone else changed meanwhile is
+        not the task's.
+        """
         try:
-            return self._take(task, action)
+            return self._take(task, action, written)
         except Exception as exc:  # never the task's problem
             return self._failed(exc)
 
@@ -180,7 +188,8 @@ class WorkspaceCheckpoints:
 
     # -- the work ------------------------------------------------------------
 
-    def _take(self, task: Task, action: Action | None) -> list[BaseEvent]:
+    def _take(self, task: Task, action: Action | None,
+              written: set[str] | None = None) -> list[BaseEvent]:
         with self._locked():
             tip = self._tip(task.id)
             first = task.id not in self._tips or tip is None
@@ -196,6 +205,8 @@ class WorkspaceCheckpoints:
                 counts = snap.counts  # the listing counted them: no tree diff needed
             else:
                 counts = self.repo.numstat(since, snap.tree)
+            if written is not None:
+                counts = {p: c for p, c in counts.items() if self._wrote(p, written)}
             files = {path: list(pair) for path, pair in counts.items()}
             number = 0 if tip is None else tip[1] + 1
             meta: dict[str, Any] = {
@@ -234,6 +245,15 @@ class WorkspaceCheckpoints:
             removed=sum(max(r, 0) for _, r in files.values()), bytes=size, changes=listed,
             skipped=sorted(shown(p) for p in snap.skipped)))
         return events
+
+    def _wrote(self, rel: str, written: set[str]) -> bool:
+        """Whether a traced program wrote `rel` (or renamed or removed a directory above it)."""
+        path = os.path.join(os.fsdecode(self.repo.workspace), rel)
+        while len(path) > len(os.fsdecode(self.repo.workspace)):
+            if path in written:
+                return True
+            path = os.path.dirname(path)
+        return False
 
     def _tip(self, task_id: str) -> tuple[str, int, str] | None:
         """The task's last checkpoint (commit, step number, workspace tree)."""
@@ -309,7 +329,8 @@ class _Unavailable(WorkspaceCheckpoints):
         self.error = error
         self._warned = False
 
-    def take(self, task: Task, action: Action | None = None) -> list[BaseEvent]:  # noqa: ARG002
+    def take(self, task: Task, action: Action | None = None, *,  # noqa: ARG002
+             written: set[str] | None = None) -> list[BaseEvent]:  # noqa: ARG002
         return self._failed(self.error)
 
     def before(self, task: Task, action: Action) -> list[BaseEvent]:  # noqa: ARG002

@@ -116,19 +116,22 @@ def test_a_person_edit_between_a_tasks_actions_survives_its_undo(
     assert (ws / "p.txt").read_text() == "the person's new file\n"
 
 
-@pytest.mark.xfail(strict=True, reason="a change made while a program runs is counted as the "
-                   "program's: telling them apart needs write tracing (not built yet)")
 def test_a_person_edit_while_a_tasks_program_runs_survives_its_undo(
         ws: Path, tmp_path: Path, normalize_home: Path) -> None:
-    waiting, go = tmp_path / "program.waiting", tmp_path / "program.go"
-    code = (f"import os, time\nopen({str(waiting)!r}, 'w').close()\n"
-            f"while not os.path.exists({str(go)!r}): time.sleep(0.01)\n"
+    go = tmp_path / "program.go"
+    code = (f"import os, time; open('waiting', 'w').close(); "
+            f"any(os.path.exists({str(go)!r}) or time.sleep(0.01) for _ in range(6000)); "
             "open('a.txt', 'w').write('A\\n')")
     task_a = start(ws, normalize_home, [program(code), "done"], "A")
-    wait_for(waiting, task_a)
+    wait_for(ws / "waiting", task_a)  # the program runs: a person edits meanwhile
     (ws / "p.txt").write_text("the person's new file\n")
+    (ws / "b.txt").write_text("the person's b\n")
     go.write_text("")
     a_id = finish(task_a)
-    assert cli("undo", a_id, cwd=ws, home=normalize_home).returncode == 0
-    assert (ws / "a.txt").read_text() == "a\n"
+    assert sorted(stat_lines(a_id, ws, normalize_home)[:-1]) == [
+        " a.txt  +1 -1", " waiting  +0 -0"]
+    proc = cli("undo", a_id, cwd=ws, home=normalize_home)
+    assert proc.returncode == 0, proc.stderr
+    assert (ws / "a.txt").read_text() == "a\n" and not (ws / "waiting").exists()
     assert (ws / "p.txt").read_text() == "the person's new file\n"
+    assert (ws / "b.txt").read_text() == "the person's b\n"
