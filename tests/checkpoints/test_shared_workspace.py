@@ -2,9 +2,10 @@
 
 Each task runs in a process of its own (`run_task.py`, a scripted model). Task
 A pauses between two of its actions (its model waits for a file the test
-writes); meanwhile task B runs to its end and a person edits a file. Every
-step counts only what changed during its own action, so B's files and the
-person's are never A's.
+writes), or inside a program (which waits for one); meanwhile task B runs to
+its end and a person edits files. Every step counts only what changed during
+its own action, and of that only what its programs wrote (the write tracer),
+so B's files and the person's are never A's.
 """
 
 from __future__ import annotations
@@ -116,22 +117,28 @@ def test_a_person_edit_between_a_tasks_actions_survives_its_undo(
     assert (ws / "p.txt").read_text() == "the person's new file\n"
 
 
-def test_a_person_edit_while_a_tasks_program_runs_survives_its_undo(
+def test_a_person_and_a_task_working_while_a_program_runs_survive_its_undo(
         ws: Path, tmp_path: Path, normalize_home: Path) -> None:
     go = tmp_path / "program.go"
     code = (f"import os, time; open('waiting', 'w').close(); "
             f"any(os.path.exists({str(go)!r}) or time.sleep(0.01) for _ in range(6000)); "
             "open('a.txt', 'w').write('A\\n')")
     task_a = start(ws, normalize_home, [program(code), "done"], "A")
-    wait_for(ws / "waiting", task_a)  # the program runs: a person edits meanwhile
+    wait_for(ws / "waiting", task_a)  # the program runs: a person and task B work meanwhile
     (ws / "p.txt").write_text("the person's new file\n")
     (ws / "b.txt").write_text("the person's b\n")
+    b_id = finish(start(ws, normalize_home, [
+        edit("s.txt", "s", "B"), program("open('b2.txt', 'w').write('made by B\\n')"),
+        "done"], "B"))
     go.write_text("")
     a_id = finish(task_a)
     assert sorted(stat_lines(a_id, ws, normalize_home)[:-1]) == [
         " a.txt  +1 -1", " waiting  +0 -0"]
+    assert sorted(stat_lines(b_id, ws, normalize_home)[:-1]) == [
+        " b2.txt  +1 -0", " s.txt  +1 -1"]
     proc = cli("undo", a_id, cwd=ws, home=normalize_home)
     assert proc.returncode == 0, proc.stderr
     assert (ws / "a.txt").read_text() == "a\n" and not (ws / "waiting").exists()
     assert (ws / "p.txt").read_text() == "the person's new file\n"
     assert (ws / "b.txt").read_text() == "the person's b\n"
+    assert (ws / "s.txt").read_text() == "B\n" and (ws / "b2.txt").exists()
