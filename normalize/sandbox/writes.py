@@ -151,11 +151,11 @@ class Tracer:
         self._child.close()
         if not self.usable:
             return
-        ready, _, _ = select.select([self._parent], [], [], 5.0)
-        if not ready:
-            self.usable = False
-            return
-        msg, fds, _, _ = socket.recv_fds(self._parent, 4, 1)
+        try:
+            ready, _, _ = select.select([self._parent], [], [], 5.0)
+            msg, fds, _, _ = socket.recv_fds(self._parent, 4, 1) if ready else (b"", [], 0, None)
+        except OSError:
+            msg, fds = b"", []
         if msg != b"+" or not fds:
             self.usable = False
             return
@@ -173,6 +173,7 @@ class Tracer:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._parent.close()
+        self._child.close()
         return self.paths
 
     def _serve(self) -> None:
