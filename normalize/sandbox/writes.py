@@ -217,8 +217,11 @@ class Tracer:
             if self._ioctl(self._listener, _ID_VALID, ctypes.addressof(ident_buf)) != 0:
                 return  # the caller is gone: what we read may be another process's memory
             where = _base(pid, None if dir_arg is None else args[dir_arg])
-            if where is not None:
-                self.paths.add(os.path.normpath(os.path.join(where, path)))
+            if where is not None:  # as written, and with the links above it resolved
+                full = os.path.normpath(os.path.join(where, path))
+                self.paths.add(full)
+                head, tail = os.path.split(full)
+                self.paths.add(os.path.join(os.path.realpath(head), tail))
 
 
 def _read_string(mems: dict[int, int], pid: int, address: int) -> str | None:

@@ -26,6 +26,7 @@ fd = os.open('d', os.O_RDONLY)
 open('appended.txt', 'a').write('x')
 os.close(os.open('byfd.txt', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
 subprocess.run([sys.executable, '-c', "open('child.txt', 'w').write('x')"], check=True)
+open('link/through.txt', 'w').write('x')
 """
 
 
@@ -45,7 +46,8 @@ def test_each_kind_of_write_is_named_and_a_read_is_not(tmp_path: Path) -> None:
     assert status == 0 and usable
     names = {str(Path(p).relative_to(tmp_path)) for p in paths if p.startswith(str(tmp_path))}
     assert names == {"made.txt", "d", "d/moved.txt", "link", "hard.txt", "gone.txt",
-                     "appended.txt", "d/byfd.txt", "child.txt"}
+                     "appended.txt", "d/byfd.txt", "child.txt", "link/through.txt",
+                     "d/through.txt"}
 
 
 def test_a_program_already_traced_runs_untraced_rather_than_failing(tmp_path: Path) -> None:
