@@ -256,7 +256,8 @@ def report(
     task: Annotated[str, typer.Argument(help="A task id, a unique prefix, or `last`.",
                                         autocompletion=complete_task_ids)],
     output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="The HTML file to write (default: report-ID.html; - for stdout).")]
+        "--output", "-o", help="The HTML file to write, never through a symlink (default: "
+                                "reports/report-ID.html under the data home; - for stdout).")]
     = None,
 ) -> None:
     """Write a task's report: one self-contained HTML file."""

@@ -74,6 +74,7 @@ class ToolContext:
     task_id: str = ""
     caches: CacheSet | None = None  # scoped caches (a workflow scope's `cache`), with `cache`
     on_spawn: Callable[[int], None] | None = None  # told each child process's pid
+    on_writes: Callable[[set[str]], None] | None = None  # told the paths a program wrote
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)  # what programs may touch
     mcp: McpSessions | None = None  # the run's MCP servers (started on first use)
 
