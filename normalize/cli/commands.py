@@ -138,9 +138,11 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         set_limits(task, max_turns=max_turns)
         if json_output or quiet:  # otherwise the run's first line names it
             env.stderr.write(f"task {task.id}\n")
+        from normalize.cli.sandbox import report_tier
         from normalize.cli.trust import report_ignored
 
         report_ignored(env, task)
+        report_tier(env, task, options)
         with SignalCancel(options.cancel, notify=stopping_note(env)):
             outcome = run_task(task, options)
         return finish(env, outcome, renderer, json_output)

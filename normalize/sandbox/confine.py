@@ -12,6 +12,12 @@ namespace (inside a new user namespace, so no privilege is needed and none is
 gained: the child keeps its uid, and Landlock forbids it any later mount or
 umount). Network: a new network namespace (no interfaces but a down loopback)
 plus Landlock's TCP rules on ABI 4 and later.
+
+That is the `full` tier. Where namespaces are refused (a container's seccomp
+profile, Ubuntu's AppArmor restriction) the `landlock` tier keeps the same
+Landlock rules and adds a seccomp filter (`seccomp.sandbox_filter`) in place of
+the namespaces: no read-only binds (`.git` is verified after each program
+instead), the real `/dev/shm`, and sockets refused by family.
 """
 
 from __future__ import annotations
@@ -22,10 +28,10 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from normalize.sandbox import landlock
+from normalize.sandbox import landlock, seccomp
 from normalize.sandbox.child import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWUSER, ChildPlan, mount_flags
 from normalize.sandbox.env import scrub_env
-from normalize.sandbox.policy import SandboxMode, SandboxPolicy
+from normalize.sandbox.policy import SandboxMode, SandboxPolicy, SandboxTier
 
 __all__ = ["CREDENTIAL_STORES", "PROTECTED_NAMES", "Confinement", "confine", "protected_paths"]
 
@@ -133,10 +139,12 @@ def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
 
 
 def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: int,
-            env: Mapping[str, str] | None = None, label: str = "") -> Confinement:
+            env: Mapping[str, str] | None = None, label: str = "",
+            tier: SandboxTier = SandboxTier.FULL) -> Confinement:
     """The confinement for one program; `abi` 0 with mode off gives only the scrubbed env.
 
-    Raises OSError when Landlock refuses the ruleset (the caller fails closed).
+    Raises OSError when Landlock refuses the ruleset or no seccomp filter can
+    be built for this machine (the caller fails closed).
     """
     child_env = scrub_env(os.environ if env is None else env, policy.env_allow)
     if policy.mode is SandboxMode.OFF:
@@ -149,17 +157,33 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
     try:
         ruleset = _ruleset(policy, root, tmpdir, abi, child_env)
         confinement._ruleset = ruleset
-        plan = ChildPlan(unshare=CLONE_NEWUSER | CLONE_NEWNS, ruleset_fd=ruleset.fd,
-                         private_tmpfs=[os.fsencode(p) for p in PRIVATE_TMPFS if os.path.isdir(p)],
-                         tmpfs_access=(landlock.ACCESS_READ | landlock.ACCESS_WRITE)
-                         & ruleset.handled)
-        if not policy.network:
-            plan.unshare |= CLONE_NEWNET
-        if policy.mode is SandboxMode.WORKSPACE:
-            for path in protected_paths(root):
-                plan.read_only.append((os.fsencode(path), mount_flags(path)))
+        if tier is SandboxTier.LANDLOCK:
+            plan = _filtered_plan(policy, ruleset)
+        else:
+            plan = _namespaced_plan(policy, root, ruleset)
         confinement.preexec = plan.preexec()
     except BaseException:
         confinement.close()
         raise
     return confinement
+
+
+def _namespaced_plan(policy: SandboxPolicy, root: str, ruleset: landlock.Ruleset) -> ChildPlan:
+    """The full tier: user+mount(+net) namespaces, private tmpfs, read-only binds, Landlock."""
+    plan = ChildPlan(unshare=CLONE_NEWUSER | CLONE_NEWNS, ruleset_fd=ruleset.fd,
+                     private_tmpfs=[os.fsencode(p) for p in PRIVATE_TMPFS if os.path.isdir(p)],
+                     tmpfs_access=(landlock.ACCESS_READ | landlock.ACCESS_WRITE)
+                     & ruleset.handled)
+    if not policy.network:
+        plan.unshare |= CLONE_NEWNET
+    if policy.mode is SandboxMode.WORKSPACE:
+        for path in protected_paths(root):
+            plan.read_only.append((os.fsencode(path), mount_flags(path)))
+    return plan
+
+
+def _filtered_plan(policy: SandboxPolicy, ruleset: landlock.Ruleset) -> ChildPlan:
+    """The landlock tier: no namespace; Landlock, then the seccomp filter."""
+    program = seccomp.sandbox_filter(network=policy.network,
+                                     tcp_rules=ruleset.denies_tcp).build()
+    return ChildPlan(ruleset_fd=ruleset.fd, seccomp=program)
