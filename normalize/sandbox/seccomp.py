@@ -22,7 +22,7 @@ from normalize.sandbox.landlock import PR_SET_NO_NEW_PRIVS, libc
 
 __all__ = [
     "ARCHES", "CLONE_NAMESPACES", "MOUNT_FAMILY", "Filter", "Sockets", "arch", "installer",
-    "sandbox_filter",
+    "sandbox_filter", "syscall_number",
 ]
 
 ARCHES = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
@@ -81,6 +81,11 @@ def arch() -> str | None:
     machine = platform.machine().lower()
     machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
     return machine if machine in ARCHES else None
+
+
+def syscall_number(name: str, machine: str | None = None) -> int:
+    """The number of syscall `name` on `machine` (default: this one)."""
+    return _NUMBERS[machine or arch() or "x86_64"][name]
 
 
 class _Program:
