@@ -1,8 +1,9 @@
 """What a program normalize starts may touch, and the kernel mechanism that enforces it.
 
 `SandboxPolicy` is plain data (it travels in `ToolContext`). `probe()` says
-which tier this machine gives (`full`, `landlock` or none) and what it enforces; `confine()` prepares one child process (its
-scrubbed environment, temporary directory and the function run before exec).
+which tier this machine gives (`full`, `landlock` or none) and what it
+enforces; `confine()` prepares one child process (its scrubbed environment,
+temporary directory and the function run before exec).
 The standard library and `normalize.faults` only: this is core, below tools.
 """
 

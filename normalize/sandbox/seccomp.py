@@ -52,7 +52,7 @@ for _table in _NUMBERS.values():
 MOUNT_FAMILY = ("mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen",
                 "fsconfig", "fsmount", "fspick", "mount_setattr")
 CLONE_NAMESPACES = 0x7E020000
-"""CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET (NEWTIME's bit is CSIGNAL's in clone)."""
+"""CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET (NEWTIME's bit is CSIGNAL in clone)."""
 TIOCSTI = 0x5412
 TIOCLINUX = 0x541C
 AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16

@@ -2,11 +2,12 @@
 
 `run_process` is the engine room shared with `test` and `analyze`: the child
 runs under the sandbox (see `normalize.sandbox`: Landlock with namespaces, or
-with a seccomp filter where namespaces are refused; a temporary directory as TMPDIR) with its own process group, no stdin, and the
-parent's environment minus credentials plus `PYTHONUNBUFFERED=1`; stdout and
-stderr are read together without blocking, capped in memory, and the process
-group is stopped on timeout or cancel. Where the sandbox cannot be applied, a
-program starts only with `--sandbox off` (fail closed). POSIX only.
+with a seccomp filter where namespaces are refused; a temporary directory as
+TMPDIR) with its own process group, no stdin, and the parent's environment
+minus credentials plus `PYTHONUNBUFFERED=1`; stdout and stderr are read
+together without blocking, capped in memory, and the process group is stopped
+on timeout or cancel. Where the sandbox cannot be applied, a program starts
+only with `--sandbox off` (fail closed). POSIX only.
 """
 
 from __future__ import annotations
