@@ -17,7 +17,8 @@ That is the `full` tier. Where namespaces are refused (a container's seccomp
 profile, Ubuntu's AppArmor restriction) the `landlock` tier keeps the same
 Landlock rules and adds a seccomp filter (`seccomp.sandbox_filter`) in place of
 the namespaces: no read-only binds (`.git` is verified after each program
-instead), the real `/dev/shm`, and sockets refused by family.
+instead), the real `/dev/shm`, no terminal device at all (`TERMINALS`), and
+sockets refused by family.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ PRIVATE_TMPFS = ("/dev/shm",)
 semaphores keep working; nothing left there reaches another program or outlives this one)."""
 WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts",
                     "/dev/shm")
+TERMINALS = ("/dev/pts", "/dev/ptmx", "/dev/tty")
+"""What the landlock tier hides (read and write): no mount namespace sets the person's pty apart."""
 
 
 @dataclass
@@ -109,7 +112,7 @@ def _beneath(path: str, other: str) -> bool:
 def _readable(path: str, hidden: set[str]) -> Iterator[str]:
     """Paths whose hierarchies together cover `path` minus every hidden path."""
     real = os.path.realpath(path)
-    if real in hidden:
+    if real in hidden or any(_beneath(h, real) for h in hidden):  # a link into a hidden path
         return
     if not any(_beneath(real, h) for h in hidden):
         yield real
@@ -123,15 +126,20 @@ def _readable(path: str, hidden: set[str]) -> Iterator[str]:
 
 
 def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
-             env: Mapping[str, str]) -> landlock.Ruleset:
+             env: Mapping[str, str], tier: SandboxTier = SandboxTier.FULL) -> landlock.Ruleset:
     ruleset = landlock.Ruleset(abi, deny_tcp=not policy.network)
+    hidden = _hidden(policy, env)
+    devices: tuple[str, ...] = WRITABLE_DEVICES
+    if tier is SandboxTier.LANDLOCK:
+        hidden |= {os.path.realpath(p) for p in TERMINALS}
+        devices = tuple(d for d in devices if d not in TERMINALS)
     try:
-        ruleset.allow_all(_readable("/", _hidden(policy, env)), landlock.ACCESS_READ)
+        ruleset.allow_all(_readable("/", hidden), landlock.ACCESS_READ)
         write = landlock.ACCESS_READ | landlock.ACCESS_WRITE
         if policy.mode is SandboxMode.WORKSPACE:
             ruleset.allow(workspace, write)
         ruleset.allow(tmpdir, write)
-        ruleset.allow_all(WRITABLE_DEVICES, write)
+        ruleset.allow_all(devices, write)
     except BaseException:
         ruleset.close()
         raise
@@ -155,7 +163,7 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
         child_env[name] = tmpdir
     confinement = Confinement(env=child_env, tmpdir=tmpdir)
     try:
-        ruleset = _ruleset(policy, root, tmpdir, abi, child_env)
+        ruleset = _ruleset(policy, root, tmpdir, abi, child_env, tier)
         confinement._ruleset = ruleset
         if tier is SandboxTier.LANDLOCK:
             plan = _filtered_plan(policy, ruleset)

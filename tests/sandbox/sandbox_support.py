@@ -16,13 +16,18 @@ from typing import Any
 
 import pytest
 
-from normalize.sandbox import probe
+from normalize.sandbox import SandboxTier, probe
 
 VENV_BIN = str(Path(sys.executable).parent)
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- not-a-real-key"
 
 if not probe().available:  # pragma: no cover - CI runs where Landlock and user namespaces exist
     pytest.skip(f"no sandbox here: {probe().reason}", allow_module_level=True)
+
+FULL_TIER = probe().tier is SandboxTier.FULL
+needs_full = pytest.mark.skipif(not FULL_TIER, reason=f"needs the full tier (namespaces); this "
+                                                      f"machine gives {probe().tier.value}")
+"""For tests of what only namespaces give (read-only binds, private /dev/shm, no interfaces)."""
 
 
 def git(cwd: Path, *args: str) -> None:
