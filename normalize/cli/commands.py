@@ -184,6 +184,9 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
             raise UsageError(f"--approve {approve} sets the approval mode; task {task.id} waits "
                              f"for: {shown_question(task)} — answer it with --answer yes|no")
         options.workspace = Path(task.workspace)
+        from normalize.cli.sandbox import report_tier
+
+        report_tier(env, task, options)
         reply = None
         if answer is not None:
             reply = Reply(answer=answer)

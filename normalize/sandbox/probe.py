@@ -107,7 +107,7 @@ def _filtered(abi: int, why: str) -> Probe:
         "terminals: /dev/pts, /dev/ptmx and /dev/tty neither readable nor writable (so no pty "
         "either)",
         "syscalls: seccomp refuses unshare, setns, namespace clones, mount, ptrace, keyctl, "
-        "bpf, io_uring, perf_event_open, TIOCSTI and TIOCLINUX",
+        "bpf, io_uring, perf_event_open, open_by_handle_at, TIOCSTI and TIOCLINUX",
         "state: a data home or config dir inside the workspace is refused at start",
         *_scoped(abi),
     )

@@ -34,13 +34,14 @@ _NUMBERS = {
         "clone": 56, "clone3": 435, "unshare": 272, "setns": 308, "keyctl": 250, "add_key": 248,
         "request_key": 249, "bpf": 321, "mount": 165, "umount2": 166, "pivot_root": 155,
         "perf_event_open": 298, "process_vm_readv": 310, "process_vm_writev": 311,
+        "open_by_handle_at": 304,
     },
     "aarch64": {
         "socket": 198, "socketpair": 199, "sendto": 206, "sendmsg": 211, "ioctl": 29,
         "ptrace": 117, "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "keyctl": 219,
         "add_key": 217, "request_key": 218, "bpf": 280, "mount": 40, "umount2": 39,
         "pivot_root": 41, "perf_event_open": 241, "process_vm_readv": 270,
-        "process_vm_writev": 271,
+        "process_vm_writev": 271, "open_by_handle_at": 265,
     },
 }
 _COMMON = {"open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
@@ -235,7 +236,7 @@ _SOCKETS: dict[str, Callable[[_Program], None]] = {
 
 SANDBOX_REFUSED = ("unshare", "setns", "ptrace", "process_vm_readv", "process_vm_writev",
                    "keyctl", "add_key", "request_key", "bpf", *MOUNT_FAMILY, "io_uring_setup",
-                   "io_uring_enter", "io_uring_register", "perf_event_open")
+                   "io_uring_enter", "io_uring_register", "perf_event_open", "open_by_handle_at")
 
 
 def sandbox_filter(*, network: bool, tcp_rules: bool) -> Filter:

@@ -61,6 +61,7 @@ print(json.dumps({
     "ptrace": call("ptrace", 0xFFFF, 0, 0, 0), "keyctl": call("keyctl", 0, -3, 0),
     "bpf": call("bpf", -1, 0, 0), "io_uring": call("io_uring_setup", 1, 0),
     "perf": call("perf_event_open", 0, 0, -1, -1, 0),
+    "handle": call("open_by_handle_at", -100, 0, 0),
     "tiocsti": ioctl(0x5412), "tioclinux": ioctl(0x541C), "fastopen": fastopen(),
     "socketpair": "ok", "thread": "ok",
     "subprocess": subprocess.run(["true"]).returncode,
@@ -72,7 +73,7 @@ def in_landlock_tier(tmp_path: Path, port: int, *, network: bool) -> dict[str, A
     """What the child script sees when started confined in the landlock tier."""
     numbers = {name: seccomp.syscall_number(name) for name in (
         "unshare", "setns", "clone", "clone3", "ptrace", "keyctl", "bpf", "io_uring_setup",
-        "perf_event_open", "ioctl")}
+        "perf_event_open", "ioctl", "open_by_handle_at")}
     confinement = confine(SandboxPolicy(network=network), tmp_path, abi=landlock.abi_version(),
                           label="tiers", tier=SandboxTier.LANDLOCK)
     try:
@@ -87,7 +88,7 @@ def in_landlock_tier(tmp_path: Path, port: int, *, network: bool) -> dict[str, A
 
 
 REFUSED = ("unshare", "setns", "clone_ns", "ptrace", "keyctl", "bpf", "io_uring", "perf",
-           "tiocsti", "tioclinux")
+           "handle", "tiocsti", "tioclinux")
 
 
 def test_the_filter_refuses_what_landlock_cannot(tmp_path: Path, listener: Listener) -> None:
