@@ -17,8 +17,8 @@ That is the `full` tier. Where namespaces are refused (a container's seccomp
 profile, Ubuntu's AppArmor restriction) the `landlock` tier keeps the same
 Landlock rules and adds a seccomp filter (`seccomp.sandbox_filter`) in place of
 the namespaces: no read-only binds (`.git` is verified after each program
-instead), the real `/dev/shm`, no terminal device at all (`TERMINALS`), and
-sockets refused by family.
+instead), the real `/dev/shm`, of /dev only `BUILD_DEVICES` (no terminal),
+and sockets refused by family.
 """
 
 from __future__ import annotations
@@ -50,8 +50,11 @@ PRIVATE_TMPFS = ("/dev/shm",)
 semaphores keep working; nothing left there reaches another program or outlives this one)."""
 WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts",
                     "/dev/shm")
-TERMINALS = ("/dev/pts", "/dev/ptmx", "/dev/tty")
-"""What the landlock tier hides (read and write): no mount namespace sets the person's pty apart."""
+BUILD_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                 "/dev/shm")
+"""All of /dev the landlock tier lets a program open: no terminal (`/dev/pts`, `/dev/ptmx`,
+`/dev/tty`), since no mount namespace sets the person's pty apart, and no disk. `/dev/fd` and
+`/dev/std*` lead to /proc (readable); a rule made through them would name the parent's files."""
 
 
 @dataclass
@@ -131,10 +134,12 @@ def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
     hidden = _hidden(policy, env)
     devices: tuple[str, ...] = WRITABLE_DEVICES
     if tier is SandboxTier.LANDLOCK:
-        hidden |= {os.path.realpath(p) for p in TERMINALS}
-        devices = tuple(d for d in devices if d not in TERMINALS)
+        hidden.add("/dev")
+        devices = tuple(d for d in devices if d in BUILD_DEVICES)
     try:
         ruleset.allow_all(_readable("/", hidden), landlock.ACCESS_READ)
+        if tier is SandboxTier.LANDLOCK:
+            ruleset.allow_all(BUILD_DEVICES, landlock.ACCESS_READ)
         write = landlock.ACCESS_READ | landlock.ACCESS_WRITE
         if policy.mode is SandboxMode.WORKSPACE:
             ruleset.allow(workspace, write)

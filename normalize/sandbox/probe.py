@@ -104,8 +104,8 @@ def _filtered(abi: int, why: str) -> Probe:
         f"network: {network}",
         "unix sockets: socket(AF_UNIX) refused (one outside cannot be told from one inside); "
         "socketpair works",
-        "terminals: /dev/pts, /dev/ptmx and /dev/tty neither readable nor writable (so no pty "
-        "either)",
+        "devices: only null, zero, full, random, urandom and shm; no terminal (/dev/pts, "
+        "/dev/ptmx, /dev/tty), so no pty either",
         "syscalls: seccomp refuses unshare, setns, namespace clones, mount, ptrace, keyctl, "
         "bpf, io_uring, perf_event_open, open_by_handle_at, TIOCSTI and TIOCLINUX",
         "state: a data home or config dir inside the workspace is refused at start",
