@@ -17,6 +17,7 @@ import platform
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from normalize.sandbox.landlock import PR_SET_NO_NEW_PRIVS, libc
 
@@ -67,7 +68,7 @@ _RET_KILL_PROCESS, _RET_ERRNO, _RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
 _NR, _ARCH = 0, 4
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 
-Sockets = str
+Sockets = Literal["any", "none", "tcp", "inet"]
 """`"any"` (no check), `"none"`, `"tcp"` (AF_INET/AF_INET6 stream, protocol 0 or TCP: what
 Landlock's TCP rules cover) or `"inet"` (AF_INET, AF_INET6 and AF_NETLINK of any kind)."""
 
@@ -230,7 +231,7 @@ def _inet(prog: _Program) -> None:
     prog.jeq(AF_NETLINK, "allow", "deny")
 
 
-_SOCKETS: dict[str, Callable[[_Program], None]] = {
+_SOCKETS: dict[Sockets, Callable[[_Program], None]] = {
     "none": _no_sockets, "tcp": _tcp_only, "inet": _inet,
 }
 
@@ -248,7 +249,7 @@ def sandbox_filter(*, network: bool, tcp_rules: bool) -> Filter:
     pathname socket outside the workspace cannot be told from one inside by a
     filter, and Landlock does not cover connect (socketpair stays).
     """
-    sockets = "inet" if network else "tcp" if tcp_rules else "none"
+    sockets: Sockets = "inet" if network else "tcp" if tcp_rules else "none"
     return Filter(refuse=SANDBOX_REFUSED, enosys=("clone3",), clone_flags=CLONE_NAMESPACES,
                   sockets=sockets, ioctls=(TIOCSTI, TIOCLINUX))
 
