@@ -123,9 +123,11 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         set_limits(task, max_turns=max_turns)
         if json_output or quiet:  # otherwise the run's first line names it
             env.stderr.write(f"task {task.id}\n")
+        from normalize.cli.sandbox import report_tier
         from normalize.cli.trust import report_ignored
 
         report_ignored(env, task)
+        report_tier(env, task, options)
         with SignalCancel(options.cancel, notify=stopping_note(env)):
             outcome = run_task(task, options)
         return finish(env, outcome, renderer, json_output)
@@ -167,6 +169,9 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
             raise UsageError(f"--approve {approve} sets the approval mode; task {task.id} waits "
                              f"for: {shown_question(task)} — answer it with --answer yes|no")
         options.workspace = Path(task.workspace)
+        from normalize.cli.sandbox import report_tier
+
+        report_tier(env, task, options)
         reply = None
         if answer is not None:
             reply = Reply(answer=answer)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from normalize.sandbox.landlock import granter, libc, restrictor
+from normalize.sandbox.seccomp import installer
 
 __all__ = ["ChildPlan"]
 
@@ -56,7 +57,7 @@ def _write(path: str, text: str) -> None:
 
 @dataclass
 class ChildPlan:
-    """The steps for the child, in order: unshare, map ids, bind read-only, restrict."""
+    """The steps for the child, in order: unshare, map ids, bind read-only, restrict, filter."""
 
     unshare: int = 0
     read_only: list[tuple[bytes, int]] = field(default_factory=list)  # path, kept flags
@@ -67,12 +68,15 @@ class ChildPlan:
     ruleset_fd: int = -1
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)
+    seccomp: bytes = b""
+    """A seccomp-BPF program installed last (the landlock tier's), or none."""
 
     def preexec(self) -> Callable[[], None]:
         c = libc()
         unshare, mount = c.unshare, c.mount  # looked up before the fork, not after
         restrict = restrictor()
         grant = granter(self.tmpfs_access) if self.private_tmpfs else None
+        install = installer(self.seccomp) if self.seccomp else None
 
         def apply() -> None:
             if self.unshare:
@@ -91,5 +95,7 @@ class ChildPlan:
                 _check(mount(None, path, None, ctypes.c_ulong(flags), None))
             if self.ruleset_fd >= 0:
                 restrict(self.ruleset_fd)
+            if install is not None:
+                install()
 
         return apply

@@ -12,6 +12,13 @@ namespace (inside a new user namespace, so no privilege is needed and none is
 gained: the child keeps its uid, and Landlock forbids it any later mount or
 umount). Network: a new network namespace (no interfaces but a down loopback)
 plus Landlock's TCP rules on ABI 4 and later.
+
+That is the `full` tier. Where namespaces are refused (a container's seccomp
+profile, Ubuntu's AppArmor restriction) the `landlock` tier keeps the same
+Landlock rules and adds a seccomp filter (`seccomp.sandbox_filter`) in place of
+the namespaces: no read-only binds (`.git` is verified after each program
+instead), the real `/dev/shm`, of /dev only `BUILD_DEVICES` (no terminal),
+and sockets refused by family.
 """
 
 from __future__ import annotations
@@ -22,10 +29,10 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from normalize.sandbox import landlock
+from normalize.sandbox import landlock, seccomp
 from normalize.sandbox.child import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWUSER, ChildPlan, mount_flags
 from normalize.sandbox.env import scrub_env
-from normalize.sandbox.policy import SandboxMode, SandboxPolicy
+from normalize.sandbox.policy import SandboxMode, SandboxPolicy, SandboxTier
 
 __all__ = ["CREDENTIAL_STORES", "PROTECTED_NAMES", "Confinement", "confine", "protected_paths"]
 
@@ -43,6 +50,11 @@ PRIVATE_TMPFS = ("/dev/shm",)
 semaphores keep working; nothing left there reaches another program or outlives this one)."""
 WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts",
                     "/dev/shm")
+BUILD_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                 "/dev/shm")
+"""All of /dev the landlock tier lets a program open: no terminal (`/dev/pts`, `/dev/ptmx`,
+`/dev/tty`), since no mount namespace sets the person's pty apart, and no disk. `/dev/fd` and
+`/dev/std*` lead to /proc (readable); a rule made through them would name the parent's files."""
 
 
 @dataclass
@@ -103,7 +115,7 @@ def _beneath(path: str, other: str) -> bool:
 def _readable(path: str, hidden: set[str]) -> Iterator[str]:
     """Paths whose hierarchies together cover `path` minus every hidden path."""
     real = os.path.realpath(path)
-    if real in hidden:
+    if real in hidden or any(_beneath(h, real) for h in hidden):  # a link into a hidden path
         return
     if not any(_beneath(real, h) for h in hidden):
         yield real
@@ -117,15 +129,22 @@ def _readable(path: str, hidden: set[str]) -> Iterator[str]:
 
 
 def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
-             env: Mapping[str, str]) -> landlock.Ruleset:
+             env: Mapping[str, str], tier: SandboxTier = SandboxTier.FULL) -> landlock.Ruleset:
     ruleset = landlock.Ruleset(abi, deny_tcp=not policy.network)
+    hidden = _hidden(policy, env)
+    devices: tuple[str, ...] = WRITABLE_DEVICES
+    if tier is SandboxTier.LANDLOCK:
+        hidden.add("/dev")
+        devices = tuple(d for d in devices if d in BUILD_DEVICES)
     try:
-        ruleset.allow_all(_readable("/", _hidden(policy, env)), landlock.ACCESS_READ)
+        ruleset.allow_all(_readable("/", hidden), landlock.ACCESS_READ)
+        if tier is SandboxTier.LANDLOCK:
+            ruleset.allow_all(BUILD_DEVICES, landlock.ACCESS_READ)
         write = landlock.ACCESS_READ | landlock.ACCESS_WRITE
         if policy.mode is SandboxMode.WORKSPACE:
             ruleset.allow(workspace, write)
         ruleset.allow(tmpdir, write)
-        ruleset.allow_all(WRITABLE_DEVICES, write)
+        ruleset.allow_all(devices, write)
     except BaseException:
         ruleset.close()
         raise
@@ -133,10 +152,12 @@ def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
 
 
 def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: int,
-            env: Mapping[str, str] | None = None, label: str = "") -> Confinement:
+            env: Mapping[str, str] | None = None, label: str = "",
+            tier: SandboxTier = SandboxTier.FULL) -> Confinement:
     """The confinement for one program; `abi` 0 with mode off gives only the scrubbed env.
 
-    Raises OSError when Landlock refuses the ruleset (the caller fails closed).
+    Raises OSError when Landlock refuses the ruleset or no seccomp filter can
+    be built for this machine (the caller fails closed).
     """
     child_env = scrub_env(os.environ if env is None else env, policy.env_allow)
     if policy.mode is SandboxMode.OFF:
@@ -147,19 +168,35 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
         child_env[name] = tmpdir
     confinement = Confinement(env=child_env, tmpdir=tmpdir)
     try:
-        ruleset = _ruleset(policy, root, tmpdir, abi, child_env)
+        ruleset = _ruleset(policy, root, tmpdir, abi, child_env, tier)
         confinement._ruleset = ruleset
-        plan = ChildPlan(unshare=CLONE_NEWUSER | CLONE_NEWNS, ruleset_fd=ruleset.fd,
-                         private_tmpfs=[os.fsencode(p) for p in PRIVATE_TMPFS if os.path.isdir(p)],
-                         tmpfs_access=(landlock.ACCESS_READ | landlock.ACCESS_WRITE)
-                         & ruleset.handled)
-        if not policy.network:
-            plan.unshare |= CLONE_NEWNET
-        if policy.mode is SandboxMode.WORKSPACE:
-            for path in protected_paths(root):
-                plan.read_only.append((os.fsencode(path), mount_flags(path)))
+        if tier is SandboxTier.LANDLOCK:
+            plan = _filtered_plan(policy, ruleset)
+        else:
+            plan = _namespaced_plan(policy, root, ruleset)
         confinement.preexec = plan.preexec()
     except BaseException:
         confinement.close()
         raise
     return confinement
+
+
+def _namespaced_plan(policy: SandboxPolicy, root: str, ruleset: landlock.Ruleset) -> ChildPlan:
+    """The full tier: user+mount(+net) namespaces, private tmpfs, read-only binds, Landlock."""
+    plan = ChildPlan(unshare=CLONE_NEWUSER | CLONE_NEWNS, ruleset_fd=ruleset.fd,
+                     private_tmpfs=[os.fsencode(p) for p in PRIVATE_TMPFS if os.path.isdir(p)],
+                     tmpfs_access=(landlock.ACCESS_READ | landlock.ACCESS_WRITE)
+                     & ruleset.handled)
+    if not policy.network:
+        plan.unshare |= CLONE_NEWNET
+    if policy.mode is SandboxMode.WORKSPACE:
+        for path in protected_paths(root):
+            plan.read_only.append((os.fsencode(path), mount_flags(path)))
+    return plan
+
+
+def _filtered_plan(policy: SandboxPolicy, ruleset: landlock.Ruleset) -> ChildPlan:
+    """The landlock tier: no namespace; Landlock, then the seccomp filter."""
+    program = seccomp.sandbox_filter(network=policy.network,
+                                     tcp_rules=ruleset.denies_tcp).build()
+    return ChildPlan(ruleset_fd=ruleset.fd, seccomp=program)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["SandboxMode", "SandboxPolicy"]
+__all__ = ["SandboxMode", "SandboxPolicy", "SandboxTier"]
 
 
 class SandboxMode(StrEnum):
@@ -14,6 +14,14 @@ class SandboxMode(StrEnum):
     WORKSPACE = "workspace"
     READ_ONLY = "read-only"
     OFF = "off"
+
+
+class SandboxTier(StrEnum):
+    """How this machine confines programs: namespaces and Landlock, Landlock and seccomp, or not."""
+
+    FULL = "full"
+    LANDLOCK = "landlock"
+    NONE = "none"
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,13 @@
 """The `run` tool: runs a program in the workspace, never through a shell.
 
 `run_process` is the engine room shared with `test` and `analyze`: the child
-runs under the sandbox (see `normalize.sandbox`: Landlock, namespaces, a
-temporary directory as TMPDIR) with its own process group, no stdin, and the
-parent's environment minus credentials plus `PYTHONUNBUFFERED=1`; stdout and
-stderr are read together without blocking, capped in memory, and the process
-group is stopped on timeout or cancel. Where the sandbox cannot be applied, a
-program starts only with `--sandbox off` (fail closed). POSIX only.
+runs under the sandbox (see `normalize.sandbox`: Landlock with namespaces, or
+with a seccomp filter where namespaces are refused; a temporary directory as
+TMPDIR) with its own process group, no stdin, and the parent's environment
+minus credentials plus `PYTHONUNBUFFERED=1`; stdout and stderr are read
+together without blocking, capped in memory, and the process group is stopped
+on timeout or cancel. Where the sandbox cannot be applied, a program starts
+only with `--sandbox off` (fail closed). POSIX only.
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from typing import ClassVar, TypedDict
 
 from normalize.cancel import CancelToken
 from normalize.errors import ToolError
-from normalize.sandbox import Confinement, SandboxMode, SandboxPolicy, confine, probe
+from normalize.sandbox import (
+    Confinement,
+    SandboxMode,
+    SandboxPolicy,
+    SandboxTier,
+    confine,
+    probe,
+)
 from normalize.sandbox.writes import Tracer
 from normalize.sandbox.writes import supported as writes_supported
 from normalize.task import Action, ActionResult, ResultStatus
@@ -283,15 +291,15 @@ def _tracer(confinement: Confinement) -> Tracer | None:
 def _confinement(policy: SandboxPolicy, workspace: Path | str, env: Mapping[str, str] | None,
                  label: str) -> Confinement:
     """The child's sandbox, or `ToolError` when it cannot be applied (fail closed)."""
-    abi = 0
+    abi, tier = 0, SandboxTier.NONE
     if policy.mode is not SandboxMode.OFF:
         found = probe()
         if not found.available:
             raise ToolError(f"refused: the sandbox is unavailable ({found.reason}); rerun with "
                             f"--sandbox off to run programs unconfined")
-        abi = found.landlock_abi
+        abi, tier = found.landlock_abi, found.tier
     try:
-        return confine(policy, workspace, abi=abi, env=env, label=label)
+        return confine(policy, workspace, abi=abi, env=env, label=label, tier=tier)
     except OSError as exc:
         raise ToolError(f"refused: the sandbox could not be prepared ({exc.strerror or exc}); "
                         f"rerun with --sandbox off to run programs unconfined") from None
