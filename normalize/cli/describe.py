@@ -179,6 +179,14 @@ def result_body(text: str, rows: int, cache_id: str | None) -> list[str]:
     return [*shown, f"… {len(lines) - len(shown)} more lines — {where}"]
 
 
+def network_line(event: ActionFinished) -> str | None:
+    """`network: pypi.org (allowed), evil.test (refused)`: the hosts a program asked for."""
+    from normalize.sandbox.hosts import hosts_line
+
+    records = event.data.get("network")
+    return hosts_line(records) if isinstance(records, list) else None
+
+
 def action_failure(event: ActionFinished, width: int = 100) -> str:
     """Why an action did not succeed: its error, else its output, else its status."""
     return first_line(event.error or first_line(event.preview, width) or event.status, width)
@@ -296,6 +304,9 @@ def history(events: Iterable[BaseEvent],
             case ActionFinished():
                 actions += 1
                 out.append(f"  {action_outcome(event, 70)}")
+                hosts = network_line(event)
+                if hosts:
+                    out.append(f"      {hosts}")
                 if output is not None:
                     out.extend(output(event))
             case RunStarted(resumed=True):

@@ -30,7 +30,8 @@ def check(env: Environment, *, json_output: bool) -> int:
         "  writes:     the workspace (not .git or .normalize at any depth) and a temporary "
         "directory per program (TMPDIR); read-only mode: the temporary directory only\n"
         f"  hidden:     {hidden}, normalize's data and config directories\n"
-        f"  network:    {found.network}; `--network` lifts it (and asks in auto)\n"
+        f"  network:    {found.network}; `--network HOST` reaches HOST only, through "
+        "normalize's proxy; `--network` lifts it (and asks in auto)\n"
         "  env:        provider keys, *_TOKEN, *_SECRET*, *_PASSWORD, *_API_KEY and cloud "
         "credentials removed (env_allow keeps names)\n")
     return 0
