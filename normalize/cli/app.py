@@ -138,7 +138,8 @@ def _network(hosts: list[str] | None, off: bool) -> bool | tuple[str, ...] | Non
     try:
         return tuple(dict.fromkeys(check_host(host) for host in hosts))
     except ValueError as exc:
-        raise UsageError(f"--network {exc}") from None
+        raise UsageError(f"--network {exc}; for every host, put --network after the task or "
+                         f"write --network=*") from None
 
 
 def bare_network(argv: list[str]) -> list[str]:
