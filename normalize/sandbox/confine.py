@@ -20,6 +20,7 @@ namespace holds nothing else, so the program reaches the proxy and nothing.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import socket
@@ -181,21 +182,42 @@ def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
 
 def _proxied(confinement: Confinement, plan: ChildPlan, ruleset: landlock.Ruleset,
              hosts: tuple[str, ...]) -> None:
-    """Route the program to a proxy for `hosts`: the channel, the port rule, the variables."""
-    confinement._channel, confinement._child_end = socket.socketpair(socket.AF_UNIX,
-                                                                     socket.SOCK_STREAM)
-    confinement.proxy = Proxy(hosts)
-    plan.proxy_channel, plan.proxy_port = confinement._child_end, PROXY_PORT
-    ruleset.allow_port(PROXY_PORT)
-    url = f"http://127.0.0.1:{PROXY_PORT}"
+    """Route the program to a proxy for `hosts`: where it listens, the port rule, the variables.
+
+    In a network namespace the child listens on its own loopback (`PROXY_PORT`)
+    and passes the listener back. Without one, the proxy listens on a loopback
+    port of normalize's namespace and Landlock allows connecting to that port
+    only; Landlock's rules name ports, not addresses, so that port on any
+    other address is reachable too, and without Landlock's TCP rules (ABI < 4)
+    nothing would keep the program to the proxy: that is refused.
+    """
+    proxy = confinement.proxy = Proxy(hosts)
+    if plan.unshare & CLONE_NEWNET:
+        confinement._channel, confinement._child_end = socket.socketpair(socket.AF_UNIX,
+                                                                         socket.SOCK_STREAM)
+        plan.proxy_channel, plan.proxy_port = confinement._child_end, PROXY_PORT
+        port = PROXY_PORT
+    elif ruleset.denies_tcp:
+        listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+        port = listener.getsockname()[1]
+        proxy.serve(listener)
+    else:
+        raise OSError(errno.EPERM, "a host list needs a network namespace or Landlock TCP rules")
+    ruleset.allow_port(port)
+    url = f"http://127.0.0.1:{port}"
     confinement.env.update(dict.fromkeys(PROXY_VARIABLES, url))
     for name in ("NO_PROXY", "no_proxy"):
         confinement.env.pop(name, None)
 
 
 def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: int,
-            env: Mapping[str, str] | None = None, label: str = "") -> Confinement:
+            env: Mapping[str, str] | None = None, label: str = "",
+            network_namespace: bool = True) -> Confinement:
     """The confinement for one program; `abi` 0 with mode off gives only the scrubbed env.
+
+    `network_namespace` false keeps the program in normalize's network
+    namespace (where none can be made): Landlock's TCP rules alone then hold
+    the network off, or to the proxy of a host list.
 
     Raises OSError when Landlock refuses the ruleset (the caller fails closed).
     """
@@ -214,10 +236,10 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
                          private_tmpfs=[os.fsencode(p) for p in PRIVATE_TMPFS if os.path.isdir(p)],
                          tmpfs_access=(landlock.ACCESS_READ | landlock.ACCESS_WRITE)
                          & ruleset.handled)
-        if not policy.network:
+        if not policy.network and network_namespace:
             plan.unshare |= CLONE_NEWNET
-            if policy.hosts:
-                _proxied(confinement, plan, ruleset, policy.hosts)
+        if policy.hosts and not policy.network:
+            _proxied(confinement, plan, ruleset, policy.hosts)
         if policy.mode is SandboxMode.WORKSPACE:
             for path in protected_paths(root):
                 plan.read_only.append((os.fsencode(path), mount_flags(path)))

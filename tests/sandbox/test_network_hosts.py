@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from sandbox_support import Site, make_site
 
-from normalize.sandbox import SandboxPolicy
+from normalize.sandbox import SandboxPolicy, confine, probe
 from normalize.testing.network import pinned_hosts
 from normalize.tools.run import run_process
 
@@ -275,3 +275,43 @@ def _kill(pid: str) -> None:
         if ") Z" in stat:
             break  # a zombie of an init that reaps later
         time.sleep(0.02)
+
+
+def test_without_a_network_namespace_landlock_keeps_the_program_to_the_proxy(
+        tmp_path: Path, servers: dict[str, Any]) -> None:
+    """The Landlock-only path: the proxy listens in normalize's namespace, one port allowed."""
+    if probe().landlock_abi < 4:
+        pytest.skip("Landlock TCP rules need ABI 4 (Linux 6.7)")
+    code = ("import socket, sys, urllib.request as u\n"
+            "print(u.urlopen('http://allowed.test/').read().decode().strip())\n"
+            "try:\n    u.urlopen('http://other.test/')\n"
+            "except Exception as exc:\n    print('other:', exc)\n"
+            f"try:\n    socket.create_connection(('127.0.0.1', {servers['allowed'].port}))\n"
+            "    print('connected directly')\n"
+            "except OSError as exc:\n    print('direct:', exc.strerror)\n")
+    pins = {"allowed.test": ("127.0.0.1", servers["allowed"].port),
+            "other.test": ("127.0.0.1", servers["other"].port)}
+    with pinned_hosts(pins):
+        confinement = confine(SandboxPolicy(hosts=("allowed.test",)), tmp_path,
+                              abi=probe().landlock_abi, network_namespace=False)
+        try:
+            proc = subprocess.run([sys.executable, "-c", code], env=confinement.env,
+                                  preexec_fn=confinement.preexec, capture_output=True,
+                                  text=True, timeout=60, check=False)
+        finally:
+            confinement.close()
+    assert confinement.env["HTTP_PROXY"] != "http://127.0.0.1:3128"  # a port of its own
+    assert proc.stdout.splitlines() == ["hello from allowed.test", "other: HTTP Error 403: "
+                                        "Forbidden", "direct: Permission denied"], proc.stderr
+    assert confinement.network_log() == [{"host": "allowed.test", "allowed": True},
+                                         {"host": "other.test", "allowed": False}]
+    assert _proxy_threads() == []
+
+
+def test_without_a_namespace_or_landlock_tcp_rules_a_host_list_is_refused(
+        tmp_path: Path) -> None:
+    """ABI 3 has no TCP rules: nothing would keep the program to the proxy, so none starts."""
+    with pytest.raises(OSError, match="a host list needs a network namespace or Landlock TCP"):
+        confine(SandboxPolicy(hosts=("allowed.test",)), tmp_path, abi=3,
+                network_namespace=False)
+    assert _proxy_threads() == []
