@@ -9,6 +9,7 @@ the proxy's host check stands between the program and it.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socketserver
@@ -315,3 +316,52 @@ def test_without_a_namespace_or_landlock_tcp_rules_a_host_list_is_refused(
         confine(SandboxPolicy(hosts=("allowed.test",)), tmp_path, abi=3,
                 network_namespace=False)
     assert _proxy_threads() == []
+
+
+def _workspace_flow(site: Site, replies: list[str]) -> None:
+    """A workflow found by name in the workspace (untrusted) that lists `allowed.test`."""
+    script = site.root / "ws-script.json"
+    script.write_text(json.dumps(replies))
+    (site.ws / ".normalize" / "workflows" / "fetcher.toml").write_text(
+        f'[workflow]\nname = "fetcher"\n[workflow.llm]\nprovider = "scripted"\n'
+        f'model = "{script}"\n[workflow.permissions]\nmode = "auto"\n'
+        'network = ["allowed.test"]\n')
+
+
+def _run_by_name(site: Site, servers: dict[str, Any], *flags: str
+                 ) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    proc = subprocess.run(
+        [*LAUNCHER, *_pins(servers)[1:], "--", "run", "fetcher", "--goal", "g", "--json",
+         "-w", str(site.ws), *flags], cwd=site.ws, env=site.env, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=300, check=False)
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return proc, [e for e in events if e.get("type") == "action_finished"]
+
+
+FETCH = ("run python3 -c \"import urllib.request as u; "
+         "print(u.urlopen('http://allowed.test/').read().decode())\"")
+
+
+def test_a_workspace_file_cannot_widen_no_network_to_a_list(
+        tmp_path: Path, servers: dict[str, Any]) -> None:
+    site = make_site(tmp_path)
+    _workspace_flow(site, [FETCH, "done"])
+    before = list(servers["allowed"].requests)
+    proc, finished = _run_by_name(site, servers)
+    assert 'ignored network = "allowed.test" from .normalize/workflows/fetcher.toml' in \
+        proc.stderr
+    assert finished[0]["status"] == "error" and "network" not in finished[0]["data"]
+    assert servers["allowed"].requests == before
+
+
+def test_a_workspace_file_narrowing_every_host_to_a_list_asks_in_auto(
+        tmp_path: Path, servers: dict[str, Any]) -> None:
+    site = make_site(tmp_path)
+    _workspace_flow(site, [FETCH, "done"])
+    (site.store / "config").mkdir()
+    (site.store / "config" / "config.toml").write_text("[permissions]\nnetwork = true\n")
+    before = list(servers["allowed"].requests)
+    _, finished = _run_by_name(site, servers)
+    assert finished[0]["status"] == "blocked"
+    assert "it reaches allowed.test, hosts a workspace file chose" in finished[0]["error"]
+    assert servers["allowed"].requests == before
