@@ -127,7 +127,6 @@ def complete_workflows(incomplete: str) -> list[str]:
 def _network(hosts: list[str] | None, off: bool) -> bool | tuple[str, ...] | None:
     """`--network` (every host), `--network HOST`… (those only), `--no-network`, or nothing."""
     from normalize.errors import UsageError
-    from normalize.sandbox.hosts import check_host
 
     if off and hosts:
         raise UsageError("--network and --no-network contradict each other; give one")
@@ -135,6 +134,8 @@ def _network(hosts: list[str] | None, off: bool) -> bool | tuple[str, ...] | Non
         return False if off else None
     if ALL_HOSTS in hosts:
         return True
+    from normalize.sandbox.hosts import check_host  # the sandbox loads only when hosts are named
+
     try:
         return tuple(dict.fromkeys(check_host(host) for host in hosts))
     except ValueError as exc:
