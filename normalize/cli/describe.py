@@ -246,7 +246,8 @@ def describe(event: BaseEvent) -> str | None:
             outcome = f"  {action_outcome(event, 80)}"
             if event.status != "success" and event.error:
                 outcome += f"\n      {first_line(event.error, 120)}"
-            return outcome
+            hosts = network_line(event)
+            return f"{outcome}\n      {hosts}" if hosts else outcome
         case ActionInterrupted():
             return f"  {interrupted_line(event, 80)}"
         case WaitingForInput():

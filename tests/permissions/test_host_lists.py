@@ -124,3 +124,16 @@ def test_a_bare_network_flag_still_means_every_host() -> None:
     assert bare_network(["--network", "--json"]) == ["--network", "*", "--json"]
     assert bare_network(["--network", "pypi.org"]) == ["--network", "pypi.org"]
     assert bare_network(["--", "--network"]) == ["--", "--network"]
+
+
+def test_the_plain_log_names_the_hosts_under_the_action() -> None:
+    from normalize.cli.describe import describe
+    from normalize.events import ActionFinished
+
+    event = ActionFinished(task_id="t", tool="run", command="run pip download x",
+                           status="success", data={"network": [
+                               {"host": "pypi.org", "allowed": True},
+                               {"host": "evil.test", "allowed": False}]})
+    lines = (describe(event) or "").splitlines()
+    assert lines[-1].strip() == "network: pypi.org (allowed), evil.test (refused)"
+    assert "network" not in (describe(ActionFinished(task_id="t", tool="run")) or "")
