@@ -19,7 +19,6 @@ writes on it goes to that same host.
 
 from __future__ import annotations
 
-import selectors
 import socket
 import threading
 from collections.abc import Callable, Sequence
@@ -109,9 +108,12 @@ class Proxy:
         if self._listener is not None:
             self._listener.close()
 
-    def _start(self, target: Callable[[socket.socket], None], sock: socket.socket) -> bool:
-        thread = threading.Thread(target=target, args=(sock,), name="normalize-proxy",
-                                  daemon=True)
+    def _start(self, target: Callable[..., None], *args: socket.socket) -> bool:
+        return self._adopt(threading.Thread(target=target, args=args, name="normalize-proxy",
+                                            daemon=True))
+
+    def _adopt(self, thread: threading.Thread) -> bool:
+        """Start `thread` as one of this proxy's (joined by `close`); False once closed."""
         with self._lock:
             if self._closed:
                 return False
@@ -156,7 +158,7 @@ class Proxy:
             if request.method == "CONNECT":
                 conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
             upstream.sendall(request.head + rest)
-            _relay(conn, upstream)
+            _relay(conn, upstream, self._adopt)
         except _Refused as refusal:
             _reply(conn, refusal.status, str(refusal))
         except OSError:
@@ -239,23 +241,26 @@ def _reply(conn: socket.socket, status: int, text: str) -> None:
         pass
 
 
-def _relay(a: socket.socket, b: socket.socket) -> None:
-    """Copy both ways until both sides have finished sending."""
-    with selectors.DefaultSelector() as selector:
-        selector.register(a, selectors.EVENT_READ, b)
-        selector.register(b, selectors.EVENT_READ, a)
-        open_ends = 2
-        while open_ends:
-            for key, _ in selector.select():
-                source, target = key.fileobj, key.data
-                assert isinstance(source, socket.socket)
-                chunk = source.recv(_CHUNK)
-                if chunk:
-                    target.sendall(chunk)
-                    continue
-                selector.unregister(source)
-                open_ends -= 1
-                try:
-                    target.shutdown(socket.SHUT_WR)
-                except OSError:
-                    pass
+def _relay(client: socket.socket, upstream: socket.socket,
+           adopt: Callable[[threading.Thread], bool]) -> None:
+    """Copy both ways, one thread a direction (neither waits on the other), until both end."""
+    back = threading.Thread(target=_pump, args=(upstream, client), name="normalize-proxy",
+                            daemon=True)
+    if not adopt(back):
+        return
+    _pump(client, upstream)
+    back.join()
+
+
+def _pump(source: socket.socket, target: socket.socket) -> None:
+    """Copy `source` to `target` until it ends, then end `target`'s sending side."""
+    try:
+        while chunk := source.recv(_CHUNK):
+            target.sendall(chunk)
+    except OSError:
+        pass  # reset, or cut by `close`
+    finally:
+        try:
+            target.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass

@@ -365,3 +365,55 @@ def test_a_workspace_file_narrowing_every_host_to_a_list_asks_in_auto(
     assert finished[0]["status"] == "blocked"
     assert "it reaches allowed.test, hosts a workspace file chose" in finished[0]["error"]
     assert servers["allowed"].requests == before
+
+
+class Flood(socketserver.ThreadingTCPServer):
+    """Behind CONNECT: sends SIZE bytes before reading any, then reads SIZE bytes."""
+
+    daemon_threads = True
+    SIZE = 32 * 1024 * 1024
+
+    def __init__(self) -> None:
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                self.request.sendall(b"x" * Flood.SIZE)
+                left = Flood.SIZE
+                while left > 0 and (chunk := self.request.recv(1 << 20)):
+                    left -= len(chunk)
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.port = self.server_address[1]
+        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+        self.thread.join()
+
+
+def test_a_tunnel_carries_both_ways_at_once(tmp_path: Path) -> None:
+    """The host writes all before it reads while the program reads as it writes, as a direct
+    connection allows: a relay that copied one way at a time would stall."""
+    code = ("import socket, threading\n"
+            f"size = {Flood.SIZE}\n"
+            "s = socket.create_connection(('127.0.0.1', 3128))\n"
+            "s.sendall(b'CONNECT flood.test:443 HTTP/1.1\\r\\n\\r\\n')\n"
+            "head = b''\n"
+            "while not head.endswith(b'\\r\\n\\r\\n'):\n    head += s.recv(1)\n"
+            "got = [0]\n"
+            "def read():\n"
+            "    while got[0] < size:\n        got[0] += len(s.recv(1 << 20))\n"
+            "reader = threading.Thread(target=read); reader.start()\n"
+            "s.sendall(b'y' * size); reader.join()\n"
+            "print('both ways', got[0])\n")
+    flood = Flood()
+    try:
+        with pinned_hosts({"flood.test": ("127.0.0.1", flood.port)}):
+            outcome = run_process([sys.executable, "-c", code], cwd=tmp_path, timeout=30,
+                                  sandbox=SandboxPolicy(hosts=("flood.test",)),
+                                  workspace=tmp_path)
+    finally:
+        flood.close()
+    assert outcome.ok and f"both ways {Flood.SIZE}" in outcome.output, outcome.output
+    assert _proxy_threads() == []
