@@ -2,7 +2,8 @@
 
 `SandboxPolicy` is plain data (it travels in `ToolContext`). `probe()` says
 what this machine can enforce; `confine()` prepares one child process (its
-scrubbed environment, temporary directory and the function run before exec).
+scrubbed environment, temporary directory and the function run before exec;
+with a host list, the proxy it reaches the network through: `proxy`).
 The standard library and `normalize.faults` only: this is core, below tools.
 """
 
