@@ -50,7 +50,7 @@ class RunOptions:
     allow: list[str] = field(default_factory=list)
     deny: list[str] = field(default_factory=list)
     sandbox: str | None = None  # --sandbox workspace|read-only|off
-    network: bool | None = None  # --network
+    network: bool | tuple[str, ...] | None = None  # --network
     env_allow: list[str] = field(default_factory=list)
     services: DriverServices = field(default_factory=DriverServices)
     approver: Approver | None = None

@@ -32,6 +32,7 @@ from normalize.events import (
     WaitingForInput,
     event_from_dict,
 )
+from normalize.sandbox.hosts import hosts_line
 from normalize.store import TaskStore
 from normalize.task import Task
 
@@ -320,6 +321,10 @@ def _turn(turn: Turn, diffs: dict[int, str]) -> str:
                        "</span>")
             if action.error:
                 out.append(f"<pre>{_e(action.error)}</pre>")
+            hosts = action.data.get("network")
+            line = hosts_line(hosts) if isinstance(hosts, list) else None
+            if line:
+                out.append(f'<p class="meta">{_e(line)}</p>')
             if action.tool in ("edit", "write") and action.status == "success" and \
                     turn.checkpoints and action.preview.strip():  # the step's diff shows it
                 out.append(f"<details><summary>output</summary><pre>{_e(action.preview)}"

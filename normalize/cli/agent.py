@@ -50,7 +50,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               max_turns: int | None, budget: float | None, approve: str | None,
               context: str | None, workflow: str | None, workspace: Path | None,
               json_output: bool, quiet: bool, sandbox: str | None = None,
-              network: bool | None = None, project_instructions: bool = True,
+              network: bool | tuple[str, ...] | None = None, project_instructions: bool = True,
               repo_map: int | None = None) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.drivers.base import DriverServices

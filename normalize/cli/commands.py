@@ -21,7 +21,7 @@ from normalize.errors import ExitStatus, NormalizeError, UsageError
 
 def run_options(env: Environment, *, workspace: Path | None, json_output: bool, quiet: bool,
                 approve: str | None = None, sandbox: str | None = None,
-                network: bool | None = None) -> tuple[Any, Any]:
+                network: bool | tuple[str, ...] | None = None) -> tuple[Any, Any]:
     """The RunOptions a command runs under (terminal, approvals, prompt) and its renderer."""
     from normalize.drivers.base import DriverServices
     from normalize.runner import RunOptions
@@ -99,7 +99,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  workspace: Path | None, max_turns: int | None, approve: str | None,
                  dry_run: bool, json_output: bool, quiet: bool, model: str | None = None,
                  base_url: str | None = None, sandbox: str | None = None,
-                 network: bool | None = None) -> int:
+                 network: bool | tuple[str, ...] | None = None) -> int:
     from normalize.runner import apply_model, load_spec, parse_vars, run_task, start_task
 
     try:
@@ -138,7 +138,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
 def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str | None,
                 driver: str | None, max_turns: int | None, budget: float | None,
                 json_output: bool, quiet: bool, model: str | None = None,
-                sandbox: str | None = None, network: bool | None = None,
+                sandbox: str | None = None, network: bool | tuple[str, ...] | None = None,
                 rewind: int | None = None, instruction: str | None = None) -> int:
     try:
         if model is not None and (driver or "llm") != "llm":

@@ -36,7 +36,8 @@ def check(env: Environment, *, json_output: bool) -> int:
         "  modes:      `--sandbox read-only` writes only the temporary directory; "
         "`--sandbox off` runs programs unconfined",
         f"  hidden:     {hidden}, normalize's data and config directories",
-        "  network:    `--network` lifts the network rules (and asks in auto)",
+        "  network:    `--network HOST` reaches HOST only, through normalize's proxy; "
+        "`--network` lifts the network rules (and asks in auto)",
         "  env:        provider keys, *_TOKEN, *_SECRET*, *_PASSWORD, *_API_KEY and cloud "
         "credentials removed (env_allow keeps names)",
         *(f"  does not:   {line}" for line in found.not_enforced),

@@ -223,7 +223,7 @@ class McpSessions:
 
     def _confine(self, spec: ServerSpec) -> Any:
         """The sandbox for a stdio server (its own settings over the run's); fails closed."""
-        policy = self.sandbox
+        policy = replace(self.sandbox, hosts=())  # a run's host list is for its programs
         if spec.sandbox is not None:
             policy = replace(policy, mode=SandboxMode(spec.sandbox))
         if spec.network is not None:

@@ -3,7 +3,8 @@
 `SandboxPolicy` is plain data (it travels in `ToolContext`). `probe()` says
 which tier this machine gives (`full`, `landlock` or none) and what it
 enforces; `confine()` prepares one child process (its scrubbed environment,
-temporary directory and the function run before exec).
+temporary directory and the function run before exec; with a host list, the
+proxy it reaches the network through: `proxy`).
 The standard library and `normalize.faults` only: this is core, below tools.
 """
 

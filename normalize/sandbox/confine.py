@@ -19,12 +19,21 @@ Landlock rules and adds a seccomp filter (`seccomp.sandbox_filter`) in place of
 the namespaces: no read-only binds (`.git` is verified after each program
 instead), the real `/dev/shm`, of /dev only `BUILD_DEVICES` (no terminal),
 and sockets refused by family.
+
+With a host list (`hosts`), in the full tier the child brings its namespace's
+loopback up, listens on `PROXY_PORT` there and hands the listener to
+normalize's proxy (`Confinement.started`), which reaches only the listed hosts;
+Landlock allows connecting to that port only. In the landlock tier the proxy
+listens on a loopback port of normalize's own namespace, the only port
+Landlock lets the program connect to.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -33,8 +42,10 @@ from normalize.sandbox import landlock, seccomp
 from normalize.sandbox.child import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWUSER, ChildPlan, mount_flags
 from normalize.sandbox.env import scrub_env
 from normalize.sandbox.policy import SandboxMode, SandboxPolicy, SandboxTier
+from normalize.sandbox.proxy import Proxy
 
-__all__ = ["CREDENTIAL_STORES", "PROTECTED_NAMES", "Confinement", "confine", "protected_paths"]
+__all__ = ["CREDENTIAL_STORES", "PROTECTED_NAMES", "PROXY_PORT", "Confinement", "confine",
+           "protected_paths"]
 
 CREDENTIAL_STORES = (".ssh", ".aws", ".gnupg", ".netrc", ".config/gh", ".docker/config.json",
                      ".kube", ".git-credentials", ".config/gcloud", ".azure", ".pypirc",
@@ -48,6 +59,10 @@ TOOL_MANAGED = frozenset({"node_modules", "__pycache__", ".mypy_cache", ".ruff_c
 PRIVATE_TMPFS = ("/dev/shm",)
 """Shared writable directories each program gets an empty copy of (POSIX shared memory and
 semaphores keep working; nothing left there reaches another program or outlives this one)."""
+PROXY_PORT = 3128
+"""Where the proxy listens inside the program's own network namespace (nothing else is there)."""
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+                   "all_proxy")
 WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts",
                     "/dev/shm")
 BUILD_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
@@ -64,10 +79,46 @@ class Confinement:
     env: dict[str, str]
     tmpdir: str | None = None
     preexec: Callable[[], None] | None = None
+    proxy: Proxy | None = None
     _ruleset: landlock.Ruleset | None = None
+    _channel: socket.socket | None = None  # the parent's end; the child's is `_child_end`
+    _child_end: socket.socket | None = None
+
+    def started(self) -> None:
+        """After the spawn: serve the listener the child passed back (a host list only).
+
+        Raises OSError when none came: the program must then be stopped.
+        """
+        if self._channel is None or self.proxy is None:
+            return
+        channel, self._channel = self._channel, None
+        self._close_child_end()
+        try:
+            channel.settimeout(5.0)
+            _, fds, _, _ = socket.recv_fds(channel, 1, 1)
+        finally:
+            channel.close()
+        if len(fds) != 1:
+            raise OSError("the confined program passed no loopback listener to the proxy")
+        self.proxy.serve(socket.socket(fileno=fds[0]))
+
+    def network_log(self) -> list[dict[str, object]]:
+        """The hosts the program asked the proxy for, allowed or refused."""
+        return self.proxy.log() if self.proxy is not None else []
+
+    def _close_child_end(self) -> None:
+        if self._child_end is not None:
+            self._child_end.close()
+            self._child_end = None
 
     def close(self) -> None:
-        """Free the ruleset and remove the temporary directory."""
+        """Stop the proxy, free the ruleset and remove the temporary directory."""
+        if self.proxy is not None:
+            self.proxy.close()
+        for end in (self._channel, self._child_end):
+            if end is not None:
+                end.close()
+        self._channel = self._child_end = None
         if self._ruleset is not None:
             self._ruleset.close()
             self._ruleset = None
@@ -151,6 +202,36 @@ def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
     return ruleset
 
 
+def _proxied(confinement: Confinement, plan: ChildPlan, ruleset: landlock.Ruleset,
+             hosts: tuple[str, ...]) -> None:
+    """Route the program to a proxy for `hosts`: where it listens, the port rule, the variables.
+
+    In a network namespace the child listens on its own loopback (`PROXY_PORT`)
+    and passes the listener back. Without one, the proxy listens on a loopback
+    port of normalize's namespace and Landlock allows connecting to that port
+    only; Landlock's rules name ports, not addresses, so that port on any
+    other address is reachable too, and without Landlock's TCP rules (ABI < 4)
+    nothing would keep the program to the proxy: that is refused.
+    """
+    proxy = confinement.proxy = Proxy(hosts)
+    if plan.unshare & CLONE_NEWNET:
+        confinement._channel, confinement._child_end = socket.socketpair(socket.AF_UNIX,
+                                                                         socket.SOCK_STREAM)
+        plan.proxy_channel, plan.proxy_port = confinement._child_end, PROXY_PORT
+        port = PROXY_PORT
+    elif ruleset.denies_tcp:
+        listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+        port = listener.getsockname()[1]
+        proxy.serve(listener)
+    else:
+        raise OSError(errno.EPERM, "a host list needs a network namespace or Landlock TCP rules")
+    ruleset.allow_port(port)
+    url = f"http://127.0.0.1:{port}"
+    confinement.env.update(dict.fromkeys(PROXY_VARIABLES, url))
+    for name in ("NO_PROXY", "no_proxy"):
+        confinement.env.pop(name, None)
+
+
 def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: int,
             env: Mapping[str, str] | None = None, label: str = "",
             tier: SandboxTier = SandboxTier.FULL) -> Confinement:
@@ -174,6 +255,8 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
             plan = _filtered_plan(policy, ruleset)
         else:
             plan = _namespaced_plan(policy, root, ruleset)
+        if policy.hosts and not policy.network:
+            _proxied(confinement, plan, ruleset, policy.hosts)
         confinement.preexec = plan.preexec()
     except BaseException:
         confinement.close()

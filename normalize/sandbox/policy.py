@@ -29,10 +29,15 @@ class SandboxPolicy:
     """The boundary for programs: writable area, network, environment passed through.
 
     `hidden` names more paths no program may read (normalize's own data and
-    config directories), beside the credential stores under HOME.
+    config directories), beside the credential stores under HOME. `network`
+    true is every host; otherwise `hosts`, when given, are the only ones
+    programs reach (through normalize's proxy), and `hosts_ask` says a
+    workspace file chose them, so they ask in auto as `network` does.
     """
 
     mode: SandboxMode = SandboxMode.WORKSPACE
     network: bool = False
+    hosts: tuple[str, ...] = ()
+    hosts_ask: bool = False
     env_allow: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()

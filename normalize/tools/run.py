@@ -19,7 +19,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar, TypedDict
 
@@ -70,6 +70,8 @@ class ProcessOutcome:
     cancelled: bool = False
     truncated_bytes: int = 0
     signal_name: str | None = None
+    network: list[dict[str, object]] = field(default_factory=list)
+    """The hosts asked of the proxy (`network = [hosts]`), each allowed or refused."""
 
     @property
     def ok(self) -> bool:
@@ -263,7 +265,11 @@ def run_process(
             tracer.start()
         if on_spawn is not None:
             on_spawn(proc.pid)
-        return _finish(proc, argv, started, timeout, cancel, max_bytes, grace)
+        _serve_proxy(proc, confinement)
+        outcome = _finish(proc, argv, started, timeout, cancel, max_bytes, grace)
+        confinement.close()  # the proxy's log is whole once it stopped
+        outcome.network = confinement.network_log()
+        return outcome
     finally:
         confinement.close()
         if tracer is not None and on_writes is not None:
@@ -286,6 +292,19 @@ def _tracer(confinement: Confinement) -> Tracer | None:
 
     confinement.preexec = preexec
     return tracer
+
+
+def _serve_proxy(proc: subprocess.Popen[bytes], confinement: Confinement) -> None:
+    """Start the program's proxy (a host list); `ToolError` and no program when it cannot."""
+    try:
+        confinement.started()
+    except OSError as exc:
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        raise ToolError(f"refused: the network proxy could not start ({exc.strerror or exc})"
+                        ) from None
 
 
 def _confinement(policy: SandboxPolicy, workspace: Path | str, env: Mapping[str, str] | None,
@@ -393,7 +412,7 @@ def sandbox_of(ctx: ToolContext, action: Action | None = None) -> SandboxArgs:
     """The sandbox arguments of `run_process` for an action in `ctx`."""
     policy = ctx.sandbox
     if action is not None and action.params.get(UNCONFINED_PARAM) is True:
-        policy = SandboxPolicy(SandboxMode.OFF, policy.network, policy.env_allow)
+        policy = replace(policy, mode=SandboxMode.OFF)
     return SandboxArgs(sandbox=policy, workspace=ctx.workspace, label=ctx.task_id)
 
 
@@ -456,6 +475,8 @@ def outcome_result(outcome: ProcessOutcome, timeout: float, **data: object) -> A
     extra: dict[str, object] = {"argv": outcome.argv, **data}
     if outcome.truncated_bytes:
         extra["truncated_bytes"] = outcome.truncated_bytes
+    if outcome.network:
+        extra["network"] = outcome.network
     result = ActionResult(
         status=ResultStatus.SUCCESS,
         output=outcome.output,

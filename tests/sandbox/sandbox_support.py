@@ -49,18 +49,22 @@ class Site:
     """A launcher normalize runs under (tests/sandbox/restricted.py for the landlock tier)."""
 
     def agent(self, replies: list[str], *flags: str, allow_shell: bool = False,
-              extra_env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str],
-                                                                  list[dict[str, Any]]]:
-        """Run a scripted model through `normalize run` in auto, non-interactive, CI=true."""
+              extra_env: dict[str, str] | None = None, permissions: str = "",
+              program: tuple[str, ...] = (sys.executable, "-m", "normalize.cli.app")
+              ) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+        """Run a scripted model through `normalize run` in auto, non-interactive, CI=true.
+
+        `permissions` adds lines to the workflow's permissions table; `program`
+        is the command that runs normalize.
+        """
         script = self.root / f"script-{len(list(self.root.glob('script-*')))}.json"
         script.write_text(json.dumps(replies))
         flow = script.with_suffix(".toml")
         flow.write_text(f'[workflow]\nname = "agent"\n[workflow.llm]\nprovider = "scripted"\n'
                         f'model = "{script}"\n[workflow.permissions]\nmode = "auto"\n'
-                        f'allow_shell = {"true" if allow_shell else "false"}\n')
+                        f'allow_shell = {"true" if allow_shell else "false"}\n{permissions}')
         proc = subprocess.run(
-            [*self.prefix, sys.executable, "-m", "normalize.cli.app", "run", str(flow),
-             "--goal", "probe",
+            [*self.prefix, *program, "run", str(flow), "--goal", "probe",
              "--json", "-w", str(self.ws), *flags],
             cwd=self.ws, env={**self.env, **(extra_env or {})}, stdin=subprocess.DEVNULL,
             capture_output=True, text=True, timeout=300, check=False)
