@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from normalize import faults
+from normalize.helpers import trusted_program
 from normalize.sandbox import landlock
 from normalize.sandbox.policy import SandboxPolicy
 
@@ -58,7 +58,7 @@ def _trial(abi: int) -> str:
     """Start `true` under the full confinement; the reason it failed, or ''."""
     from normalize.sandbox.confine import confine
 
-    program = shutil.which("true") or "/bin/true"
+    program = trusted_program("true") or "/bin/true"
     with tempfile.TemporaryDirectory(prefix="normalize-probe-") as workspace:
         os.mkdir(os.path.join(workspace, ".git"))
         try:
