@@ -97,8 +97,8 @@ class Change:
 class _Dir:
     ino: int
     ctime: int  # -1: changed too recently to trust
-    subdirs: tuple[str, ...]
-    found: tuple[str, ...]
+    children: tuple[str, ...]  # workspace-relative paths of its subdirectories
+    found: tuple[str, ...]  # … and of its protected entries
 
 
 class RepoWalk:
@@ -113,39 +113,41 @@ class RepoWalk:
         """The workspace-relative paths of every protected entry, not following links."""
         started, seen, found = time.time_ns(), {}, []
         self.listed = 0
+        prefix = self.root.rstrip("/") + "/"
+        lstat, isdir, cached = os.lstat, stat.S_ISDIR, self._dirs.get
         stack = [""]
         while stack:
             rel = stack.pop()
             try:
-                st = os.lstat(os.path.join(self.root, rel) if rel else self.root)
+                st = lstat(prefix + rel if rel else self.root)
             except OSError:
                 continue
-            if not stat.S_ISDIR(st.st_mode):
+            if not isdir(st.st_mode):
                 continue
-            known = self._dirs.get(rel)
-            if known is None or (known.ino, known.ctime) != (st.st_ino, st.st_ctime_ns):
+            known = cached(rel)
+            if known is None or known.ino != st.st_ino or known.ctime != st.st_ctime_ns:
                 known = self._list(rel, st, started)
             seen[rel] = known
-            found += [_join(rel, name) for name in known.found]
-            stack += [_join(rel, name) for name in known.subdirs]
+            found += known.found
+            stack += known.children
         self._dirs = seen
         return sorted(found)
 
     def _list(self, rel: str, st: os.stat_result, started: int) -> _Dir:
         self.listed += 1
-        subdirs: list[str] = []
+        children: list[str] = []
         found: list[str] = []
         try:
             with os.scandir(os.path.join(self.root, rel) if rel else self.root) as entries:
                 for entry in entries:
                     if entry.name in PROTECTED:
-                        found.append(entry.name)
+                        found.append(_join(rel, entry.name))
                     elif entry.is_dir(follow_symlinks=False):
-                        subdirs.append(entry.name)
+                        children.append(_join(rel, entry.name))
         except OSError:
             pass
         racy = st.st_ctime_ns >= started - RACY_NS
-        return _Dir(st.st_ino, -1 if racy else st.st_ctime_ns, tuple(subdirs), tuple(found))
+        return _Dir(st.st_ino, -1 if racy else st.st_ctime_ns, tuple(children), tuple(found))
 
 
 def _join(rel: str, name: str) -> str:
