@@ -418,7 +418,7 @@ class Engine(Recovery):
         if self.tool_ctx.sandbox.mode is not SandboxMode.WORKSPACE:
             return None
         if self._guard is None:
-            self._guard = GitGuard(self.tool_ctx.workspace)
+            self._guard = GitGuard(self.tool_ctx.workspace, (self.store.home,))
         return self._guard
 
     def _finish(self, task: Task, driver: Driver, ctx: RunContext, action: Action,

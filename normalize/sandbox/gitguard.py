@@ -28,6 +28,9 @@ takes a fingerprint and compares it after:
   deleted `.git` directory cannot be brought back (its objects are not kept):
   that is reported, not restored.
 
+normalize's own data home, when inside the workspace, is not walked: no
+program reaches it, and what is there is normalize's doing.
+
 Finding every `.git` walks the whole tree, so the walk remembers each
 directory's inode and ctime (which no program can set back) and lists again
 only those that changed; a directory changed within `RACY_NS` of a walk is
@@ -104,14 +107,18 @@ class _Dir:
 class RepoWalk:
     """Finds every `.git` and `.normalize` under a root, listing only directories that changed."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str],
+                 skip: tuple[str | os.PathLike[str], ...] = ()) -> None:
         self.root = os.path.realpath(root)
         self._dirs: dict[str, _Dir] = {}
         self.listed = 0  # directories listed by the last walk (the rest were only stat'ed)
+        self._skip = {rel for p in skip if (rel := _relative(self.root, p))}
 
     def find(self) -> list[str]:
         """The workspace-relative paths of every protected entry, not following links."""
-        started, seen, found = time.time_ns(), {}, []
+        started = time.time_ns()
+        seen: dict[str, _Dir] = {}
+        found: list[str] = []
         self.listed = 0
         prefix = self.root.rstrip("/") + "/"
         lstat, isdir, cached = os.lstat, stat.S_ISDIR, self._dirs.get
@@ -143,7 +150,9 @@ class RepoWalk:
                     if entry.name in PROTECTED:
                         found.append(_join(rel, entry.name))
                     elif entry.is_dir(follow_symlinks=False):
-                        children.append(_join(rel, entry.name))
+                        child = _join(rel, entry.name)
+                        if child not in self._skip:
+                            children.append(child)
         except OSError:
             pass
         racy = st.st_ctime_ns >= started - RACY_NS
@@ -152,6 +161,12 @@ class RepoWalk:
 
 def _join(rel: str, name: str) -> str:
     return f"{rel}/{name}" if rel else name
+
+
+def _relative(root: str, path: str | os.PathLike[str]) -> str | None:
+    """`path` relative to `root` when inside it, else None."""
+    real = os.path.realpath(path)
+    return os.path.relpath(real, root) if real.startswith(root.rstrip("/") + "/") else None
 
 
 def _keep(root: str, rel: str, budget: int = KEEP_BYTES) -> Kept | None:
@@ -399,8 +414,9 @@ class GitGuard:
     which of them made it).
     """
 
-    def __init__(self, workspace: str | os.PathLike[str]) -> None:
-        self.walk = RepoWalk(workspace)
+    def __init__(self, workspace: str | os.PathLike[str],
+                 skip: tuple[str | os.PathLike[str], ...] = ()) -> None:
+        self.walk = RepoWalk(workspace, skip)
         self._lock = threading.Lock()
         self._running = 0
         self._base: Snapshot | None = None

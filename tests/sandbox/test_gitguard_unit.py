@@ -97,3 +97,11 @@ def test_a_helper_is_never_taken_from_the_workspace_or_a_relative_path_entry(
     assert str(planted) not in trusted_dirs((ws,)) and ".venv/bin" not in trusted_dirs((ws,))
     monkeypatch.chdir(tmp_path)
     assert str(planted) not in trusted_dirs()  # below the current directory: refused too
+
+
+def test_the_data_home_inside_the_workspace_is_not_walked(tmp_path: Path) -> None:
+    home = tmp_path / ".normalize-home"
+    _init(home / "copies" / "child")
+    _init(tmp_path / "mine")
+    assert RepoWalk(tmp_path, (home,)).find() == ["mine/.git"]
+    assert RepoWalk(tmp_path).find() == [".normalize-home/copies/child/.git", "mine/.git"]
