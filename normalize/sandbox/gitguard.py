@@ -69,7 +69,7 @@ MAX_DEPTH = 8  # git directories nested under modules/ and worktrees/
 RACY_NS = 2_000_000_000
 SAFE_KEYS = re.compile(
     r"core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|"
-    r"precomposeunicode|symlinks)|extensions\.objectformat|init\.defaultbranch|"
+    r"precomposeunicode|symlinks)|extensions\.(objectformat|refstorage)|init\.defaultbranch|"
     r"remote\..+\.(url|fetch)|branch\..+\.(remote|merge)")
 """Config keys a new repository may hold and still be kept (what init and clone write)."""
 

@@ -150,3 +150,21 @@ def test_a_git_planted_on_path_in_the_workspace_is_never_run(site: Site) -> None
     assert undo.returncode == 0, undo.stderr
     assert "return a + b" in (site.ws / "calc.py").read_text()
     assert not marker.exists()
+
+
+def test_a_repository_made_at_the_root_of_a_workspace_inside_a_larger_one_is_removed(
+        site: Site) -> None:
+    subprocess.run(["rm", "-rf", str(site.ws / ".git"), str(site.ws / "sub")], check=True)
+    git(site.root, "init", "-q")  # the person's repository holds the workspace
+    marker = site.outside / "root-fsmonitor-ran"
+    config = FSMONITOR.format(marker=marker)
+    init = _py("init.py", "import subprocess\nsubprocess.run(['git', 'init', '-q', '.'])\n"
+                          f"open('.git/config', 'a').write({config!r})")
+    proc, finished = site.agent([*init, "done"])
+    assert proc.returncode == 0, proc.stderr
+    result = _by_command(finished, "run python3 init.py")
+    assert result["status"] == "blocked" and ".git created (removed)" in result["error"]
+    assert not (site.ws / ".git").exists()
+    _person_git_status(site.ws, site)
+    _person_git_status(site.root, site)
+    assert not marker.exists()
