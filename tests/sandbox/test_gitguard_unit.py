@@ -105,3 +105,20 @@ def test_the_data_home_inside_the_workspace_is_not_walked(tmp_path: Path) -> Non
     _init(tmp_path / "mine")
     assert RepoWalk(tmp_path, (home,)).find() == ["mine/.git"]
     assert RepoWalk(tmp_path).find() == [".normalize-home/copies/child/.git", "mine/.git"]
+
+
+def test_the_shadow_stores_git_runs_with_the_trusted_path_and_no_pager(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from normalize.checkpoints.shadow import ShadowRepo
+
+    ws = tmp_path / "ws"
+    (ws / ".venv" / "bin").mkdir(parents=True)
+    monkeypatch.setenv("PATH", f"{ws / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    repo = ShadowRepo(ws, tmp_path / "home")
+    env = repo.env()
+    assert str(ws) not in env["PATH"] and env["GIT_PAGER"] == "cat"
+    assert not repo.git.startswith(str(ws))
+    argv = repo._argv(["status"])
+    for setting in ("core.hooksPath=/dev/null", "core.fsmonitor=false", "core.pager=cat",
+                    "credential.helper=", "core.sshCommand=false", "protocol.allow=never"):
+        assert setting in argv
