@@ -144,8 +144,9 @@ class RepoWalk:
         self.listed += 1
         children: list[str] = []
         found: list[str] = []
+        path = os.path.join(self.root, rel) if rel else self.root
         try:
-            with os.scandir(os.path.join(self.root, rel) if rel else self.root) as entries:
+            with os.scandir(path) as entries:
                 for entry in entries:
                     if entry.name in PROTECTED:
                         found.append(_join(rel, entry.name))
@@ -153,8 +154,9 @@ class RepoWalk:
                         child = _join(rel, entry.name)
                         if child not in self._skip:
                             children.append(child)
-        except OSError:
-            pass
+        except OSError:  # unreadable but searchable (mode 311): git still finds a .git here
+            found = [_join(rel, n) for n in sorted(PROTECTED)
+                     if os.path.lexists(os.path.join(path, n))]
         racy = st.st_ctime_ns >= started - RACY_NS
         return _Dir(st.st_ino, -1 if racy else st.st_ctime_ns, tuple(children), tuple(found))
 

@@ -122,3 +122,16 @@ def test_the_shadow_stores_git_runs_with_the_trusted_path_and_no_pager(
     for setting in ("core.hooksPath=/dev/null", "core.fsmonitor=false", "core.pager=cat",
                     "credential.helper=", "core.sshCommand=false", "protocol.allow=never"):
         assert setting in argv
+
+
+def test_a_repository_in_a_directory_that_cannot_be_listed_is_still_found(
+        tmp_path: Path) -> None:
+    hidden = tmp_path / "d"
+    _init(hidden)
+    os.chmod(hidden, 0o311)  # searchable, not readable: `cd d && git status` still works
+    try:
+        if os.access(hidden, os.R_OK):
+            pytest.skip("this user reads every directory (root)")
+        assert RepoWalk(tmp_path).find() == ["d/.git"]
+    finally:
+        os.chmod(hidden, 0o755)
