@@ -409,8 +409,8 @@ class Engine(Recovery):
         crash_point("action_ran")
         if undone:  # it ran, and changed what a person's git would run: undone, and said
             result = protected(result, undone)
-            ctx.emit(Notice(level="warning", message=f"`{action.text or action.tool}` "
-                                                     f"{describe(undone)}"))
+            shown = (action.text.splitlines() or [action.tool])[0]
+            ctx.emit(Notice(level="warning", message=f"`{shown}` {describe(undone)}"))
         return result
 
     def _git_guard(self) -> GitGuard | None:
