@@ -75,7 +75,7 @@ SAFE_KEYS = re.compile(
 
 
 @dataclass(frozen=True)
-class Kept:
+class Watched:
     """One watched entry as it was: its kind, mode, a digest, and its bytes when small."""
 
     kind: str  # "dir" | "file" | "link" | "other"
@@ -171,27 +171,28 @@ def _relative(root: str, path: str | os.PathLike[str]) -> str | None:
     return os.path.relpath(real, root) if real.startswith(root.rstrip("/") + "/") else None
 
 
-def _keep(root: str, rel: str, budget: int = KEEP_BYTES) -> Kept | None:
+def _keep(root: str, rel: str, budget: int = KEEP_BYTES) -> Watched | None:
     """The state of one entry (None: absent), its bytes read without following a link."""
     path = os.path.join(root, rel)
     try:
         st = os.lstat(path)
         mode = stat.S_IMODE(st.st_mode)
         if stat.S_ISDIR(st.st_mode):
-            return Kept("dir", mode)
+            return Watched("dir", mode)
         if stat.S_ISLNK(st.st_mode):
             target = os.fsencode(os.readlink(path))
-            return Kept("link", mode, hashlib.sha256(target).hexdigest(), target)
+            return Watched("link", mode, hashlib.sha256(target).hexdigest(), target)
         if not stat.S_ISREG(st.st_mode):
-            return Kept("other", mode, f"{st.st_mode}:{st.st_ino}")
+            return Watched("other", mode, f"{st.st_mode}:{st.st_ino}")
         if st.st_size > min(budget, KEEP_BYTES):
-            return Kept("file", mode, f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}")
+            stamp = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+            return Watched("file", mode, stamp)
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as fh:
             data = fh.read(KEEP_BYTES + 1)
     except OSError:
         return None
-    return Kept("file", mode, hashlib.sha256(data).hexdigest(), data)
+    return Watched("file", mode, hashlib.sha256(data).hexdigest(), data)
 
 
 class _Capture:
@@ -199,10 +200,10 @@ class _Capture:
 
     def __init__(self, root: str, budget: list[int]) -> None:
         self.root = root
-        self.out: dict[str, Kept] = {}
+        self.out: dict[str, Watched] = {}
         self.budget = budget  # bytes still to keep in this snapshot (shared, so a list)
 
-    def add(self, rel: str) -> Kept | None:
+    def add(self, rel: str) -> Watched | None:
         kept = _keep(self.root, rel, self.budget[0])
         if kept is not None:
             self.out[rel] = kept
@@ -248,9 +249,9 @@ def _names(path: str) -> set[str]:
         return set()
 
 
-def fingerprint(root: str, found: list[str]) -> dict[str, Kept]:
+def fingerprint(root: str, found: list[str]) -> dict[str, Watched]:
     """The watched state of the protected entries `found` (workspace-relative) under `root`."""
-    out: dict[str, Kept] = {}
+    out: dict[str, Watched] = {}
     budget = [KEEP_TOTAL]
     for rel in found:
         capture = _Capture(root, budget)
@@ -270,15 +271,15 @@ class Snapshot:
     """The protected roots found and the watched state of each."""
 
     roots: list[str] = field(default_factory=list)
-    kept: dict[str, Kept] = field(default_factory=dict)
+    kept: dict[str, Watched] = field(default_factory=dict)
 
-    def under(self, rel: str) -> dict[str, Kept]:
+    def under(self, rel: str) -> dict[str, Watched]:
         """The watched entries of root `rel` (itself included)."""
         prefix = rel + "/"
         return {p: k for p, k in self.kept.items() if p == rel or p.startswith(prefix)}
 
 
-def _same(a: Kept, b: Kept) -> bool:
+def _same(a: Watched, b: Watched) -> bool:
     return (a.kind, a.mode, a.digest) == (b.kind, b.mode, b.digest)
 
 
@@ -299,7 +300,8 @@ def restore(root: str, before: Snapshot, after: Snapshot) -> list[Change]:
     return changes
 
 
-def _put_back(root: str, rel: str, old: dict[str, Kept], new: dict[str, Kept]) -> list[Change]:
+def _put_back(root: str, rel: str, old: dict[str, Watched],
+              new: dict[str, Watched]) -> list[Change]:
     """Undo what changed below one existing root: new entries removed, the rest rewritten."""
     if rel not in new and old[rel].kind == "dir" and rel.endswith(".git"):
         return [Change(rel, "deleted", "not restored: a repository's objects are not kept")]
@@ -317,7 +319,7 @@ def _put_back(root: str, rel: str, old: dict[str, Kept], new: dict[str, Kept]) -
     return changes
 
 
-def _attempt(act: Callable[..., None], root: str, rel: str, done: str, *args: Kept) -> str:
+def _attempt(act: Callable[..., None], root: str, rel: str, done: str, *args: Watched) -> str:
     """Run one repair; what to report ("removed", "restored", or why it failed)."""
     try:
         act(root, rel, *args)
@@ -340,7 +342,7 @@ def _remove(root: str, rel: str) -> None:
             os.unlink(name, dir_fd=dfd)
 
 
-def _put(root: str, rel: str, kept: Kept) -> None:
+def _put(root: str, rel: str, kept: Watched) -> None:
     """Write one entry back as `kept` says, replacing whatever is there now."""
     if kept.kind == "other" or (kept.kind != "dir" and kept.data is None):
         _remove(root, rel)  # cannot be rebuilt: at least what replaced it goes
@@ -370,9 +372,9 @@ def _put(root: str, rel: str, kept: Kept) -> None:
                 os.fchmod(fh.fileno(), kept.mode)
 
 
-def _inert(root: str, rel: str, new: dict[str, Kept]) -> bool:
+def _inert(root: str, rel: str, new: dict[str, Watched]) -> bool:
     """Whether a new `.git` runs nothing: a directory, safe config keys, only sample hooks."""
-    if not rel.endswith(".git") or new.get(rel, Kept("")).kind != "dir":
+    if not rel.endswith(".git") or new.get(rel, Watched("")).kind != "dir":
         return False
     for path, kept in new.items():
         parts = path[len(rel) + 1:].split("/")
