@@ -11,7 +11,7 @@ helpers:
    lies outside every untrusted root: the workspace the call names, the data
    home and config dir (`NORMALIZE_HOME`, `NORMALIZE_CONFIG`) and the current
    directory, each compared by its real path (a link into the workspace counts
-   as inside);
+   as inside; `/` is never a root, or nothing would be left);
 3. a candidate is an executable regular file whose real path is outside those
    roots as well (a system entry that links into the workspace is refused).
 
@@ -47,7 +47,8 @@ def _roots(untrusted: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
         pass
     places += [os.path.expanduser(os.environ[name]) for name in ("NORMALIZE_HOME",
                "NORMALIZE_CONFIG") if os.environ.get(name)]
-    return tuple(sorted({os.path.realpath(p) for p in places}))
+    # "/" as a root (normalize started from `/` in a container) would leave out every program
+    return tuple(sorted({os.path.realpath(p) for p in places} - {"/"}))
 
 
 def _inside(path: str, roots: tuple[str, ...]) -> bool:

@@ -97,6 +97,8 @@ def test_a_helper_is_never_taken_from_the_workspace_or_a_relative_path_entry(
     assert str(planted) not in trusted_dirs((ws,)) and ".venv/bin" not in trusted_dirs((ws,))
     monkeypatch.chdir(tmp_path)
     assert str(planted) not in trusted_dirs()  # below the current directory: refused too
+    monkeypatch.chdir("/")  # started from / (a container's WORKDIR): the system dirs still count
+    assert trusted_program("git") is not None
 
 
 def test_the_data_home_inside_the_workspace_is_not_walked(tmp_path: Path) -> None:
