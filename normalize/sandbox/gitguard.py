@@ -24,7 +24,9 @@ takes a fingerprint and compares it after:
   by one). A new `.git` directory is inert, and kept, when its config holds
   only the keys `git init` and `git clone` write (`SAFE_KEYS`) and its hooks
   are only `.sample` files: `git clone`, `cargo new` and `pip install -e
-  git+…` keep working, while anything set later is undone as above. A
+  git+…` keep working, while anything set later is undone as above. A new
+  git directory below an existing repository's `modules/` or `worktrees/` is
+  judged the same way (a person's `git worktree add` meanwhile is kept). A
   deleted `.git` directory cannot be brought back (its objects are not kept):
   that is reported, not restored.
 
@@ -68,7 +70,7 @@ KEEP_TOTAL = 64 << 20  # contents kept per snapshot; beyond, a stat digest only
 MAX_DEPTH = 8  # git directories nested under modules/ and worktrees/
 RACY_NS = 2_000_000_000
 SAFE_KEYS = re.compile(
-    r"core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|"
+    r"core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|worktree|"
     r"precomposeunicode|symlinks)|extensions\.(objectformat|refstorage)|init\.defaultbranch|"
     r"remote\..+\.(url|fetch)|branch\..+\.(remote|merge)")
 """Config keys a new repository may hold and still be kept (what init and clone write)."""
@@ -308,9 +310,14 @@ def _put_back(root: str, rel: str, old: dict[str, Watched],
     changes: list[Change] = []
     gone: list[str] = []
     for path in sorted(p for p in new if p not in old):
-        if not any(path.startswith(g + "/") for g in gone):
-            changes.append(Change(path, "created", _attempt(_remove, root, path, "removed")))
-            gone.append(path)
+        if any(path.startswith(g + "/") for g in gone):
+            continue
+        if path.rsplit("/", 1)[-1] in NESTED and new[path].kind == "dir":
+            continue  # a new `modules/` or `worktrees/`: what is inside is judged one by one
+        gone.append(path)
+        if _nested_gitdir(path) and _inert(root, path, _below(new, path), named=False):
+            continue  # `git worktree add`, a submodule's first clone: a person's doing, kept
+        changes.append(Change(path, "created", _attempt(_remove, root, path, "removed")))
     for path in sorted(old):
         if path in new and _same(old[path], new[path]):
             continue
@@ -372,9 +379,20 @@ def _put(root: str, rel: str, kept: Watched) -> None:
                 os.fchmod(fh.fileno(), kept.mode)
 
 
-def _inert(root: str, rel: str, new: dict[str, Watched]) -> bool:
-    """Whether a new `.git` runs nothing: a directory, safe config keys, only sample hooks."""
-    if not rel.endswith(".git") or new.get(rel, Watched("")).kind != "dir":
+def _nested_gitdir(path: str) -> bool:
+    """Whether `path` is a git directory below a repository's `modules/` or `worktrees/`."""
+    parts = path.split("/")
+    return any(part in NESTED and parts[i - 1] == ".git" for i, part in enumerate(parts)
+               if 0 < i < len(parts) - 1)
+
+
+def _below(entries: dict[str, Watched], rel: str) -> dict[str, Watched]:
+    return {p: w for p, w in entries.items() if p == rel or p.startswith(rel + "/")}
+
+
+def _inert(root: str, rel: str, new: dict[str, Watched], *, named: bool = True) -> bool:
+    """Whether a new git directory runs nothing: safe config keys, only sample hooks."""
+    if (named and not rel.endswith(".git")) or new.get(rel, Watched("")).kind != "dir":
         return False
     for path, kept in new.items():
         parts = path[len(rel) + 1:].split("/")
@@ -382,7 +400,7 @@ def _inert(root: str, rel: str, new: dict[str, Watched]) -> bool:
             return False
         if "hooks" in parts and kept.kind == "file" and not parts[-1].endswith(".sample"):
             return False
-        if parts[-1] in ("commondir", "gitdir"):
+        if named and parts[-1] in ("commondir", "gitdir"):  # a worktree's own are expected
             return False
         if parts[-1] in ("config", "config.worktree") and not _safe_config(kept.data, root):
             return False

@@ -137,3 +137,22 @@ def test_a_repository_in_a_directory_that_cannot_be_listed_is_still_found(
         assert RepoWalk(tmp_path).find() == ["d/.git"]
     finally:
         os.chmod(hidden, 0o755)
+
+
+def test_a_worktree_the_person_adds_meanwhile_is_kept_and_a_planted_module_hook_is_not(
+        tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    _init(ws)
+    subprocess.run(["git", "-C", str(ws), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-q", "--allow-empty", "-m", "start"], check=True)
+    guard = GitGuard(ws)
+    guard.before()
+    subprocess.run(["git", "-C", str(ws), "worktree", "add", "-q", str(tmp_path / "wt")],
+                   check=True, capture_output=True)
+    module = ws / ".git" / "modules" / "m"
+    (module / "hooks").mkdir(parents=True)
+    (module / "HEAD").write_text("ref: refs/heads/main\n")
+    (module / "hooks" / "post-checkout").write_text("#!/bin/sh\n")
+    assert [(c.path, c.done) for c in guard.after()] == [(".git/modules/m", "removed")]
+    assert (ws / ".git" / "worktrees" / "wt" / "commondir").exists()
+    assert not module.exists()
