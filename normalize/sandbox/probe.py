@@ -10,7 +10,6 @@ verdict says what the tier enforces and what it does not, one short line each.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from normalize import faults
+from normalize.helpers import trusted_program
 from normalize.sandbox import landlock, seccomp
 from normalize.sandbox.policy import SandboxPolicy, SandboxTier
 
@@ -138,7 +138,7 @@ def _trial(abi: int, tier: SandboxTier) -> str:
     """Start `true` confined in `tier`; the reason it failed, or ''."""
     from normalize.sandbox.confine import confine
 
-    program = shutil.which("true") or "/bin/true"
+    program = trusted_program("true") or "/bin/true"
     with tempfile.TemporaryDirectory(prefix="normalize-probe-") as workspace:
         os.mkdir(os.path.join(workspace, ".git"))
         try:

@@ -105,7 +105,7 @@ def test_patterns_rg_rejects_run_in_python(awkward: Path, run_tool: RunTool) -> 
 def test_without_rg_python_searches_and_says_so(
     awkward: Path, run_tool: RunTool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("normalize.tools.grep.find_rg", lambda: None)
+    monkeypatch.setattr("normalize.tools.grep.find_rg", lambda _workspace=None: None)
     result = run_tool(GrepTool(), "needle", "src/plain.md")
     assert result.output.splitlines() == [
         "src/plain.md:1: a needle",
