@@ -64,7 +64,8 @@ _PLAIN = r"[^\s\"'#,;(){}\[\]<>]+"  # an unquoted value: one word, no code punct
 # then skips positions that cannot start it cheaply) and ends with the empty
 # group `(?P<tag>)`, which names the alternative that matched. A group
 # `<tag>_v` (or `<tag>_v2`, `<tag>_v3` in other branches) marks the part to
-# redact; without one the whole match goes.
+# redact; without one the whole match goes. A lookbehind at a match's start
+# must be negative: a stream may have shown the text before it already.
 _PATTERNS: tuple[tuple[str, str], ...] = (
     ("pem", r"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
             r"-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----"),
@@ -89,7 +90,31 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("azure_ad", r"~(?<=[A-Za-z0-9_.]{3}[0-9]Q~)[A-Za-z0-9_~.-]{31,34}"),
     ("azure", r"[ASas](?:(?<=[Aa])ccount[Kk]ey|(?<=[Ss])hared[Aa]ccess[Kk]ey|(?<=[Ss])ig)="
               r"(?P<azure_v>[A-Za-z0-9+/%=_-]{16,})"),
-    ("url", r":(?<=\w:)//[^\s:/@]+:(?P<url_v>[^\s@/]+)(?=@)"),
+    ("url", r":(?<=\w:)//[^\s:/@]*:(?P<url_v>[^\s@/]+)(?=@)"),  # `redis://:pw@host` too
+    # provider prefixes (the shapes of gitleaks' rules of the same names)
+    ("groq", r"g(?<!\wg)sk_[A-Za-z0-9]{40,}"),
+    ("xai", r"x(?<!\wx)ai-[A-Za-z0-9]{40,}"),
+    ("perplexity", r"p(?<!\wp)plx-[A-Za-z0-9]{40,}"),
+    ("replicate", r"r(?<!\wr)8_[A-Za-z0-9]{30,}"),
+    ("vault", r"h(?<!\wh)v[sbr]\.[A-Za-z0-9_-]{24,}"),
+    ("gcp_oauth", r"(?:G(?<!\wG)OCSPX-[A-Za-z0-9_-]{24,}|y(?<!\wy)a29\.[A-Za-z0-9_-]{12,})"),
+    ("shopify", r"s(?<!\ws)hp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"),
+    ("digitalocean", r"d(?<!\wd)o[opr]_v1_[a-f0-9]{64}"),
+    ("grafana", r"g(?<!\wg)l(?:sa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|c_[A-Za-z0-9+/]{32,}={0,2})"),
+    ("linear", r"l(?<!\wl)in_api_[A-Za-z0-9]{40}"),
+    ("telegram", r":(?P<telegram_v>AA[A-Za-z0-9_-]{33})(?![\w-])"),
+    ("webhook", r"(?:h(?<![\w-]h)ooks\.slack\.com/(?:services|workflows|triggers)/"
+                r"(?P<webhook_v>[A-Za-z0-9+/_-]{16,})"
+                r"|d(?<![\w-]d)iscord(?:app)?\.com/api/webhooks/[0-9]+/(?P<webhook_v2>[\w-]{20,}))"),
+    # credentials in files and command lines that no prefix marks
+    ("docker", r"a(?<![\w-]a)uth\"[ \t]*:[ \t]*\""
+               r"(?P<docker_v>(?!\[REDACTED\])[A-Za-z0-9+/]{8,}={0,2})(?=\")"),
+    ("netrc", r"l(?<![^\s]l)ogin[ \t]+[^\s]+(?:[ \t]+|[ \t]*\r?\n[ \t]*)password[ \t]+"
+              r"(?P<netrc_v>(?!\[REDACTED\])[^\s]+)"),
+    ("curl", r"-(?<![^ \t]-)(?:u[ \t]*|-user[ \t=]+)[\"']?[^\s:\"'-][^\s:\"']*:"
+             r"(?P<curl_v>(?![0-9]+(?![^\s\"']))(?!\[REDACTED\])[^\s\"']+)"),
+    ("mysql", r"m(?<!\wm)(?:ysql(?:dump|admin|import|check|show)?|ariadb(?:-dump|-admin)?)"
+              r"[ \t][^\r\n|;&]*?(?<=[ \t])-p(?P<mysql_v>(?!\[REDACTED\])[^\s]+)"),
     (
         "assign",  # `name="v"`, `"name": "v"`, `name = 'v'`, unquoted `name=v`, `name: v`
         rf"{_NAME_FAST}(?:[\"']?[ \t]*[:=][ \t]*(?P<quote>[\"'])"
@@ -111,7 +136,9 @@ _ANCHORS = (
     "-----begin", "authoriz", "bearer", "sk-", "k_live_", "k_test_", "gh", "github_pat_",
     "glpat-", "glptt-", "gldt-", "glrt-", "akia", "asia", "aiza", "xox", "xapp-", "eyj",
     "npm_", "pypi-", "hf_", "sg.", "q~", "sig=", "://", "passw", "passphrase", "sec", "token",
-    "key",
+    "key", "gsk_", "xai-", "pplx-", "r8_", "hvs.", "hvb.", "hvr.", "gocspx-", "ya29.", "shp",
+    "_v1_", "glsa_", "glc_", "lin_api_", ":aa", "hooks.slack.com",
+    "discord", '"auth"', "login", "-u", "mysql", "mariadb",
 )
 SCAN_DIRECT = 512  # texts shorter than this skip the anchor scan
 
