@@ -34,6 +34,8 @@ __all__ = [
     "Redactor",
     "default_redactor",
     "dotenv_files",
+    "inert",
+    "inert_obj",
     "redact",
     "redact_obj",
 ]
@@ -317,8 +319,9 @@ class Redactor:
     def _walk(self, obj: Any) -> Any:
         if isinstance(obj, str):
             return self.redact(obj)
-        if isinstance(obj, dict):
-            return {key: self._value(key, value) for key, value in obj.items()}
+        if isinstance(obj, dict):  # keys too: a path can be a key, and a path can be a key's name
+            return {self.redact(key) if isinstance(key, str) else key: self._value(key, value)
+                    for key, value in obj.items()}
         if isinstance(obj, list):
             return [self._walk(item) for item in obj]
         if isinstance(obj, tuple):
@@ -442,3 +445,44 @@ def redact(text: str, redactor: Redactor | None = None) -> str:
 def redact_obj(obj: T, redactor: Redactor | None = None) -> T:
     """`obj` (dicts, lists, strings, nested) redacted by `redactor` or the default one."""
     return (redactor or default_redactor()).redact_obj(obj)
+
+
+# -- inert text: what normalize shows never drives the terminal --------------------------------
+
+# C0 controls (but tab and newline) and DEL as their Unicode control pictures (one column each,
+# so a line keeps its width); a C1 control as the escape it abbreviates (0x9b, CSI, is `␛[`).
+_INERT_TABLE: dict[int, str] = {
+    **{code: chr(0x2400 + code) for code in range(0x20) if chr(code) not in "\t\n"},
+    0x7F: "\u2421",
+    **{code: "\u241b" + chr(code - 0x40) for code in range(0x80, 0xA0)},
+}
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def inert(text: str) -> str:
+    """`text` with every control character shown as a visible placeholder instead of acting.
+
+    An escape sequence (OSC 0 title, OSC 52 clipboard, `CSI 2J`), BEL, backspace, a bare CR
+    and the C1 controls reach no terminal: `\x1b]0;t\x07` reads `␛]0;t␇`, `\x9b2J` reads
+    `␛[2J`. Tab and newline stay; a CR before a newline is dropped (a Windows line end).
+    """
+    if _CONTROL.search(text) is None:
+        return text
+    return text.replace("\r\n", "\n").translate(_INERT_TABLE)
+
+
+def inert_obj(obj: T) -> T:
+    """A copy of `obj` with every string (dict keys too) made `inert`, however nested."""
+    return cast(T, _inert_walk(obj))
+
+
+def _inert_walk(obj: Any) -> Any:
+    if isinstance(obj, str):
+        return inert(obj)
+    if isinstance(obj, dict):
+        return {_inert_walk(key): _inert_walk(value) for key, value in obj.items()}
+    if isinstance(obj, list):
+        return [_inert_walk(item) for item in obj]
+    if isinstance(obj, tuple):
+        return tuple(_inert_walk(item) for item in obj)
+    return obj

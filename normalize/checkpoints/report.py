@@ -32,6 +32,7 @@ from normalize.events import (
     WaitingForInput,
     event_from_dict,
 )
+from normalize.redact import inert
 from normalize.store import TaskStore
 from normalize.task import Task
 
@@ -79,7 +80,8 @@ class Turn:
 
 
 def _e(text: Any) -> str:
-    return escape(str(text), quote=True)
+    """`text` as HTML: inert (control characters shown, not kept), then escaped."""
+    return escape(inert(str(text)), quote=True)
 
 
 def _events(store: TaskStore, task: Task, redact: Callable[[Any], Any]) -> list[BaseEvent]:

@@ -21,6 +21,7 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
               json_output: bool) -> int:
     """The task's changes (or one step's) as a unified diff, `--stat` or JSON."""
     from normalize.checkpoints.changes import TaskChanges, parse_patch
+    from normalize.redact import Redactor, inert, inert_obj
 
     try:
         store, task = _open(ref)
@@ -29,13 +30,17 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
         counts = changes.numstat(step)
     except NormalizeError as exc:
         return fail(env, exc)
+    redactor = Redactor.for_workspace(task.workspace)  # shown as `tasks show` shows it
     if json_output:
         files = parse_patch(patch)
         for entry in files:
             added, removed = counts.get(entry["path"], (entry["added"], entry["removed"]))
             entry["added"], entry["removed"] = added, removed
-        env.stdout.write(json.dumps({"task": task.id, "step": step, "files": files}) + "\n")
+        data = inert_obj(redactor.redact_obj({"task": task.id, "step": step, "files": files}))
+        env.stdout.write(json.dumps(data) + "\n")
         return 0
+    patch = inert(redactor.redact(patch))
+    counts = {inert(redactor.redact(path)): count for path, count in counts.items()}
     if stat:
         for path, (added, removed) in counts.items():
             shown = "binary" if added < 0 else f"+{added} -{removed}"
