@@ -193,12 +193,14 @@ def _when(ts: float) -> str:
 
 def render_report(store: TaskStore, task: Task) -> str:
     """The whole report, as one HTML document (redacted: it is shown, like the journal)."""
+    from normalize.checkpoints.changes import readable_patch
     from normalize.redact import Redactor
 
     redactor = Redactor.for_workspace(task.workspace)
     events = _events(store, task, redactor.redact_obj)  # again: a store may not redact
     turns, runs = group_turns(events)
-    diffs = {step: redactor.redact(patch) for step, patch in _step_diffs(store, task).items()}
+    diffs = {step: redactor.redact(readable_patch(patch))
+             for step, patch in _step_diffs(store, task).items()}
     task = Task.from_dict(redactor.redact_obj(task.to_dict()))  # the task file is exact
     out = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
