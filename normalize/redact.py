@@ -3,20 +3,35 @@
 A `Redactor` replaces with `[REDACTED]`:
 
 - API-key shapes: Anthropic and OpenAI (`sk-…`, `sk-ant-…`, `sk-proj-…`), GitHub
-  (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), AWS access key ids
-  (`AKIA…`, `ASIA…`), Slack (`xoxa-`, `xoxb-`, `xoxp-`, `xoxr-`, `xoxs-`), Google
-  (`AIza…`), JWTs, PEM private-key blocks;
+  (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), GitLab, AWS access key ids
+  (`AKIA…`, `ASIA…`), Slack (`xoxa-`, `xoxb-`, `xoxp-`, `xoxr-`, `xoxs-`, `xapp-`), Google
+  (`AIza…`, `GOCSPX-`, `ya29.`), Stripe, npm, PyPI, Hugging Face, SendGrid, Azure, Groq
+  (`gsk_`), xAI (`xai-`), Perplexity (`pplx-`), Replicate (`r8_`), Vault (`hvs.`, `hvb.`,
+  `hvr.`), Shopify (`shpat_`…), DigitalOcean (`dop_v1_`…), Grafana (`glsa_`, `glc_`),
+  Linear (`lin_api_`), Telegram bot tokens, JWTs, PEM private-key blocks;
 - the value of `Authorization:` / `Proxy-Authorization:` headers and `Bearer` tokens;
 - assignments to secret-looking names: `password=…`, `API_KEY=…`, `--token=…`
   (no spaces), or a quoted value after `=` or `:` (`"secret": "…"`,
   `token = "…"`); a type hint such as `password: str` is left alone;
-- the password in `scheme://user:password@host`;
+- the password in `scheme://user:password@host` (`redis://:password@host` too), the
+  secret part of Slack and Discord webhook URLs, `.netrc` passwords (after `login`),
+  docker's `"auth": "…"`, `curl -u user:password` and `mysql … -pPASSWORD`;
 - exact strings known to be secret: `Redactor.for_workspace` collects them from
   the `.env*` files at the workspace root and from environment variables whose
   names contain KEY, TOKEN, SECRET or PASSWORD.
 
 Everything is one compiled regex (collected values first, as a literal
 alternation), so a text is scanned once.
+
+The rules are written here, not loaded from a maintained rule set: on the 57
+shapes of tests/secrets/secret_shapes.py, gitleaks' rule file (222 rules, MIT;
+221 compile under `re`) caught 30, kingfisher-secret-scanner 1.5.0 (rules
+compiled into a native library) 19, detect-secrets 1.5.0's plugins 13, and
+gitleaks' rules ran 5-10 times slower than this regex. Their prefixes are the
+reference for the provider shapes above.
+
+`inert` is the other half of "fit to show": control characters (escape
+sequences, BEL, backspace, C1) become visible placeholders.
 """
 
 from __future__ import annotations
