@@ -155,7 +155,7 @@ _ANCHORS = (
     "npm_", "pypi-", "hf_", "sg.", "q~", "sig=", "://", "passw", "passphrase", "sec", "token",
     "key", "gsk_", "xai-", "pplx-", "r8_", "hvs.", "hvb.", "hvr.", "gocspx-", "ya29.", "shp",
     "_v1_", "glsa_", "glc_", "lin_api_", ":aa", "hooks.slack.com",
-    "discord", '"auth"', "login", "-u", "mysql", "mariadb",
+    "discord", 'auth"', "login", "-u", "mysql", "mariadb",
 )
 SCAN_DIRECT = 512  # texts shorter than this skip the anchor scan
 
@@ -279,8 +279,8 @@ class Redactor:
 
     def _redact(self, text: str) -> str:
         """Run the regex only on the lines that hold an anchor (or a collected value)."""
-        if len(text) < SCAN_DIRECT:
-            return self._regex.sub(_replacement, text)
+        if len(text) < SCAN_DIRECT:  # one look for an anchor, then the regex if there is one
+            return self._regex.sub(_replacement, text) if self.may_hold_secret(text) else text
         lower = text.lower()
         if len(lower) != len(text):  # a character whose lower case is longer: no shortcut
             return self._regex.sub(_replacement, text)
@@ -376,14 +376,17 @@ class DeltaRedaction:
 
     def feed(self, kind: str, text: str) -> str:
         buf = self._pending.get(kind, "") + text
-        cut = self._cut(buf)
+        cut, clean = self._cut(buf)
         self._pending[kind] = buf[cut:]
-        return self.redactor.redact(buf[:cut]) if cut else ""
+        if not cut:
+            return ""
+        return buf[:cut] if clean else self.redactor.redact(buf[:cut])
 
-    def _cut(self, buf: str) -> int:
+    def _cut(self, buf: str) -> tuple[int, bool]:
+        """Where to cut `buf`, and whether it is clean (no anchor: nothing to redact)."""
         cut = len(buf) - self.hold
         if cut <= 0:
-            return 0
+            return 0, False
         if len(buf) <= HOLD_MAX:  # a word (a token) is shown whole or not yet
             space = max(buf.rfind(c, 0, cut) for c in " \n\t")
             cut = space + 1 if space >= 0 else 0
@@ -393,13 +396,13 @@ class DeltaRedaction:
             if end < 0 or buf.find("-----", end + 9) < 0:
                 cut = begin
         if not self.redactor.may_hold_secret(buf):
-            return cut
+            return cut, True
         for match in self.redactor._regex.finditer(buf, 0, len(buf)):
             if match.start() >= cut:
                 break
             if match.end() > cut:
-                return match.start()
-        return cut
+                return match.start(), False
+        return cut, False
 
     @property
     def pending(self) -> bool:

@@ -1,4 +1,4 @@
-"""`inert`: control characters become visible placeholders; the new shapes' near misses stay."""
+"""`inert` shows control characters as placeholders; new shapes skip near misses, keep anchors."""
 
 from __future__ import annotations
 
@@ -51,3 +51,15 @@ def test_inert_obj_reaches_keys_and_nesting() -> None:
 ])
 def test_near_misses_of_the_new_shapes_are_left_alone(text: str) -> None:
     assert redact(text) == text
+
+
+def test_a_short_text_without_an_anchor_skips_the_regex_and_loses_nothing() -> None:
+    """Texts under SCAN_DIRECT are searched for an anchor first: each shape still has one."""
+    from secret_shapes import SHAPES
+
+    from normalize.redact import Redactor, _replacement
+
+    redactor = Redactor()
+    tails = ['auth": "bW9uYTpkb2NrZXJwYXNzMTIz"}', "-u admin:Pa55w0rd-curl https://x"]
+    for line in [*(line for _, line, _ in SHAPES), *tails]:
+        assert redactor.redact(line) == redactor._regex.sub(_replacement, line), line
