@@ -4,9 +4,10 @@ A scripted model says prose full of escape sequences (OSC 0 title, OSC 52
 clipboard, `CSI 2J`, C1 controls, BEL, backspace, a bare CR) and runs a
 program that prints them and every secret shape, writes a file holding every
 shape, and creates files whose names are a key or an escape sequence. The
-task runs once on a real pty (the live view) and once with `--json`; then each
-sink is read: the pty, `--json`, the journal, `tasks show` (and `--full`,
-`--json`), `normalize diff` (and `--stat`, `--json`) and the report.
+task runs on a real pty (the live view), with `--json` and plain; then each
+sink is read: the pty, `--json`, the plain view, the journal, `tasks` and
+`tasks show` (and `--full`, `--json`), `normalize diff` (and `--stat`,
+`--json`) and the report.
 """
 
 from __future__ import annotations
@@ -121,6 +122,9 @@ def sinks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     ran = cli("run", "agent.toml", "--goal", f"goal {RAW}", "--json", cwd=json_ws, home=home)
     assert ran.returncode == 0, ran.stderr
     json_id, = [p.name[:-5] for p in (home / "tasks").glob("*.json") if p.name[:-5] != task_id]
+    plain = cli("run", "agent.toml", "--goal", f"goal {RAW}", cwd=_workspace(base / "plain"),
+                home=home)
+    assert plain.returncode == 0, plain.stderr
 
     def out(*args: str) -> str:
         done = cli(*args, cwd=live_ws, home=home)
@@ -129,6 +133,7 @@ def sinks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
     return {
         "live view": pty_out + err,
+        "plain view": plain.stdout + plain.stderr,
         "--json": _strings(ran.stdout) + ran.stderr,
         "journal": _strings((home / "tasks" / f"{task_id}.jsonl").read_text()
                             + (home / "tasks" / f"{json_id}.jsonl").read_text()),
@@ -143,7 +148,7 @@ def sinks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     }
 
 
-SINKS = ["live view", "--json", "journal", "tasks show", "tasks show --full",
+SINKS = ["live view", "plain view", "--json", "journal", "tasks show", "tasks show --full",
          "tasks show --json", "tasks", "diff", "diff --stat", "diff --json", "report"]
 # where each hostile thing shows: model prose and the goal, program output, a file name
 PROSE = ["live view", "--json", "journal", "tasks show --json", "report"]
@@ -202,4 +207,5 @@ def test_files_named_by_keys_were_listed(sinks: dict[str, str], tmp_path: Path) 
     assert sum(line == " [REDACTED]  +1 -0" for line in stat_lines) == len(named)
     written = PAYLOAD.count("\n") + 1
     assert stat_lines[-1] == f" {len(named) + 2} files changed, +{len(named) + 1 + written} -0"
+
 
