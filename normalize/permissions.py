@@ -314,10 +314,10 @@ def is_trusted(path: Path, digest: str | None = None) -> bool:
 def _write_config(doc: Any) -> None:
     import tomlkit
 
-    from normalize.fsutil import atomic_write
+    from normalize.fsutil import atomic_write, private_dirs
 
     path = config_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(path.parent)
     atomic_write(path, tomlkit.dumps(doc).encode("utf-8"), mode=0o600)
 
 

@@ -262,11 +262,13 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
         task = store.shown(store.load(store.resolve(ref), with_config=False))
     except NormalizeError as exc:
         return fail(env, exc)
+    from normalize.redact import inert_obj
+
     events = store.events(task.id)
     if json_output:
         env.stdout.write(json.dumps({"task": task.to_dict()})[:-1] + ', "events": [')
         for number, event in enumerate(events):
-            env.stdout.write((", " if number else "") + json.dumps(event))
+            env.stdout.write((", " if number else "") + json.dumps(inert_obj(event)))
         env.stdout.write("]}\n")
         _warn_store(env, store)
         return 0

@@ -31,6 +31,7 @@ from normalize.events import (
     WaitingForInput,
     event_from_dict,
 )
+from normalize.redact import inert_obj
 
 MARKS = {"success": "✓", "error": "✗", "blocked": "⊘", "cancelled": "⊘", "interrupted": "?"}
 
@@ -280,10 +281,11 @@ def describe(event: BaseEvent) -> str | None:
 
 
 def journal_events(raw: Iterable[dict[str, Any]]) -> Iterator[BaseEvent]:
-    """Events from a journal's dicts; a kind this version does not know is skipped."""
+    """Events from a journal's dicts, their text inert (a journal written before normalize
+    made it so may hold escapes); a kind this version does not know is skipped."""
     for data in raw:
         try:
-            yield event_from_dict(data)
+            yield event_from_dict(inert_obj(data))
         except (KeyError, TypeError):
             continue
 
