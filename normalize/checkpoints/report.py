@@ -32,8 +32,8 @@ from normalize.events import (
     WaitingForInput,
     event_from_dict,
 )
-from normalize.sandbox.hosts import hosts_line
 from normalize.redact import inert
+from normalize.sandbox.hosts import hosts_line
 from normalize.store import TaskStore
 from normalize.task import Task
 
