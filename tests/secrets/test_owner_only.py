@@ -14,7 +14,6 @@ import os
 import stat
 from pathlib import Path
 
-import pytest
 from secret_shapes import PYTHON, cli
 
 AGENT = """
@@ -62,8 +61,6 @@ def test_everything_normalize_creates_is_owner_only_under_umask_000(tmp_path: Pa
     assert stat.S_IMODE(os.stat(root / "out.txt").st_mode) == 0o666  # the person's file: umask's
 
 
-@pytest.mark.xfail(strict=True, reason="the report's write path (O_NOFOLLOW, O_EXCL, 0600) is "
-                   "the undo branch's: remove this mark when it lands")
 def test_the_report_is_owner_only_under_umask_000(tmp_path: Path) -> None:
     root, home = tmp_path / "ws", tmp_path / "home"
     root.mkdir()
