@@ -71,23 +71,29 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
 def undo_changes(env: Environment, ref: str, to_step: int | None, *, force: bool) -> int:
     """Put the files the task changed back; name each file refused."""
     from normalize.checkpoints.changes import undo
+    from normalize.redact import Redactor, inert
 
     try:
         store, task = _open(ref)
         result = undo(store, task, to_step, force=force)
     except NormalizeError as exc:
         return fail(env, exc)
+    redactor = Redactor.for_workspace(task.workspace)
+
+    def shown(path: str) -> str:  # a file name is shown as every screen shows it
+        return inert(redactor.redact(path))
+
     where = "before the task" if to_step is None else f"as after step {to_step}"
     if result.resumed:
         env.stderr.write(f"normalize: completing the undo of task {task.id} that was "
                          "interrupted\n")
     for path in result.restored:
-        env.stdout.write(f"restored {path}\n")
+        env.stdout.write(f"restored {shown(path)}\n")
     for path in result.refused:
-        env.stderr.write(f"normalize: refused {path}: changed since task {task.id} last "
+        env.stderr.write(f"normalize: refused {shown(path)}: changed since task {task.id} last "
                          "touched it (--force to restore it anyway)\n")
     for path, why in result.blocked.items():
-        env.stderr.write(f"normalize: refused {path}: {why}\n")
+        env.stderr.write(f"normalize: refused {shown(path)}: {inert(why)}\n")
     if not (result.restored or result.refused or result.blocked):
         env.stdout.write(f"task {task.id}: nothing to undo, the files are {where} already\n")
     elif result.restored:

@@ -70,3 +70,22 @@ def test_the_report_is_owner_only_under_umask_000(tmp_path: Path) -> None:
     done = cli("report", "last", "-o", "r.html", cwd=root, home=home, umask=0)
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE(os.stat(root / "r.html").st_mode) & 0o077 == 0
+
+
+def test_undo_names_files_inert_and_redacted(tmp_path: Path) -> None:
+    root, home = tmp_path / "ws", tmp_path / "home"
+    root.mkdir()
+    key = "sk-ant-api03-" + "Ab1_" * 10
+    odd = "t\x1b]0;pwned\x07.txt"
+    make = (f"import pathlib; pathlib.Path({odd!r}).write_text('x'); "
+            f"pathlib.Path({key!r}).write_text('y')")
+    (root / "script.json").write_text(json.dumps([
+        f"Making files.\nrun {PYTHON} -c \"{make}\"", "done made them"]))
+    (root / "agent.toml").write_text(AGENT)
+    assert cli("run", "agent.toml", "--goal", "g", cwd=root, home=home).returncode == 0
+    assert (root / odd).exists()
+    done = cli("undo", "last", cwd=root, home=home)
+    assert done.returncode == 0, done.stderr
+    assert not (root / odd).exists() and not (root / key).exists()
+    assert "\x1b" not in done.stdout and key not in done.stdout
+    assert "restored t␛]0;pwned␇.txt" in done.stdout
