@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, Protocol
 
 from normalize.fsutil import json_bytes
+from normalize.serial import Record
 
 EVENT_VERSION = 1
 
@@ -34,8 +35,8 @@ def _field_names(cls: type) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class BaseEvent:
-    """Fields every event carries; `emit` fills in the stamps."""
+class BaseEvent(Record):
+    """Fields every event carries; `emit` fills in the stamps; `from_dict` reads one back."""
 
     type: str
     task_id: str = ""
@@ -44,7 +45,7 @@ class BaseEvent:
     transient: ClassVar[bool] = False
 
     def to_dict(self) -> dict[str, Any]:
-        """The event's fields (nested values shared, not copied: events are frozen) and `v`."""
+        """The event's fields and `v` (nested values shared, not copied: events are frozen)."""
         data = {name: getattr(self, name) for name in _field_names(type(self))}
         data["v"] = EVENT_VERSION
         return data

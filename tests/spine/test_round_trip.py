@@ -64,7 +64,8 @@ def persisted_classes() -> list[type]:
         if cls in seen:
             continue
         seen.add(cls)
-        todo.extend(c for tp in _hints(cls).values() for c in _nested(tp))
+        hints = _hints(cls)
+        todo.extend(c for f in dataclasses.fields(cls) for c in _nested(hints[f.name]))
     return sorted(seen - {BaseEvent}, key=lambda c: f"{c.__module__}.{c.__qualname__}")
 
 
