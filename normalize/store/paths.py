@@ -39,11 +39,13 @@ def config_home(env: dict[str, str] | None = None) -> Path:
 
 
 def _unusable(path: Path) -> str | None:
-    """Why normalize cannot keep its data under `path` (None when it can)."""
+    """Why `path` can never be normalize's data directory (None when it can).
+
+    An existing read-only directory is not refused: tasks can still be listed
+    and shown from it, and a write says which directory to make writable.
+    """
     if path.exists():
-        if not path.is_dir():
-            return "is not a directory"
-        return None if os.access(path, os.W_OK | os.X_OK) else "is not writable"
+        return None if path.is_dir() else "is not a directory"
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent

@@ -24,11 +24,23 @@ EOF'''
 """
 
 
-def normalize(*args: str, cwd: Path, home: str) -> subprocess.CompletedProcess[str]:
+def normalize(*args: str, cwd: Path, home: str, prefix: tuple[str, ...] = ()
+              ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NORMALIZE_HOME": home, "CI": "true"}
     env.pop("NORMALIZE_CONFIG", None)
-    return subprocess.run([sys.executable, "-m", "normalize.cli.app", *args], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run([*prefix, sys.executable, "-m", "normalize.cli.app", *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def unprivileged() -> tuple[str, ...]:
+    """A command prefix that drops root's power to write anywhere (a user namespace)."""
+    if os.geteuid() != 0:
+        return ()
+    unshare = shutil.which("unshare")
+    argv = (unshare or "unshare", "--user", "--map-user=1000", "--map-group=1000")
+    if unshare is None or subprocess.run([*argv, "true"], capture_output=True).returncode:
+        pytest.skip("running as root without user namespaces: root may write anywhere")
+    return argv
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="workspace checkpoints need git")
@@ -56,3 +68,12 @@ def test_a_home_that_is_a_file_is_refused_in_one_line_naming_the_variable(
     first = proc.stderr.splitlines()[0]
     assert "NORMALIZE_HOME=home-file" in first and "is not a directory" in first
     assert "Traceback" not in proc.stderr and "File exists" not in proc.stderr
+
+
+def test_a_home_that_cannot_be_created_is_refused_in_one_line(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    proc = normalize("tasks", cwd=tmp_path, home="locked/home", prefix=unprivileged())
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert "NORMALIZE_HOME=locked/home" in first and "is not writable" in first
