@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, ClassVar
@@ -17,11 +18,13 @@ from typing import Any, ClassVar
 from normalize.errors import ExitStatus
 from normalize.serial import Record, Shape, stored
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the task file format; bumped with a migration in `store.migrations`.
 
 2: `driver_states` keeps each driver's state by driver name (1 had one `driver_state`),
    so a task handed to another driver and back resumes where each left off.
+3: `driver_config` holds a `TaskConfig`: its declared keys, each left out at its
+   default, and any other key under `extra`.
 """
 
 JSON = dict[str, Any]
@@ -237,6 +240,58 @@ def kept_value(value: Any) -> Any:
     return value.value if isinstance(value, Kept) else value
 
 
+_OMIT = stored(omit_default=True)
+
+
+@dataclass(frozen=True)
+class TaskConfig(Record):
+    """What a task was started with and keeps across resumes (stored as `driver_config`).
+
+    A new value replaces the whole (`dataclasses.replace`), so the store sees
+    a change by identity. `to_driver_json` is what a driver's `from_config` is
+    given: plain JSON, the plugin contract (docs/plugins.md).
+    """
+
+    spec: JSON | None = field(default=None, metadata=_OMIT)
+    """The workflow as validated (`WorkflowSpec.to_dict()`); None for a bare driver."""
+    permissions: JSON | None = field(default=None, metadata=_OMIT)
+    """The resolved permissions (`Permissions.to_dict()`); None in a task from before."""
+    mcp_servers: tuple[JSON, ...] | None = field(default=None, metadata=_OMIT)
+    """The MCP server tables the run uses; None when none were recorded."""
+    permission_notes: tuple[str, ...] = field(default=(), metadata=_OMIT)
+    """What was ignored, and why: shown as warnings when the task first runs."""
+    project_instructions: bool = field(default=True, metadata=_OMIT)
+    """Whether AGENTS.md / CLAUDE.md join the prompt (`--no-project-instructions`)."""
+    follow_ups: tuple[str, ...] = field(default=(), metadata=_OMIT)
+    """Instructions given after the goal (`resume ID "…"`), in order."""
+    approve: str | None = field(default=None, metadata=_OMIT)
+    """`--approve` of a task from before permissions were recorded."""
+    llm: JSON | None = field(default=None, metadata=_OMIT)
+    """Model settings of a task whose spec has none (`resume --model`)."""
+    extra: JSON = field(default_factory=dict, metadata=_OMIT)
+    """Keys nothing here declares (a plugin's, a Python caller's), kept as they were."""
+
+    @property
+    def spec_table(self) -> JSON:
+        """The workflow spec, or an empty table for a task without one."""
+        return self.spec or {}
+
+    def to_driver_json(self) -> JSON:
+        """The config as the plain JSON a driver is built from (`extra` at the top level)."""
+        data: JSON = self.to_dict()
+        extra = data.pop("extra", {})
+        return {**extra, **data}
+
+    @classmethod
+    def from_driver_json(cls, data: Mapping[str, Any]) -> TaskConfig:
+        """A config from plain JSON: the declared keys typed, every other key kept in `extra`."""
+        declared = {f.name for f in fields(cls)} - {"extra"}
+        extra = {**data.get("extra", {}), **{k: v for k, v in data.items()
+                                             if k not in declared and k != "extra"}}
+        return cls.from_dict({**{k: v for k, v in data.items() if k in declared},
+                              "extra": extra})
+
+
 def new_task_id() -> str:
     """A short random id: 8 lowercase hex digits."""
     return os.urandom(4).hex()  # (as secrets.token_hex, without loading hmac and random)
@@ -255,7 +310,8 @@ class Task(Record):
     goal: str
     workspace: str
     driver: str
-    driver_config: JSON = field(default_factory=dict)
+    config: TaskConfig = field(default_factory=TaskConfig,
+                               metadata=stored(key="driver_config"))
     driver_states: dict[str, JSON] = field(default_factory=dict)
     scope_state: JSON = field(default_factory=dict)
     status: TaskStatus = TaskStatus.PENDING
