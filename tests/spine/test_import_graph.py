@@ -82,10 +82,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 
 
 # loops of modules that import each other (through any others), allowed by name
-CYCLES: dict[frozenset[str], str] = {
-    frozenset({"normalize.tools.approval", "normalize.tools.base"}):
-        "type-only both ways: a ToolContext carries the policy that checks a ToolContext",
-}
+CYCLES: dict[frozenset[str], str] = {}
 
 
 def module_name(path: Path) -> str:
