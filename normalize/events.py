@@ -321,10 +321,14 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
 
 
 def event_from_dict(data: dict[str, Any]) -> BaseEvent:
-    """Rebuild an event from its JSON form; unknown fields are dropped (newer writers)."""
-    cls = EVENT_TYPES[data["type"]]
-    known = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in known})
+    """Rebuild an event from its JSON form; unknown fields are dropped (newer writers).
+
+    An unknown type is a KeyError, a value of the wrong shape a TypeError.
+    """
+    try:
+        return EVENT_TYPES[data["type"]].from_dict(data)
+    except ValueError as exc:
+        raise TypeError(f"{data.get('type')}: {exc}") from None
 
 
 class Journal(Protocol):

@@ -73,6 +73,7 @@ class _Plan:
 
 
 _PLANS: dict[type, _Plan] = {}
+_PLAIN = Stored()  # a field stored by the plain rule
 
 
 def _same(value: Any) -> Any:
@@ -172,7 +173,7 @@ def _plan(cls: type) -> _Plan:
     for f in dataclasses.fields(cls):
         if not f.init:
             continue
-        how = f.metadata.get(_META) or Stored()
+        how = f.metadata.get(_META) or _PLAIN
         enc, dec = _codec(hints[f.name])
         planned.append(_Field(f.name, how.key or f.name, enc, dec, how, _default(f)))
     plan = _PLANS[cls] = _Plan(tuple(planned), getattr(cls, "serial_shape", Shape()))
@@ -185,13 +186,15 @@ def encode(obj: Any) -> Any:
     out: JSON = {}
     for f in plan.fields:
         how = f.how
-        if how.fixed is not None:
+        if how is _PLAIN:
+            out[f.key] = f.enc(getattr(obj, f.name))
+        elif how.fixed is not None:
             out[f.key] = how.fixed()
-            continue
-        value = getattr(obj, f.name)
-        if how.omit_default and value == f.default:
-            continue
-        out[f.key] = f.enc(value) if how.wrap is None else how.wrap(value)
+        else:
+            value = getattr(obj, f.name)
+            if how.omit_default and value == f.default:
+                continue
+            out[f.key] = f.enc(value) if how.wrap is None else how.wrap(value)
     return list(out.values()) if plan.shape.as_list else out
 
 
@@ -202,13 +205,13 @@ def decode(cls: type[T], data: Any) -> T:
         data = plan.shape.upgrade(data)
     if plan.shape.as_list:
         data = dict(zip((f.key for f in plan.fields), data, strict=False))
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):
         raise ValueError(f"{cls.__name__}: expected a JSON object, not {type(data).__name__}")
     values: JSON = {}
     for f in plan.fields:
         if f.key in data:
             value = data[f.key]
-            if f.how.unwrap is not None:
+            if f.how is not _PLAIN and f.how.unwrap is not None:
                 value = f.how.unwrap(value)
             values[f.name] = f.dec(value)
         elif f.default is dataclasses.MISSING:

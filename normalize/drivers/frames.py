@@ -29,6 +29,8 @@ def _old_hop(data: Any) -> Any:
     """A hop in the shape before frames were dataclasses: `-i - 1` was the `else` of step i."""
     if isinstance(data, int):
         return [data, "then"] if data >= 0 else [-data - 1, "else"]
+    if len(data) != 2 or data[1] not in ("then", "else"):
+        raise ValueError(f"bad frame branch in {data!r}")
     return data
 
 
