@@ -8,7 +8,7 @@ snapshot are the same for all.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from normalize.errors import ConfigError
@@ -235,7 +235,7 @@ class ContextStrategy:
         return {
             "strategy": self.name,
             "results": [r.to_dict() for r in self.results],
-            "history": [asdict(h) for h in self.history],
+            "history": [h.to_dict() for h in self.history],
             "older": self.older,
             "notes": [dict(n) for n in self.notes],
             "feedback": list(self.feedback),
