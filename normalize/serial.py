@@ -9,9 +9,10 @@ left out when it equals its default, stored as a wrapper such as `Kept`,
 written as a fixed value); per class, `serial_shape = Shape(...)` (written as a JSON
 array, an older stored shape upgraded before decoding).
 
-Values typed `Any` pass through as they are (a `Kept` inside one reaches the
-store's encoder); dicts and lists of them are copied two levels deep, so
-the JSON never shares a mutable list with the live object.
+Values typed `Any`, and dicts and lists of them, pass through as they are
+(the JSON goes straight to the store's encoder; a `Kept` inside one reaches
+it); a field whose tables its owner changes in place declares
+`stored(wrap=copied)`. Tuples become lists.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar
 
-__all__ = ["Record", "Shape", "decode", "encode", "stored"]
+__all__ = ["Record", "Shape", "copied", "decode", "encode", "stored"]
 
 JSON = dict[str, Any]
 T = TypeVar("T")
@@ -70,6 +71,8 @@ class _Field:
 class _Plan:
     fields: tuple[_Field, ...]
     shape: Shape
+    encoder: Codec  # made from the fields: as fast as a hand-written `to_dict`
+    decoder: Codec  # a JSON object to an instance, likewise
 
 
 _PLANS: dict[type, _Plan] = {}
@@ -88,12 +91,9 @@ def _copy(value: Any) -> Any:
     return value
 
 
-def _plain_dict(value: Mapping[str, Any]) -> JSON:
+def copied(value: Mapping[str, Any]) -> JSON:
+    """A table copied two levels deep: `stored(wrap=copied)` for one a caller may change."""
     return {k: _copy(v) for k, v in value.items()}
-
-
-def _plain_list(value: Sequence[Any]) -> list[Any]:
-    return [_copy(v) for v in value]
 
 
 def _optional(codec: Codec) -> Codec:
@@ -110,14 +110,15 @@ def _literal(choices: tuple[Any, ...]) -> Codec:
 
 def _sequence(item: tuple[Codec, Codec], out: type) -> tuple[Codec, Codec]:
     enc, dec = item
-    encode_all: Codec = _plain_list if enc is _same else (lambda v: [enc(x) for x in v])
+    encode_all: Codec = (_same if out is list else list) if enc is _same else (
+        lambda v: [enc(x) for x in v])
     decode_all: Codec = (lambda v: out(v)) if dec is _same else (lambda v: out(dec(x) for x in v))
     return encode_all, decode_all
 
 
 def _mapping(value: tuple[Codec, Codec]) -> tuple[Codec, Codec]:
     enc, dec = value
-    encode_all: Codec = _plain_dict if enc is _same else (
+    encode_all: Codec = _same if enc is _same else (
         lambda v: {k: enc(x) for k, x in v.items()})
     decode_all: Codec = dict if dec is _same else (lambda v: {k: dec(x) for k, x in v.items()})
     return encode_all, decode_all
@@ -176,26 +177,63 @@ def _plan(cls: type) -> _Plan:
         how = f.metadata.get(_META) or _PLAIN
         enc, dec = _codec(hints[f.name])
         planned.append(_Field(f.name, how.key or f.name, enc, dec, how, _default(f)))
-    plan = _PLANS[cls] = _Plan(tuple(planned), getattr(cls, "serial_shape", Shape()))
+    shape = getattr(cls, "serial_shape", Shape())
+    fields = tuple(planned)
+    plan = _PLANS[cls] = _Plan(fields, shape, _encoder(fields, shape), _decoder(cls, fields))
     return plan
+
+
+def _encoder(planned: tuple[_Field, ...], shape: Shape) -> Codec:
+    """A function writing these fields, generated as `dataclasses` generates `__init__`.
+
+    Its source holds only field names (identifiers) and the keys' `repr`; the
+    codecs, defaults and hooks are passed in by name.
+    """
+    names: JSON = {}
+    lines = ["def encode(obj):", "    out = {}"]
+    for i, f in enumerate(planned):
+        how, key = f.how, repr(f.key)
+        names.update({f"enc{i}": f.enc, f"wrap{i}": how.wrap, f"fixed{i}": how.fixed,
+                      f"default{i}": f.default})
+        if how.fixed is not None:
+            lines.append(f"    out[{key}] = fixed{i}()")
+            continue
+        value = f"wrap{i}(v)" if how.wrap is not None else "v" if f.enc is _same else f"enc{i}(v)"
+        lines.append(f"    v = obj.{f.name}")
+        if how.omit_default:
+            lines.append(f"    if not v == default{i}:")
+            lines.append(f"        out[{key}] = {value}")
+        else:
+            lines.append(f"    out[{key}] = {value}")
+    lines.append("    return list(out.values())" if shape.as_list else "    return out")
+    exec("\n".join(lines), names)  # our own field names and reprs, never input
+    encoder: Codec = names["encode"]
+    return encoder
+
+
+def _decoder(cls: type, planned: tuple[_Field, ...]) -> Codec:
+    """A function reading these fields from a JSON object, generated as `_encoder` is."""
+    names: JSON = {"cls": cls, "MissingKey": KeyError}
+    lines = ["def decode(data):", "    kw = {}"]
+    for i, f in enumerate(planned):
+        key, unwrap = repr(f.key), f.how.unwrap
+        names.update({f"dec{i}": f.dec, f"unwrap{i}": unwrap})
+        raw = f"unwrap{i}(data[{key}])" if unwrap is not None else f"data[{key}]"
+        value = raw if f.dec is _same else f"dec{i}({raw})"
+        lines.append(f"    if {key} in data:")
+        lines.append(f"        kw[{f.name!r}] = {value}")
+        if f.default is dataclasses.MISSING:
+            lines.append(f"    else:\n        raise MissingKey({key})")
+    lines.append("    return cls(**kw)")
+    exec("\n".join(lines), names)  # our own field names and reprs, never input
+    decoder: Codec = names["decode"]
+    return decoder
 
 
 def encode(obj: Any) -> Any:
     """`obj`, a dataclass, as JSON (a dict, or a list for `Shape(as_list=True)`)."""
-    plan = _plan(type(obj))
-    out: JSON = {}
-    for f in plan.fields:
-        how = f.how
-        if how is _PLAIN:
-            out[f.key] = f.enc(getattr(obj, f.name))
-        elif how.fixed is not None:
-            out[f.key] = how.fixed()
-        else:
-            value = getattr(obj, f.name)
-            if how.omit_default and value == f.default:
-                continue
-            out[f.key] = f.enc(value) if how.wrap is None else how.wrap(value)
-    return list(out.values()) if plan.shape.as_list else out
+    plan = _PLANS.get(type(obj)) or _plan(type(obj))
+    return plan.encoder(obj)
 
 
 def decode(cls: type[T], data: Any) -> T:
@@ -207,16 +245,7 @@ def decode(cls: type[T], data: Any) -> T:
         data = dict(zip((f.key for f in plan.fields), data, strict=False))
     if type(data) is not dict and not isinstance(data, Mapping):
         raise ValueError(f"{cls.__name__}: expected a JSON object, not {type(data).__name__}")
-    values: JSON = {}
-    for f in plan.fields:
-        if f.key in data:
-            value = data[f.key]
-            if f.how is not _PLAIN and f.how.unwrap is not None:
-                value = f.how.unwrap(value)
-            values[f.name] = f.dec(value)
-        elif f.default is dataclasses.MISSING:
-            raise KeyError(f.key)
-    return cls(**values)
+    return plan.decoder(data)  # type: ignore[no-any-return]
 
 
 class Record:

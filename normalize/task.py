@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from normalize.errors import ExitStatus
-from normalize.serial import Record, Shape, stored
+from normalize.serial import Record, Shape, copied, stored
 
 SCHEMA_VERSION = 3
 """Version of the task file format; bumped with a migration in `store.migrations`.
@@ -85,7 +85,7 @@ class Action(Record):
     """
 
     tool: str
-    params: JSON = field(default_factory=dict)
+    params: JSON = field(default_factory=dict, metadata=stored(wrap=copied))
     text: str = ""
     key: str = ""
 
