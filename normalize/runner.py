@@ -23,7 +23,7 @@ from normalize.drivers.base import DRIVERS, Driver, DriverServices, create_drive
 from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
-from normalize.sandbox import SandboxMode, SandboxPolicy, probe
+from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, probe
 from normalize.store import TaskStore
 from normalize.store.paths import config_home
 from normalize.task import Limits, Task, TaskConfig
@@ -49,7 +49,7 @@ class RunOptions:
     allow: list[str] = field(default_factory=list)
     deny: list[str] = field(default_factory=list)
     sandbox: str | None = None  # --sandbox workspace|read-only|off
-    network: bool | None = None  # --network
+    network: bool | tuple[str, ...] | None = None  # --network
     env_allow: list[str] = field(default_factory=list)
     services: DriverServices = field(default_factory=DriverServices)
     approver: Approver | None = None
@@ -82,13 +82,16 @@ def parse_vars(pairs: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def load_spec(ref: str, workspace: Path,
-              variables: Mapping[str, Any] | None = None) -> WorkflowSpec:
+def load_spec(ref: str, workspace: Path, variables: Mapping[str, Any] | None = None, *,
+              paths_trusted: bool = True) -> WorkflowSpec:
     """Find and validate a workflow by path or name, noting whether its permissions count.
 
     A name finds the workspace's `.normalize/workflows/` first, but an untrusted
     workspace file does not replace a built-in or user workflow of that name
-    (see `normalize.workflow.catalog.locate_workflow`).
+    (see `normalize.workflow.catalog.locate_workflow`). A file named by path is
+    the user's choice, unless `paths_trusted` is False (another agent named it,
+    over MCP): then it counts as a workspace file, trusted only if `normalize
+    trust` vouches for its content.
     """
     from normalize.permissions import file_digest, is_trusted
     from normalize.steps import is_step_kind
@@ -97,10 +100,12 @@ def load_spec(ref: str, workspace: Path,
     from normalize.workflow.loader import load_workflow
 
     found = locate_workflow(ref, workspace, is_trusted)
-    before = file_digest(found.path) if found.origin == "trusted" else None
+    origin = found.origin
+    if origin == "path" and not paths_trusted:
+        origin = "trusted" if is_trusted(found.path) else "workspace"
+    before = file_digest(found.path) if origin == "trusted" else None
     spec = load_workflow(found.path, overrides=variables, is_condition=is_condition,
                          is_step_kind=is_step_kind)
-    origin = found.origin
     if before is not None and file_digest(found.path) != before:
         origin = "workspace"  # changed while it was read: trust the older content only
     spec.origin = origin
@@ -160,6 +165,7 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     limits = limits or Limits.from_dict(spec.limits)
     perms = resolve_permissions(spec, options)
     refuse_unconfined(perms.sandbox_policy(), perms.mode, options.interactive)  # before a task
+    refuse_state_in_workspace(perms.sandbox_policy(), options.workspace, _store(options).home)
     # a resumed run keeps these (the flags of that run may change them)
     servers, ignored = mcp_servers(spec, options)
     config = TaskConfig(spec=spec.to_dict(), permissions=perms.to_dict(),
@@ -231,6 +237,7 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
     guard = WorkspaceGuard(workspace, protected=[store.home, config_home()])
     sandbox = replace(perms.sandbox_policy(), hidden=(str(store.home), str(config_home())))
     refuse_unconfined(sandbox, policy.mode.value, options.interactive)
+    refuse_state_in_workspace(sandbox, workspace, store.home)
     servers = task_mcp_servers(task, options)
     sessions = None
     if servers:
@@ -272,6 +279,40 @@ def driver_services(options: RunOptions) -> DriverServices:
     if services.config_dir is None:  # where the user-wide AGENTS.md lives
         services = replace(services, config_dir=config_home())
     return services
+
+
+def tier_notice(task: Task, options: RunOptions) -> str:
+    """The one line naming what the sandbox tier leaves weaker for this task's programs, or ''."""
+    if task_permissions(task, options).sandbox_policy().mode is SandboxMode.OFF:
+        return ""
+    return probe().notice()
+
+
+def refuse_state_in_workspace(sandbox: SandboxPolicy, workspace: Path, store: Path) -> None:
+    """A `UsageError` when the landlock tier would leave normalize's state to programs.
+
+    Landlock cannot take a subtree out of the writable workspace, so a data
+    home or config dir inside it would be readable and writable by every
+    program; the full tier hides them with a mount instead.
+    """
+    if sandbox.mode is not SandboxMode.WORKSPACE:
+        return
+    root = workspace.resolve()
+    inside = [(name, path) for name, path in _state_dirs(store)
+              if path.resolve() == root or root in path.resolve().parents]
+    if inside and probe().tier is SandboxTier.LANDLOCK:
+        name, path = inside[0]
+        raise UsageError(f"{name}: {path} is inside the workspace, and the landlock sandbox tier "
+                         f"(no namespaces here) cannot hide it from programs; set {name} to a "
+                         f"directory outside {root}")
+
+
+def _state_dirs(store: Path) -> list[tuple[str, Path]]:
+    """normalize's data home and config dir, each with the variable that sets it."""
+    data = "NORMALIZE_HOME" if os.environ.get("NORMALIZE_HOME") else "XDG_DATA_HOME"
+    config = ("NORMALIZE_CONFIG" if os.environ.get("NORMALIZE_CONFIG")
+              else "NORMALIZE_HOME" if os.environ.get("NORMALIZE_HOME") else "XDG_CONFIG_HOME")
+    return [(data, store), (config, config_home())]
 
 
 def refuse_unconfined(sandbox: SandboxPolicy, approve: str, interactive: bool) -> None:

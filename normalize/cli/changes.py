@@ -20,7 +20,8 @@ def _open(ref: str) -> tuple[Any, Any]:
 def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
               json_output: bool) -> int:
     """The task's changes (or one step's) as a unified diff, `--stat` or JSON."""
-    from normalize.checkpoints.changes import TaskChanges, parse_patch
+    from normalize.checkpoints.changes import TaskChanges, parse_patch, readable_patch
+    from normalize.redact import Redactor, inert, inert_obj
 
     try:
         store, task = _open(ref)
@@ -29,17 +30,22 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
         counts = changes.numstat(step)
     except NormalizeError as exc:
         return fail(env, exc)
+    redactor = Redactor.for_workspace(task.workspace)  # shown as `tasks show` shows it
     if json_output:
-        files = parse_patch(patch)
+        files = parse_patch(readable_patch(patch))
         for entry in files:
             added, removed = counts.get(entry["path"], (entry["added"], entry["removed"]))
             entry["added"], entry["removed"] = added, removed
-        env.stdout.write(json.dumps({"task": task.id, "step": step, "files": files}) + "\n")
+            for hunk in entry["hunks"]:  # a key block spans lines: redacted as one text
+                hunk["lines"] = redactor.redact("\n".join(hunk["lines"])).split("\n")
+        data = inert_obj(redactor.redact_obj({"task": task.id, "step": step, "files": files}))
+        env.stdout.write(json.dumps(data) + "\n")
         return 0
+    patch = inert(redactor.redact(readable_patch(patch)))
     if stat:
         for path, (added, removed) in counts.items():
             shown = "binary" if added < 0 else f"+{added} -{removed}"
-            env.stdout.write(f" {path}  {shown}\n")
+            env.stdout.write(f" {inert(redactor.redact(path))}  {shown}\n")
         total_a = sum(max(a, 0) for a, _ in counts.values())
         total_r = sum(max(r, 0) for _, r in counts.values())
         env.stdout.write(f" {len(counts)} files changed, +{total_a} -{total_r}\n")
@@ -72,33 +78,38 @@ def undo_changes(env: Environment, ref: str, to_step: int | None, *, force: bool
     except NormalizeError as exc:
         return fail(env, exc)
     where = "before the task" if to_step is None else f"as after step {to_step}"
+    if result.resumed:
+        env.stderr.write(f"normalize: completing the undo of task {task.id} that was "
+                         "interrupted\n")
     for path in result.restored:
         env.stdout.write(f"restored {path}\n")
     for path in result.refused:
         env.stderr.write(f"normalize: refused {path}: changed since task {task.id} last "
                          "touched it (--force to restore it anyway)\n")
-    if not result.restored and not result.refused:
+    for path, why in result.blocked.items():
+        env.stderr.write(f"normalize: refused {path}: {why}\n")
+    if not (result.restored or result.refused or result.blocked):
         env.stdout.write(f"task {task.id}: nothing to undo, the files are {where} already\n")
     elif result.restored:
         again = f"; undo this with `normalize undo {task.id} --to {result.step - 1}`" \
             if result.step else ""
         env.stdout.write(f"task {task.id}: {len(result.restored)} file(s) put back {where}"
                          f"{again}\n")
-    return int(ExitStatus.FAILED) if result.refused else 0
+    return int(ExitStatus.FAILED) if result.refused or result.blocked else 0
 
 
 def write_report(env: Environment, ref: str, output: Path | None) -> int:
-    """The task's self-contained HTML report, to a file (default: report-ID.html)."""
+    """The task's self-contained HTML report, to `-o PATH` or under the data home."""
     from normalize.checkpoints.report import render_report
+    from normalize.checkpoints.reportfile import save_report
 
     try:
         store, task = _open(ref)
         text = render_report(store, task)
-        path = output or Path(f"report-{task.id}.html")
-        if str(path) == "-":
+        if output is not None and str(output) == "-":
             env.stdout.write(text)
             return 0
-        path.write_text(text, encoding="utf-8")
+        path = save_report(text, task.id, store.home, output)
     except NormalizeError as exc:
         return fail(env, exc)
     except OSError as exc:

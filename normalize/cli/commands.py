@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from normalize.cli.approve import approver
 from normalize.cli.console import (
     Environment,
     SignalCancel,
@@ -20,7 +21,7 @@ from normalize.errors import ExitStatus, NormalizeError, UsageError
 
 def run_options(env: Environment, *, workspace: Path | None, json_output: bool, quiet: bool,
                 approve: str | None = None, sandbox: str | None = None,
-                network: bool | None = None) -> tuple[Any, Any]:
+                network: bool | tuple[str, ...] | None = None) -> tuple[Any, Any]:
     """The RunOptions a command runs under (terminal, approvals, prompt) and its renderer."""
     from normalize.drivers.base import DriverServices
     from normalize.runner import RunOptions
@@ -49,7 +50,7 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
         approve=approve,
         sandbox=sandbox,
         network=network,
-        approver=_approver(env, current) if interactive else None,
+        approver=approver(env, current) if interactive else None,
         asker=(lambda q: read(f"{q}\n> ")) if interactive else None,
     )
     holder.append(options)
@@ -69,22 +70,6 @@ def _check_sandbox(env: Environment, sandbox: str | None) -> None:
     if sandbox == SandboxMode.OFF:
         env.stderr.write("normalize: warning: --sandbox off: programs run unconfined, with "
                          "your full rights (only the environment is scrubbed)\n")
-
-
-def _approver(env: Environment, current: Any) -> Any:
-    read = held(line_reader(env), current)
-
-    def approve(question: str) -> str:
-        while True:
-            reply = read(f"{question} [y]es / [n]o / [a]lways: ")
-            if reply is None:
-                return "no"
-            choice = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always",
-                      "always": "always"}.get(reply.strip().lower())
-            if choice:
-                return choice
-
-    return approve
 
 
 def set_limits(task: Any, *, max_turns: int | None = None, budget: float | None = None) -> None:
@@ -114,7 +99,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  workspace: Path | None, max_turns: int | None, approve: str | None,
                  dry_run: bool, json_output: bool, quiet: bool, model: str | None = None,
                  base_url: str | None = None, sandbox: str | None = None,
-                 network: bool | None = None) -> int:
+                 network: bool | tuple[str, ...] | None = None) -> int:
     from normalize.runner import apply_model, load_spec, parse_vars, run_task, start_task
 
     try:
@@ -138,9 +123,11 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         set_limits(task, max_turns=max_turns)
         if json_output or quiet:  # otherwise the run's first line names it
             env.stderr.write(f"task {task.id}\n")
+        from normalize.cli.sandbox import report_tier
         from normalize.cli.trust import report_ignored
 
         report_ignored(env, task)
+        report_tier(env, task, options)
         with SignalCancel(options.cancel, notify=stopping_note(env)):
             outcome = run_task(task, options)
         return finish(env, outcome, renderer, json_output)
@@ -151,7 +138,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
 def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str | None,
                 driver: str | None, max_turns: int | None, budget: float | None,
                 json_output: bool, quiet: bool, model: str | None = None,
-                sandbox: str | None = None, network: bool | None = None,
+                sandbox: str | None = None, network: bool | tuple[str, ...] | None = None,
                 rewind: int | None = None, instruction: str | None = None) -> int:
     try:
         if model is not None and (driver or "llm") != "llm":
@@ -182,6 +169,9 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
             raise UsageError(f"--approve {approve} sets the approval mode; task {task.id} waits "
                              f"for: {shown_question(task)} — answer it with --answer yes|no")
         options.workspace = Path(task.workspace)
+        from normalize.cli.sandbox import report_tier
+
+        report_tier(env, task, options)
         reply = None
         if answer is not None:
             reply = Reply(answer=answer)
@@ -257,7 +247,7 @@ def _ask_pending(env: Environment, task: Any) -> Any:
     read = line_reader(env)
     pending = task.pending
     if pending.kind == "approval":
-        reply = _approver(env, lambda: None)(pending.question)
+        reply = approver(env, lambda: None)(pending.question)
         return Reply(approve=reply in ("yes", "always"))
     text = read(f"{pending.question}\n> ")
     return None if text is None else Reply(answer=text)
@@ -272,11 +262,13 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
         task = store.shown(store.load(store.resolve(ref), with_config=False))
     except NormalizeError as exc:
         return fail(env, exc)
+    from normalize.redact import inert_obj
+
     events = store.events(task.id)
     if json_output:
         env.stdout.write(json.dumps({"task": task.to_dict()})[:-1] + ', "events": [')
         for number, event in enumerate(events):
-            env.stdout.write((", " if number else "") + json.dumps(event))
+            env.stdout.write((", " if number else "") + json.dumps(inert_obj(event)))
         env.stdout.write("]}\n")
         _warn_store(env, store)
         return 0

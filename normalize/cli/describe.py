@@ -31,6 +31,7 @@ from normalize.events import (
     WaitingForInput,
     event_from_dict,
 )
+from normalize.redact import inert_obj
 
 MARKS = {"success": "✓", "error": "✗", "blocked": "⊘", "cancelled": "⊘", "interrupted": "?"}
 
@@ -179,9 +180,30 @@ def result_body(text: str, rows: int, cache_id: str | None) -> list[str]:
     return [*shown, f"… {len(lines) - len(shown)} more lines — {where}"]
 
 
+def network_line(event: ActionFinished) -> str | None:
+    """`network: pypi.org (allowed), evil.test (refused)`: the hosts a program asked for."""
+    from normalize.sandbox.hosts import hosts_line
+
+    records = event.data.get("network")
+    return hosts_line(records) if isinstance(records, list) else None
+
+
+FAILURE_LINES = 14
+"""The lines of an error a view shows under the failed action (the rest: `tasks show --full`)."""
+
+
 def action_failure(event: ActionFinished, width: int = 100) -> str:
-    """Why an action did not succeed: its error, else its output, else its status."""
-    return first_line(event.error or first_line(event.preview, width) or event.status, width)
+    """Why an action did not succeed: its error whole (up to `FAILURE_LINES` lines, which
+    keeps an edit's closest lines and advice), else its output's first line, else its status."""
+    error = (event.error or "").strip()
+    if not error:
+        return first_line(event.preview, width) or event.status
+    lines = error.splitlines()
+    if len(lines) > FAILURE_LINES:
+        more = len(lines) - FAILURE_LINES + 1
+        lines = [*lines[:FAILURE_LINES - 1], f"… {more} more lines (normalize tasks show "
+                                              f"{event.task_id[:8]} --full)"]
+    return "\n".join(lines)
 
 
 def interrupted_line(event: ActionInterrupted, width: int) -> str:
@@ -237,8 +259,10 @@ def describe(event: BaseEvent) -> str | None:
         case ActionFinished():
             outcome = f"  {action_outcome(event, 80)}"
             if event.status != "success" and event.error:
-                outcome += f"\n      {first_line(event.error, 120)}"
-            return outcome
+                reason = action_failure(event).replace("\n", "\n      ")
+                outcome += f"\n      {reason}"
+            hosts = network_line(event)
+            return f"{outcome}\n      {hosts}" if hosts else outcome
         case ActionInterrupted():
             return f"  {interrupted_line(event, 80)}"
         case WaitingForInput():
@@ -257,10 +281,11 @@ def describe(event: BaseEvent) -> str | None:
 
 
 def journal_events(raw: Iterable[dict[str, Any]]) -> Iterator[BaseEvent]:
-    """Events from a journal's dicts; a kind this version does not know is skipped."""
+    """Events from a journal's dicts, their text inert (a journal written before normalize
+    made it so may hold escapes); a kind this version does not know is skipped."""
     for data in raw:
         try:
-            yield event_from_dict(data)
+            yield event_from_dict(inert_obj(data))
         except (KeyError, TypeError):
             continue
 
@@ -296,6 +321,9 @@ def history(events: Iterable[BaseEvent],
             case ActionFinished():
                 actions += 1
                 out.append(f"  {action_outcome(event, 70)}")
+                hosts = network_line(event)
+                if hosts:
+                    out.append(f"      {hosts}")
                 if output is not None:
                     out.extend(output(event))
             case RunStarted(resumed=True):

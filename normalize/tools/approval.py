@@ -13,7 +13,8 @@ parts, `ls && rm x` too); every part must pass.
 |   (unless `allow_shell`; the shell is confined too) |        |        |        |         |
 | matches an `allow` pattern, or remembered           | run    | run    | run    | run     |
 | a program leaving the boundary: `network = true`,   | person | person | run    | refuse  |
-|   `--sandbox off`, or no sandbox on this machine    |        |        |        |         |
+|   `--sandbox off`, no sandbox on this machine, or   |        |        |        |         |
+|   hosts a workspace file narrowed `true` down to    |        |        |        |         |
 | a destructive command (list below)                  | person | person | run    | refuse  |
 | any other `run` / `test` (the sandbox confines it)  | person | run    | run    | refuse  |
 | `edit` / `write` (the guard confines them)          | person | run    | run    | refuse  |
@@ -70,7 +71,8 @@ class PolicyContext(Protocol):
     @property
     def mcp(self) -> McpSessions | None: ...
 
-__all__ = ["UNCONFINED_PARAM", "ApprovalMode", "ApprovalPolicy", "is_destructive", "outside_reason"]
+__all__ = ["UNCONFINED_PARAM", "ApprovalMode", "ApprovalPolicy", "Question", "is_destructive",
+           "outside_reason", "persons_call"]
 
 
 class ApprovalMode(StrEnum):
@@ -175,6 +177,26 @@ def outside_reason(sandbox: SandboxPolicy) -> str | None:
         return f"the sandbox is unavailable ({found.reason}), so it would run unconfined"
     if sandbox.network:
         return "it runs with network access"
+    if sandbox.hosts and sandbox.hosts_ask:
+        return f"it reaches {', '.join(sandbox.hosts)}, hosts a workspace file chose"
+    return None
+
+
+def persons_call(action: Action, sandbox: SandboxPolicy) -> str | None:
+    """Why approving `action` is the person's call alone, or None when any answerer may.
+
+    The person's: a program leaving the boundary (network, `--sandbox off`, no
+    sandbox here), a destructive command, and a call to another MCP server's
+    tool (whether that server marks it read-only is not known without starting it).
+    """
+    if action.tool in ("run", "test"):
+        outside = outside_reason(sandbox)
+        if outside is not None:
+            return outside
+    if action.tool == "run" and any(is_destructive(words) for words in command_parts(action)):
+        return "it deletes or discards work in the workspace"
+    if action.tool == "mcp" and len(action.args) >= 2:
+        return "it calls a tool of another MCP server"
     return None
 
 
@@ -265,21 +287,25 @@ class ApprovalPolicy:
             allow_shell=allow_shell,
         )
 
-    def check(self, action: Action, ctx: PolicyContext) -> ActionResult | None:
+    def check(self, action: Action, ctx: PolicyContext,
+              detail: Callable[[], str] | None = None) -> ActionResult | None:
         """None when `action` may run; otherwise the verdict to return instead of running it.
+
+        `detail` says what the action would change (a diff); a person asked sees it first.
 
         With `allow_shell`, an allowed `run` whose text holds shell syntax is marked
         to run through `/bin/sh -c` (every part of it was judged first).
         """
         action.params.pop(UNCONFINED_PARAM, None)  # only a person's yes below may set it
-        verdict = self._judge(action, ctx)
+        verdict = self._judge(action, ctx, detail)
         if verdict is None and self.allow_shell and action.tool == "run":
             rest = text_after_verb(action)
             if rest is not None and unquoted_operators(rest):
                 action.params["shell"] = True
         return verdict
 
-    def _judge(self, action: Action, ctx: PolicyContext) -> ActionResult | None:
+    def _judge(self, action: Action, ctx: PolicyContext,
+               detail: Callable[[], str] | None) -> ActionResult | None:
         outside = outside_reason(ctx.sandbox) if action.tool in ("run", "test") else None
         mcp_kind = _mcp_kind(action, ctx) if action.tool == "mcp" else None
         whole, parts = _parts(action, outside, mcp_kind)
@@ -308,7 +334,7 @@ class ApprovalPolicy:
                 f"refused `{pending[0].text}`: the approval mode is `never`; allow it with an "
                 f"allow pattern such as {_suggest(pending[0])!r} in [workflow.permissions]"
             )
-        return self._escalate(action, ctx, whole, parts, pending, outside)
+        return self._escalate(action, ctx, whole, parts, pending, outside, detail)
 
     def _passes(self, part: _Part) -> bool:
         if any(fnmatchcase(part.text, pattern) for pattern in self.allow):
@@ -327,6 +353,7 @@ class ApprovalPolicy:
         parts: list[_Part],
         pending: list[_Part],
         outside: str | None,
+        detail: Callable[[], str] | None = None,
     ) -> ActionResult | None:
         """Ask a person about the parts that need one, or say why no one can be asked."""
         names = ", ".join(f"`{part.text}`" for part in pending)
@@ -338,7 +365,8 @@ class ApprovalPolicy:
         if why:
             question += f" ({why})"
         if ctx.approver is not None:
-            answer = _ANSWERS.get(str(ctx.approver(question)).strip().lower(), "no")
+            asked = Question(question, _shown(detail))
+            answer = _ANSWERS.get(str(ctx.approver(asked)).strip().lower(), "no")
             if answer == "always":
                 self.remembered.update(part.key for part in pending)
             if answer in ("yes", "always"):
@@ -361,6 +389,29 @@ class ApprovalPolicy:
             f"non-interactive run; allow it with `--approve yes` or an allow pattern such as "
             f"{_suggest(pending[0])!r} in [workflow.permissions]"
         )
+
+
+class Question(str):
+    """An approval question, with `detail`: what the action would change (a diff), or ''."""
+
+    detail: str
+
+    def __new__(cls, text: str, detail: str = "") -> Question:
+        question = super().__new__(cls, text)
+        question.detail = detail
+        return question
+
+
+def _shown(detail: Callable[[], str] | None) -> str:
+    """What the action would change, or why it cannot; '' when the tool cannot say."""
+    if detail is None:
+        return ""
+    try:
+        return detail()
+    except NormalizeError as exc:
+        return f"(as written it would fail: {exc})"
+    except OSError as exc:
+        return f"(as written it would fail: {exc.strerror or exc})"
 
 
 def _why(pending: list[_Part], outside: str | None) -> str:

@@ -1,12 +1,13 @@
 """The `run` tool: runs a program in the workspace, never through a shell.
 
 `run_process` is the engine room shared with `test` and `analyze`: the child
-runs under the sandbox (see `normalize.sandbox`: Landlock, namespaces, a
-temporary directory as TMPDIR) with its own process group, no stdin, and the
-parent's environment minus credentials plus `PYTHONUNBUFFERED=1`; stdout and
-stderr are read together without blocking, capped in memory, and the process
-group is stopped on timeout or cancel. Where the sandbox cannot be applied, a
-program starts only with `--sandbox off` (fail closed). POSIX only.
+runs under the sandbox (see `normalize.sandbox`: Landlock with namespaces, or
+with a seccomp filter where namespaces are refused; a temporary directory as
+TMPDIR) with its own process group, no stdin, and the parent's environment
+minus credentials plus `PYTHONUNBUFFERED=1`; stdout and stderr are read
+together without blocking, capped in memory, and the process group is stopped
+on timeout or cancel. Where the sandbox cannot be applied, a program starts
+only with `--sandbox off` (fail closed). POSIX only.
 """
 
 from __future__ import annotations
@@ -18,13 +19,22 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar, TypedDict
 
 from normalize.cancel import CancelToken
 from normalize.errors import ToolError
-from normalize.sandbox import Confinement, SandboxMode, SandboxPolicy, confine, probe
+from normalize.sandbox import (
+    Confinement,
+    SandboxMode,
+    SandboxPolicy,
+    SandboxTier,
+    confine,
+    probe,
+)
+from normalize.sandbox.writes import Tracer
+from normalize.sandbox.writes import supported as writes_supported
 from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.approval import UNCONFINED_PARAM
 from normalize.tools.base import ToolContext
@@ -60,6 +70,8 @@ class ProcessOutcome:
     cancelled: bool = False
     truncated_bytes: int = 0
     signal_name: str | None = None
+    network: list[dict[str, object]] = field(default_factory=list)
+    """The hosts asked of the proxy (`network = [hosts]`), each allowed or refused."""
 
     @property
     def ok(self) -> bool:
@@ -218,6 +230,7 @@ def run_process(
     max_bytes: int = DEFAULT_MAX_BYTES,
     grace: float = DEFAULT_GRACE,
     on_spawn: Callable[[int], None] | None = None,
+    on_writes: Callable[[set[str]], None] | None = None,
     sandbox: SandboxPolicy | None = None,
     workspace: Path | str | None = None,
     label: str = "",
@@ -227,6 +240,9 @@ def run_process(
     `sandbox` (default: workspace mode) confines the child to `workspace`
     (default: `cwd`); when the sandbox cannot be applied it raises `ToolError`
     unless the mode is off.
+
+    `on_writes`, where the platform can trace them (`normalize.sandbox.writes`),
+    is told the absolute paths the program and its children wrote.
 
     On cancel the process group gets SIGINT, then SIGTERM and SIGKILL `grace`
     seconds apart; a hard cancel sends SIGKILL at once. On timeout it gets
@@ -241,28 +257,68 @@ def run_process(
     if not Path(cwd).is_dir():
         raise ToolError(f"working directory does not exist: {cwd}")
     confinement = _confinement(sandbox or SandboxPolicy(), workspace or cwd, env, label)
+    tracer = _tracer(confinement) if on_writes is not None else None
     try:
         confinement.env["PYTHONUNBUFFERED"] = "1"
         proc = _spawn(argv, cwd, confinement)
+        if tracer is not None:
+            tracer.start()
         if on_spawn is not None:
             on_spawn(proc.pid)
-        return _finish(proc, argv, started, timeout, cancel, max_bytes, grace)
+        _serve_proxy(proc, confinement)
+        outcome = _finish(proc, argv, started, timeout, cancel, max_bytes, grace)
+        confinement.close()  # the proxy's log is whole once it stopped
+        outcome.network = confinement.network_log()
+        return outcome
     finally:
         confinement.close()
+        if tracer is not None and on_writes is not None:
+            written = tracer.stop()
+            if tracer.usable:
+                on_writes(written)
+
+
+def _tracer(confinement: Confinement) -> Tracer | None:
+    """A write tracer whose filter the child installs last before exec; None where unsupported."""
+    if not writes_supported() or confinement.preexec is None:
+        return None  # unconfined (`--sandbox off`): no_new_privs would change what runs
+    tracer = Tracer()
+    confine_child = confinement.preexec
+
+    def preexec() -> None:
+        if confine_child is not None:
+            confine_child()
+        tracer.preexec()
+
+    confinement.preexec = preexec
+    return tracer
+
+
+def _serve_proxy(proc: subprocess.Popen[bytes], confinement: Confinement) -> None:
+    """Start the program's proxy (a host list); `ToolError` and no program when it cannot."""
+    try:
+        confinement.started()
+    except OSError as exc:
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        raise ToolError(f"refused: the network proxy could not start ({exc.strerror or exc})"
+                        ) from None
 
 
 def _confinement(policy: SandboxPolicy, workspace: Path | str, env: Mapping[str, str] | None,
                  label: str) -> Confinement:
     """The child's sandbox, or `ToolError` when it cannot be applied (fail closed)."""
-    abi = 0
+    abi, tier = 0, SandboxTier.NONE
     if policy.mode is not SandboxMode.OFF:
         found = probe()
         if not found.available:
             raise ToolError(f"refused: the sandbox is unavailable ({found.reason}); rerun with "
                             f"--sandbox off to run programs unconfined")
-        abi = found.landlock_abi
+        abi, tier = found.landlock_abi, found.tier
     try:
-        return confine(policy, workspace, abi=abi, env=env, label=label)
+        return confine(policy, workspace, abi=abi, env=env, label=label, tier=tier)
     except OSError as exc:
         raise ToolError(f"refused: the sandbox could not be prepared ({exc.strerror or exc}); "
                         f"rerun with --sandbox off to run programs unconfined") from None
@@ -356,7 +412,7 @@ def sandbox_of(ctx: ToolContext, action: Action | None = None) -> SandboxArgs:
     """The sandbox arguments of `run_process` for an action in `ctx`."""
     policy = ctx.sandbox
     if action is not None and action.params.get(UNCONFINED_PARAM) is True:
-        policy = SandboxPolicy(SandboxMode.OFF, policy.network, policy.env_allow)
+        policy = replace(policy, mode=SandboxMode.OFF)
     return SandboxArgs(sandbox=policy, workspace=ctx.workspace, label=ctx.task_id)
 
 
@@ -419,6 +475,8 @@ def outcome_result(outcome: ProcessOutcome, timeout: float, **data: object) -> A
     extra: dict[str, object] = {"argv": outcome.argv, **data}
     if outcome.truncated_bytes:
         extra["truncated_bytes"] = outcome.truncated_bytes
+    if outcome.network:
+        extra["network"] = outcome.network
     result = ActionResult(
         status=ResultStatus.SUCCESS,
         output=outcome.output,
@@ -475,6 +533,7 @@ class RunTool:
             max_bytes=self.max_bytes,
             grace=self.grace,
             on_spawn=ctx.on_spawn,
+            on_writes=ctx.on_writes,
             **sandbox_of(ctx, action),
         )
         return outcome_result(outcome, timeout)
