@@ -65,7 +65,7 @@ class TimedStore(TaskStore):
         self.saves.append(time.perf_counter() - start)
         if len(self.saves) - 1 in self.keep:  # saves[i] follows step i
             copy = Task.from_dict(task.to_dict())
-            copy.driver_config = task.driver_config  # the same config: encoded once per run
+            copy.config = task.config  # the same config: encoded once per run
             self.kept[len(self.saves) - 1] = (copy, lock)
         return size
 

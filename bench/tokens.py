@@ -410,7 +410,7 @@ def review_strategy(strategy: str, work: Path, sdist: Path, repo_map: int = 0) -
             options = RunOptions(
                 workspace=repo, subscribers=[events.append], approve="yes", fsync=False,
                 store=TaskStore(work / f"{where}-home", fsync=False),
-                services=DriverServices(options={"config_dir": str(work / "no-config")}))
+                services=DriverServices(config_dir=work / "no-config"))
             spec = load_spec("dwim", repo)
             spec.llm = {**(spec.llm or {}), "provider": "anthropic", "model": REVIEW_MODEL,
                         "fallback": []}

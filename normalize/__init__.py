@@ -19,6 +19,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     # the persisted data
     "Task": "normalize.task",
+    "TaskConfig": "normalize.task",
     "Action": "normalize.task",
     "Decision": "normalize.task",
     "ActionResult": "normalize.task",
@@ -100,6 +101,7 @@ __all__ = [
     "Sequence",
     "Step",
     "Task",
+    "TaskConfig",
     "TaskStatus",
     "TaskStore",
     "Tool",
@@ -149,6 +151,7 @@ if TYPE_CHECKING:
         Limits,
         ResultStatus,
         Task,
+        TaskConfig,
         TaskStatus,
         Usage,
         Wait,

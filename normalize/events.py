@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from normalize.fsutil import json_bytes
 from normalize.redact import inert_obj
+from normalize.serial import Record
 
 EVENT_VERSION = 1
 
@@ -35,8 +36,8 @@ def _field_names(cls: type) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class BaseEvent:
-    """Fields every event carries; `emit` fills in the stamps."""
+class BaseEvent(Record):
+    """Fields every event carries; `emit` fills in the stamps; `from_dict` reads one back."""
 
     type: str
     task_id: str = ""
@@ -45,7 +46,7 @@ class BaseEvent:
     transient: ClassVar[bool] = False
 
     def to_dict(self) -> dict[str, Any]:
-        """The event's fields (nested values shared, not copied: events are frozen) and `v`."""
+        """The event's fields and `v` (nested values shared, not copied: events are frozen)."""
         data = {name: getattr(self, name) for name in _field_names(type(self))}
         data["v"] = EVENT_VERSION
         return data
@@ -321,10 +322,14 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
 
 
 def event_from_dict(data: dict[str, Any]) -> BaseEvent:
-    """Rebuild an event from its JSON form; unknown fields are dropped (newer writers)."""
-    cls = EVENT_TYPES[data["type"]]
-    known = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in known})
+    """Rebuild an event from its JSON form; unknown fields are dropped (newer writers).
+
+    An unknown type is a KeyError, a value of the wrong shape a TypeError.
+    """
+    try:
+        return EVENT_TYPES[data["type"]].from_dict(data)
+    except ValueError as exc:
+        raise TypeError(f"{data.get('type')}: {exc}") from None
 
 
 class Journal(Protocol):

@@ -26,8 +26,7 @@ from normalize.events import Subscriber
 from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, probe
 from normalize.store import TaskStore
 from normalize.store.paths import config_home
-from normalize.store.taskstore import config_changed
-from normalize.task import Limits, Task
+from normalize.task import Limits, Task, TaskConfig
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
 from normalize.workflow.spec import WorkflowSpec
 
@@ -168,18 +167,14 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     refuse_unconfined(perms.sandbox_policy(), perms.mode, options.interactive)  # before a task
     refuse_state_in_workspace(perms.sandbox_policy(), options.workspace, _store(options).home)
     # a resumed run keeps these (the flags of that run may change them)
-    config: dict[str, Any] = {"spec": spec.to_dict(), "permissions": perms.to_dict()}
     servers, ignored = mcp_servers(spec, options)
-    if servers:
-        config["mcp_servers"] = [server.to_dict() for server in servers]
-    notes = [*perms.notes, *ignored]
-    if notes:
-        config["permission_notes"] = notes
-    if not options.project_instructions:
-        config["project_instructions"] = False
+    config = TaskConfig(spec=spec.to_dict(), permissions=perms.to_dict(),
+                        mcp_servers=tuple(server.to_dict() for server in servers) or None,
+                        permission_notes=(*perms.notes, *ignored),
+                        project_instructions=options.project_instructions)
     task = Task.new(goal=goal or spec.description or spec.name,
                     workspace=str(options.workspace.resolve()), driver=spec.driver,
-                    driver_config=config, limits=limits, workflow=spec.path)
+                    config=config, limits=limits, workflow=spec.path)
     _store(options).create(task)
     return task
 
@@ -209,15 +204,12 @@ def task_mcp_servers(task: Task, options: RunOptions) -> list[ServerSpec]:
     """The servers recorded when the task started (or, for an older task, found anew)."""
     from normalize.mcp.config import ServerSpec
 
-    recorded = task.driver_config.get("mcp_servers")
-    if isinstance(recorded, list):
-        return [ServerSpec.from_dict(item) for item in recorded]
-    if "permissions" in task.driver_config:
-        return []  # started with none
-    spec = task.driver_config.get("spec")
-    if not spec:
-        return []
-    return mcp_servers(WorkflowSpec.from_dict(spec), options)[0]
+    config = task.config
+    if config.mcp_servers is not None:
+        return [ServerSpec.from_dict(item) for item in config.mcp_servers]
+    if config.permissions is not None or not config.spec:
+        return []  # started with none (or from before servers were recorded, without a spec)
+    return mcp_servers(WorkflowSpec.from_dict(config.spec), options)[0]
 
 
 def open_task(ref: str, options: RunOptions) -> Task:
@@ -234,8 +226,7 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
 
     store = _store(options)
     workspace = Path(task.workspace)
-    spec = task.driver_config.get("spec", {})
-    cache_conf = dict(spec.get("cache") or {})
+    cache_conf = dict(task.config.spec_table.get("cache") or {})
     strategy = cache_conf.pop("strategy", "persistent")
     cache = make_cache(strategy, directory=store.cache_dir(task.id), redact=store.redact,
                        **cache_conf)
@@ -268,14 +259,13 @@ def task_permissions(task: Task, options: RunOptions) -> Permissions:
     """
     from normalize.permissions import Permissions
 
-    recorded = task.driver_config.get("permissions")
-    if isinstance(recorded, Mapping):
-        return command_line(Permissions.from_dict(recorded), options)
-    spec = WorkflowSpec.from_dict(task.driver_config["spec"]) if task.driver_config.get(
-        "spec") else WorkflowSpec(name=task.driver, path="", driver=task.driver)
-    legacy = task.driver_config.get("approve")
-    if legacy and not options.approve:
-        options = replace(options, approve=legacy)
+    config = task.config
+    if config.permissions is not None:
+        return command_line(Permissions.from_dict(config.permissions), options)
+    spec = WorkflowSpec.from_dict(config.spec) if config.spec else \
+        WorkflowSpec(name=task.driver, path="", driver=task.driver)
+    if config.approve and not options.approve:
+        options = replace(options, approve=config.approve)
     return resolve_permissions(spec, options)
 
 
@@ -286,9 +276,8 @@ def driver_services(options: RunOptions) -> DriverServices:
         store = _store(options)
         services = replace(services,
                            resolve_journal=lambda ref: store.journal_path(store.resolve(ref)))
-    if "config_dir" not in services.options:  # where the user-wide AGENTS.md lives
-        services = replace(services, options={**services.options,
-                                              "config_dir": str(config_home())})
+    if services.config_dir is None:  # where the user-wide AGENTS.md lives
+        services = replace(services, config_dir=config_home())
     return services
 
 
@@ -338,7 +327,7 @@ def refuse_unconfined(sandbox: SandboxPolicy, approve: str, interactive: bool) -
 
 
 def make_driver(task: Task, options: RunOptions) -> Driver:
-    return create_driver(task.driver, task.driver_config, driver_services(options))
+    return create_driver(task.driver, task.config.to_driver_json(), driver_services(options))
 
 
 def apply_model(llm: dict[str, Any], model: str | None, base_url: str | None = None) -> None:
@@ -358,12 +347,12 @@ def apply_model(llm: dict[str, Any], model: str | None, base_url: str | None = N
 
 def switch_model(task: Task, model: str) -> None:
     """Point the task's model settings at `model` (a `PROVIDER:MODEL` spec) for its next run."""
-    config_changed(task)
-    spec = task.driver_config.get("spec") or {}
-    if spec.get("llm"):
-        spec["llm"] = {**spec["llm"], "model": model}
+    config = task.config
+    if config.spec_table.get("llm"):
+        spec = {**config.spec_table, "llm": {**config.spec_table["llm"], "model": model}}
+        task.config = replace(config, spec=spec)
     else:
-        task.driver_config["llm"] = {**(task.driver_config.get("llm") or {}), "model": model}
+        task.config = replace(config, llm={**(config.llm or {}), "model": model})
 
 
 def hand_over(task: Task, driver: str, *, model: str | None = None) -> str:
@@ -432,9 +421,8 @@ def follow_up(task: Task, instruction: str) -> None:
                          f"follow-up instruction")
     if task.status is TaskStatus.WAITING:
         raise UsageError(f"task {task.id} waits for an answer first: resume it with --answer")
-    config_changed(task)
-    task.driver_config["follow_ups"] = [*task.driver_config.get("follow_ups", []), text]
-    allowance = Limits.from_dict((task.driver_config.get("spec") or {}).get("limits") or {})
+    task.config = replace(task.config, follow_ups=(*task.config.follow_ups, text))
+    allowance = Limits.from_dict(task.config.spec_table.get("limits") or {})
     if task.limits.max_turns is not None:
         task.limits.max_turns = task.turn + (allowance.max_turns or task.limits.max_turns)
 
@@ -454,7 +442,7 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
         if tool_ctx.mcp is not None and isinstance(driver, _TakesCommands):
             driver.extra_commands = tool_ctx.mcp.reference  # the MCP tools, in its prompt
         _lend_repo_map(driver, task, store)
-        notes = [] if resumed else task.driver_config.get("permission_notes") or []
+        notes = [] if resumed else list(task.config.permission_notes)
         subscribers = list(options.subscribers)
         engine = Engine(store, tools, tool_ctx, cancel=options.cancel,
                         subscribers=subscribers, interactive=options.interactive)

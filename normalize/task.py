@@ -1,25 +1,30 @@
 """The persisted data: Task, Action, Decision, ActionResult and their statuses.
 
 Everything here is plain data that round-trips through JSON (`to_dict` /
-`from_dict`). A task file holds the current state only; the history of a task
-lives in its journal (see `normalize.store`).
+`from_dict`, derived from the fields by `normalize.serial`). A task file holds
+the current state only; the history of a task lives in its journal (see
+`normalize.store`).
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from normalize.errors import ExitStatus
+from normalize.serial import Record, Shape, copied, stored
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the task file format; bumped with a migration in `store.migrations`.
 
 2: `driver_states` keeps each driver's state by driver name (1 had one `driver_state`),
    so a task handed to another driver and back resumes where each left off.
+3: `driver_config` holds a `TaskConfig`: its declared keys, each left out at its
+   default, and any other key under `extra`.
 """
 
 JSON = dict[str, Any]
@@ -70,7 +75,7 @@ class ResultStatus(StrEnum):
 
 
 @dataclass
-class Action:
+class Action(Record):
     """One thing to do: a tool and its parameters.
 
     `params` holds `args` (the command's words after the verb) and `body` (a
@@ -80,7 +85,7 @@ class Action:
     """
 
     tool: str
-    params: JSON = field(default_factory=dict)
+    params: JSON = field(default_factory=dict, metadata=stored(wrap=copied))
     text: str = ""
     key: str = ""
 
@@ -93,24 +98,10 @@ class Action:
         body = self.params.get("body")
         return None if body is None else str(body)
 
-    def to_dict(self) -> JSON:
-        # by hand: `asdict`'s deep copy was a tenth of an engine step
-        params = {k: list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v
-                  for k, v in self.params.items()}
-        return {"tool": self.tool, "params": params, "text": self.text, "key": self.key}
-
-    @classmethod
-    def from_dict(cls, data: JSON) -> Action:
-        return cls(
-            tool=data["tool"],
-            params=dict(data.get("params", {})),
-            text=data.get("text", ""),
-            key=data.get("key", ""),
-        )
 
 
 @dataclass
-class Wait:
+class Wait(Record):
     """A question the task waits on: from `ask`, or an approval request."""
 
     kind: str  # "question" | "approval" | "interrupt"
@@ -118,27 +109,10 @@ class Wait:
     action: Action | None = None
     answer: str | None = None
 
-    def to_dict(self) -> JSON:
-        return {
-            "kind": self.kind,
-            "question": self.question,
-            "action": None if self.action is None else self.action.to_dict(),
-            "answer": self.answer,
-        }
-
-    @classmethod
-    def from_dict(cls, data: JSON) -> Wait:
-        action = data.get("action")
-        return cls(
-            kind=data["kind"],
-            question=data["question"],
-            action=None if action is None else Action.from_dict(action),
-            answer=data.get("answer"),
-        )
 
 
 @dataclass
-class ActionResult:
+class ActionResult(Record):
     """How an action ended and what it produced.
 
     `output` is the full text; `preview` is what readers see when the output is
@@ -165,34 +139,6 @@ class ActionResult:
         """The text a reader sees: the preview when there is one, else the output."""
         return self.preview or self.output or (self.error or "")
 
-    def to_dict(self) -> JSON:
-        return {
-            "status": self.status.value,
-            "output": self.output,
-            "preview": self.preview,
-            "cache_id": self.cache_id,
-            "duration": self.duration,
-            "exit_code": self.exit_code,
-            "error": self.error,
-            "data": self.data,
-            "wait": None if self.wait is None else self.wait.to_dict(),
-        }
-
-    @classmethod
-    def from_dict(cls, data: JSON) -> ActionResult:
-        wait = data.get("wait")
-        return cls(
-            status=ResultStatus(data["status"]),
-            output=data.get("output", ""),
-            preview=data.get("preview", ""),
-            cache_id=data.get("cache_id"),
-            duration=float(data.get("duration", 0.0)),
-            exit_code=data.get("exit_code"),
-            error=data.get("error"),
-            data=dict(data.get("data", {})),
-            wait=None if wait is None else Wait.from_dict(wait),
-        )
-
     @classmethod
     def success(cls, output: str = "", **kw: Any) -> ActionResult:
         return cls(ResultStatus.SUCCESS, output, **kw)
@@ -207,7 +153,7 @@ class ActionResult:
 
 
 @dataclass
-class Decision:
+class Decision(Record):
     """What a driver returns each step.
 
     `done` ends the run after the actions (if any) ran; `status` says how it
@@ -227,31 +173,10 @@ class Decision:
     def finish(cls, summary: str = "", status: TaskStatus = TaskStatus.DONE) -> Decision:
         return cls(done=True, status=status, summary=summary)
 
-    def to_dict(self) -> JSON:
-        return {
-            "actions": [a.to_dict() for a in self.actions],
-            "thinking": self.thinking,
-            "parallel": self.parallel,
-            "done": self.done,
-            "status": self.status.value,
-            "summary": self.summary,
-            "max_concurrency": self.max_concurrency,
-        }
-
-    @classmethod
-    def from_dict(cls, data: JSON) -> Decision:
-        return cls(
-            actions=[Action.from_dict(a) for a in data.get("actions", [])],
-            thinking=data.get("thinking", ""),
-            parallel=bool(data.get("parallel", False)),
-            done=bool(data.get("done", False)),
-            status=TaskStatus(data.get("status", "done")),
-            summary=data.get("summary", ""),
-        )
 
 
 @dataclass
-class Usage:
+class Usage(Record):
     """Tokens and cost spent by a task across all its runs."""
 
     input_tokens: int = 0
@@ -265,20 +190,10 @@ class Usage:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
-    def to_dict(self) -> JSON:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cache_read_tokens": self.cache_read_tokens,
-                "cache_write_tokens": self.cache_write_tokens, "cost_usd": self.cost_usd,
-                "requests": self.requests}
-
-    @classmethod
-    def from_dict(cls, data: JSON) -> Usage:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass
-class Limits:
+class Limits(Record):
     """Ceilings on one task; `None` means unbounded.
 
     `driver` names the driver they were set for (`--max-turns` on the command
@@ -292,15 +207,6 @@ class Limits:
     timeout_seconds: float | None = None
     driver: str | None = None
 
-    def to_dict(self) -> JSON:
-        return {"max_turns": self.max_turns, "max_tokens": self.max_tokens,
-                "max_cost_usd": self.max_cost_usd, "timeout_seconds": self.timeout_seconds,
-                "driver": self.driver}
-
-    @classmethod
-    def from_dict(cls, data: JSON) -> Limits:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 class Kept:
@@ -334,20 +240,78 @@ def kept_value(value: Any) -> Any:
     return value.value if isinstance(value, Kept) else value
 
 
+_OMIT = stored(omit_default=True)
+
+
+@dataclass(frozen=True)
+class TaskConfig(Record):
+    """What a task was started with and keeps across resumes (stored as `driver_config`).
+
+    A new value replaces the whole (`dataclasses.replace`), so the store sees
+    a change by identity. `to_driver_json` is what a driver's `from_config` is
+    given: plain JSON, the plugin contract (docs/plugins.md).
+    """
+
+    spec: JSON | None = field(default=None, metadata=_OMIT)
+    """The workflow as validated (`WorkflowSpec.to_dict()`); None for a bare driver."""
+    permissions: JSON | None = field(default=None, metadata=_OMIT)
+    """The resolved permissions (`Permissions.to_dict()`); None in a task from before."""
+    mcp_servers: tuple[JSON, ...] | None = field(default=None, metadata=_OMIT)
+    """The MCP server tables the run uses; None when none were recorded."""
+    permission_notes: tuple[str, ...] = field(default=(), metadata=_OMIT)
+    """What was ignored, and why: shown as warnings when the task first runs."""
+    project_instructions: bool = field(default=True, metadata=_OMIT)
+    """Whether AGENTS.md / CLAUDE.md join the prompt (`--no-project-instructions`)."""
+    follow_ups: tuple[str, ...] = field(default=(), metadata=_OMIT)
+    """Instructions given after the goal (`resume ID "…"`), in order."""
+    approve: str | None = field(default=None, metadata=_OMIT)
+    """`--approve` of a task from before permissions were recorded."""
+    llm: JSON | None = field(default=None, metadata=_OMIT)
+    """Model settings of a task whose spec has none (`resume --model`)."""
+    extra: JSON = field(default_factory=dict, metadata=_OMIT)
+    """Keys nothing here declares (a plugin's, a Python caller's), kept as they were."""
+
+    @property
+    def spec_table(self) -> JSON:
+        """The workflow spec, or an empty table for a task without one."""
+        return self.spec or {}
+
+    def to_driver_json(self) -> JSON:
+        """The config as the plain JSON a driver is built from (`extra` at the top level)."""
+        data: JSON = self.to_dict()
+        extra = data.pop("extra", {})
+        return {**extra, **data}
+
+    @classmethod
+    def from_driver_json(cls, data: Mapping[str, Any]) -> TaskConfig:
+        """A config from plain JSON: the declared keys typed, every other key kept in `extra`."""
+        declared = {f.name for f in fields(cls)} - {"extra"}
+        extra = {**data.get("extra", {}), **{k: v for k, v in data.items()
+                                             if k not in declared and k != "extra"}}
+        return cls.from_dict({**{k: v for k, v in data.items() if k in declared},
+                              "extra": extra})
+
+
 def new_task_id() -> str:
     """A short random id: 8 lowercase hex digits."""
     return os.urandom(4).hex()  # (as secrets.token_hex, without loading hmac and random)
 
 
+_TASK_DEFAULTS = {"goal": "", "created_at": 0.0, "updated_at": 0.0}  # absent from old files
+
+
 @dataclass
-class Task:
+class Task(Record):
     """The persisted unit of work. Plain data; see the module docstring."""
+
+    serial_shape: ClassVar[Shape] = Shape(upgrade=lambda data: {**_TASK_DEFAULTS, **data})
 
     id: str
     goal: str
     workspace: str
     driver: str
-    driver_config: JSON = field(default_factory=dict)
+    config: TaskConfig = field(default_factory=TaskConfig,
+                               metadata=stored(key="driver_config"))
     driver_states: dict[str, JSON] = field(default_factory=dict)
     scope_state: JSON = field(default_factory=dict)
     status: TaskStatus = TaskStatus.PENDING
@@ -366,7 +330,9 @@ class Task:
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
     elapsed: float = 0.0
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = field(default=SCHEMA_VERSION, compare=False,
+                                metadata=stored(fixed=lambda: SCHEMA_VERSION))
+    # the file is always written in the current format (`store.migrations` brings older ones)
 
     @classmethod
     def new(cls, goal: str, workspace: str, driver: str, **kw: Any) -> Task:
@@ -380,61 +346,3 @@ class Task:
     @driver_state.setter
     def driver_state(self, state: JSON) -> None:
         self.driver_states[self.driver] = state
-
-    def to_dict(self) -> JSON:
-        return {
-            "schema_version": SCHEMA_VERSION,  # written in the current format
-            "id": self.id,
-            "goal": self.goal,
-            "workspace": self.workspace,
-            "status": self.status.value,
-            "driver": self.driver,
-            "driver_config": self.driver_config,
-            "driver_states": self.driver_states,
-            "scope_state": self.scope_state,
-            "turn": self.turn,
-            "actions_run": self.actions_run,
-            "seq": self.seq,
-            "journal_offset": self.journal_offset,
-            "epoch": self.epoch,
-            "inflight": self.inflight,
-            "usage": self.usage.to_dict(),
-            "limits": self.limits.to_dict(),
-            "pending": None if self.pending is None else self.pending.to_dict(),
-            "summary": self.summary,
-            "error": self.error,
-            "workflow": self.workflow,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "elapsed": self.elapsed,
-        }
-
-    @classmethod
-    def from_dict(cls, data: JSON) -> Task:
-        pending = data.get("pending")
-        return cls(
-            schema_version=int(data.get("schema_version", SCHEMA_VERSION)),
-            id=data["id"],
-            goal=data.get("goal", ""),
-            workspace=data["workspace"],
-            status=TaskStatus(data.get("status", "pending")),
-            driver=data["driver"],
-            driver_config=dict(data.get("driver_config", {})),
-            driver_states={str(k): dict(v) for k, v in data.get("driver_states", {}).items()},
-            scope_state=dict(data.get("scope_state", {})),
-            turn=int(data.get("turn", 0)),
-            actions_run=int(data.get("actions_run", 0)),
-            seq=int(data.get("seq", 0)),
-            journal_offset=int(data.get("journal_offset", 0)),
-            epoch=int(data.get("epoch", 0)),
-            inflight=data.get("inflight"),
-            usage=Usage.from_dict(data.get("usage", {})),
-            limits=Limits.from_dict(data.get("limits", {})),
-            pending=None if pending is None else Wait.from_dict(pending),
-            summary=data.get("summary", ""),
-            error=data.get("error"),
-            workflow=data.get("workflow"),
-            created_at=float(data.get("created_at", 0.0)),
-            updated_at=float(data.get("updated_at", 0.0)),
-            elapsed=float(data.get("elapsed", 0.0)),
-        )

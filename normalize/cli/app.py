@@ -554,7 +554,7 @@ def help_commands(
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; every error is one line and an exit status."""
-    from normalize.cli.complete import lighten_typer
+    from normalize.cli.complete import COMPLETE_VAR, lighten_typer
     from normalize.cli.console import Environment, error_line, fail
 
     lighten_typer()  # no pydantic for absent values, no rich for completion help
@@ -563,6 +563,10 @@ def main(argv: list[str] | None = None) -> int:
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
     try:
+        if COMPLETE_VAR not in os.environ:  # (a TAB press reads no task, and stays light)
+            from normalize.store.paths import settle_homes
+
+            settle_homes()  # a relative NORMALIZE_HOME means the directory it meant here
         # standalone_mode=False: click returns a command's `typer.Exit` code instead of exiting
         args = bare_network(sys.argv[1:] if argv is None else argv)
         status = app(args=args, prog_name="normalize", standalone_mode=False)

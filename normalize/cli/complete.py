@@ -21,7 +21,7 @@ def data_home() -> Path:
     """`normalize.store.paths.data_home()`, without importing the store package."""
     override = os.environ.get("NORMALIZE_HOME")
     if override:
-        return Path(override).expanduser()
+        return Path(os.path.abspath(os.path.expanduser(override)))
     import platformdirs
 
     return Path(platformdirs.user_data_dir("normalize"))

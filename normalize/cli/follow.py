@@ -45,7 +45,7 @@ def follow_ups(env: Environment, outcome: Any, options: Any, read: Any, *,
 
 def leftover_lines(options: Any) -> list[str]:
     """Lines typed during the last run that reached no turn of the model."""
-    inbox = options.services.options.get("inbox")
+    inbox = options.services.inbox
     return list(inbox.drain()) if inbox is not None else []
 
 

@@ -49,6 +49,6 @@ def _state(path: Path, digest: str) -> str:
 
 def report_ignored(env: Environment, task: Any) -> None:
     """One stderr line per permission a workspace file asked for and did not get."""
-    for note in task.driver_config.get("permission_notes") or []:
+    for note in task.config.permission_notes:
         env.stderr.write(f"normalize: {note}\n")
     env.stderr.flush()

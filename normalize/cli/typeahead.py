@@ -181,11 +181,11 @@ def typed_lines(env: Any, options: Any, renderer: Any, *, model: bool = True) ->
     if not (model and env.stdin_tty and env.stdout_tty) or attach is None:
         yield None
         return
-    from normalize.drivers.llm import LineQueue
+    from normalize.drivers.base import LineQueue
 
-    queue = options.services.options.get("inbox")
-    if not isinstance(queue, LineQueue):
-        queue = options.services.options["inbox"] = LineQueue()
+    queue = options.services.inbox
+    if queue is None:
+        queue = options.services.inbox = LineQueue()
     live = getattr(renderer, "live", None) is not None
     ahead = TypeAhead(env.stdin.fileno(), queue, edit=live,
                       show=getattr(renderer, "typing", None))

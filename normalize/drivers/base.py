@@ -10,8 +10,9 @@ same way. docs/plugins.md is the guide for writing one.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
@@ -20,13 +21,14 @@ from normalize.drivers.builtin import BUILTIN_DRIVERS
 from normalize.errors import UsageError
 from normalize.events import Emit
 from normalize.plugins import PluginGroup
+from normalize.retry import RetryPolicy
 from normalize.task import Action, ActionResult, Decision, Task
 
 LineReader = Callable[[str], str | None]
 """Reads one command from a person given a prompt; None means end of input."""
 
 DriverConfig = dict[str, Any]
-"""A task's `driver_config`, plain JSON that the task keeps across resumes.
+"""A task's configuration as plain JSON (`TaskConfig.to_driver_json()`), kept across resumes.
 
 A task started from a workflow file has `{"spec": WORKFLOW}` where WORKFLOW is
 the validated file as a dict (`name`, `description`, `vars` with `--var`
@@ -36,15 +38,45 @@ driver taking a task over from another gets that task's config as it is.
 """
 
 
+class LineQueue:
+    """Lines a person typed while the model worked; each reaches the model at its next turn."""
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+
+    def put(self, line: str) -> None:
+        if line.strip():
+            with self._lock:
+                self._lines.append(line.strip())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._lines)
+
+    def drain(self) -> list[str]:
+        """The lines queued so far, oldest first; the queue is empty afterwards."""
+        with self._lock:
+            lines, self._lines = self._lines, []
+        return lines
+
+
 @dataclass
 class DriverServices:
-    """What the outside world lends a driver when it is created."""
+    """What the outside world lends a driver when it is created (each one may be absent)."""
 
     read_line: LineReader | None = None
+    """A person's next command (the `user` driver), or None at the end of input."""
     model_factory: Callable[..., Any] | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+    """Builds a model client from a `PROVIDER:MODEL` spec (tests and users' CI script one)."""
     resolve_journal: Callable[[str], Path] | None = None
     """The journal of the task a reference names, in the run's own store (`replay:TASKID`)."""
+    inbox: LineQueue | None = None
+    """Lines typed at the terminal while the model works, for its next turn."""
+    config_dir: Path | None = None
+    """The user's config directory (where the user-wide AGENTS.md lives)."""
+    model_retry: RetryPolicy | None = None
+    """How provider calls are retried (None: the driver's own default)."""
 
 
 @dataclass
@@ -74,7 +106,7 @@ class Driver(Protocol):
 
     @classmethod
     def from_config(cls, config: DriverConfig, services: DriverServices) -> Self:
-        """A driver for a task whose `driver_config` is `config`."""
+        """A driver for a task whose configuration, as plain JSON, is `config`."""
         ...
 
     def decide(self, task: Task, ctx: RunContext) -> Decision | None:

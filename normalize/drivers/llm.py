@@ -37,13 +37,12 @@ Rules the driver keeps:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from normalize.drivers.base import DriverServices, RunContext
+from normalize.drivers.base import DriverServices, LineQueue, RunContext
 from normalize.errors import ConfigError, NormalizeError
 from normalize.events import (
     ContextCompacted,
@@ -153,30 +152,6 @@ def qualify(model: str, provider: str) -> str:
     """`model` as a `PROVIDER:MODEL` spec: kept when it names a provider, else prefixed."""
     return model if names_provider(model) else f"{provider}:{model}"
 
-
-class LineQueue:
-    """Lines a person typed while the model worked; each reaches the model at its next turn."""
-
-    def __init__(self) -> None:
-        self._lines: list[str] = []
-        self._lock = threading.Lock()
-
-    def put(self, line: str) -> None:
-        if line.strip():
-            with self._lock:
-                self._lines.append(line.strip())
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._lines)
-
-    def drain(self) -> list[str]:
-        """The lines queued so far, oldest first; the queue is empty afterwards."""
-        with self._lock:
-            lines, self._lines = self._lines, []
-        return lines
-
-
 def record_reply(task: Task, ctx: RunContext, reply: Completed, *, turn: int,
                  prices: PriceTable = DEFAULT_TABLE, unpriced: set[str] | None = None) -> float:
     """Add a reply's tokens and cost to `task.usage`, journal it as `model_replied`.
@@ -283,21 +258,17 @@ class LLMDriver:
             raise ConfigError(f"context repo_map {problem}, not {repo_map}")
         variables = {**(spec.get("vars") or {}), **(config.get("vars") or {})}
         goal = config.get("goal") or variables.get("goal")
-        retry = services.options.get("model_retry") or MODEL_RETRY
-        if isinstance(retry, Mapping):
-            retry = RetryPolicy.from_config(retry)
         path = spec.get("path")
-        config_dir = services.options.get("config_dir")
         return cls(settings, context=make_context(**context_conf),
                    goal=str(goal) if goal else None, variables=variables,
-                   model_factory=services.model_factory, retry=retry,
+                   model_factory=services.model_factory,
+                   retry=services.model_retry or MODEL_RETRY,
                    prompt_dir=Path(path).parent if path else None,
                    resolve_journal=services.resolve_journal,
                    project_instructions=bool(config.get("project_instructions", True)),
-                   config_dir=Path(config_dir) if config_dir else None,
+                   config_dir=services.config_dir,
                    follow_ups=[str(f) for f in config.get("follow_ups") or []],
-                   inbox=inbox if isinstance(inbox := services.options.get("inbox"),
-                                             LineQueue) else None,
+                   inbox=services.inbox,
                    repo_map_tokens=repo_map)
 
     # -- state -------------------------------------------------------------

@@ -100,23 +100,24 @@ class WorkflowDriver:
 
     def snapshot(self) -> dict[str, Any]:
         pending, interrupted, delegate = self.pending, self.interrupted, self.delegate
-        return {"vars": self.vars, "frames": [f.to_json() for f in self.frames],
+        return {"vars": self.vars, "frames": [f.to_dict() for f in self.frames],
                 "last": self.last, "attempt": self.attempt, "retry_delay": self.retry_delay,
                 "failure": self.failure,
-                "pending": None if pending is None else pending.to_json(),
-                "interrupted": None if interrupted is None else interrupted.to_json(),
+                "pending": None if pending is None else pending.to_dict(),
+                "interrupted": None if interrupted is None else interrupted.to_dict(),
                 "delegate": None if delegate is None else delegate.snapshot()}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.vars = dict(state.get("vars", self.vars))
         if "frames" in state:
-            self.frames = [Frame.from_json(f) for f in state["frames"]]
+            self.frames = [Frame.from_dict(f) for f in state["frames"]]
         self.last = state.get("last")
         self.attempt = int(state.get("attempt", 1))
         self.retry_delay = float(state.get("retry_delay", 0.0))
         self.failure = state.get("failure")
-        self.pending = Pending.from_json(state.get("pending"))
-        self.interrupted = Interrupted.from_json(state.get("interrupted"))
+        self.pending = Pending.from_dict(pending) if (pending := state.get("pending")) else None
+        self.interrupted = Interrupted.from_dict(cut) if (cut := state.get("interrupted")) \
+            else None
         delegate = state.get("delegate")
         self.delegate = None if delegate is None else Delegate.restore(delegate, self.services)
 

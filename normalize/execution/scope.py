@@ -27,6 +27,7 @@ from typing import Any
 
 from normalize.errors import ConfigError
 from normalize.retry import RetryPolicy
+from normalize.serial import Record
 
 ROOT_CONTEXT = "task_tree"
 ROOT_CACHE = "persistent"
@@ -114,7 +115,7 @@ def resolve(chain: Iterable[ScopeSettings], root: Resolved | None = None) -> Res
 
 
 @dataclass
-class Note:
+class Note(Record):
     """A piece of information with a lifetime.
 
     With `turns`, it lasts that many more results; with `until`, it lasts
@@ -151,16 +152,10 @@ class Note:
             return self.turns > 0
         return True
 
-    def to_dict(self) -> JSON:
-        return {"text": self.text, "turns": self.turns, "until": self.until}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Note:
-        return cls(str(data["text"]), data.get("turns"), data.get("until"))
 
 
 @dataclass
-class HistoryEntry:
+class HistoryEntry(Record):
     """One thing that ran in a scope."""
 
     command: str
@@ -168,18 +163,10 @@ class HistoryEntry:
     preview: str = ""
     step: str = ""
 
-    def to_dict(self) -> JSON:
-        return {"command": self.command, "status": self.status, "preview": self.preview,
-                "step": self.step}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> HistoryEntry:
-        return cls(str(data.get("command", "")), str(data.get("status", "")),
-                   str(data.get("preview", "")), str(data.get("step", "")))
 
 
 @dataclass
-class ScopeState:
+class ScopeState(Record):
     """The run-time part of a scope: its notes and history (plain data)."""
 
     name: str = ""
@@ -206,16 +193,6 @@ class ScopeState:
         self.notes = alive
         return gone
 
-    def to_dict(self) -> JSON:
-        return {"name": self.name, "notes": [n.to_dict() for n in self.notes],
-                "history": [h.to_dict() for h in self.history]}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> ScopeState:
-        data = data or {}
-        return cls(str(data.get("name", "")),
-                   [Note.from_dict(n) for n in data.get("notes", [])],
-                   [HistoryEntry.from_dict(h) for h in data.get("history", [])])
 
 
 def record_history(data: Mapping[str, Any], command: str, status: str, output: str = "",

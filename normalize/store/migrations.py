@@ -27,8 +27,27 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+# the keys of a version-3 `driver_config` (a `TaskConfig`), as they were when it was made
+_V3_CONFIG_KEYS = ("spec", "permissions", "mcp_servers", "permission_notes",
+                   "project_instructions", "follow_ups", "approve", "llm")
+
+
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """A plain `driver_config` → the typed config's shape: other keys under `extra`."""
+    data = dict(data)
+    config = data.get("driver_config") or {}
+    if not isinstance(config, dict):
+        raise ValueError("driver_config is not an object")
+    typed = {key: config[key] for key in _V3_CONFIG_KEYS if key in config}
+    extra = {key: value for key, value in config.items() if key not in _V3_CONFIG_KEYS}
+    if extra:
+        typed["extra"] = extra
+    data["driver_config"] = typed
+    return data
+
+
 # MIGRATIONS[n] turns a version-n task dict into a version-(n+1) one.
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(data: dict[str, Any], *, source: str) -> dict[str, Any]:

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import os
+from collections.abc import MutableMapping
 from pathlib import Path
+
+from normalize.errors import UsageError
+
+
+def _absolute(value: str) -> Path:
+    """`value` with `~` expanded, resolved against the current directory when relative."""
+    return Path(os.path.abspath(os.path.expanduser(value)))
 
 
 def data_home(env: dict[str, str] | None = None) -> Path:
-    """The user's normalize data directory (not created)."""
+    """The user's normalize data directory (not created), always an absolute path."""
     environ = os.environ if env is None else env
     override = environ.get("NORMALIZE_HOME")
     if override:
-        return Path(override).expanduser()
+        return _absolute(override)
     import platformdirs
 
     return Path(platformdirs.user_data_dir("normalize"))
@@ -22,9 +30,47 @@ def config_home(env: dict[str, str] | None = None) -> Path:
     environ = os.environ if env is None else env
     override = environ.get("NORMALIZE_CONFIG")
     if override:
-        return Path(override).expanduser()
+        return _absolute(override)
     if environ.get("NORMALIZE_HOME"):
-        return Path(environ["NORMALIZE_HOME"]).expanduser() / "config"
+        return _absolute(environ["NORMALIZE_HOME"]) / "config"
     import platformdirs
 
     return Path(platformdirs.user_config_dir("normalize"))
+
+
+def _unusable(path: Path) -> str | None:
+    """Why `path` can never be normalize's data directory (None when it can).
+
+    An existing read-only directory is not refused: tasks can still be listed
+    and shown from it, and a write says which directory to make writable.
+    """
+    if path.exists():
+        return None if path.is_dir() else "is not a directory"
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"cannot be created ({parent} is not a directory)"
+    return None if os.access(parent, os.W_OK | os.X_OK) else \
+        f"cannot be created ({parent} is not writable)"
+
+
+def settle_homes(environ: MutableMapping[str, str] | None = None) -> None:
+    """Make `NORMALIZE_HOME` and `NORMALIZE_CONFIG` absolute, once, as a run starts.
+
+    A relative value is resolved against the current directory here, so every
+    later reader (the store, the workspace checkpoints, the programs started
+    in the workspace) means the same directory. One that cannot hold normalize's
+    data is refused with a `UsageError` naming the variable.
+    """
+    environ = os.environ if environ is None else environ
+    for name in ("NORMALIZE_HOME", "NORMALIZE_CONFIG"):
+        value = environ.get(name)
+        if not value:
+            continue
+        path = _absolute(value)
+        problem = _unusable(path)
+        if problem is not None:
+            raise UsageError(f"{name}={value}: {path} {problem}; point {name} at a "
+                             f"directory you can write")
+        environ[name] = str(path)

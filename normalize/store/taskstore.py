@@ -26,7 +26,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ from normalize.store.journal import JournalWriter, read_journal, tail_events, wr
 from normalize.store.migrations import migrate
 from normalize.store.ownership import TaskLock, atomic_write_bytes, pid_alive
 from normalize.store.paths import data_home
-from normalize.task import Kept, Task
+from normalize.task import SCHEMA_VERSION, Kept, Task
 
 __all__ = ["StoreProblem", "TaskLock", "TaskStore", "atomic_write_bytes", "pid_alive"]
 
@@ -69,12 +69,14 @@ def _digest(data: bytes) -> str:
 
 
 def config_changed(task: Task) -> None:
-    """Mark `task`'s driver config as changed in place, so its next save writes it anew.
+    """Mark `task`'s config as changed in place, so its next save writes it anew.
 
     Saving a resumed task does not re-encode its config (a long workflow's
-    whole spec) to see whether it changed; whoever changes it says so.
+    whole spec) to see whether it changed. A config replaced as a whole
+    (`dataclasses.replace`) is seen by identity; whoever changes one of its
+    tables in place says so with this.
     """
-    task.driver_config = dict(task.driver_config)
+    task.config = replace(task.config)
 
 
 class TaskStore:
@@ -248,15 +250,15 @@ class TaskStore:
         task whose config is still the dict `load` made reuses the file it
         came from without encoding it (`config_changed` gives it a new dict).
         """
-        key = (lock.epoch, id(task.driver_config))
+        key = (lock.epoch, id(task.config))
         cached = self._configs.get(task.id)
         if cached is not None and cached[0] == key:
             return cached[1]
         loaded = self._loaded.pop(task.id, None)
-        if loaded is not None and loaded[1] is task.driver_config:  # resumed, not changed
+        if loaded is not None and loaded[1] is task.config:  # resumed, not changed
             self._configs[task.id] = (key, loaded[0])
             return str(loaded[0])
-        text = json_bytes(task.driver_config)
+        text = json_bytes(task.config.to_dict())
         name = f"config-{_digest(text)}.json"
         path = self.tasks_dir / task.id / name
         try:
@@ -411,10 +413,11 @@ class TaskStore:
                     data["driver_config"] = self._read_config(task_id, name)
             if with_config and "driver_states" in data:
                 data["driver_states"] = self._unkeep(task_id, data["driver_states"])
+            current = data.get("schema_version") == SCHEMA_VERSION
             data = migrate(data, source=str(path))
             task = Task.from_dict(data)
-            if with_config and isinstance(name, str):
-                self._loaded[task_id] = (name, task.driver_config)
+            if with_config and isinstance(name, str) and current:  # (a migrated one: rewritten)
+                self._loaded[task_id] = (name, task.config)
             return task
         except SchemaVersionError:
             raise

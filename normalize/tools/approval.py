@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from normalize.errors import ConfigError, NormalizeError
 from normalize.sandbox import SandboxMode, SandboxPolicy, probe
@@ -56,7 +56,20 @@ from normalize.task import Action, ActionResult, ResultStatus, Wait
 from normalize.tools.shell import command_parts, text_after_verb, unquoted_operators
 
 if TYPE_CHECKING:
-    from normalize.tools.base import ToolContext
+    from normalize.mcp.client import McpSessions
+
+
+class PolicyContext(Protocol):
+    """What the policy reads of a tool context (a `ToolContext` is one)."""
+
+    @property
+    def sandbox(self) -> SandboxPolicy: ...
+
+    @property
+    def approver(self) -> Callable[[str], str] | None: ...
+
+    @property
+    def mcp(self) -> McpSessions | None: ...
 
 __all__ = ["UNCONFINED_PARAM", "ApprovalMode", "ApprovalPolicy", "Question", "is_destructive",
            "outside_reason", "persons_call"]
@@ -198,7 +211,7 @@ def _program_kind(words: list[str], outside: str | None) -> str:
     return "destructive" if is_destructive(words) else "confined"
 
 
-def _mcp_kind(action: Action, ctx: ToolContext) -> str | None:
+def _mcp_kind(action: Action, ctx: PolicyContext) -> str | None:
     """`confined` for a tool its server marks read-only, `mcp` otherwise; None: not a call.
 
     Looking the tool up starts its server; a failure (unknown server or tool, a
@@ -274,7 +287,7 @@ class ApprovalPolicy:
             allow_shell=allow_shell,
         )
 
-    def check(self, action: Action, ctx: ToolContext,
+    def check(self, action: Action, ctx: PolicyContext,
               detail: Callable[[], str] | None = None) -> ActionResult | None:
         """None when `action` may run; otherwise the verdict to return instead of running it.
 
@@ -291,7 +304,7 @@ class ApprovalPolicy:
                 action.params["shell"] = True
         return verdict
 
-    def _judge(self, action: Action, ctx: ToolContext,
+    def _judge(self, action: Action, ctx: PolicyContext,
                detail: Callable[[], str] | None) -> ActionResult | None:
         outside = outside_reason(ctx.sandbox) if action.tool in ("run", "test") else None
         mcp_kind = _mcp_kind(action, ctx) if action.tool == "mcp" else None
@@ -335,7 +348,7 @@ class ApprovalPolicy:
     def _escalate(
         self,
         action: Action,
-        ctx: ToolContext,
+        ctx: PolicyContext,
         whole: str,
         parts: list[_Part],
         pending: list[_Part],

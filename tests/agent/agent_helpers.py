@@ -110,7 +110,7 @@ def run_agent(normalize_home: Path) -> Callable[..., Run]:
         events: list[BaseEvent] = []
         opts = RunOptions(workspace=workspace, subscribers=[events.append], store=store,
                           fsync=False, services=DriverServices(
-                              model_factory=factory, options=options or {"model_retry": FAST}),
+                              model_factory=factory, **(options or {"model_retry": FAST})),
                           **run_options)
         if resume:
             assert task_id is not None

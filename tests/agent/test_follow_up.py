@@ -51,7 +51,7 @@ def test_resume_with_an_instruction_continues_a_done_task(
 
 def _options(repo: Path, home: Path, factory: Any, **services: Any) -> RunOptions:
     return RunOptions(workspace=repo, store=TaskStore(home, fsync=False), fsync=False,
-                      services=DriverServices(model_factory=factory, options=services))
+                      services=DriverServices(model_factory=factory, **services))
 
 
 def test_the_follow_up_prompt_at_a_terminal(repo: Path, normalize_home: Path) -> None:
@@ -75,7 +75,7 @@ def test_the_follow_up_prompt_at_a_terminal(repo: Path, normalize_home: Path) ->
     assert "- (now) add a docstring to mean" in second and NOTE in second
     assert "- (done) add a docstring to mean" in third and "- (now) rename mean" in third
     task = TaskStore(normalize_home).load(outcome.task.id)
-    assert task.status.value == "done" and task.driver_config["follow_ups"] == [
+    assert task.status.value == "done" and list(task.config.follow_ups) == [
         "add a docstring to mean", "rename mean to average"]
 
 

@@ -66,7 +66,8 @@ def test_a_prompt_takes_the_terminal_from_the_type_ahead(
         terminal: Callable[[list[str]], Terminal], server: FakeModelServer) -> None:
     server.add("I need to know.\nask Which file should I read?", "done read it")
     term = terminal(["agent", "read the file I name"])
-    term.wait_for("Which file should I read?")
+    # the prompt's question (at a cleared line), not the model's reply that asks it
+    term.wait_for("\x1b[2KWhich file should I read?")
     term.type("calc.py\r")  # the answer goes to the question, not to the queue
     term.wait_for("follow-up (an empty line")
     term.type("\r")

@@ -41,7 +41,7 @@ def test_the_task_file_stays_small_and_the_spec_comes_back(tmp_path: Path) -> No
     raw = json.loads(store.task_path(task_id).read_text())
     assert "driver_config" not in raw and raw["driver_config_file"].startswith("config-")
     loaded = store.load(task_id)
-    assert loaded.driver_config["spec"] == noop_spec(400).to_dict()
+    assert loaded.config.spec == noop_spec(400).to_dict()
 
 
 def test_a_missing_config_file_is_a_damaged_task(tmp_path: Path) -> None:
@@ -75,11 +75,11 @@ def test_a_resumed_task_keeps_or_rewrites_its_config_as_it_changed(tmp_path: Pat
 
     store = TaskStore(home, fsync=False)  # changed in place before the run: a new file
     changed = store.load(task.id)
-    changed.driver_config["spec"]["description"] = "changed on resume"
+    changed.config.spec["description"] = "changed on resume"
     config_changed(changed)  # a change in place is announced
     changed.limits.max_turns = None
     resumed = RunOptions(workspace=tmp_path, store=store, fsync=False)
     assert run_task(changed, resumed, resumed=True).status.value == "done"
     assert len(configs()) == 2
     fresh = TaskStore(home).load(task.id)
-    assert fresh.driver_config["spec"]["description"] == "changed on resume"
+    assert fresh.config.spec["description"] == "changed on resume"

@@ -59,16 +59,16 @@ def test_a_task_waiting_inside_old_shape_frames_resumes_to_the_end(
 def test_old_and_new_frame_shapes_read_as_the_same_frame() -> None:
     old = {"path": [1, 0, -3], "pc": 2, "self": True, "scope": {"name": "s"},
            "loop": {"items": ["a", "b"], "i": 1, "as": "x"}}
-    frame = Frame.from_json(old)
+    frame = Frame.from_dict(old)
     assert frame == Frame((Hop(1), Hop(0), Hop(2, "else")), 2, {"name": "s"}, holder=True,
                           loop=Loop(["a", "b"], 1, "x"))
-    plain = json.dumps(frame.to_json(), default=kept_value)  # as the store encodes it
-    assert Frame.from_json(json.loads(plain)) == frame
+    plain = json.dumps(frame.to_dict(), default=kept_value)  # as the store encodes it
+    assert Frame.from_dict(json.loads(plain)) == frame
 
 
 def test_a_bad_branch_in_a_snapshot_is_refused() -> None:
     with pytest.raises(ValueError, match="bad frame branch"):
-        Frame.from_json({"path": [[0, "sideways"]], "pc": 0})
+        Frame.from_dict({"path": [[0, "sideways"]], "pc": 0})
 
 
 def test_the_driver_snapshot_is_json_and_restores_to_the_same_state() -> None:

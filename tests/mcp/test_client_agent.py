@@ -29,7 +29,7 @@ def run_scripted(workspace: Path, home: Path, *replies: str, **options: Any
     events: list[BaseEvent] = []
     opts = RunOptions(workspace=workspace, subscribers=[events.append], store=store, fsync=False,
                       services=DriverServices(model_factory=lambda spec, **_: model,
-                                              options={"model_retry": FAST}), **options)
+                                              model_retry=FAST), **options)
     spec = load_spec("dwim", workspace)
     spec.llm = {**(spec.llm or {}), "fallback": []}
     task = start_task(spec, "report the time and the repository status", opts)

@@ -90,8 +90,8 @@ def test_an_untrusted_workspace_workflow_cannot_add_a_server(tmp_path: Path,
     assert notes == ["ignored [[workflow.mcp]] fx, docs from .normalize/workflows/flow.toml: "
                      "untrusted workspace file; `normalize trust FILE` to allow"]
     task = start_task(spec, "go", options)
-    assert [s["name"] for s in task.driver_config["mcp_servers"]] == ["mine"]
-    assert notes[0] in task.driver_config["permission_notes"]
+    assert [s["name"] for s in task.config.mcp_servers] == ["mine"]
+    assert notes[0] in task.config.permission_notes
 
     spec.origin = "trusted"  # as after `normalize trust FILE`
     servers, notes = mcp_servers(spec, options)

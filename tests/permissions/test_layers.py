@@ -65,11 +65,11 @@ def test_the_command_line_tops_the_record_and_gives_the_sandbox_policy(tmp_path:
                     '[[workflow.steps]]\nname = "a"\naction = "note hi"\n')
     options = RunOptions(workspace=tmp_path, fsync=False)
     task = start_task(load_spec(str(flow), tmp_path), "g", options)
-    assert task.driver_config["permissions"]["sandbox"] == "read-only"
-    assert sandbox_policy(options, task.driver_config["permissions"]).mode is \
+    assert task.config.permissions["sandbox"] == "read-only"
+    assert sandbox_policy(options, task.config.permissions).mode is \
         SandboxMode.READ_ONLY
     later = RunOptions(workspace=tmp_path, sandbox="off", network=True, approve="never")
-    policy = sandbox_policy(later, task.driver_config["permissions"])
+    policy = sandbox_policy(later, task.config.permissions)
     assert policy.mode is SandboxMode.OFF and policy.network
     assert task_permissions(task, later).mode == "never"
 
@@ -91,7 +91,7 @@ def test_a_users_own_workflow_is_trusted(normalize_home: Path, tmp_path: Path) -
     spec = load_spec("mine", tmp_path)
     assert spec.origin == "user"
     task = start_task(spec, "g", RunOptions(workspace=tmp_path, fsync=False))
-    assert task.driver_config["permissions"]["mode"] == "yes"
+    assert task.config.permissions["mode"] == "yes"
 
 
 def test_the_tools_cannot_write_the_users_config_even_inside_the_workspace(

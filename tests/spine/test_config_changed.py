@@ -7,7 +7,7 @@ from pathlib import Path
 
 from normalize.runner import follow_up, switch_model
 from normalize.store import TaskStore
-from normalize.task import Task
+from normalize.task import Task, TaskConfig
 
 
 def saved(store: TaskStore, task: Task) -> str:
@@ -23,7 +23,7 @@ def saved(store: TaskStore, task: Task) -> str:
 
 def test_a_model_switch_and_a_follow_up_each_write_a_new_config(tmp_path: Path) -> None:
     task = Task(id="abc12345", goal="g", workspace="/tmp", driver="llm",
-                driver_config={"spec": {"steps": [{"name": "a"}]}, "llm": {"model": "a"}})
+                config=TaskConfig(spec={"steps": [{"name": "a"}]}, llm={"model": "a"}))
     first = saved(TaskStore(tmp_path, fsync=False), task)
     store = TaskStore(tmp_path, fsync=False)
     again = store.load(task.id)
@@ -37,5 +37,5 @@ def test_a_model_switch_and_a_follow_up_each_write_a_new_config(tmp_path: Path) 
     told = store.load(task.id)
     follow_up(told, "and then the docs")
     assert saved(store, told) not in (first, second)
-    fresh = TaskStore(tmp_path).load(task.id).driver_config
+    fresh = TaskStore(tmp_path).load(task.id).config.to_driver_json()
     assert fresh["llm"] == {"model": "b"} and fresh["follow_ups"] == ["and then the docs"]

@@ -41,7 +41,7 @@ LAYERS: dict[str, str] = {
     "normalize.store": "store",
     **{f"normalize.{name}": "core" for name in (
         "task", "events", "errors", "intents", "verbs", "redact", "cancel", "faults",
-        "fsutil", "plugins", "sandbox", "retry", "fsopen", "helpers")},
+        "fsutil", "plugins", "sandbox", "retry", "fsopen", "helpers", "serial")},
     "normalize.checkpoints": "store",
     "normalize.permissions": "api",  # resolves the layers: user config, workflow, flags
     "normalize.mcp": "core",  # the MCP client: server tables, sessions, the sandboxed transport
@@ -82,10 +82,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 
 
 # loops of modules that import each other (through any others), allowed by name
-CYCLES: dict[frozenset[str], str] = {
-    frozenset({"normalize.tools.approval", "normalize.tools.base"}):
-        "type-only both ways: a ToolContext carries the policy that checks a ToolContext",
-}
+CYCLES: dict[frozenset[str], str] = {}
 
 
 def module_name(path: Path) -> str:

@@ -15,7 +15,7 @@ from normalize.events import Notice
 from normalize.runner import switch_model
 from normalize.store import TaskStore, ckptlog
 from normalize.store.journal import JournalWriter
-from normalize.task import Task, TaskStatus, Wait
+from normalize.task import Task, TaskConfig, TaskStatus, Wait
 
 
 def make(store: TaskStore, task_id: str, goal: str = "g") -> Task:
@@ -279,7 +279,7 @@ def test_a_resumed_config_is_reused_unless_a_value_was_replaced(tmp_path: Path) 
 
     store = TaskStore(tmp_path, fsync=False)
     task = Task(id="abc12345", goal="g", workspace="/tmp", driver="workflow",
-                driver_config={"spec": {"steps": [{"name": "a"}]}, "llm": {"model": "a"}})
+                config=TaskConfig(spec={"steps": [{"name": "a"}]}, llm={"model": "a"}))
     first = saved(store, task)
     again = TaskStore(tmp_path).load(task.id)
     assert saved(TaskStore(tmp_path), again) == first  # unchanged: the same file
@@ -287,7 +287,7 @@ def test_a_resumed_config_is_reused_unless_a_value_was_replaced(tmp_path: Path) 
     loaded = changed.load(task.id)
     switch_model(loaded, "b")  # as `resume --model` does: a new file
     assert saved(changed, loaded) != first
-    assert TaskStore(tmp_path).load(task.id).driver_config["llm"] == {"model": "b"}
+    assert TaskStore(tmp_path).load(task.id).config.llm == {"model": "b"}
 
 
 def test_every_field_of_the_plain_data_round_trips_through_json() -> None:

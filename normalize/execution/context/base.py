@@ -8,7 +8,7 @@ snapshot are the same for all.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from normalize.errors import ConfigError
@@ -22,6 +22,7 @@ from normalize.execution.context.results import (
     first_line,
     new_marker,
 )
+from normalize.serial import Record
 from normalize.task import Action, ActionResult
 
 MAX_RESULTS = 5
@@ -36,7 +37,7 @@ FEEDBACK_CHARS = 1_200
 
 
 @dataclass
-class Subtask:
+class Subtask(Record):
     """One entry of the plan: a title, open or done, and what it was broken into."""
 
     id: int
@@ -44,16 +45,6 @@ class Subtask:
     status: str = "open"  # "open" | "done"
     summary: str = ""
     children: list[Subtask] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "status": self.status,
-                "summary": self.summary, "children": [c.to_dict() for c in self.children]}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Subtask:
-        return cls(int(data["id"]), str(data.get("title", "")), str(data.get("status", "open")),
-                   str(data.get("summary", "")),
-                   [cls.from_dict(c) for c in data.get("children", [])])
 
     def walk(self) -> list[Subtask]:
         return [self, *(n for c in self.children for n in c.walk())]
@@ -243,8 +234,8 @@ class ContextStrategy:
     def snapshot(self) -> dict[str, Any]:
         return {
             "strategy": self.name,
-            "results": [asdict(r) for r in self.results],
-            "history": [asdict(h) for h in self.history],
+            "results": [r.to_dict() for r in self.results],
+            "history": [h.to_dict() for h in self.history],
             "older": self.older,
             "notes": [dict(n) for n in self.notes],
             "feedback": list(self.feedback),

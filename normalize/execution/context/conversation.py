@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict
 from typing import Any
 
 from normalize.execution.context.base import ContextStrategy
@@ -96,7 +95,7 @@ class ConversationContext(ContextStrategy):
 
     def snapshot(self) -> dict[str, Any]:
         state = super().snapshot()
-        state["turns"] = [{**t, "results": [asdict(r) for r in t["results"]]}
+        state["turns"] = [{**t, "results": [r.to_dict() for r in t["results"]]}
                           for t in self.turns]
         state["intro_feedback"] = list(self.intro_feedback)
         return state

@@ -15,11 +15,10 @@ import hashlib
 import json
 import re
 import secrets
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 from normalize.execution.cache import DEFAULT_ASKED_CHARS
+from normalize.serial import Record
 from normalize.task import Action, ActionResult
 
 Message = dict[str, str]
@@ -64,7 +63,7 @@ def bounded(text: str, marker: str) -> str:
 
 
 @dataclass
-class ResultEntry:
+class ResultEntry(Record):
     """One action's outcome as the model sees it."""
 
     turn: int
@@ -123,18 +122,13 @@ class ResultEntry:
         """A short form: the first lines and where the rest is (deterministic)."""
         lines = self.text.splitlines()
         if len(lines) <= 4 and len(self.text) <= 300:
-            return ResultEntry(**{**asdict(self), "compacted": True})
+            return replace(self, compacted=True)
         keep = "\n".join(clip(ln, 100) for ln in lines[:3])
         where = (f"fetch {self.cache_id} for the full text" if self.cache_id
                  else "run the command again to see it")
         text = f"{keep}\n… compacted ({len(lines)} lines); {where}"
-        return ResultEntry(**{**asdict(self), "text": text, "compacted": True})
+        return replace(self, text=text, compacted=True)
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ResultEntry:
-        return cls(int(data.get("turn", 0)), str(data.get("command", "")),
-                   str(data.get("status", "")), str(data.get("text", "")),
-                   data.get("cache_id"), data.get("exit_code"), bool(data.get("compacted")))
 
 
 @dataclass(frozen=True)
