@@ -12,11 +12,20 @@ namespace (inside a new user namespace, so no privilege is needed and none is
 gained: the child keeps its uid, and Landlock forbids it any later mount or
 umount). Network: a new network namespace (no interfaces but a down loopback)
 plus Landlock's TCP rules on ABI 4 and later.
+
+Beyond files: the program runs as a child of PID 1 of a new PID namespace, so
+nothing it starts outlives it (see `normalize.sandbox.reaper`); no terminal
+device is readable or writable; `/tmp` (and the temp root), `/run` and the
+user's runtime directory are empty tmpfs mounts, so no Unix socket outside
+the workspace can be reached, with the workspace, the program's temp dir and
+HOME bound back in; normalize's own data and config, where they lie inside the
+workspace, are covered by an empty, unreadable tmpfs.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -41,8 +50,15 @@ TOOL_MANAGED = frozenset({"node_modules", "__pycache__", ".mypy_cache", ".ruff_c
 PRIVATE_TMPFS = ("/dev/shm",)
 """Shared writable directories each program gets an empty copy of (POSIX shared memory and
 semaphores keep working; nothing left there reaches another program or outlives this one)."""
-WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts",
+WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
                     "/dev/shm")
+TERMINALS = ("/dev/tty", "/dev/console", "/dev/ptmx", "/dev/pts")
+"""Neither readable nor writable: the person's terminal (and the virtual consoles below)."""
+_CONSOLES = re.compile(r"^(?:tty\d+|vcs\w*)$")
+SCRATCH = ("/tmp",)
+"""Replaced by an empty tmpfs (with the temp root): other programs' sockets and temp files."""
+SOCKET_DIRS = ("/run", "/var/run")
+"""Replaced by an empty tmpfs (with $XDG_RUNTIME_DIR): agents', Docker's and D-Bus's sockets."""
 
 
 @dataclass
@@ -53,12 +69,20 @@ class Confinement:
     tmpdir: str | None = None
     preexec: Callable[[], None] | None = None
     _ruleset: landlock.Ruleset | None = None
+    _plan: ChildPlan | None = None
+
+    def leftovers(self) -> int:
+        """How many processes the program left behind that were killed when it ended."""
+        return self._plan.leftovers() if self._plan is not None else 0
 
     def close(self) -> None:
         """Free the ruleset and remove the temporary directory."""
         if self._ruleset is not None:
             self._ruleset.close()
             self._ruleset = None
+        if self._plan is not None:
+            self._plan.close()
+            self._plan = None
         if self.tmpdir is not None:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
@@ -93,7 +117,14 @@ def protected_paths(workspace: str) -> Iterator[str]:
 def _hidden(policy: SandboxPolicy, env: Mapping[str, str]) -> set[str]:
     home = env.get("HOME") or os.path.expanduser("~")
     paths = [os.path.join(home, name) for name in CREDENTIAL_STORES]
-    return {os.path.realpath(p) for p in [*paths, *policy.hidden]}
+    return {os.path.realpath(p) for p in [*paths, *policy.hidden, *TERMINALS]} | _consoles()
+
+
+def _consoles() -> set[str]:
+    try:
+        return {os.path.join("/dev", n) for n in os.listdir("/dev") if _CONSOLES.match(n)}
+    except OSError:
+        return set()
 
 
 def _beneath(path: str, other: str) -> bool:
@@ -102,18 +133,33 @@ def _beneath(path: str, other: str) -> bool:
 
 def _readable(path: str, hidden: set[str]) -> Iterator[str]:
     """Paths whose hierarchies together cover `path` minus every hidden path."""
-    real = os.path.realpath(path)
-    if real in hidden:
+    above = {os.path.dirname(h) for h in hidden}
+    for parent in list(above):
+        while parent not in ("/", ""):
+            parent = os.path.dirname(parent)
+            above.add(parent)
+    yield from _uncovered(os.path.realpath(path), hidden, above)
+
+
+def _uncovered(real: str, hidden: set[str], above: set[str]) -> Iterator[str]:
+    if any(p in hidden for p in _self_and_parents(real)):  # /dev/stdin → /dev/pts/3
         return
-    if not any(_beneath(real, h) for h in hidden):
+    if real not in above:
         yield real
         return
     try:
-        names = os.listdir(real)
+        entries = list(os.scandir(real))
     except OSError:
         return
-    for name in names:
-        yield from _readable(os.path.join(real, name), hidden)
+    for entry in entries:
+        path = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
+        yield from _uncovered(path, hidden, above)
+
+
+def _self_and_parents(path: str) -> Iterator[str]:
+    while path not in ("/", ""):
+        yield path
+        path = os.path.dirname(path)
 
 
 def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
@@ -130,6 +176,66 @@ def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
         ruleset.close()
         raise
     return ruleset
+
+
+@dataclass
+class _Mounts:
+    """The directories a child replaces, and what it binds back into them."""
+
+    scratch: list[str]
+    sockets: list[str]
+    keep: list[str]
+
+
+def _coverable(paths: list[str | None], root: str, keep: set[str]) -> list[str]:
+    found: list[str] = []
+    for real in sorted({os.path.realpath(p) for p in paths if p}, key=len):
+        if (os.path.isdir(real) and real != "/" and real not in keep and real != root
+                and not _beneath(root, real) and not any(_beneath(f, real) for f in found)):
+            found.append(real)
+    return found
+
+
+def _mounts(root: str, tmpdir: str, env: Mapping[str, str], network: bool) -> _Mounts:
+    """Scratch and socket directories to replace (never the workspace), and what to bind back."""
+    wanted = {root, os.path.realpath(tmpdir)}
+    if env.get("HOME"):
+        wanted.add(os.path.realpath(env["HOME"]))
+    if network:
+        wanted.add(os.path.realpath("/etc/resolv.conf"))  # often a link into /run
+    scratch = _coverable([*SCRATCH, tempfile.gettempdir()], root, wanted)
+    sockets = [p for p in _coverable([*SOCKET_DIRS, os.environ.get("XDG_RUNTIME_DIR")], root,
+                                     wanted)
+               if not any(p == s or _beneath(s, p) or _beneath(p, s) for s in scratch)]
+    keep: list[str] = []
+    for path in sorted(wanted, key=len):
+        under = any(_beneath(c, path) for c in [*scratch, *sockets])
+        if under and os.path.exists(path) and not any(_beneath(k, path) for k in keep):
+            keep.append(path)
+    return _Mounts(scratch, sockets, keep)
+
+
+def _plan(policy: SandboxPolicy, root: str, tmpdir: str, env: Mapping[str, str],
+          ruleset: landlock.Ruleset) -> ChildPlan:
+    mounts = _mounts(root, tmpdir, env, policy.network)
+    private = [p for p in PRIVATE_TMPFS if os.path.isdir(p)]
+    hidden = _hidden(policy, env)
+    hide = [h for h in sorted(hidden) if _beneath(root, h) and os.path.isdir(h)]
+    for path in mounts.keep:  # bound back, it loses the rules of its old parents
+        if not any(path == h or _beneath(path, h) for h in hidden):
+            ruleset.allow(path, landlock.ACCESS_READ)
+    plan = ChildPlan(unshare=CLONE_NEWUSER | CLONE_NEWNS, ruleset_fd=ruleset.fd,
+                     private_tmpfs=[os.fsencode(p) for p in private],
+                     masked=[os.fsencode(p) for p in [*mounts.scratch, *mounts.sockets]],
+                     keep=[os.fsencode(p) for p in mounts.keep],
+                     hide=[os.fsencode(p) for p in hide],
+                     tmpfs_access=(landlock.ACCESS_READ | landlock.ACCESS_WRITE) & ruleset.handled)
+    if not policy.network:
+        plan.unshare |= CLONE_NEWNET
+    if policy.mode is SandboxMode.WORKSPACE:
+        for path in protected_paths(root):
+            plan.read_only.append((os.fsencode(path), mount_flags(path)))
+    return plan
 
 
 def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: int,
@@ -149,15 +255,7 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
     try:
         ruleset = _ruleset(policy, root, tmpdir, abi, child_env)
         confinement._ruleset = ruleset
-        plan = ChildPlan(unshare=CLONE_NEWUSER | CLONE_NEWNS, ruleset_fd=ruleset.fd,
-                         private_tmpfs=[os.fsencode(p) for p in PRIVATE_TMPFS if os.path.isdir(p)],
-                         tmpfs_access=(landlock.ACCESS_READ | landlock.ACCESS_WRITE)
-                         & ruleset.handled)
-        if not policy.network:
-            plan.unshare |= CLONE_NEWNET
-        if policy.mode is SandboxMode.WORKSPACE:
-            for path in protected_paths(root):
-                plan.read_only.append((os.fsencode(path), mount_flags(path)))
+        plan = confinement._plan = _plan(policy, root, tmpdir, child_env, ruleset)
         confinement.preexec = plan.preexec()
     except BaseException:
         confinement.close()

@@ -5,7 +5,9 @@ runs under the sandbox (see `normalize.sandbox`: Landlock, namespaces, a
 temporary directory as TMPDIR) with its own process group, no stdin, and the
 parent's environment minus credentials plus `PYTHONUNBUFFERED=1`; stdout and
 stderr are read together without blocking, capped in memory, and the process
-group is stopped on timeout or cancel. Where the sandbox cannot be applied, a
+group is stopped on timeout or cancel. Under the sandbox, whatever the program
+started and left running (daemons, `setsid`, `&`) is killed when it ends, and
+the outcome counts it. Where the sandbox cannot be applied, a
 program starts only with `--sandbox off` (fail closed). POSIX only.
 """
 
@@ -60,6 +62,8 @@ class ProcessOutcome:
     cancelled: bool = False
     truncated_bytes: int = 0
     signal_name: str | None = None
+    killed_leftovers: int = 0
+    """Processes the program started and left running, killed when it ended."""
 
     @property
     def ok(self) -> bool:
@@ -246,7 +250,9 @@ def run_process(
         proc = _spawn(argv, cwd, confinement)
         if on_spawn is not None:
             on_spawn(proc.pid)
-        return _finish(proc, argv, started, timeout, cancel, max_bytes, grace)
+        outcome = _finish(proc, argv, started, timeout, cancel, max_bytes, grace)
+        outcome.killed_leftovers = confinement.leftovers()
+        return outcome
     finally:
         confinement.close()
 
@@ -419,9 +425,14 @@ def outcome_result(outcome: ProcessOutcome, timeout: float, **data: object) -> A
     extra: dict[str, object] = {"argv": outcome.argv, **data}
     if outcome.truncated_bytes:
         extra["truncated_bytes"] = outcome.truncated_bytes
+    output = outcome.output
+    if outcome.killed_leftovers:
+        extra["killed_leftovers"] = outcome.killed_leftovers
+        output += (f"\n[normalize: the program left {outcome.killed_leftovers} process(es) "
+                   f"running; they were killed when it ended — nothing outlives its action]\n")
     result = ActionResult(
         status=ResultStatus.SUCCESS,
-        output=outcome.output,
+        output=output,
         duration=outcome.duration,
         exit_code=outcome.exit_code,
         data=extra,
