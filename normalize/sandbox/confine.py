@@ -42,6 +42,8 @@ CREDENTIAL_STORES = (".ssh", ".aws", ".gnupg", ".netrc", ".config/gh", ".docker/
                      ".kube", ".git-credentials", ".config/gcloud", ".azure", ".pypirc",
                      ".npmrc", ".cargo/credentials.toml", ".config/hub")
 """Paths under HOME no program may read."""
+AGENT_HOMES = (".docker", ".colima", ".rd", ".orbstack", ".lima")
+"""Directories under HOME holding a container engine's socket (and its credentials)."""
 PROTECTED_NAMES = frozenset({".git", ".normalize"})
 """Entries no program may write, at any depth of the workspace."""
 TOOL_MANAGED = frozenset({"node_modules", "__pycache__", ".mypy_cache", ".ruff_cache",
@@ -116,7 +118,7 @@ def protected_paths(workspace: str) -> Iterator[str]:
 
 def _hidden(policy: SandboxPolicy, env: Mapping[str, str]) -> set[str]:
     home = env.get("HOME") or os.path.expanduser("~")
-    paths = [os.path.join(home, name) for name in CREDENTIAL_STORES]
+    paths = [os.path.join(home, name) for name in (*CREDENTIAL_STORES, *AGENT_HOMES)]
     return {os.path.realpath(p) for p in [*paths, *policy.hidden, *TERMINALS]} | _consoles()
 
 
@@ -215,12 +217,27 @@ def _mounts(root: str, tmpdir: str, env: Mapping[str, str], network: bool) -> _M
     return _Mounts(scratch, sockets, keep)
 
 
+def _hideable(hidden: set[str], root: str, tmpdir: str, mounts: _Mounts) -> list[str]:
+    """Hidden directories a child can cover with a mount: they hold sockets Landlock cannot
+    refuse a connection to, and inside the workspace Landlock would allow them."""
+    covered = [*mounts.scratch, *mounts.sockets]
+    found = []
+    for path in sorted(hidden):
+        if path == root or _beneath(path, root) or _beneath(path, tmpdir):
+            continue  # never cover the workspace itself
+        gone = any(_beneath(c, path) for c in covered) and not any(
+            _beneath(k, path) for k in mounts.keep)
+        if not gone and os.path.isdir(path) and not os.path.islink(path):
+            found.append(path)
+    return found
+
+
 def _plan(policy: SandboxPolicy, root: str, tmpdir: str, env: Mapping[str, str],
           ruleset: landlock.Ruleset) -> ChildPlan:
     mounts = _mounts(root, tmpdir, env, policy.network)
     private = [p for p in PRIVATE_TMPFS if os.path.isdir(p)]
     hidden = _hidden(policy, env)
-    hide = [h for h in sorted(hidden) if _beneath(root, h) and os.path.isdir(h)]
+    hide = _hideable(hidden, root, tmpdir, mounts)
     for path in mounts.keep:  # bound back, it loses the rules of its old parents
         if not any(path == h or _beneath(path, h) for h in hidden):
             ruleset.allow(path, landlock.ACCESS_READ)
