@@ -18,8 +18,10 @@ nothing it starts outlives it (see `normalize.sandbox.reaper`); no terminal
 device is readable or writable; `/tmp` (and the temp root), `/run` and the
 user's runtime directory are empty tmpfs mounts, so no Unix socket outside
 the workspace can be reached, with the workspace, the program's temp dir and
-HOME bound back in; normalize's own data and config, where they lie inside the
-workspace, are covered by an empty, unreadable tmpfs.
+HOME bound back in; every hidden directory (credential stores, container
+engines' homes, normalize's own data and config, wherever they lie) is covered
+by an empty, read-only tmpfs, since Landlock governs no `connect` and, inside
+the workspace, would allow them.
 """
 
 from __future__ import annotations

@@ -179,11 +179,16 @@ def _quiet(keep: int = -1) -> None:
     The output pipe stays open until this process exits, so normalize sees the
     end of output and of the process together.
     """
-    if keep >= 3:
-        os.closerange(3, keep)
-        os.closerange(keep + 1, 1 << 20)
-    else:
-        os.closerange(3, 1 << 20)
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]  # few, however high the limit
+    except OSError:
+        fds = list(range(3, 4096))
+    for fd in fds:
+        if fd >= 3 and fd != keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def _supervise(pid: int) -> int:
