@@ -14,6 +14,11 @@ does everything below it.
 
 Only the program's process returns from `Supervisor.start`; the others end
 with `os._exit`. The functions used after the fork are looked up before it.
+
+Known limit of the subreaper: when the intermediate itself is SIGKILLed (normalize
+killed, or a hard stop), the program dies with it (parent death signal) but what
+the program started outside its process group is left; PID 1's namespace has no
+such gap.
 """
 
 from __future__ import annotations
