@@ -37,6 +37,7 @@ __all__ = ["Report", "Supervisor"]
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
+PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 RELAYED = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT})
@@ -133,6 +134,7 @@ class Supervisor:
         except BlockingIOError:
             pass
         os.close(life_r)
+        self._prctl(PR_SET_NAME, b"normalize-init", 0, 0, 0)  # what `ps` shows
         os.setsid()  # out of the intermediate's group: a signal reaches the program once
         if self._mount(b"proc", b"/proc", b"proc",  # a /proc showing this namespace only,
                        ctypes.c_ulong(MS_NOSUID | MS_NODEV | MS_NOEXEC), None) == 0:  # or the old
