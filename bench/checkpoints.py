@@ -87,12 +87,16 @@ def main() -> None:
         emitter = Emitter(task.id, journal=journal)
         take: list[float] = []
         append: list[float] = []
+        before: list[float] = []
         time.sleep(1.1)  # past the index's racy second, as a real step would be
         for step in range(args.steps):
             path = paths[(step * 37) % len(paths)]
+            action = Action("edit", {}, text=f"edit {path.name}", key=f"{step}.0")
+            b0 = time.perf_counter()
+            recorder.before(task, action)  # the engine's hook just before a side effect
+            before.append(time.perf_counter() - b0)
             with open(path, "a") as fh:
                 fh.write(f"# step {step}\n")
-            action = Action("edit", {}, text=f"edit {path.name}", key=f"{step}.0")
             t0 = time.perf_counter()
             emitter.emit(ActionFinished(turn=step, key=action.key, tool="edit",
                                         command=action.text, status="success"), durable=True)
@@ -113,6 +117,7 @@ def main() -> None:
         ("files in the workspace", f"{args.files:,}"),
         ("first checkpoint, fresh store", f"{first * 1000:,.0f} ms"),
         ("first checkpoint of a second task", f"{first_again * 1000:,.0f} ms"),
+        ("snapshot just before an action: median", f"{statistics.median(before) * 1000:.1f} ms"),
         ("checkpoint, one file changed: median", f"{statistics.median(take) * 1000:.1f} ms"),
         ("checkpoint, one file changed: p90", f"{percentile(take, 0.9) * 1000:.1f} ms"),
         ("journal append (fsynced): median", f"{statistics.median(append) * 1000:.2f} ms"),

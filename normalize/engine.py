@@ -124,6 +124,7 @@ class Engine(Recovery):
         self._inflight_saved: tuple[dict[str, Any], int] | None = None
         self._approved: set[str] = set()
         self.workspace_checkpoints: WorkspaceCheckpoints | None = None  # the runner sets it
+        self._written: dict[str, set[str]] = {}  # action key -> paths its programs wrote
 
     # -- the loop --------------------------------------------------------
 
@@ -388,6 +389,9 @@ class Engine(Recovery):
         if why is not None:  # its body never closed: it is answered with why, never run
             return ActionResult.failure(why)
         tool_ctx = self.tool_ctx
+        if not read_only and self.workspace_checkpoints is not None:
+            for event in self.workspace_checkpoints.before(ctx.task, action):
+                ctx.emit(event)  # the step then counts only what changed during the action
         if not read_only:
             def spawned(pid: int) -> None:
                 me = os.getpid()
@@ -395,7 +399,10 @@ class Engine(Recovery):
                                         owner=me, owner_started=procs.start_time(me)),
                          durable=True)
 
-            tool_ctx = replace(self.tool_ctx, on_spawn=spawned)
+            def wrote(paths: set[str]) -> None:  # traced programs: what they wrote
+                self._written.setdefault(action.key, set()).update(paths)
+
+            tool_ctx = replace(self.tool_ctx, on_spawn=spawned, on_writes=wrote)
         result = self.tools.execute(action, tool_ctx, approved=action.key in self._approved)
         crash_point("action_ran")
         return result
@@ -439,7 +446,10 @@ class Engine(Recovery):
         """Record the workspace after a side effect or at the start (issue 15); never fails."""
         if self.workspace_checkpoints is not None:
             hook = self.workspace_checkpoints
-            for event in hook.take(task, action) if action or start else hook.settle(task):
+            written = self._written.pop(action.key, None) if action else None
+            events = hook.take(task, action, written=written) if action or start else \
+                hook.settle(task)
+            for event in events:
                 self.emit(event)
 
     def finalize(self, task: Task, driver: Driver, status: TaskStatus, summary: str = "",

@@ -13,6 +13,7 @@ The points:
     checkpoint_write   half of a task file is written to its temporary file
     checkpoint_append  half of a checkpoint record is appended to the task's checkpoint log
     model_stream       a model reply is half streamed (scripted models)
+    undo_write         half of a file an undo or rewind puts back is written to its temporary file
 
 `NORMALIZE_NO_SANDBOX=1` makes the sandbox report itself unavailable, so the
 fail-closed paths can be tested on a machine that has one. It is read at each
@@ -26,7 +27,7 @@ import signal
 import threading
 
 POINTS = ("before_action", "action_started", "action_ran", "checkpoint_write",
-          "checkpoint_append", "model_stream")
+          "checkpoint_append", "model_stream", "undo_write")
 
 
 def _parse(value: str) -> tuple[str, int]:

@@ -22,7 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["SUPPORTED", "open_dir", "open_file", "read_bytes", "write_bytes"]
+from normalize.faults import armed, crash_point
+
+__all__ = ["SUPPORTED", "LinkRefusedError", "open_dir", "open_file", "place", "read_bytes",
+           "remove", "write_bytes"]
 
 SUPPORTED = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
 """Whether this platform can walk by descriptor (POSIX); elsewhere plain paths are used."""
@@ -30,6 +33,10 @@ SUPPORTED = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class LinkRefusedError(OSError):
+    """A component of a path was a symlink (or no longer a directory): nothing was written."""
 
 
 def _parts(rel: str | Path) -> list[str]:
@@ -44,20 +51,33 @@ def open_dir(root: Path | str, parts: list[str], *, create: bool = False) -> Ite
     """A descriptor of `root/parts...`, each step opened without following a link."""
     fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     try:
-        for name in parts:
+        for index, name in enumerate(parts):
             try:
-                child = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
+                child = _step(fd, name, create)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(name, 0o777, dir_fd=fd)
-                child = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+                where = "/".join(parts[:index + 1])
+                raise LinkRefusedError(exc.errno, "a symlink or not a directory", where) \
+                    from None
             os.close(fd)
             fd = child
         yield fd
     finally:
         os.close(fd)
+
+
+def _step(fd: int, name: str, create: bool) -> int:
+    """The directory `name` beneath `fd`, opened without following a link (made if asked)."""
+    flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+    try:
+        return os.open(name, flags, dir_fd=fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, 0o777, dir_fd=fd)
+    return os.open(name, flags, dir_fd=fd)
 
 
 def open_file(root: Path | str, rel: str | Path) -> BinaryIO:
@@ -130,3 +150,94 @@ def write_bytes(root: Path | str, rel: str | Path, data: bytes, *, fsync: bool =
         if fsync:
             with contextlib.suppress(OSError):
                 os.fsync(dfd)
+
+
+def _tmp_name(name: str) -> str:
+    return f".{name[:200]}.{secrets.token_hex(4)}.tmp"
+
+
+def _check_final(dfd: int, name: str, rel: str | Path, *, links: bool) -> None:
+    """Refuse a directory at the final name, and a symlink unless `links` (it is replaced)."""
+    try:
+        info = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(rel))
+    if stat.S_ISLNK(info.st_mode) and not links:
+        raise LinkRefusedError(errno.ELOOP, "a symlink", str(rel))
+
+
+def place(root: Path | str, rel: str | Path, data: bytes, *, mode: int = 0o644,
+          link: bool = False, replace_link: bool = True, tmp: str = "", crash: str = "") -> None:
+    """Put `data` at `root/rel` as a file with `mode` (or, with `link`, a symlink to `data`).
+
+    Missing directories are made; a symlink on the way is a `LinkRefusedError`
+    naming it. The new file is created `O_EXCL` under a temporary name in the
+    directory the walk opened, then renamed over the name there, so it never
+    follows a link, and a reader sees the old file or the new one. A symlink at
+    the final name is replaced itself (never written through), or refused
+    without `replace_link`. A fixed `tmp` name (an undo's, so a re-run finds what
+    an interrupted one left) is cleared first. `crash` names a crash point
+    reached half-way through the bytes (the fault-injection tests).
+    """
+    *dirs, name = _parts(rel)
+    with open_dir(root, dirs, create=True) as dfd:
+        _check_final(dfd, name, rel, links=replace_link)
+        if tmp:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=dfd)
+        tmp = tmp or _tmp_name(name)
+        try:
+            if link:
+                os.symlink(os.fsdecode(data), tmp, dir_fd=dfd)
+            else:
+                _write_new(dfd, tmp, data, mode, crash)
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+            raise
+        with contextlib.suppress(OSError):
+            os.fsync(dfd)
+
+
+def _write_new(dfd: int, tmp: str, data: bytes, mode: int, crash: str) -> None:
+    """Create `tmp` beneath `dfd` (owner-only until it is complete) and fill it."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+    fd = os.open(tmp, flags, 0o600, dir_fd=dfd)
+    with os.fdopen(fd, "wb") as fh:
+        if crash and armed(crash):
+            fh.write(data[:len(data) // 2])
+            fh.flush()
+            crash_point(crash)
+        fh.write(data)
+        fh.flush()
+        os.fchmod(fh.fileno(), mode)
+        os.fsync(fh.fileno())
+
+
+def remove(root: Path | str, rel: str | Path, *, prune: bool = True) -> bool:
+    """Unlink `root/rel` beneath its directory's descriptor; True when it was there.
+
+    A symlink on the way is a `LinkRefusedError`; a directory at the name is
+    refused. With `prune`, the directories it leaves empty go too (never `root`).
+    """
+    *dirs, name = _parts(rel)
+    try:
+        with open_dir(root, dirs) as dfd:
+            _check_final(dfd, name, rel, links=True)
+            try:
+                os.unlink(name, dir_fd=dfd)
+            except FileNotFoundError:
+                return False
+    except FileNotFoundError:
+        return False
+    while prune and dirs:
+        last = dirs.pop()
+        with open_dir(root, dirs) as dfd:
+            try:
+                os.rmdir(last, dir_fd=dfd)
+            except OSError:
+                break
+    return True

@@ -164,7 +164,7 @@ def config_path() -> Path:
 
 def _read_config(path: Path) -> tuple[Any, str]:
     import tomlkit
-    from tomlkit.exceptions import ParseError
+    from tomlkit.exceptions import ParseError, TOMLKitError
 
     try:
         source = path.read_text(encoding="utf-8")
@@ -176,6 +176,11 @@ def _read_config(path: Path) -> tuple[Any, str]:
         return tomlkit.parse(source), source
     except ParseError as exc:
         raise ConfigError(f"{path}:{exc.line}:{exc.col}: invalid TOML") from None
+    except (TOMLKitError, RecursionError) as exc:  # a table declared twice; nesting too deep
+        from normalize.workflow.loader import parse_toml_text
+
+        parse_toml_text(source, str(path))  # tomllib's words and place, where it has them
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
 
 
 def _line_of(source: str, table: str) -> Any:

@@ -83,13 +83,16 @@ def parse_vars(pairs: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def load_spec(ref: str, workspace: Path,
-              variables: Mapping[str, Any] | None = None) -> WorkflowSpec:
+def load_spec(ref: str, workspace: Path, variables: Mapping[str, Any] | None = None, *,
+              paths_trusted: bool = True) -> WorkflowSpec:
     """Find and validate a workflow by path or name, noting whether its permissions count.
 
     A name finds the workspace's `.normalize/workflows/` first, but an untrusted
     workspace file does not replace a built-in or user workflow of that name
-    (see `normalize.workflow.catalog.locate_workflow`).
+    (see `normalize.workflow.catalog.locate_workflow`). A file named by path is
+    the user's choice, unless `paths_trusted` is False (another agent named it,
+    over MCP): then it counts as a workspace file, trusted only if `normalize
+    trust` vouches for its content.
     """
     from normalize.permissions import file_digest, is_trusted
     from normalize.steps import is_step_kind
@@ -98,10 +101,12 @@ def load_spec(ref: str, workspace: Path,
     from normalize.workflow.loader import load_workflow
 
     found = locate_workflow(ref, workspace, is_trusted)
-    before = file_digest(found.path) if found.origin == "trusted" else None
+    origin = found.origin
+    if origin == "path" and not paths_trusted:
+        origin = "trusted" if is_trusted(found.path) else "workspace"
+    before = file_digest(found.path) if origin == "trusted" else None
     spec = load_workflow(found.path, overrides=variables, is_condition=is_condition,
                          is_step_kind=is_step_kind)
-    origin = found.origin
     if before is not None and file_digest(found.path) != before:
         origin = "workspace"  # changed while it was read: trust the older content only
     spec.origin = origin

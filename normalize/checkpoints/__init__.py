@@ -2,9 +2,11 @@
 
 After every side-effecting action the workspace's content is recorded in a
 shadow git store of normalize's own (`shadow.py`), as a step on the task's
-ref (`record.py`); `changes.py` reads steps back as diffs and restores files
-(`normalize diff`, `undo`, `resume --rewind`); `report.py` writes a task's
-self-contained HTML report.
+ref (`record.py`); `changes.py` reads steps back as diffs and plans what to
+restore (`normalize diff`, `undo`, `resume --rewind`), `restore.py` writes it
+back race-free and journaled; `locks.py` clears git locks a dead process
+left; `report.py` renders a task's self-contained HTML report and
+`reportfile.py` says where it is written.
 """
 
 from normalize.checkpoints.record import Step, WorkspaceCheckpoints, read_steps

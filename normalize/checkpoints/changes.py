@@ -1,33 +1,37 @@
 """What a task changed, and taking it back: diffs, undo and rewind over its checkpoints.
 
 "The files the task changed" are the paths its own steps (actions, undo,
-rewind) changed; what a person changed between runs (seen at a resume) is
-never the task's. Undo puts those files back as they were at the target step,
-one by one: a file whose content is no longer what the task last left (a
-person edited it since) is refused by name unless forced. Undo is recorded as
-a step itself, so it can be undone in turn (`undo --to` the step before it).
+rewind) changed, each counted from just before its action; what a person or
+another task changed between them is never the task's. Undo puts those files
+back as they were just before the task first changed them (after the target
+step), one by one, through `restore.py` (race-free, journaled): a file whose
+content is no longer what the task last left is refused by name unless
+forced. Undo is recorded as a step itself, so it can be undone in turn
+(`undo --to` the step before it).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from normalize.checkpoints.record import Step, WorkspaceCheckpoints, read_steps, task_ref
-from normalize.checkpoints.shadow import (
-    CheckpointError,
-    Entry,
-    ShadowRepo,
-    blob_id,
-    read_current,
-    shown,
+from normalize.checkpoints.restore import (
+    UndoIntent,
+    apply_restore,
+    drop_intent,
+    encode,
+    entry_state,
+    leftovers,
+    load_intent,
+    resume_intent,
+    save_intent,
+    state_of,
 )
+from normalize.checkpoints.shadow import CheckpointError, Entry, ShadowRepo, shown
 from normalize.errors import UsageError
 from normalize.events import BaseEvent, CheckpointTaken, Emitter, TaskRewound
 from normalize.store import TaskStore, atomic_write_bytes, ckptlog
@@ -72,21 +76,31 @@ class TaskChanges:
                 seen.update(dict.fromkeys(step.files))
         return list(seen)
 
-    def span(self, number: int | None) -> tuple[Step, Step, list[str]]:
-        """The trees a diff compares: the whole task, or one step; and its paths."""
+    def spans(self, number: int | None) -> list[tuple[str, str, list[str]]]:
+        """The trees a diff compares, with their paths: one step's, or the task's per path.
+
+        A step compares the workspace just before its action with just after. The
+        whole task compares each path from before the task first changed it to
+        after the task last did, so what others did around it is not shown as its.
+        """
         if number is None:
-            return self.steps[0], self.steps[-1], self.task_paths()
+            first, last = _touched(self, -1)
+            pairs: dict[tuple[str, str], list[str]] = {}
+            for path, old in first.items():
+                pairs.setdefault((old, last[path]), []).append(path)
+            return [(old, new, paths) for (old, new), paths in pairs.items()]
         step = self.step(number)
-        return self.previous(step), step, list(step.files)
+        return [(step.base or self.previous(step).tree, step.tree, list(step.files))]
 
     def patch(self, number: int | None = None) -> str:
-        old, new, paths = self.span(number)
-        return self.repo.patch(old.tree, new.tree, paths)
+        return "".join(self.repo.patch(old, new, paths) for old, new, paths in self.spans(number))
 
     def numstat(self, number: int | None = None) -> dict[str, tuple[int, int]]:
-        old, new, paths = self.span(number)
-        wanted = set(paths)
-        return {p: c for p, c in self.repo.numstat(old.tree, new.tree).items() if p in wanted}
+        out: dict[str, tuple[int, int]] = {}
+        for old, new, paths in self.spans(number):
+            wanted = set(paths)
+            out.update((p, c) for p, c in self.repo.numstat(old, new).items() if p in wanted)
+        return out
 
 
 def parse_patch(text: str) -> list[dict[str, Any]]:
@@ -134,125 +148,105 @@ def parse_patch(text: str) -> list[dict[str, Any]]:
 
 @dataclass
 class UndoResult:
-    """What an undo did: files restored, files refused (a person changed them), the step."""
+    """What an undo did: files restored, refused (changed since, or a link on the way), the step."""
 
     restored: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    blocked: dict[str, str] = field(default_factory=dict)  # path -> why nothing was written
     step: int | None = None
+    resumed: bool = False  # it completed an undo that was interrupted
 
 
-def _current(workspace: Path, rel: str) -> tuple[str, str] | None:
-    """(mode kind, blob id) of a workspace file now; None when absent."""
-    current = read_current(workspace / rel)
-    if current is None:
-        return None
-    mode, data = current
-    return ("link" if mode == "120000" else "file"), blob_id(data)
-
-
-def _same(entry: Entry | None, now: tuple[str, str] | None) -> bool:
-    if entry is None or now is None:
-        return entry is None and now is None
-    return ("link" if entry.link else "file") == now[0] and entry.sha == now[1]
-
-
-def _safe_dir(workspace: Path, rel: str, create: bool) -> Path | None:
-    """The parent directory of `rel`, every component a real directory inside the workspace."""
-    parts = rel.split("/")
-    if any(p in ("", ".", "..", ".git") for p in parts):
-        raise CheckpointError(f"refusing an unsafe path from the store: {rel!r}")
-    here = workspace
-    for part in parts[:-1]:
-        here = here / part
-        try:
-            st = os.lstat(here)
-        except FileNotFoundError:
-            if not create:
-                return None
-            os.mkdir(here)
+def _touched(changes: TaskChanges, after: int) -> tuple[dict[str, str], dict[str, str]]:
+    """For each path the task changed after step `after`: the tree before its first change
+    (the step's own `base`, so what others did before it stays theirs) and after its last."""
+    first: dict[str, str] = {}
+    last: dict[str, str] = {}
+    for index, step in enumerate(changes.steps):
+        if step.number <= after or not step.by_task:
             continue
-        if not stat.S_ISDIR(st.st_mode):
-            if not create:
-                return None
-            raise CheckpointError(f"{rel}: {here.relative_to(workspace)} is no longer a "
-                                  "directory; restore it by hand")
-    return here
+        before = step.base or (changes.steps[index - 1].tree if index else step.tree)
+        for path in step.files:
+            first.setdefault(path, before)
+            last[path] = step.tree
+    return first, last
 
 
-def _restore(workspace: Path, rel: str, entry: Entry | None, data: bytes | None) -> None:
-    """Put one file back as the store has it (or remove it, when `entry` is None)."""
-    parent = _safe_dir(workspace, rel, create=entry is not None)
-    name = rel.rsplit("/", 1)[-1]
-    if parent is None:
-        return
-    path = parent / name
-    with contextlib.suppress(FileNotFoundError):
-        if stat.S_ISDIR(os.lstat(path).st_mode):
-            raise CheckpointError(f"{rel} is a directory now; restore it by hand")
-        os.unlink(path)
-    if entry is None:
-        here = parent
-        while here != workspace:  # drop directories the task's files leave empty
-            try:
-                os.rmdir(here)
-            except OSError:
-                break
-            here = here.parent
-        return
-    assert data is not None
-    if entry.link:
-        os.symlink(os.fsdecode(data), path)
-        return
-    mode = 0o755 if entry.mode == "100755" else 0o644
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
+def _entries(repo: ShadowRepo, trees: dict[str, str]) -> dict[str, Entry | None]:
+    """`path -> Entry` of each path in its own tree (one `ls-tree` per tree)."""
+    grouped: dict[str, list[str]] = {}
+    for path, tree in trees.items():
+        grouped.setdefault(tree, []).append(path)
+    out: dict[str, Entry | None] = {}
+    for tree, paths in grouped.items():
+        found = repo.entries(tree, paths)
+        out.update((p, found.get(p)) for p in paths)
+    return out
 
 
 def plan_restore(changes: TaskChanges, target: Step, *, force: bool
                  ) -> tuple[dict[str, Entry | None], list[str], list[str]]:
-    """Which files to put back as at `target`: (path -> entry, refused, unchanged)."""
-    repo, workspace = changes.repo, changes.repo.workspace
-    paths = changes.task_paths(after=target.number)
-    latest = changes.steps[-1]
-    want = repo.entries(target.tree, paths)
-    last = repo.entries(latest.tree, paths)
+    """Which files to put back as at `target`: (path -> entry, refused, unchanged).
+
+    Only paths the task's own steps changed after `target` count; each goes back
+    to what it held just before the task's first change to it, and is refused
+    when its content is no longer what the task's last change left.
+    """
+    first, last = _touched(changes, target.number)
+    want, left = _entries(changes.repo, first), _entries(changes.repo, last)
     todo: dict[str, Entry | None] = {}
     refused: list[str] = []
     unchanged: list[str] = []
-    for rel in paths:
-        now = _current(workspace, rel)
-        if _same(want.get(rel), now):
+    for rel in first:
+        now = state_of(changes.repo.workspace, rel)
+        if now == entry_state(want[rel]):
             unchanged.append(rel)
-        elif not force and not _same(last.get(rel), now):
+        elif not force and now != entry_state(left[rel]):
             refused.append(rel)
         else:
-            todo[rel] = want.get(rel)
+            todo[rel] = want[rel]
     return todo, refused, unchanged
 
 
-def apply_restore(repo: ShadowRepo, todo: dict[str, Entry | None]) -> list[str]:
-    blobs = repo.blobs(e.sha for e in todo.values() if e is not None)
-    for rel, entry in todo.items():
-        _restore(repo.workspace, rel, entry, blobs[entry.sha] if entry else None)
-    return list(todo)
+def _intent(changes: TaskChanges, target: Step, todo: dict[str, Entry | None]) -> UndoIntent:
+    workspace = changes.repo.workspace
+    return UndoIntent(task=changes.task.id, target=target.number,
+                      paths={p: encode(e) for p, e in todo.items()},
+                      before={p: state_of(workspace, p) for p in todo})
 
 
 def undo(store: TaskStore, task: Task, to_step: int | None = None, *,
          force: bool = False) -> UndoResult:
-    """Put the files the task changed back as before it (or as after step `to_step`)."""
+    """Put the files the task changed back as before it (or as after step `to_step`).
+
+    An undo that was interrupted is completed first (its journal says what it
+    meant), whatever `to_step` and `force` say now.
+    """
     changes = TaskChanges.open(store, task)
-    target = changes.steps[0] if to_step is None else changes.step(to_step)
+    repo = changes.repo
     lock = store.lock(task.id)  # not while the task runs
     lock.acquire(epoch=task.epoch + 1)
     try:
-        todo, refused, unchanged = plan_restore(changes, target, force=force)
-        result = UndoResult(refused=refused, unchanged=unchanged)
-        if todo:
-            result.restored = apply_restore(changes.repo, todo)
-            event = record_step(store, task, "undo", target.number, result.restored)
+        intent = load_intent(repo, task.id)
+        result = UndoResult(resumed=intent is not None)
+        if intent is None:
+            target = changes.steps[0] if to_step is None else changes.step(to_step)
+            todo, result.refused, result.unchanged = plan_restore(changes, target, force=force)
+            intent = _intent(changes, target, todo)
+            if todo:
+                save_intent(repo, intent)
+        else:
+            leftovers(repo.workspace, list(intent.paths))
+            todo, done, result.refused = resume_intent(repo.workspace, intent)
+            result.restored = done
+        restored, result.blocked = apply_restore(repo, todo)
+        result.restored += restored
+        if result.restored:
+            event = record_step(store, task, "undo", intent.target, result.restored)
             result.step = event.step if event is not None else None
+        if not result.blocked:
+            drop_intent(repo, task.id)
     finally:
         lock.release()
     return result
@@ -323,12 +317,16 @@ def rewind_task(store: TaskStore, task: Task, number: int) -> Task:
     todo, refused, _ = plan_restore(changes, target, force=False)
     if refused:
         raise UsageError(f"cannot rewind task {task.id}: changed since the task last touched "
-                         f"it: {', '.join(refused)} (undo --force, or restore them by hand)")
+                         f"it: {', '.join(map(shown, refused))} (undo --force, or restore "
+                         "them by hand)")
     lock = store.lock(task.id)
     lock.acquire(epoch=task.epoch + 1)
     try:
         state = changes.repo.blobs([target.state])[target.state]
-        restored = apply_restore(changes.repo, todo)
+        restored, blocked = apply_restore(changes.repo, todo)
+        if blocked:
+            raise CheckpointError(f"cannot rewind task {task.id}: " + "; ".join(
+                f"refused {shown(p)}: {why}" for p, why in blocked.items()))
         atomic_write_bytes(store.task_path(task.id), state, fsync=store.fsync)
         ckptlog.remove(store.log_path(task.id))  # its records came after the restored state
         rewound = store.load(task.id)

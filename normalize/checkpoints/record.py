@@ -9,8 +9,16 @@ the step's metadata as JSON: step number, kind, turn, action key and command,
 and the changed files with their `+/-` lines.
 
 The engine calls `take` at the start of a run and after every side-effecting
-action, and `settle` after each quiescent save. Neither raises: a failure is
-one warning notice per run, and the task goes on.
+action, `before` just before such an action, and `settle` after each
+quiescent save. An action's step counts only what changed between its
+`before` and its `take` (the `base` tree in its metadata): what a person or
+another task changed between the task's actions is not the task's. When the
+action's programs were traced (`normalize.sandbox.writes`), `take` is given
+the paths they wrote and keeps only those: what anyone else changed during
+the action is not the task's either; untraced, every change during the
+action counts. Tasks may share a workspace; the workspace's checkpoint lock
+orders their snapshots. None of the hooks raises: a failure is one warning
+notice per run, and the task goes on.
 """
 
 from __future__ import annotations
@@ -18,13 +26,14 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
 
+from normalize.checkpoints.locks import clear_stale
 from normalize.checkpoints.shadow import (
     CheckpointError,
     Settings,
@@ -60,6 +69,7 @@ class Step:
     time: float = 0.0
     files: dict[str, list[int]] = field(default_factory=dict)
     state: str | None = None  # the blob of the task file at the end of this step's turn
+    base: str | None = None  # the workspace just before this step's action (others' changes)
     mid_turn: bool = False  # later steps of the same turn came before its task state
 
     @classmethod
@@ -69,7 +79,7 @@ class Step:
                    key=str(meta.get("key", "")), tool=str(meta.get("tool", "")),
                    command=str(meta.get("command", "")), time=float(meta.get("time", 0.0)),
                    files={str(k): list(v) for k, v in (meta.get("files") or {}).items()},
-                   state=meta.get("state"))
+                   state=meta.get("state"), base=meta.get("base"))
 
     @property
     def by_task(self) -> bool:
@@ -109,6 +119,8 @@ class WorkspaceCheckpoints:
         self.repo = repo
         self.task_file = task_file
         self._tips: dict[str, tuple[str, int, str]] = {}  # task -> (commit, step, tree)
+        self._before: dict[tuple[str, str], str] = {}  # (task, action key) -> tree before it
+        self._cleared: list[Path] = []  # stale git locks cleared, not yet told
         self._pending: set[str] = set()
         self._warned = False
         self._told: set[str] = set()
@@ -129,12 +141,27 @@ class WorkspaceCheckpoints:
 
     # -- the hooks ---------------------------------------------------------
 
-    def take(self, task: Task, action: Action | None = None) -> list[BaseEvent]:
-        """Record the workspace now: after `action`, or at the start of a run."""
+    def take(self, task: Task, action: Action | None = None, *,
+             written: set[str] | None = None) -> list[BaseEvent]:
+        """Record the workspace now: after `action`, or at the start of a run.
+
+        `written` (absolute paths), when the action's programs were traced, keeps
+        the step to the changes they made: what someone else changed meanwhile is
+        not the task's.
+        """
         try:
-            return self._take(task, action)
+            return self._take(task, action, written)
         except Exception as exc:  # never the task's problem
             return self._failed(exc)
+
+    def before(self, task: Task, action: Action) -> list[BaseEvent]:
+        """Record the workspace just before a side effect, so its step counts only its own."""
+        try:
+            with self._locked():
+                self._before[(task.id, action.key)] = self.repo.snapshot().tree
+        except Exception as exc:
+            return self._failed(exc)
+        return []
 
     def settle(self, task: Task) -> list[BaseEvent]:
         """Keep the task's saved state with its last steps (at a quiescent checkpoint)."""
@@ -161,7 +188,8 @@ class WorkspaceCheckpoints:
 
     # -- the work ------------------------------------------------------------
 
-    def _take(self, task: Task, action: Action | None) -> list[BaseEvent]:
+    def _take(self, task: Task, action: Action | None,
+              written: set[str] | None = None) -> list[BaseEvent]:
         with self._locked():
             tip = self._tip(task.id)
             first = task.id not in self._tips or tip is None
@@ -169,17 +197,23 @@ class WorkspaceCheckpoints:
                 self._maybe_prune()
             snap = self.repo.snapshot(full=first)
             kind = "action" if action is not None else "start" if tip is None else "resume"
-            if tip is None:
+            base = self._before.pop((task.id, action.key), None) if action else None
+            since = base or (tip[2] if tip else None)  # an action counts from just before it
+            if since is None:
                 counts: dict[str, tuple[int, int]] = {}
-            elif snap.counts is not None and snap.base == tip[2]:
+            elif snap.counts is not None and snap.base == since:
                 counts = snap.counts  # the listing counted them: no tree diff needed
             else:
-                counts = self.repo.numstat(tip[2], snap.tree)
+                counts = self.repo.numstat(since, snap.tree)
+            if written is not None:
+                counts = {p: c for p, c in counts.items() if self._wrote(p, written)}
             files = {path: list(pair) for path, pair in counts.items()}
             number = 0 if tip is None else tip[1] + 1
             meta: dict[str, Any] = {
                 "v": 1, "task": task.id, "kind": kind, "step": number, "turn": task.turn,
                 "tree": snap.tree, "files": files, "time": time.time()}
+            if base is not None:
+                meta["base"] = base
             if action is not None:  # the workspace's tree itself: one object fewer
                 meta.update(key=action.key, tool=action.tool, command=action.text)
                 self._pending.add(task.id)
@@ -192,7 +226,10 @@ class WorkspaceCheckpoints:
             commit = self.repo.commit(root, tip[0] if tip else None, meta)
             self.repo.set_ref(task_ref(task.id), commit)
             self._tips[task.id] = (commit, number, snap.tree)
-        events: list[BaseEvent] = []
+        events: list[BaseEvent] = [
+            Notice(message=f"cleared a git lock a dead process left in the shadow store: {p}")
+            for p in self._cleared]
+        self._cleared = []
         for path, why in snap.skipped.items():
             if path not in self._told:
                 self._told.add(path)
@@ -208,6 +245,15 @@ class WorkspaceCheckpoints:
             removed=sum(max(r, 0) for _, r in files.values()), bytes=size, changes=listed,
             skipped=sorted(shown(p) for p in snap.skipped)))
         return events
+
+    def _wrote(self, rel: str, written: set[str]) -> bool:
+        """Whether a traced program wrote `rel` (or renamed or removed a directory above it)."""
+        path = os.path.join(os.fsdecode(self.repo.workspace), rel)
+        while len(path) > len(os.fsdecode(self.repo.workspace)):
+            if path in written:
+                return True
+            path = os.path.dirname(path)
+        return False
 
     def _tip(self, task_id: str) -> tuple[str, int, str] | None:
         """The task's last checkpoint (commit, step number, workspace tree)."""
@@ -238,9 +284,13 @@ class WorkspaceCheckpoints:
             data = json_bytes(task.to_dict())
         return self.repo.write_object("blob", data)
 
-    def _locked(self) -> Any:
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the workspace's checkpoint lock; git locks a dead holder left are cleared."""
         self.repo.private_dirs()
-        return self._lock
+        with self._lock:
+            self._cleared += clear_stale(self.repo.root, self.repo.git_dir)
+            yield
 
     def _failed(self, exc: BaseException) -> list[BaseEvent]:
         if isinstance(exc, Timeout):
@@ -279,8 +329,12 @@ class _Unavailable(WorkspaceCheckpoints):
         self.error = error
         self._warned = False
 
-    def take(self, task: Task, action: Action | None = None) -> list[BaseEvent]:  # noqa: ARG002
+    def take(self, task: Task, action: Action | None = None, *,  # noqa: ARG002
+             written: set[str] | None = None) -> list[BaseEvent]:  # noqa: ARG002
         return self._failed(self.error)
+
+    def before(self, task: Task, action: Action) -> list[BaseEvent]:  # noqa: ARG002
+        return []
 
     def settle(self, task: Task) -> list[BaseEvent]:  # noqa: ARG002
         return []

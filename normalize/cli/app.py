@@ -256,7 +256,8 @@ def report(
     task: Annotated[str, typer.Argument(help="A task id, a unique prefix, or `last`.",
                                         autocompletion=complete_task_ids)],
     output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="The HTML file to write (default: report-ID.html; - for stdout).")]
+        "--output", "-o", help="The HTML file to write, never through a symlink (default: "
+                                "reports/report-ID.html under the data home; - for stdout).")]
     = None,
 ) -> None:
     """Write a task's report: one self-contained HTML file."""
@@ -407,12 +408,18 @@ def mcp_serve(
     workspace: Annotated[Path | None, typer.Option("--workspace", "-w",
                                                    help="Directory to serve.")] = None,
     allow_run: Annotated[bool, typer.Option(
-        "--allow-run", help="Also serve the tools that start and answer tasks.")] = False,
+        "--allow-run", help="Also serve the tools that start and answer this workspace's "
+                            "tasks.")] = False,
+    allow_approve_all: Annotated[bool, typer.Option(
+        "--allow-approve-all",
+        help="Let answer_task approve what needs the person too: network, --sandbox off, "
+             "destructive commands, other MCP servers' tools (needs --allow-run).")] = False,
 ) -> None:
-    """Serve normalize's code tools and tasks over MCP (stdio), for other agents."""
+    """Serve normalize's code tools and this workspace's tasks over MCP (stdio)."""
     from normalize.cli.mcp import serve_mcp
 
-    raise typer.Exit(serve_mcp(_env(), workspace=workspace, allow_run=allow_run))
+    raise typer.Exit(serve_mcp(_env(), workspace=workspace, allow_run=allow_run,
+                               allow_approve_all=allow_approve_all))
 
 
 VERB_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}

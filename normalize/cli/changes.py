@@ -72,33 +72,38 @@ def undo_changes(env: Environment, ref: str, to_step: int | None, *, force: bool
     except NormalizeError as exc:
         return fail(env, exc)
     where = "before the task" if to_step is None else f"as after step {to_step}"
+    if result.resumed:
+        env.stderr.write(f"normalize: completing the undo of task {task.id} that was "
+                         "interrupted\n")
     for path in result.restored:
         env.stdout.write(f"restored {path}\n")
     for path in result.refused:
         env.stderr.write(f"normalize: refused {path}: changed since task {task.id} last "
                          "touched it (--force to restore it anyway)\n")
-    if not result.restored and not result.refused:
+    for path, why in result.blocked.items():
+        env.stderr.write(f"normalize: refused {path}: {why}\n")
+    if not (result.restored or result.refused or result.blocked):
         env.stdout.write(f"task {task.id}: nothing to undo, the files are {where} already\n")
     elif result.restored:
         again = f"; undo this with `normalize undo {task.id} --to {result.step - 1}`" \
             if result.step else ""
         env.stdout.write(f"task {task.id}: {len(result.restored)} file(s) put back {where}"
                          f"{again}\n")
-    return int(ExitStatus.FAILED) if result.refused else 0
+    return int(ExitStatus.FAILED) if result.refused or result.blocked else 0
 
 
 def write_report(env: Environment, ref: str, output: Path | None) -> int:
-    """The task's self-contained HTML report, to a file (default: report-ID.html)."""
+    """The task's self-contained HTML report, to `-o PATH` or under the data home."""
     from normalize.checkpoints.report import render_report
+    from normalize.checkpoints.reportfile import save_report
 
     try:
         store, task = _open(ref)
         text = render_report(store, task)
-        path = output or Path(f"report-{task.id}.html")
-        if str(path) == "-":
+        if output is not None and str(output) == "-":
             env.stdout.write(text)
             return 0
-        path.write_text(text, encoding="utf-8")
+        path = save_report(text, task.id, store.home, output)
     except NormalizeError as exc:
         return fail(env, exc)
     except OSError as exc:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from normalize.cli.approve import approver
 from normalize.cli.console import (
     Environment,
     SignalCancel,
@@ -49,7 +50,7 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
         approve=approve,
         sandbox=sandbox,
         network=network,
-        approver=_approver(env, current) if interactive else None,
+        approver=approver(env, current) if interactive else None,
         asker=(lambda q: read(f"{q}\n> ")) if interactive else None,
     )
     holder.append(options)
@@ -69,22 +70,6 @@ def _check_sandbox(env: Environment, sandbox: str | None) -> None:
     if sandbox == SandboxMode.OFF:
         env.stderr.write("normalize: warning: --sandbox off: programs run unconfined, with "
                          "your full rights (only the environment is scrubbed)\n")
-
-
-def _approver(env: Environment, current: Any) -> Any:
-    read = held(line_reader(env), current)
-
-    def approve(question: str) -> str:
-        while True:
-            reply = read(f"{question} [y]es / [n]o / [a]lways: ")
-            if reply is None:
-                return "no"
-            choice = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always",
-                      "always": "always"}.get(reply.strip().lower())
-            if choice:
-                return choice
-
-    return approve
 
 
 def set_limits(task: Any, *, max_turns: int | None = None, budget: float | None = None) -> None:
@@ -257,7 +242,7 @@ def _ask_pending(env: Environment, task: Any) -> Any:
     read = line_reader(env)
     pending = task.pending
     if pending.kind == "approval":
-        reply = _approver(env, lambda: None)(pending.question)
+        reply = approver(env, lambda: None)(pending.question)
         return Reply(approve=reply in ("yes", "always"))
     text = read(f"{pending.question}\n> ")
     return None if text is None else Reply(answer=text)

@@ -6,7 +6,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -66,6 +66,20 @@ def fail(env: Environment, exc: NormalizeError) -> int:
     return int(exc.exit_status)
 
 
+class PromptInterrupted(Exception):
+    """A signal arrived while a prompt was reading: the prompt answers None at once."""
+
+
+@contextlib.contextmanager
+def at_prompt() -> Iterator[None]:
+    """While inside, SIGINT/SIGTERM end the read as well as cancelling the run."""
+    SignalCancel.prompting += 1
+    try:
+        yield
+    finally:
+        SignalCancel.prompting -= 1
+
+
 class SignalCancel:
     """SIGINT/SIGTERM → cancel the run gracefully; a second one → stop at once.
 
@@ -81,6 +95,8 @@ class SignalCancel:
     """
 
     running: ClassVar[list[SignalCancel]] = []
+    prompting: ClassVar[int] = 0
+    """Prompts reading now: a signal then also ends the read (`PromptInterrupted`)."""
 
     def __init__(self, cancel: CancelToken,
                  notify: Callable[[str], None] | None = None) -> None:
@@ -97,6 +113,8 @@ class SignalCancel:
         self.cancel.cancel(f"stopped by {name}")
         if self.notify is not None:
             self.notify(name)
+        if SignalCancel.prompting:
+            raise PromptInterrupted
 
     def __enter__(self) -> SignalCancel:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -161,10 +179,16 @@ def line_reader(env: Environment) -> Callable[[str], str | None]:
     """Read a line at a prompt (stdin); None at end of input."""
 
     def read(prompt: str) -> str | None:
-        if env.stdin_tty:
-            env.stderr.write(prompt)
-            env.stderr.flush()
-        line = env.stdin.readline()
+        try:
+            with at_prompt():
+                if env.stdin_tty:
+                    env.stderr.write(prompt)
+                    env.stderr.flush()
+                line = env.stdin.readline()
+        except PromptInterrupted:
+            if env.stdin_tty:
+                env.stderr.write("\n")
+            return None
         if not line:
             return None
         return line.rstrip("\n")
@@ -183,7 +207,7 @@ def held(read: Reader, current: Callable[[], Any]) -> Reader:
     reader, so the prompt alone reads the terminal.
     """
 
-    hold = _hold_of(current)
+    hold = hold_of(current)
 
     def read_held(prompt: str) -> str | None:
         with hold():
@@ -211,14 +235,14 @@ def prompt_reader(env: Environment, workspace: Callable[[], Path], *,
 
             interrupt = (lambda: cancel.cancel("stopped by Ctrl-C")) if cancel else None
             reader = PromptReader(workspace(), history=data_home(env.env) / "history",
-                                  out=env.stdout, hold=_hold_of(current),
+                                  out=env.stdout, hold=hold_of(current),
                                   on_interrupt=interrupt)
         return reader(prompt)
 
     return read
 
 
-def _hold_of(current: Callable[[], Any]) -> Callable[[], contextlib.AbstractContextManager[None]]:
+def hold_of(current: Callable[[], Any]) -> Callable[[], contextlib.AbstractContextManager[None]]:
     def hold() -> contextlib.AbstractContextManager[None]:
         method = getattr(current(), "hold", None)
         return method() if method is not None else contextlib.nullcontext()

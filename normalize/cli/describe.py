@@ -179,9 +179,22 @@ def result_body(text: str, rows: int, cache_id: str | None) -> list[str]:
     return [*shown, f"… {len(lines) - len(shown)} more lines — {where}"]
 
 
+FAILURE_LINES = 14
+"""The lines of an error a view shows under the failed action (the rest: `tasks show --full`)."""
+
+
 def action_failure(event: ActionFinished, width: int = 100) -> str:
-    """Why an action did not succeed: its error, else its output, else its status."""
-    return first_line(event.error or first_line(event.preview, width) or event.status, width)
+    """Why an action did not succeed: its error whole (up to `FAILURE_LINES` lines, which
+    keeps an edit's closest lines and advice), else its output's first line, else its status."""
+    error = (event.error or "").strip()
+    if not error:
+        return first_line(event.preview, width) or event.status
+    lines = error.splitlines()
+    if len(lines) > FAILURE_LINES:
+        more = len(lines) - FAILURE_LINES + 1
+        lines = [*lines[:FAILURE_LINES - 1], f"… {more} more lines (normalize tasks show "
+                                              f"{event.task_id[:8]} --full)"]
+    return "\n".join(lines)
 
 
 def interrupted_line(event: ActionInterrupted, width: int) -> str:
@@ -237,7 +250,8 @@ def describe(event: BaseEvent) -> str | None:
         case ActionFinished():
             outcome = f"  {action_outcome(event, 80)}"
             if event.status != "success" and event.error:
-                outcome += f"\n      {first_line(event.error, 120)}"
+                reason = action_failure(event).replace("\n", "\n      ")
+                outcome += f"\n      {reason}"
             return outcome
         case ActionInterrupted():
             return f"  {interrupted_line(event, 80)}"

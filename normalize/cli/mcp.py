@@ -8,7 +8,8 @@ from normalize.cli.console import Environment, error_line, fail
 from normalize.errors import NormalizeError, UsageError
 
 
-def serve_mcp(env: Environment, *, workspace: Path | None, allow_run: bool) -> int:
+def serve_mcp(env: Environment, *, workspace: Path | None, allow_run: bool,
+              allow_approve_all: bool = False) -> int:
     """Serve until the client disconnects; stdout carries the protocol only."""
     from normalize.mcp.server import ServeOptions, serve
 
@@ -16,7 +17,11 @@ def serve_mcp(env: Environment, *, workspace: Path | None, allow_run: bool) -> i
     try:
         if not root.is_dir():
             raise UsageError(f"--workspace {root}: no such directory")
-        serve(ServeOptions(workspace=root, allow_run=allow_run))
+        if allow_approve_all and not allow_run:
+            raise UsageError("--allow-approve-all needs --allow-run (answer_task is served "
+                             "only with it)")
+        serve(ServeOptions(workspace=root, allow_run=allow_run,
+                           allow_approve_all=allow_approve_all))
     except NormalizeError as exc:
         return fail(env, exc)
     except KeyboardInterrupt:

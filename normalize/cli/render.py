@@ -502,7 +502,8 @@ def action_line(event: ActionFinished, *, change: bool = True) -> Text:
         if what:
             line.append(f"  {what}", style="dim")
     else:
-        line.append(f"\n    {action_failure(event)}", style=style)
+        reason = action_failure(event).replace("\n", "\n    ")
+        line.append(f"\n    {reason}", style=style)
     return line
 
 

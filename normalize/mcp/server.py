@@ -7,20 +7,33 @@ workflow by name as a task (it runs in the background; follow it with
 `task_events`) and `answer_task` answers a waiting task and resumes it. What a
 task's programs may touch is the usual sandbox and approval policy (`auto`,
 non-interactive: nothing is approved for want of a person).
+
+The server is scoped to its workspace: it lists, shows, answers and starts
+only the tasks whose recorded workspace is the one it serves (real paths
+compared). A workflow file named by path is another agent's choice, not the
+person's: it counts as an untrusted workspace file (its permissions only
+narrow) and must lie inside the workspace. An answer may approve only what any
+answerer may (`persons_call` in `normalize.tools.approval`): leaving the
+sandbox, destroying work or calling another server's tool stays the person's,
+unless the server was started with `allow_approve_all`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from normalize.cancel import CancelToken
 from normalize.task import Action, ResultStatus, Task
+
+if TYPE_CHECKING:
+    from normalize.store import TaskStore
 
 __all__ = ["ServeOptions", "build_server", "serve"]
 
@@ -36,12 +49,67 @@ class ServeOptions:
 
     workspace: Path
     allow_run: bool = False
+    allow_approve_all: bool = False  # answers may approve what needs the person
     cancel: CancelToken = field(default_factory=CancelToken)
     runs: list[threading.Thread] = field(default_factory=list)
 
 
 class _Refused(Exception):
     """A tool's own failure, shown to the client as an error result."""
+
+
+class _Scope:
+    """The tasks of one workspace: the only ones the server lists, shows, answers or starts."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.real = os.path.realpath(root)
+        self._seen: dict[str, bool] = {}
+
+    def store(self) -> TaskStore:
+        from normalize.redact import Redactor
+        from normalize.store import TaskStore
+
+        return TaskStore(redact=Redactor.for_workspace(self.root))
+
+    def owns(self, workspace: Any) -> bool:
+        """Whether a task recorded in `workspace` belongs here (real paths compared)."""
+        if not isinstance(workspace, str) or not workspace:
+            return False
+        if workspace not in self._seen:
+            self._seen[workspace] = os.path.realpath(workspace) == self.real
+        return self._seen[workspace]
+
+    def ids(self, tasks: TaskStore) -> list[str]:
+        """This workspace's task ids, most recently updated first."""
+        rows, _ = tasks.summaries()
+        mine = [row for row in rows if self.owns(row.get("workspace"))]
+        mine.sort(key=lambda row: row.get("updated_at") or 0.0, reverse=True)
+        return [str(row["id"]) for row in mine]
+
+    def resolve(self, tasks: TaskStore, ref: str) -> str:
+        """The id `ref` means among this workspace's tasks (an id, a unique prefix, `last`)."""
+        from normalize.errors import TaskNotFoundError
+
+        ids = self.ids(tasks)
+        if ref == "last" and ids:
+            return ids[0]
+        matches = [ref] if ref in ids else [i for i in ids if ref and i.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise TaskNotFoundError(f"{ref!r} is ambiguous: it matches {', '.join(matches[:5])}")
+        raise TaskNotFoundError(f"no task {ref!r} in this workspace ({self.root})")
+
+    def load(self, ref: str) -> Task:
+        """This workspace's task `ref` (its state, not its config), checked against its record."""
+        from normalize.errors import TaskNotFoundError
+
+        tasks = self.store()
+        task = tasks.load(self.resolve(tasks, ref), with_config=False)
+        if not self.owns(task.workspace):  # the index said so; the record disagrees
+            raise TaskNotFoundError(f"no task {ref!r} in this workspace ({self.root})")
+        return task
 
 
 def _code_tool(options: ServeOptions) -> Callable[[str, list[str]], str]:
@@ -91,9 +159,9 @@ def build_server(options: ServeOptions) -> Any:
     from mcp_types import ToolAnnotations
 
     from normalize.errors import NormalizeError
-    from normalize.store import TaskStore
 
     root = options.workspace.resolve()
+    scope = _Scope(root)
     server: MCPServer[Any] = MCPServer("normalize", instructions=INSTRUCTIONS.format(root=root),
                                          log_level="WARNING")
     code = _code_tool(options)
@@ -121,24 +189,17 @@ def build_server(options: ServeOptions) -> Any:
         """Regex search in the workspace (`path:line: text`), respecting .gitignore."""
         return guarded("grep", [pattern, *([path] if path else [])])
 
-    def store() -> TaskStore:
-        from normalize.redact import Redactor
-
-        return TaskStore(redact=Redactor.for_workspace(root))
-
     def load(ref: str) -> Task:
         try:
-            tasks = store()
-            return tasks.load(tasks.resolve(ref), with_config=False)
+            return scope.load(ref)
         except NormalizeError as exc:
             raise ToolError(str(exc)) from None
 
     @server.tool(annotations=read)
     def list_tasks(limit: int = 20) -> str:
-        """normalize's tasks, newest first: id, status, goal (JSON lines)."""
-        tasks, _ = store().all()
-        tasks.sort(key=lambda t: t.updated_at, reverse=True)
-        return "\n".join(json.dumps(_task_summary(t)) for t in tasks[:limit]) or "(no tasks)"
+        """This workspace's tasks, newest first: id, status, goal (JSON lines)."""
+        return "\n".join(json.dumps(_task_summary(t)) for t in _listed(scope, limit)) \
+            or "(no tasks)"
 
     @server.tool(annotations=read)
     def show_task(task: str) -> str:
@@ -149,22 +210,43 @@ def build_server(options: ServeOptions) -> Any:
     def task_events(task: str, since: int = 0, limit: int = 200) -> str:
         """A task's journal events with a sequence number above `since` (JSON lines)."""
         found = load(task)
-        events = [e for e in store().events(found.id) if int(e.get("seq", 0)) > since]
+        events = [e for e in scope.store().events(found.id) if int(e.get("seq", 0)) > since]
         return "\n".join(json.dumps(e) for e in events[:limit]) or "(no events)"
 
     if options.allow_run:
         @server.tool(annotations=acts)
         def start_workflow(workflow: str, goal: str = "",
                            variables: dict[str, str] | None = None) -> str:
-            """Start a workflow by name (or path) as a task in the workspace; returns its id."""
+            """Start a workflow by name (or a path in the workspace) as a task; returns its id."""
             return _start(options, workflow, goal, variables or {})
 
         @server.tool(annotations=acts)
         def answer_task(task: str, answer: str) -> str:
             """Answer a task waiting for input (`yes`/`no` for an approval) and resume it."""
-            return _answer(options, load(task), answer)
+            try:
+                return _answer(options, load(task), answer)
+            except NormalizeError as exc:
+                raise ToolError(str(exc)) from None
 
     return server
+
+
+def _listed(scope: _Scope, limit: int) -> list[Task]:
+    """Up to `limit` of the workspace's tasks, newest first (unreadable ones left out)."""
+    from normalize.errors import NormalizeError
+
+    tasks = scope.store()
+    out: list[Task] = []
+    for task_id in scope.ids(tasks):
+        if len(out) >= max(0, limit):
+            break
+        try:
+            task = tasks.load(task_id, with_config=False)
+        except NormalizeError:
+            continue
+        if scope.owns(task.workspace):
+            out.append(task)
+    return out
 
 
 def _background(options: ServeOptions, task: Task, **kwargs: Any) -> None:
@@ -189,16 +271,30 @@ def _start(options: ServeOptions, workflow: str, goal: str, variables: dict[str,
 
     from normalize.errors import NormalizeError
     from normalize.runner import RunOptions, load_spec, start_task
+    from normalize.workflow.catalog import names_a_path
 
     root = options.workspace.resolve()
     try:
-        spec = load_spec(workflow, root, {**variables, **({"task": goal} if goal else {})})
+        ref = str(_in_workspace(root, workflow)) if names_a_path(workflow) else workflow
+        spec = load_spec(ref, root, {**variables, **({"task": goal} if goal else {})},
+                         paths_trusted=False)  # another agent named it, not the person
         task = start_task(spec, goal, RunOptions(workspace=root))
     except NormalizeError as exc:
         raise ToolError(str(exc)) from None
     _background(options, task)
     return json.dumps({"task": task.id, "status": "started",
                        "follow": f"task_events task={task.id} since=0"})
+
+
+def _in_workspace(root: Path, ref: str) -> Path:
+    """The workflow file `ref` names, relative to the workspace and inside it."""
+    from normalize.errors import UsageError
+
+    path = Path(os.path.realpath(root / ref))
+    if not path.is_relative_to(root):
+        raise UsageError(f"{ref}: outside the workspace {root}; name a workflow file in it, "
+                         f"or a workflow by name")
+    return path
 
 
 def _answer(options: ServeOptions, task: Task, answer: str) -> str:
@@ -210,17 +306,38 @@ def _answer(options: ServeOptions, task: Task, answer: str) -> str:
     pending = task.pending
     if pending is None:
         raise ToolError(f"task {task.id} is not waiting for input (it is {task.status.value})")
+    full = open_task(task.id, RunOptions(workspace=Path(task.workspace)))
     if pending.kind == "approval":
         word = answer.strip().lower()
         if word not in ("yes", "no", "y", "n"):
             raise ToolError(f"task {task.id} waits for an approval: {pending.question} — "
                             f"answer yes or no")
-        reply = Reply(approve=word in ("yes", "y"))
+        approve = word in ("yes", "y")
+        refused = _persons_call(full) if approve and not options.allow_approve_all else None
+        if refused is not None:
+            raise ToolError(refused)
+        reply = Reply(approve=approve)
     else:
         reply = Reply(answer=answer)
-    full = open_task(task.id, RunOptions(workspace=Path(task.workspace)))
     _background(options, full, resumed=True, reply=reply)
     return json.dumps({"task": task.id, "status": "resumed"})
+
+
+def _persons_call(task: Task) -> str | None:
+    """Why approving what `task` waits for is the person's call alone (a refusal), or None."""
+    from normalize.runner import RunOptions, task_permissions
+    from normalize.tools.approval import persons_call
+
+    action = task.pending.action if task.pending is not None else None
+    perms = task_permissions(task, RunOptions(workspace=Path(task.workspace)))
+    why = "its action is not recorded" if action is None else \
+        persons_call(action, perms.sandbox_policy())
+    if why is None:
+        return None
+    return (f"task {task.id} waits for an approval only the person can give ({why}); an "
+            f"answer over MCP may not approve it. Answer it at a terminal with `normalize "
+            f"resume {task.id} --answer yes`, or serve with --allow-approve-all to let MCP "
+            f"clients approve such actions")
 
 
 def serve(options: ServeOptions) -> None:

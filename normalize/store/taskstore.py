@@ -534,7 +534,7 @@ class TaskStore:
                 tasks.append(self.load(task_id, with_config=False))
             except StoreError as exc:
                 problems.append(StoreProblem(self.task_path(task_id), str(exc)))
-        tasks.sort(key=lambda t: t.created_at, reverse=True)
+        tasks.sort(key=lambda t: (t.created_at, t.id), reverse=True)
         return tasks, problems
 
     def summaries(self) -> tuple[list[index.Summary], list[StoreProblem]]:
@@ -563,7 +563,8 @@ class TaskStore:
             rows.append([summary[name] for name in index.FIELDS])
         if checked.dir_mtime is not None:  # every file was checked: seal the index
             index.seal(self.tasks_dir, checked, read)
-        rows.sort(key=lambda row: row[index.CREATED] or 0.0, reverse=True)
+        # ties (the index keeps milliseconds) broken by id, so the order never depends on the read
+        rows.sort(key=lambda row: (row[index.CREATED] or 0.0, row[index.ID]), reverse=True)
         return rows, problems
 
     def resolve(self, ref: str) -> str:

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fnmatch import fnmatchcase
@@ -57,7 +57,8 @@ from normalize.tools.shell import command_parts, text_after_verb, unquoted_opera
 if TYPE_CHECKING:
     from normalize.tools.base import ToolContext
 
-__all__ = ["UNCONFINED_PARAM", "ApprovalMode", "ApprovalPolicy", "is_destructive", "outside_reason"]
+__all__ = ["UNCONFINED_PARAM", "ApprovalMode", "ApprovalPolicy", "Question", "is_destructive",
+           "outside_reason", "persons_call"]
 
 
 class ApprovalMode(StrEnum):
@@ -165,6 +166,24 @@ def outside_reason(sandbox: SandboxPolicy) -> str | None:
     return None
 
 
+def persons_call(action: Action, sandbox: SandboxPolicy) -> str | None:
+    """Why approving `action` is the person's call alone, or None when any answerer may.
+
+    The person's: a program leaving the boundary (network, `--sandbox off`, no
+    sandbox here), a destructive command, and a call to another MCP server's
+    tool (whether that server marks it read-only is not known without starting it).
+    """
+    if action.tool in ("run", "test"):
+        outside = outside_reason(sandbox)
+        if outside is not None:
+            return outside
+    if action.tool == "run" and any(is_destructive(words) for words in command_parts(action)):
+        return "it deletes or discards work in the workspace"
+    if action.tool == "mcp" and len(action.args) >= 2:
+        return "it calls a tool of another MCP server"
+    return None
+
+
 def _unconfinable(sandbox: SandboxPolicy) -> bool:
     """True when programs should be confined but this machine cannot confine them."""
     return sandbox.mode is not SandboxMode.OFF and not probe().available
@@ -252,21 +271,25 @@ class ApprovalPolicy:
             allow_shell=allow_shell,
         )
 
-    def check(self, action: Action, ctx: ToolContext) -> ActionResult | None:
+    def check(self, action: Action, ctx: ToolContext,
+              detail: Callable[[], str] | None = None) -> ActionResult | None:
         """None when `action` may run; otherwise the verdict to return instead of running it.
+
+        `detail` says what the action would change (a diff); a person asked sees it first.
 
         With `allow_shell`, an allowed `run` whose text holds shell syntax is marked
         to run through `/bin/sh -c` (every part of it was judged first).
         """
         action.params.pop(UNCONFINED_PARAM, None)  # only a person's yes below may set it
-        verdict = self._judge(action, ctx)
+        verdict = self._judge(action, ctx, detail)
         if verdict is None and self.allow_shell and action.tool == "run":
             rest = text_after_verb(action)
             if rest is not None and unquoted_operators(rest):
                 action.params["shell"] = True
         return verdict
 
-    def _judge(self, action: Action, ctx: ToolContext) -> ActionResult | None:
+    def _judge(self, action: Action, ctx: ToolContext,
+               detail: Callable[[], str] | None) -> ActionResult | None:
         outside = outside_reason(ctx.sandbox) if action.tool in ("run", "test") else None
         mcp_kind = _mcp_kind(action, ctx) if action.tool == "mcp" else None
         whole, parts = _parts(action, outside, mcp_kind)
@@ -295,7 +318,7 @@ class ApprovalPolicy:
                 f"refused `{pending[0].text}`: the approval mode is `never`; allow it with an "
                 f"allow pattern such as {_suggest(pending[0])!r} in [workflow.permissions]"
             )
-        return self._escalate(action, ctx, whole, parts, pending, outside)
+        return self._escalate(action, ctx, whole, parts, pending, outside, detail)
 
     def _passes(self, part: _Part) -> bool:
         if any(fnmatchcase(part.text, pattern) for pattern in self.allow):
@@ -314,6 +337,7 @@ class ApprovalPolicy:
         parts: list[_Part],
         pending: list[_Part],
         outside: str | None,
+        detail: Callable[[], str] | None = None,
     ) -> ActionResult | None:
         """Ask a person about the parts that need one, or say why no one can be asked."""
         names = ", ".join(f"`{part.text}`" for part in pending)
@@ -325,7 +349,8 @@ class ApprovalPolicy:
         if why:
             question += f" ({why})"
         if ctx.approver is not None:
-            answer = _ANSWERS.get(str(ctx.approver(question)).strip().lower(), "no")
+            asked = Question(question, _shown(detail))
+            answer = _ANSWERS.get(str(ctx.approver(asked)).strip().lower(), "no")
             if answer == "always":
                 self.remembered.update(part.key for part in pending)
             if answer in ("yes", "always"):
@@ -348,6 +373,29 @@ class ApprovalPolicy:
             f"non-interactive run; allow it with `--approve yes` or an allow pattern such as "
             f"{_suggest(pending[0])!r} in [workflow.permissions]"
         )
+
+
+class Question(str):
+    """An approval question, with `detail`: what the action would change (a diff), or ''."""
+
+    detail: str
+
+    def __new__(cls, text: str, detail: str = "") -> Question:
+        question = super().__new__(cls, text)
+        question.detail = detail
+        return question
+
+
+def _shown(detail: Callable[[], str] | None) -> str:
+    """What the action would change, or why it cannot; '' when the tool cannot say."""
+    if detail is None:
+        return ""
+    try:
+        return detail()
+    except NormalizeError as exc:
+        return f"(as written it would fail: {exc})"
+    except OSError as exc:
+        return f"(as written it would fail: {exc.strerror or exc})"
 
 
 def _why(pending: list[_Part], outside: str | None) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
@@ -42,8 +43,20 @@ class Tool(Protocol):
     def run(self, action: Action, ctx: ToolContext) -> ActionResult: ...
 
 
+@runtime_checkable
+class Previews(Protocol):
+    """A side-effecting tool that can say what an action would change, changing nothing.
+
+    The approval policy shows it (a diff) to the person before asking; a
+    `ToolError` means the action would fail, and says why.
+    """
+
+    def preview(self, action: Action, ctx: ToolContext) -> str: ...
+
+
 Approver = Callable[[str], str]
-"""Asks a person a yes/no/always question; returns "yes", "no" or "always"."""
+"""Asks a person a yes/no/always question; returns "yes", "no" or "always". The question
+may be an `approval.Question`, whose `detail` shows what the action would change."""
 
 
 @dataclass
@@ -61,6 +74,7 @@ class ToolContext:
     task_id: str = ""
     caches: CacheSet | None = None  # scoped caches (a workflow scope's `cache`), with `cache`
     on_spawn: Callable[[int], None] | None = None  # told each child process's pid
+    on_writes: Callable[[set[str]], None] | None = None  # told the paths a program wrote
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)  # what programs may touch
     mcp: McpSessions | None = None  # the run's MCP servers (started on first use)
 
@@ -111,7 +125,9 @@ class ToolRegistry:
             return ActionResult.failure(f"unknown tool {action.tool!r}")
         try:
             if not tool.read_only and not approved:
-                verdict = ctx.policy.check(action, ctx)
+                detail = partial(tool.preview, action, ctx) if isinstance(tool, Previews) \
+                    else None
+                verdict = ctx.policy.check(action, ctx, detail=detail)
                 if verdict is not None:
                     verdict.duration = time.perf_counter() - started
                     return verdict

@@ -426,19 +426,38 @@ def _read(root: Path, path: Path, rel: str) -> FileText:
     return FileText.decode(read_bytes(root, path.relative_to(root)), rel)
 
 
-def _save(
-    root: Path, path: Path, rel: str, file: FileText, old: str, new: str, notes: list[str], *,
-    created: bool
-) -> ActionResult:
-    """Write `new` atomically and answer with its diff against `old`."""
-    diff, added, removed = unified_diff(old, new, rel, created=created)
-    data: dict[str, object] = {"path": rel, "added": added, "removed": removed}
-    if not created and new == old:
-        return ActionResult.success(
-            "\n".join([*notes, f"no changes: {rel} already has this text"]), data=data
-        )
-    write_bytes(root, path.relative_to(root), file.encode(new, rel))
-    return ActionResult.success("\n".join([*notes, diff]).rstrip("\n"), data=data)
+@dataclass
+class _Change:
+    """What an `edit` or `write` would do: the file's old text and its new one."""
+
+    root: Path
+    path: Path
+    rel: str
+    file: FileText
+    new: str
+    notes: list[str]
+    created: bool = False
+
+    def diff(self) -> tuple[str, int, int]:
+        return unified_diff(self.file.text, self.new, self.rel, created=self.created)
+
+    def preview(self) -> str:
+        """The diff, shown to a person before they approve the change."""
+        if not self.created and self.new == self.file.text:
+            return f"no changes: {self.rel} already has this text"
+        return "\n".join([*self.notes, self.diff()[0]]).rstrip("\n")
+
+    def save(self) -> ActionResult:
+        """Write the new text atomically and answer with its diff against the old."""
+        diff, added, removed = self.diff()
+        data: dict[str, object] = {"path": self.rel, "added": added, "removed": removed}
+        if not self.created and self.new == self.file.text:
+            return ActionResult.success(
+                "\n".join([*self.notes, f"no changes: {self.rel} already has this text"]),
+                data=data)
+        write_bytes(self.root, self.path.relative_to(self.root), self.file.encode(self.new,
+                                                                                  self.rel))
+        return ActionResult.success("\n".join([*self.notes, diff]).rstrip("\n"), data=data)
 
 
 # -- the tools -------------------------------------------------------------------------------
@@ -452,6 +471,14 @@ class EditTool:
     summary: ClassVar[str] = "edit PATH (SEARCH/REPLACE) · PATH:START-END · PATH/SYMBOL <<EOF"
 
     def run(self, action: Action, ctx: ToolContext) -> ActionResult:
+        return self.change(action, ctx).save()
+
+    def preview(self, action: Action, ctx: ToolContext) -> str:
+        """The diff this edit would make, nothing written."""
+        return self.change(action, ctx).preview()
+
+    def change(self, action: Action, ctx: ToolContext) -> _Change:
+        """The edit worked out in memory: `ToolError` when it cannot be made."""
         arg = _path_arg(action, EDIT_USAGE)
         body = action.body
         if body is None:
@@ -482,8 +509,7 @@ class EditTool:
                     f"`write {target.rel}`"
                 )
             new, notes = apply_blocks(old, parse_blocks(body), target.rel)
-        return _save(ctx.guard.root, target.path, target.rel, file, old, new, notes,
-                     created=False)
+        return _Change(ctx.guard.root, target.path, target.rel, file, new, notes)
 
 
 class WriteTool:
@@ -494,6 +520,21 @@ class WriteTool:
     summary: ClassVar[str] = "write PATH <<EOF: create or overwrite a file"
 
     def run(self, action: Action, ctx: ToolContext) -> ActionResult:
+        change = self.change(action, ctx)
+        result = change.save()
+        result.data["created"] = change.created
+        if result.data["added"] or result.data["removed"] or change.created:
+            verb = "created" if change.created else "overwrote"
+            head = f"{verb} {change.rel} (+{result.data['added']} -{result.data['removed']})"
+            result.output = f"{head}\n{result.output}"
+        return result
+
+    def preview(self, action: Action, ctx: ToolContext) -> str:
+        """The diff this write would make, nothing written."""
+        return self.change(action, ctx).preview()
+
+    def change(self, action: Action, ctx: ToolContext) -> _Change:
+        """The new file text worked out in memory."""
         arg = _path_arg(action, WRITE_USAGE)
         body = action.body
         if body is None:
@@ -518,10 +559,4 @@ class WriteTool:
             except UnicodeEncodeError:
                 file.encoding = "utf-8"
                 notes.append(f"note: {rel} was latin-1 and is now written as UTF-8")
-        result = _save(ctx.guard.root, real, rel, file, file.text, new, notes, created=created)
-        result.data["created"] = created
-        if result.data["added"] or result.data["removed"] or created:
-            verb = "created" if created else "overwrote"
-            head = f"{verb} {rel} (+{result.data['added']} -{result.data['removed']})"
-            result.output = f"{head}\n{result.output}"
-        return result
+        return _Change(ctx.guard.root, real, rel, file, new, notes, created=created)

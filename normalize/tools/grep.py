@@ -24,6 +24,7 @@ from normalize.task import Action, ActionResult
 from normalize.tools.base import ToolContext
 from normalize.tools.files import walk
 from normalize.tools.ripgrep import (
+    MAX_LINE_BYTES,
     FileHits,
     Found,
     RgUnconfined,
@@ -136,6 +137,10 @@ class GrepTool:
         found = self.search(query, start, ctx)
         return _report(query, found, query.max_matches or self.max_matches, ctx)
 
+    def keep(self, query: GrepQuery) -> int:
+        """How many matching lines of one file a search holds: what the report can show."""
+        return query.max_matches or self.max_matches
+
     def search(self, query: GrepQuery, start: Path, ctx: ToolContext) -> Found:
         """Every match of `query` under `start`, on ripgrep when it can, else in Python."""
         rg = None if self.engine == "python" else find_rg()
@@ -144,20 +149,20 @@ class GrepTool:
             raise ToolError("grep: ripgrep (rg) is not installed; pip install ripgrep")
         if rg is not None:
             try:
-                return search_rg(rg, query, start, ctx)
+                return search_rg(rg, query, start, ctx, self.keep(query))
             except RgUnsupported as exc:
                 note = f"(ripgrep cannot run this pattern: {exc}; searched with Python's re)"
             except RgUnconfined as exc:  # reads that might follow a swapped link: Python's
                 note = f"(ripgrep cannot be confined: {exc}; searched with Python's re)"
         elif self.engine == "auto":
             note = "(ripgrep not found; searched with Python's re, slower)"
-        found = _search_python(query, query.compile(), start, ctx, self.max_file_bytes)
+        found = _search_python(query.compile(), start, ctx, self.max_file_bytes, self.keep(query))
         found.note = note
         return found
 
 
 def _search_python(
-    query: GrepQuery, regex: re.Pattern[str], start: Path, ctx: ToolContext, max_bytes: int
+    regex: re.Pattern[str], start: Path, ctx: ToolContext, max_bytes: int, keep: int
 ) -> Found:
     found = Found()
     for path in walk(ctx.guard.root, start):
@@ -180,11 +185,17 @@ def _search_python(
             continue
         hits = FileHits(ctx.guard.relative(path))
         for number, line in enumerate(text.split("\n"), 1):
-            if regex.search(line) is not None:
+            if regex.search(line) is None:
+                continue
+            if len(hits.lines) >= keep:
+                hits.unkept += 1
+            elif len(line) > MAX_LINE_BYTES:
+                found.cut_lines += 1
+                hits.lines.append((number, line[:MAX_TEXT] + "\u2026"))
+            else:
                 hits.lines.append((number, line))
         if hits.lines:
             found.files.append(hits)
-    del query
     return found
 
 
@@ -217,6 +228,9 @@ def _report(query: GrepQuery, found: Found, cap: int, ctx: ToolContext) -> Actio
     if found.skipped_large:
         names = ", ".join(found.skipped_large[:5]) + (" …" if len(found.skipped_large) > 5 else "")
         tail.append(f"(not searched, over the size limit: {names})")
+    if found.cut_lines:
+        tail.append(f"({found.cut_lines:,} matching line(s) over "
+                    f"{MAX_LINE_BYTES:,} bytes: only the start of each was read)")
     if found.note:
         tail.append(found.note)
     if not matches:

@@ -1,26 +1,32 @@
-"""Running ripgrep for `grep`: finding `rg`, the one place it is spawned, reading `rg --json`.
+"""Running ripgrep for `grep`: finding `rg`, the one place it is spawned, reading its lines.
 
 ripgrep is asked for normalize's semantics: hidden files searched, only
 `.gitignore` files honoured (no `.ignore`, global or `info/exclude` rules, and
 no git repository required), the always-skipped directories and virtual
 environments left out, `$` matching before `\\r\\n`. Binary files are decided
-over the whole file: matches are held per file until its `end` message, and a
-file ripgrep found a NUL in (`binary_offset`) is dropped and counted.
+over the whole file (`--binary`): ripgrep says "binary file matches" after a
+file's lines when it met a NUL anywhere, and that file is dropped and counted.
+
+Its output is read as a stream of `PATH NUL LINE:TEXT` records with the text
+cut at `MAX_LINE_BYTES` by ripgrep itself (`--max-columns`), and only the first
+`keep` lines of a file are held: memory follows what the report can show, not
+the size of a line (`rg --json` lists every submatch of a line, about 25 bytes
+of JSON per byte of a minified bundle matched by `[a-z]`).
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from normalize.tools.files import ALWAYS_SKIPPED
 
@@ -39,25 +45,22 @@ class Query(Protocol):
 
 @dataclass
 class FileHits:
-    """The matching lines of one file: (line number, text), decoded only when shown.
+    """The matching lines of one file: (line number, text), the first `keep` of them kept.
 
-    `raw` holds ripgrep's undecoded `match` messages; `count` is how many
-    lines match, whichever form holds them.
+    `count` is how many lines match; past `keep` they are only counted, so what
+    a search holds is bounded by what the report can show.
     """
 
     rel: str
     lines: list[tuple[int, str]] = field(default_factory=list)
-    raw: list[bytes] = field(default_factory=list)
+    unkept: int = 0
 
     @property
     def count(self) -> int:
-        return len(self.lines) + len(self.raw)
+        return len(self.lines) + self.unkept
 
     def first(self, n: int) -> list[tuple[int, str]]:
         """The first `n` matching lines."""
-        take = max(0, n - len(self.lines))
-        self.lines += [decode_match(raw) for raw in self.raw[:take]]
-        del self.raw[:take]
         return self.lines[:n]
 
 
@@ -70,6 +73,8 @@ class Found:
     skipped_large: list[str] = field(default_factory=list)
     engine: str = "python"
     note: str = ""
+    cut_lines: int = 0
+    """Matching lines longer than `MAX_LINE_BYTES`, of which only the start was read."""
 
 
 def path_order(rel: str) -> tuple[str, ...]:
@@ -131,9 +136,10 @@ class RgUnconfined(Exception):
 
 def rg_argv(rg: str, query: Query, target: str, venvs: list[str]) -> list[str]:
     """The command line for `query` over `target` (relative to the workspace root)."""
-    argv = [rg, "--json", "--no-config", "--hidden", "--binary", "--crlf", "--no-require-git",
-            "--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude",
-            "--no-messages"]  # fmt: skip
+    argv = [rg, "--no-config", "--hidden", "--binary", "--crlf", "--no-require-git",
+            "--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude", "--no-messages",
+            "--null", "--line-number", "--with-filename", "--no-heading", "--color=never",
+            f"--max-columns={MAX_LINE_BYTES}", "--max-columns-preview"]  # fmt: skip
     if query.ignore_case:
         argv.append("--ignore-case")
     if query.word:
@@ -169,52 +175,93 @@ def _venvs(root: Path) -> list[str]:
     return found
 
 
-def _text(field: dict[str, Any]) -> str:
-    if "text" in field:
-        return str(field["text"])
-    return base64.b64decode(field.get("bytes", "")).decode("utf-8", "replace")
+MAX_LINE_BYTES = 2000
+"""ripgrep prints at most this much of a matching line (the report shows 300 characters)."""
+_CUT = re.compile(rb" \[\.\.\. (?:omitted end of long line|\d+ more matches?)\]\r?$")
+_BINARY = re.compile(rb'(?P<path>.*): binary file matches \(found "\\0" byte around offset \d+\)',
+                     re.DOTALL)
+_CHUNK = 1 << 16
 
 
-def decode_match(raw: bytes) -> tuple[int, str]:
-    """A `match` message → (line number, the line without its line ending)."""
-    data = json.loads(raw)["data"]
-    return int(data["line_number"]), _text(data["lines"]).rstrip("\n").removesuffix("\r")
+def _records(fd: int) -> Iterator[bytes]:
+    """ripgrep's output split at newlines, read in chunks (a record is at most a cut line)."""
+    rest = b""
+    while chunk := os.read(fd, _CHUNK):
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        yield from lines
+    if rest:
+        yield rest
 
 
-def search_rg(rg: str, query: Query, start: Path, ctx: ToolContext) -> Found:
-    """Every match of `query` under `start`, found by ripgrep, in the walker's path order."""
+class _Collector:
+    """Matching lines per file as ripgrep streams them; binary files dropped at the end."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.files: dict[bytes, FileHits] = {}
+        self.binary: set[bytes] = set()
+        self.cut = 0
+        self.pending = b""  # a path holding newlines, split across records
+
+    def add(self, record: bytes) -> None:
+        head, nul, tail = record.partition(b"\0")
+        if not nul:  # a notice, or the first part of a path holding a newline
+            notice = _BINARY.fullmatch(self.pending + record)
+            if notice is not None:
+                self.binary.add(notice["path"])
+                self.pending = b""
+            else:
+                self.pending += record + b"\n"
+            return
+        path, self.pending = self.pending + head, b""
+        number, _, text = tail.partition(b":")
+        hits = self.files.get(path)
+        if hits is None:
+            rel = os.path.normpath(os.fsdecode(path)).replace(os.sep, "/")
+            hits = self.files[path] = FileHits(rel)
+        if len(hits.lines) >= self.keep:
+            hits.unkept += 1
+            return
+        cut = _CUT.search(text)
+        if cut is not None:
+            self.cut += 1
+            text = text[:cut.start()] + "\u2026".encode()
+        line = text.decode("utf-8", "replace").removesuffix("\r")
+        hits.lines.append((int(number), line))
+
+    def finish(self, found: Found) -> None:
+        found.files = [hits for path, hits in self.files.items() if path not in self.binary]
+        found.skipped_binary = len(self.binary)
+        found.cut_lines = self.cut
+
+
+def search_rg(rg: str, query: Query, start: Path, ctx: ToolContext, keep: int) -> Found:
+    """Every match of `query` under `start`, found by ripgrep, in the walker's path order.
+
+    Of each file only the first `keep` matching lines are held; the rest are counted.
+    """
     root = ctx.guard.root
     rel_start = "." if start == root else ctx.guard.relative(start)
     process = spawn_rg(rg_argv(rg, query, rel_start, _venvs(root)), root)
     found = Found(engine="rg")
-    current: list[bytes] = []
+    collect = _Collector(keep)
     assert process.stdout is not None
     try:
-        for raw in process.stdout:
+        for record in _records(process.stdout.fileno()):
             if ctx.cancel.cancelled:
                 process.kill()
                 break
-            kind = raw[9:14]  # b'{"type":"match"…': the type without a full parse
-            if kind == b"begin":
-                current = []
-            elif kind == b"match":
-                current.append(raw)  # decoded only if shown
-            elif kind.startswith(b"end"):
-                data = json.loads(raw)["data"]
-                if data.get("binary_offset") is not None:
-                    found.skipped_binary += 1
-                elif current:
-                    rel = os.path.normpath(_text(data["path"])).replace(os.sep, "/")
-                    found.files.append(FileHits(rel, raw=current))
-                current = []
+            collect.add(record)
     finally:
         stderr = process.stderr.read().decode("utf-8", "replace") if process.stderr else ""
         code = process.wait()
         process.stdout.close()
         if process.stderr is not None:
             process.stderr.close()
-    if code == 2 and not found.files and "regex" in stderr.lower():
+    if code == 2 and not collect.files and "regex" in stderr.lower():
         raise RgUnsupported(_first_error_line(stderr))
+    collect.finish(found)
     found.files.sort(key=lambda hits: path_order(hits.rel))
     return found
 

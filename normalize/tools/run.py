@@ -27,6 +27,8 @@ from typing import ClassVar, TypedDict
 from normalize.cancel import CancelToken
 from normalize.errors import ToolError
 from normalize.sandbox import Confinement, SandboxMode, SandboxPolicy, confine, probe
+from normalize.sandbox.writes import Tracer
+from normalize.sandbox.writes import supported as writes_supported
 from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.approval import UNCONFINED_PARAM
 from normalize.tools.base import ToolContext
@@ -222,6 +224,7 @@ def run_process(
     max_bytes: int = DEFAULT_MAX_BYTES,
     grace: float = DEFAULT_GRACE,
     on_spawn: Callable[[int], None] | None = None,
+    on_writes: Callable[[set[str]], None] | None = None,
     sandbox: SandboxPolicy | None = None,
     workspace: Path | str | None = None,
     label: str = "",
@@ -231,6 +234,9 @@ def run_process(
     `sandbox` (default: workspace mode) confines the child to `workspace`
     (default: `cwd`); when the sandbox cannot be applied it raises `ToolError`
     unless the mode is off.
+
+    `on_writes`, where the platform can trace them (`normalize.sandbox.writes`),
+    is told the absolute paths the program and its children wrote.
 
     On cancel the process group gets SIGINT, then SIGTERM and SIGKILL `grace`
     seconds apart; a hard cancel sends SIGKILL at once. On timeout it gets
@@ -245,9 +251,12 @@ def run_process(
     if not Path(cwd).is_dir():
         raise ToolError(f"working directory does not exist: {cwd}")
     confinement = _confinement(sandbox or SandboxPolicy(), workspace or cwd, env, label)
+    tracer = _tracer(confinement) if on_writes is not None else None
     try:
         confinement.env["PYTHONUNBUFFERED"] = "1"
         proc = _spawn(argv, cwd, confinement)
+        if tracer is not None:
+            tracer.start()
         if on_spawn is not None:
             on_spawn(proc.pid)
         outcome = _finish(proc, argv, started, timeout, cancel, max_bytes, grace)
@@ -255,6 +264,26 @@ def run_process(
         return outcome
     finally:
         confinement.close()
+        if tracer is not None and on_writes is not None:
+            written = tracer.stop()
+            if tracer.usable:
+                on_writes(written)
+
+
+def _tracer(confinement: Confinement) -> Tracer | None:
+    """A write tracer whose filter the child installs last before exec; None where unsupported."""
+    if not writes_supported() or confinement.preexec is None:
+        return None  # unconfined (`--sandbox off`): no_new_privs would change what runs
+    tracer = Tracer()
+    confine_child = confinement.preexec
+
+    def preexec() -> None:
+        if confine_child is not None:
+            confine_child()
+        tracer.preexec()
+
+    confinement.preexec = preexec
+    return tracer
 
 
 def _confinement(policy: SandboxPolicy, workspace: Path | str, env: Mapping[str, str] | None,
@@ -486,6 +515,7 @@ class RunTool:
             max_bytes=self.max_bytes,
             grace=self.grace,
             on_spawn=ctx.on_spawn,
+            on_writes=ctx.on_writes,
             **sandbox_of(ctx, action),
         )
         return outcome_result(outcome, timeout)

@@ -273,7 +273,8 @@ class TestTool:
         if quick:
             timeout = min(timeout, QUICK_SECONDS)
         outcome = run_process(argv, cwd=runner.directory, timeout=timeout, cancel=ctx.cancel,
-                              on_spawn=ctx.on_spawn, **sandbox_of(ctx, action))
+                              on_spawn=ctx.on_spawn, on_writes=ctx.on_writes,
+                              **sandbox_of(ctx, action))
         counts = parse_counts(runner.name, outcome.output)
         data: dict[str, object] = {
             "runner": runner.name,

@@ -1,10 +1,11 @@
 """Loading workflow files (TOML, via the standard library's tomllib) into a WorkflowSpec.
 
 Every problem is reported before anything runs, as one `FILE:LINE:COL:
-message` line naming the key. The format is the README's "Workflows"; its
-tables of keys are `workflow.schema`. Reading is here; the checks are in
-`workflow.check` (any table), `workflow.validate` (steps and states) and
-`workflow.build` (the `[workflow]` table, the spec).
+message` line naming the key, a file past the bounds of `workflow.bounds`
+(size, UTF-8, nesting, string length, nested files) too. The format is the
+README's "Workflows"; its tables of keys are `workflow.schema`. Reading is
+here; the checks are in `workflow.check` (any table), `workflow.validate`
+(steps and states) and `workflow.build` (the `[workflow]` table, the spec).
 """
 
 from __future__ import annotations
@@ -15,6 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from normalize.errors import ConfigError
+from normalize.workflow.bounds import (
+    MAX_NESTED_FILES,
+    LimitError,
+    check_values,
+    read_source,
+    too_deep,
+)
 from normalize.workflow.build import Source, build_spec
 from normalize.workflow.check import Checker
 from normalize.workflow.spec import WorkflowSpec
@@ -23,14 +31,7 @@ from normalize.workflow.validate import NameCheck, Plugins
 
 def parse_toml(path: Path) -> tuple[dict[str, Any], str]:
     """The file's data and text; a syntax error is `FILE:LINE:COL: message`."""
-    try:
-        source = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such workflow file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a workflow file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    source = read_source(path)
     return parse_toml_text(source, str(path)), source
 
 
@@ -39,14 +40,23 @@ def parse_toml_text(source: str, label: str) -> dict[str, Any]:
 
     `tomllib` parses (ten times faster than tomlkit on a long workflow);
     tomlkit is asked only where the text is invalid, for its line, column
-    and wording.
+    and wording. Values nested too deep for the parser are an error at their
+    place, as are those past the bounds (`workflow.bounds`).
     """
     import tomllib
 
     try:
-        return tomllib.loads(source)
+        data = tomllib.loads(source)
     except tomllib.TOMLDecodeError as exc:
         raise _syntax_error(source, label, exc) from None
+    except RecursionError:
+        raise too_deep(source, label) from None
+
+    def fail(key_path: str, message: str) -> ConfigError:
+        return Checker(Path(label), source).fail(key_path, message)
+
+    check_values(data, source, label, fail)
+    return data
 
 
 def _syntax_error(source: str, label: str, exc: ValueError) -> ConfigError:
@@ -60,6 +70,8 @@ def _syntax_error(source: str, label: str, exc: ValueError) -> ConfigError:
         text = re.sub(r"\s+at line \d+ col \d+$", "", str(found))
         return ConfigError(f"invalid TOML: {text}", file=label, line=found.line,
                            col=found.col)
+    except Exception:  # tomlkit only words the error; any failure of its own: tomllib's words
+        pass
     where = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
     text = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)$", "", str(exc))
     line, col = (int(where.group(1)), int(where.group(2))) if where else (1, 1)
@@ -79,15 +91,26 @@ def load_workflow(
     Plugin checks default to the registries (`normalize.conditions`,
     `normalize.steps`, `normalize.sources`).
     """
-    return _load(Path(path), Plugins(is_condition, is_step_kind, is_source), (), overrides)
+    return _Loads()(Path(path), Plugins(is_condition, is_step_kind, is_source), (), overrides)
 
 
-def _load(path: Path, plugins: Plugins, stack: tuple[Path, ...],
-          overrides: Mapping[str, Any] | None = None) -> WorkflowSpec:
-    """Load one file; `stack` holds the files that include it (nested workflows)."""
-    data, text = parse_toml(path)
-    source = Source(path, data, Checker(path, text), stack)
-    return build_spec(source, overrides=overrides, plugins=plugins, load=_load)
+class _Loads:
+    """Loads one workflow file and the files nested in it, `MAX_NESTED_FILES` of them at most."""
+
+    def __init__(self) -> None:
+        self.nested = 0
+
+    def __call__(self, path: Path, plugins: Plugins, stack: tuple[Path, ...],
+                 overrides: Mapping[str, Any] | None = None) -> WorkflowSpec:
+        """Load one file; `stack` holds the files that include it (nested workflows)."""
+        if stack:
+            self.nested += 1
+            if self.nested > MAX_NESTED_FILES:
+                raise LimitError(f"more than {MAX_NESTED_FILES} nested workflow files in all "
+                                 f"(each inclusion counts)")
+        data, text = parse_toml(path)
+        source = Source(path, data, Checker(path, text), stack)
+        return build_spec(source, overrides=overrides, plugins=plugins, load=self)
 
 
 def load_workflow_text(
@@ -105,4 +128,4 @@ def load_workflow_text(
     path = Path(base_dir or ".") / label
     data = parse_toml_text(source, label)
     built = Source(path, data, Checker(Path(label), source), (), label)
-    return build_spec(built, overrides=overrides, plugins=Plugins(), load=_load)
+    return build_spec(built, overrides=overrides, plugins=Plugins(), load=_Loads())

@@ -15,6 +15,7 @@ from normalize.errors import ConfigError, UsageError
 from normalize.intents import parse_command, verb_for
 from normalize.plugins import PluginGroup
 from normalize.verbs import all_words
+from normalize.workflow.bounds import MAX_NESTED_DEPTH, LimitError, as_limit
 from normalize.workflow.check import Checker, closest
 from normalize.workflow.interpolate import variables_in
 from normalize.workflow.schema import (
@@ -134,6 +135,13 @@ BUILT = frozenset({"name", "steps", "else", "retry"})
 
 RULE_KEYS = frozenset({*NEEDS, *(blamed for blamed, _, _ in CONFLICTS), *POSITIVE, *CHOICES})
 """The keys the four tables above look at: a step with none of them passes them all."""
+
+
+def _chain(files: tuple[Path, ...]) -> str:
+    """A chain of nested files by name, its middle left out when long."""
+    names = [p.name for p in files]
+    shown = names if len(names) <= 6 else [*names[:3], "…", *names[-2:]]
+    return " → ".join(shown)
 
 
 def _given(item: dict[str, Any], key: str) -> bool:
@@ -280,9 +288,23 @@ class Validator:
         if target in self.stack:
             chain = " → ".join(p.name for p in (*self.stack, target))
             raise self.check.fail(where, f"nested workflows form a cycle: {chain}")
+        if len(self.stack) > MAX_NESTED_DEPTH:
+            raise self._limit(where, f"nested workflows go more than {MAX_NESTED_DEPTH} files "
+                                     f"deep: {_chain((*self.stack, target))}")
         if not target.is_file():
             raise self.check.fail(where, f"nested workflow {value!r} not found")
-        self.includes[value] = self.load(target, self.plugins, self.stack).to_dict()
+        try:
+            self.includes[value] = self.load(target, self.plugins, self.stack).to_dict()
+        except ConfigError as exc:
+            if exc.file is not None:
+                raise
+            if isinstance(exc, LimitError):  # a bound of the whole load: at this step
+                raise self._limit(where, exc.text) from None
+            raise self.check.fail(where, exc.text) from None  # the file could not be read
+
+    def _limit(self, where: str, message: str) -> LimitError:
+        """A `LimitError` at `where`: it ends the check of every file up the chain."""
+        return as_limit(self.check.fail(where, message))
 
     def capture(self, value: str | None, where: str) -> None:
         if value is not None and not NAME_RE.fullmatch(value):
@@ -308,6 +330,8 @@ class Validator:
         for index, item in enumerate(raw):
             try:
                 out.append(self.step(item, f"{where}.{index}", index, known))
+            except LimitError:
+                raise
             except ConfigError as exc:  # go on: a file's every broken step is reported at once
                 self.problems.append(exc)
                 if isinstance(item, dict) and isinstance(item.get("capture"), str):
@@ -382,6 +406,8 @@ class Validator:
         for index, item in enumerate(raw):
             try:
                 out.append(self._state(item, f"states.{index}", names, known))
+            except LimitError:
+                raise
             except ConfigError as exc:
                 self.problems.append(exc)
         if not self.problems:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import os
 import pty
-import select
-import subprocess
-import sys
 import termios
 import threading
 import time
@@ -14,63 +11,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from agent_helpers import KEYS, VENV_BIN
+from agent_helpers import KEYS, VENV_BIN, Terminal
 
 from normalize.cli.typeahead import TypeAhead
 from normalize.drivers.llm import LineQueue
 from normalize.testing.servers import FakeModelServer, Reply
 
 WROTE = "The user wrote while you worked: "
-
-
-class Terminal:
-    """`normalize ARGS` on a real pseudo-terminal; the test types at it and reads the screen."""
-
-    def __init__(self, args: list[str], *, cwd: Path, env: dict[str, str]) -> None:
-        self.leader, self.follower = pty.openpty()
-        termios.tcsetwinsize(self.follower, (40, 100))
-        self.proc = subprocess.Popen([sys.executable, "-m", "normalize.cli.app", *args], cwd=cwd,
-                                     env=env, stdin=self.follower, stdout=self.follower,
-                                     stderr=self.follower, start_new_session=True)
-        self.seen = b""
-
-    def type(self, text: str) -> None:
-        os.write(self.leader, text.encode())
-
-    def wait_for(self, text: str, timeout: float = 60.0) -> None:
-        """Read the screen until `text` shows up (fails with what was seen)."""
-        want = text.encode()
-        deadline = time.monotonic() + timeout
-        while want not in self.seen:
-            left = deadline - time.monotonic()
-            if left <= 0 or (self.proc.poll() is not None and not self._ready(0.2)):
-                raise AssertionError(f"never saw {text!r}; the screen had:\n"
-                                     + self.seen.decode(errors="replace")[-3000:])
-            if self._ready(min(left, 0.5)):
-                try:
-                    self.seen += os.read(self.leader, 65536)
-                except OSError:
-                    pass
-
-    def _ready(self, timeout: float) -> bool:
-        return bool(select.select([self.leader], [], [], timeout)[0])
-
-    def finish(self, timeout: float = 60.0) -> int:
-        deadline = time.monotonic() + timeout
-        while self.proc.poll() is None and time.monotonic() < deadline:
-            if self._ready(0.2):  # keep draining, or a full pty blocks the child
-                try:
-                    self.seen += os.read(self.leader, 65536)
-                except OSError:
-                    break
-        return self.proc.wait(timeout=5)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        os.close(self.leader)
-        os.close(self.follower)
 
 
 @pytest.fixture

@@ -157,6 +157,7 @@ def test_undo_never_writes_through_a_directory_turned_into_a_symlink(
     os.symlink(outside, ws / "sub")  # a person (or a program) swaps the directory for a link
     proc = cli("undo", done.task_id, "--force", cwd=ws, home=normalize_home)
     assert proc.returncode != 0
-    assert "sub is no longer a directory" in proc.stderr
+    assert "refused sub/gone.txt: sub is a symlink or no longer a directory" in proc.stderr
+    assert "refused sub/made.txt: sub is a symlink" in proc.stderr
     assert (outside / "made.txt").read_text() == "outside, not the task's\n"
     assert not (outside / "gone.txt").exists()

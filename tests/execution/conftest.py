@@ -17,7 +17,8 @@ from normalize.tools.guard import WorkspaceGuard
 class AllowAll:
     """An approval policy double that lets every action run."""
 
-    def check(self, action: Action, ctx: ToolContext) -> ActionResult | None:
+    def check(self, action: Action, ctx: ToolContext,
+              detail: Callable[[], str] | None = None) -> ActionResult | None:
         return None
 
 

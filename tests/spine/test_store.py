@@ -326,3 +326,15 @@ def test_the_table_shows_the_newest_fifty_and_says_how_to_see_the_rest(tmp_path:
     assert [line.split()[0] for line in listing("--limit", "2")[1:3]] == ["t0000058",
                                                                        "t0000057"]
     assert len(listing("--json")) == 60  # machine output is whole unless limited
+
+
+def test_tasks_created_in_the_same_millisecond_list_in_one_order(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path)
+    for task_id in ("t3", "t1", "t4", "t2"):
+        task = Task(id=task_id, goal="g", workspace="/tmp", driver="workflow")
+        task.created_at = 1_700_000_000.0004  # one millisecond in the index for all four
+        store.save(task)
+    first = [row[0] for row in store.rows()[0]]  # read from the files, then sealed
+    again = [row[0] for row in TaskStore(tmp_path).rows()[0]]  # served by the index
+    assert first == again == ["t4", "t3", "t2", "t1"]
+    assert [t.id for t in store.all()[0]] == ["t4", "t3", "t2", "t1"]

@@ -39,7 +39,8 @@ class KeepAllCache:
 class AllowAll:
     """An approval-policy double; read-only tools never consult it."""
 
-    def check(self, action: Action, ctx: ToolContext) -> ActionResult | None:
+    def check(self, action: Action, ctx: ToolContext,
+              detail: Callable[[], str] | None = None) -> ActionResult | None:
         return None
 
 

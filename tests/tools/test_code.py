@@ -225,10 +225,10 @@ def test_five_thousand_lines_outline_fast() -> None:
     assert text.count("\n") == 5000
     outline("warm.py", "x = 1\n")  # the grammar loads once per process
     timings = []
-    for _ in range(3):
-        started = time.perf_counter()
+    for _ in range(3):  # CPU time: other processes on a busy machine do not count
+        started = time.process_time()
         symbols = outline("big.py", text)
-        timings.append(time.perf_counter() - started)
+        timings.append(time.process_time() - started)
     assert symbols is not None and len(symbols) == 500
     assert min(timings) < 0.1, f"outline took {min(timings) * 1000:.0f} ms"
 

@@ -126,3 +126,46 @@ def test_the_ripgrep_wheels_binary_is_found_beside_the_interpreter() -> None:
     assert shipped, "the ripgrep wheel ships no rg"
     assert RG is not None
     assert Path(RG).resolve() == Path(str(shipped[0].locate())).resolve()
+
+
+def _peak_mb(argv: list[str], cwd: Path) -> tuple[float, str]:
+    """Peak RSS (MB) of the largest process of the command, and its output."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        return usage.ru_maxrss / 1024, out.read().decode()
+
+
+@needs_rg
+@pytest.mark.parametrize("size", [4_000_000, 50_000_000], ids=["bundle-4MB", "line-50MB"])
+def test_grep_memory_stays_bounded_on_one_huge_line(tmp_path: Path, size: int) -> None:
+    import sys
+
+    block = b"var a=function(b){return b+1};" * 1024
+    with open(tmp_path / "huge.min.js", "wb") as fh:
+        for _ in range(size // len(block)):
+            fh.write(block)
+        fh.write(b"\n")
+    normalize = str(Path(sys.executable).parent / "normalize")
+    mb, out = _peak_mb([normalize, "grep", "[a-z]", "huge.min.js"], tmp_path)
+    lines = out.splitlines()
+    assert lines[0].startswith("huge.min.js:1: var a=function(b){return b+1};")
+    assert lines[0].endswith("…") and len(lines[0]) < 400
+    assert lines[1] == "(1 matching line(s) over 2,000 bytes: only the start of each was read)"
+    assert mb < 100, f"{mb:.0f} MB"  # before: 813 MB for 4 MB, 9,981 MB for 50 MB
+
+
+@needs_rg
+def test_a_file_with_many_matches_is_counted_whole_but_held_only_to_the_cap(
+        awkward: Path, run_tool: RunTool) -> None:
+    (awkward / "many.txt").write_text("needle\n" * 5000, encoding="utf-8")
+    result = run_tool(GrepTool(engine="rg"), "needle", "many.txt", "--max", "3")
+    assert result.output.splitlines() == [
+        "many.txt:1: needle", "many.txt:2: needle", "many.txt:3: needle",
+        "… 4,997 more matches in 1 file; --max 5000 shows them all, -l lists the files"]
+    assert result.data["matches"] == 5000
