@@ -86,7 +86,7 @@ action = "done {item}"
 
 
 def _clock_workflow(items: int, concurrency: int) -> str:
-    script = ("import time; print(time.time()); time.sleep(0.4); print(time.time())")
+    script = ("import time; print(time.time()); time.sleep(1.0); print(time.time())")
     names = ", ".join(f'"{i}"' for i in range(items))
     return f"""
 [workflow]
