@@ -1,7 +1,9 @@
 """What the child does between fork and exec: namespaces, private mounts, read-only binds, Landlock.
 
 Everything here is prepared in the parent (paths encoded, mount flags read, the
-ruleset filled) so the child makes only syscalls and short writes to /proc.
+ruleset filled, descriptors opened) so the child makes only syscalls and short
+writes to /proc. The child then starts the program under a reaper (see
+`normalize.sandbox.reaper`): PID 1 of a new PID namespace, or a subreaper.
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ import socket
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
-from normalize.sandbox.landlock import granter, libc, restrictor
+from normalize.sandbox.landlock import ACCESS_READ, granter, libc, restrictor
+from normalize.sandbox.reaper import Supervisor
 from normalize.sandbox.seccomp import installer
 
 __all__ = ["ChildPlan"]
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY = 1
@@ -83,50 +88,110 @@ def _write(path: str, text: str) -> None:
 
 @dataclass
 class ChildPlan:
-    """The steps for the child, in order: unshare, map ids, bind read-only, restrict, filter."""
+    """The steps for the child, in order: unshare, map ids, private mounts, bind back,
+    bind read-only, hide, then fork the program under a reaper, which restricts itself
+    (Landlock, then the seccomp filter of the landlock tier)."""
 
     unshare: int = 0
     read_only: list[tuple[bytes, int]] = field(default_factory=list)  # path, kept flags
     private_tmpfs: list[bytes] = field(default_factory=list)
-    """Directories that get an empty tmpfs of their own (shared ones, such as /dev/shm)."""
+    """Directories that get an empty, writable tmpfs of their own (/dev/shm, /tmp)."""
+    masked: list[bytes] = field(default_factory=list)
+    """Directories replaced by an empty tmpfs no Landlock rule covers (/tmp, /run: sockets).
+
+    No rule is granted there: one would cover what is bound back beneath too."""
+    keep: list[bytes] = field(default_factory=list)
+    """Paths under a private or masked directory bound back in (the workspace, TMPDIR)."""
+    hide: list[bytes] = field(default_factory=list)
+    """Directories covered by an empty, unreadable, read-only tmpfs (normalize's own data)."""
     tmpfs_access: int = 0
     """What the Landlock ruleset allows beneath each private tmpfs."""
     ruleset_fd: int = -1
     proxy_channel: socket.socket | None = None
     """Where the loopback listener goes (the parent's proxy), for `network = [hosts]`."""
     proxy_port: int = 0
-    uid: int = field(default_factory=os.getuid)
-    gid: int = field(default_factory=os.getgid)
     seccomp: bytes = b""
     """A seccomp-BPF program installed last (the landlock tier's), or none."""
+    pid_namespace: bool = True
+    """PID 1 of a new PID namespace reaps the program (needs CLONE_NEWUSER in `unshare`);
+    otherwise a child subreaper does, which needs no namespace."""
+    uid: int = field(default_factory=os.getuid)
+    gid: int = field(default_factory=os.getgid)
+    supervisor: Supervisor | None = None
 
     def preexec(self) -> Callable[[], None]:
         c = libc()
         unshare, mount = c.unshare, c.mount  # looked up before the fork, not after
         restrict = restrictor()
-        grant = granter(self.tmpfs_access) if self.private_tmpfs else None
+        grant = granter(self.tmpfs_access) if self.ruleset_fd >= 0 else None
+        grant_read = granter(self.tmpfs_access & ACCESS_READ) if self.ruleset_fd >= 0 else None
+        in_namespace = self.pid_namespace and bool(self.unshare & CLONE_NEWUSER)
+        flags = self.unshare | (CLONE_NEWPID if in_namespace else 0)
+        self.supervisor = supervisor = Supervisor(pid_namespace=in_namespace)
+        if grant_read is not None:  # a new mount is a hierarchy no rule made before covers
+            supervisor.proc_mounted = partial(grant_read, self.ruleset_fd, b"/proc")
+        flags_open = os.O_PATH | os.O_CLOEXEC
         install = installer(self.seccomp) if self.seccomp else None
 
-        def apply() -> None:
-            if self.unshare:
-                _check(unshare(ctypes.c_int(self.unshare)))
-                _write("/proc/self/uid_map", f"{self.uid} {self.uid} 1\n")
-                _write("/proc/self/setgroups", "deny")
-                _write("/proc/self/gid_map", f"{self.gid} {self.gid} 1\n")
-            if self.proxy_channel is not None:
-                _pass_listener(self.proxy_channel, self.proxy_port)
-            for path in self.private_tmpfs:
-                _check(mount(b"tmpfs", path, b"tmpfs", ctypes.c_ulong(MS_NOSUID | MS_NODEV),
-                             b"mode=1777"))
-                if grant is not None and self.ruleset_fd >= 0:
-                    grant(self.ruleset_fd, path)
-            for path, keep in self.read_only:
-                _check(mount(path, path, None, ctypes.c_ulong(MS_BIND | MS_REC), None))
-                flags = MS_REMOUNT | MS_BIND | MS_RDONLY | keep
-                _check(mount(None, path, None, ctypes.c_ulong(flags), None))
+        def program() -> None:
             if self.ruleset_fd >= 0:
                 restrict(self.ruleset_fd)
             if install is not None:
                 install()
 
+        def apply() -> None:
+            supervisor.orphan_guard()
+            cwd = os.getcwd()  # set before this runs; re-entered below, in the new mounts
+            if flags:
+                _check(unshare(ctypes.c_int(flags)))
+                _write("/proc/self/uid_map", f"{self.uid} {self.uid} 1\n")
+                _write("/proc/self/setgroups", "deny")
+                _write("/proc/self/gid_map", f"{self.gid} {self.gid} 1\n")
+            if self.proxy_channel is not None:  # in the program's network namespace
+                _pass_listener(self.proxy_channel, self.proxy_port)
+            kept = [(path, os.open(path, flags_open)) for path in self.keep]  # in this namespace
+            for path in self.private_tmpfs:
+                _check(mount(b"tmpfs", path, b"tmpfs", ctypes.c_ulong(MS_NOSUID | MS_NODEV),
+                             b"mode=1777"))
+                if grant is not None:
+                    grant(self.ruleset_fd, path)
+            for path in self.masked:
+                _check(mount(b"tmpfs", path, b"tmpfs", ctypes.c_ulong(_QUIET), b"mode=755"))
+            for path, fd in kept:
+                _bind_back(mount, path, fd)
+            for path, keep in self.read_only:
+                _check(mount(path, path, None, ctypes.c_ulong(MS_BIND | MS_REC), None))
+                remount = MS_REMOUNT | MS_BIND | MS_RDONLY | keep
+                _check(mount(None, path, None, ctypes.c_ulong(remount), None))
+            for path in self.hide:
+                _check(mount(b"tmpfs", path, b"tmpfs", ctypes.c_ulong(_QUIET | MS_RDONLY),
+                             b"mode=000"))
+            os.chdir(cwd)
+            supervisor.start(program)
+
         return apply
+
+    def leftovers(self) -> int:
+        """How many processes the program left running that had to be killed."""
+        found = self.supervisor.report.read() if self.supervisor is not None else None
+        return found[1] if found else 0
+
+    def close(self) -> None:
+        """Free the report shared with the child."""
+        if self.supervisor is not None:
+            self.supervisor.report.close()
+
+
+_QUIET = MS_NOSUID | MS_NODEV | MS_NOEXEC
+
+
+def _bind_back(mount: Callable[..., int], path: bytes, fd: int) -> None:
+    """Bind what `fd` names (opened before its parent was covered) at `path` again."""
+    if os.path.isdir(f"/proc/self/fd/{fd}"):
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600))
+    _check(mount(f"/proc/self/fd/{fd}".encode(), path, None, ctypes.c_ulong(MS_BIND | MS_REC),
+                 None))
+    os.close(fd)

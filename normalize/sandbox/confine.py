@@ -26,12 +26,23 @@ normalize's proxy (`Confinement.started`), which reaches only the listed hosts;
 Landlock allows connecting to that port only. In the landlock tier the proxy
 listens on a loopback port of normalize's own namespace, the only port
 Landlock lets the program connect to.
+
+Beyond files: the program runs as a child of PID 1 of a new PID namespace, so
+nothing it starts outlives it (see `normalize.sandbox.reaper`); no terminal
+device is readable or writable; `/tmp` (and the temp root), `/run` and the
+user's runtime directory are empty tmpfs mounts, so no Unix socket outside
+the workspace can be reached, with the workspace, the program's temp dir and
+HOME bound back in; every hidden directory (credential stores, container
+engines' homes, normalize's own data and config, wherever they lie) is covered
+by an empty, read-only tmpfs, since Landlock governs no `connect` and, inside
+the workspace, would allow them.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -51,6 +62,8 @@ CREDENTIAL_STORES = (".ssh", ".aws", ".gnupg", ".netrc", ".config/gh", ".docker/
                      ".kube", ".git-credentials", ".config/gcloud", ".azure", ".pypirc",
                      ".npmrc", ".cargo/credentials.toml", ".config/hub")
 """Paths under HOME no program may read."""
+AGENT_HOMES = (".docker", ".colima", ".rd", ".orbstack", ".lima")
+"""Directories under HOME holding a container engine's socket (and its credentials)."""
 PROTECTED_NAMES = frozenset({".git", ".normalize"})
 """Entries no program may write, at any depth of the workspace."""
 TOOL_MANAGED = frozenset({"node_modules", "__pycache__", ".mypy_cache", ".ruff_cache",
@@ -63,13 +76,20 @@ PROXY_PORT = 3128
 """Where the proxy listens inside the program's own network namespace (nothing else is there)."""
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
                    "all_proxy")
-WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts",
-                    "/dev/shm")
 BUILD_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
                  "/dev/shm")
 """All of /dev the landlock tier lets a program open: no terminal (`/dev/pts`, `/dev/ptmx`,
 `/dev/tty`), since no mount namespace sets the person's pty apart, and no disk. `/dev/fd` and
 `/dev/std*` lead to /proc (readable); a rule made through them would name the parent's files."""
+WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                    "/dev/shm")
+TERMINALS = ("/dev/tty", "/dev/console", "/dev/ptmx", "/dev/pts")
+"""Neither readable nor writable: the person's terminal (and the virtual consoles below)."""
+_CONSOLES = re.compile(r"^(?:tty\d+|vcs\w*)$")
+SCRATCH = ("/tmp",)
+"""Replaced by an empty tmpfs (with the temp root): other programs' sockets and temp files."""
+SOCKET_DIRS = ("/run", "/var/run")
+"""Replaced by an empty tmpfs (with $XDG_RUNTIME_DIR): agents', Docker's and D-Bus's sockets."""
 
 
 @dataclass
@@ -110,6 +130,11 @@ class Confinement:
         if self._child_end is not None:
             self._child_end.close()
             self._child_end = None
+    _plan: ChildPlan | None = None
+
+    def leftovers(self) -> int:
+        """How many processes the program left behind that were killed when it ended."""
+        return self._plan.leftovers() if self._plan is not None else 0
 
     def close(self) -> None:
         """Stop the proxy, free the ruleset and remove the temporary directory."""
@@ -122,6 +147,9 @@ class Confinement:
         if self._ruleset is not None:
             self._ruleset.close()
             self._ruleset = None
+        if self._plan is not None:
+            self._plan.close()
+            self._plan = None
         if self.tmpdir is not None:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
@@ -155,8 +183,15 @@ def protected_paths(workspace: str) -> Iterator[str]:
 
 def _hidden(policy: SandboxPolicy, env: Mapping[str, str]) -> set[str]:
     home = env.get("HOME") or os.path.expanduser("~")
-    paths = [os.path.join(home, name) for name in CREDENTIAL_STORES]
-    return {os.path.realpath(p) for p in [*paths, *policy.hidden]}
+    paths = [os.path.join(home, name) for name in (*CREDENTIAL_STORES, *AGENT_HOMES)]
+    return {os.path.realpath(p) for p in [*paths, *policy.hidden, *TERMINALS]} | _consoles()
+
+
+def _consoles() -> set[str]:
+    try:
+        return {os.path.join("/dev", n) for n in os.listdir("/dev") if _CONSOLES.match(n)}
+    except OSError:
+        return set()
 
 
 def _beneath(path: str, other: str) -> bool:
@@ -165,18 +200,33 @@ def _beneath(path: str, other: str) -> bool:
 
 def _readable(path: str, hidden: set[str]) -> Iterator[str]:
     """Paths whose hierarchies together cover `path` minus every hidden path."""
-    real = os.path.realpath(path)
-    if real in hidden or any(_beneath(h, real) for h in hidden):  # a link into a hidden path
+    above = {os.path.dirname(h) for h in hidden}
+    for parent in list(above):
+        while parent not in ("/", ""):
+            parent = os.path.dirname(parent)
+            above.add(parent)
+    yield from _uncovered(os.path.realpath(path), hidden, above)
+
+
+def _uncovered(real: str, hidden: set[str], above: set[str]) -> Iterator[str]:
+    if any(p in hidden for p in _self_and_parents(real)):  # /dev/stdin → /dev/pts/3
         return
-    if not any(_beneath(real, h) for h in hidden):
+    if real not in above:
         yield real
         return
     try:
-        names = os.listdir(real)
+        entries = list(os.scandir(real))
     except OSError:
         return
-    for name in names:
-        yield from _readable(os.path.join(real, name), hidden)
+    for entry in entries:
+        path = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
+        yield from _uncovered(path, hidden, above)
+
+
+def _self_and_parents(path: str) -> Iterator[str]:
+    while path not in ("/", ""):
+        yield path
+        path = os.path.dirname(path)
 
 
 def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
@@ -232,6 +282,81 @@ def _proxied(confinement: Confinement, plan: ChildPlan, ruleset: landlock.Rulese
         confinement.env.pop(name, None)
 
 
+@dataclass
+class _Mounts:
+    """The directories a child replaces, and what it binds back into them."""
+
+    scratch: list[str]
+    sockets: list[str]
+    keep: list[str]
+
+
+def _coverable(paths: list[str | None], root: str, keep: set[str]) -> list[str]:
+    found: list[str] = []
+    for real in sorted({os.path.realpath(p) for p in paths if p}, key=len):
+        if (os.path.isdir(real) and real != "/" and real not in keep and real != root
+                and not _beneath(root, real) and not any(_beneath(f, real) for f in found)):
+            found.append(real)
+    return found
+
+
+def _mounts(root: str, tmpdir: str, env: Mapping[str, str], network: bool) -> _Mounts:
+    """Scratch and socket directories to replace (never the workspace), and what to bind back."""
+    wanted = {root, os.path.realpath(tmpdir)}
+    if env.get("HOME"):
+        wanted.add(os.path.realpath(env["HOME"]))
+    if network:
+        wanted.add(os.path.realpath("/etc/resolv.conf"))  # often a link into /run
+    scratch = _coverable([*SCRATCH, tempfile.gettempdir()], root, wanted)
+    sockets = [p for p in _coverable([*SOCKET_DIRS, os.environ.get("XDG_RUNTIME_DIR")], root,
+                                     wanted)
+               if not any(p == s or _beneath(s, p) or _beneath(p, s) for s in scratch)]
+    keep: list[str] = []
+    for path in sorted(wanted, key=len):
+        under = any(_beneath(c, path) for c in [*scratch, *sockets])
+        if under and os.path.exists(path) and not any(_beneath(k, path) for k in keep):
+            keep.append(path)
+    return _Mounts(scratch, sockets, keep)
+
+
+def _hideable(hidden: set[str], root: str, tmpdir: str, mounts: _Mounts) -> list[str]:
+    """Hidden directories a child can cover with a mount: they hold sockets Landlock cannot
+    refuse a connection to, and inside the workspace Landlock would allow them."""
+    covered = [*mounts.scratch, *mounts.sockets]
+    found = []
+    for path in sorted(hidden):
+        if path == root or _beneath(path, root) or _beneath(path, tmpdir):
+            continue  # never cover the workspace itself
+        gone = any(_beneath(c, path) for c in covered) and not any(
+            _beneath(k, path) for k in mounts.keep)
+        if not gone and os.path.isdir(path) and not os.path.islink(path):
+            found.append(path)
+    return found
+
+
+def _plan(policy: SandboxPolicy, root: str, tmpdir: str, env: Mapping[str, str],
+          ruleset: landlock.Ruleset) -> ChildPlan:
+    mounts = _mounts(root, tmpdir, env, policy.network)
+    private = [p for p in PRIVATE_TMPFS if os.path.isdir(p)]
+    hidden = _hidden(policy, env)
+    hide = _hideable(hidden, root, tmpdir, mounts)
+    for path in mounts.keep:  # bound back, it loses the rules of its old parents
+        if not any(path == h or _beneath(path, h) for h in hidden):
+            ruleset.allow(path, landlock.ACCESS_READ)
+    plan = ChildPlan(unshare=CLONE_NEWUSER | CLONE_NEWNS, ruleset_fd=ruleset.fd,
+                     private_tmpfs=[os.fsencode(p) for p in private],
+                     masked=[os.fsencode(p) for p in [*mounts.scratch, *mounts.sockets]],
+                     keep=[os.fsencode(p) for p in mounts.keep],
+                     hide=[os.fsencode(p) for p in hide],
+                     tmpfs_access=(landlock.ACCESS_READ | landlock.ACCESS_WRITE) & ruleset.handled)
+    if not policy.network:
+        plan.unshare |= CLONE_NEWNET
+    if policy.mode is SandboxMode.WORKSPACE:
+        for path in protected_paths(root):
+            plan.read_only.append((os.fsencode(path), mount_flags(path)))
+    return plan
+
+
 def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: int,
             env: Mapping[str, str] | None = None, label: str = "",
             tier: SandboxTier = SandboxTier.FULL) -> Confinement:
@@ -254,7 +379,8 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
         if tier is SandboxTier.LANDLOCK:
             plan = _filtered_plan(policy, ruleset)
         else:
-            plan = _namespaced_plan(policy, root, ruleset)
+            plan = _plan(policy, root, tmpdir, child_env, ruleset)
+        confinement._plan = plan
         if policy.hosts and not policy.network:
             _proxied(confinement, plan, ruleset, policy.hosts)
         confinement.preexec = plan.preexec()
@@ -262,20 +388,6 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
         confinement.close()
         raise
     return confinement
-
-
-def _namespaced_plan(policy: SandboxPolicy, root: str, ruleset: landlock.Ruleset) -> ChildPlan:
-    """The full tier: user+mount(+net) namespaces, private tmpfs, read-only binds, Landlock."""
-    plan = ChildPlan(unshare=CLONE_NEWUSER | CLONE_NEWNS, ruleset_fd=ruleset.fd,
-                     private_tmpfs=[os.fsencode(p) for p in PRIVATE_TMPFS if os.path.isdir(p)],
-                     tmpfs_access=(landlock.ACCESS_READ | landlock.ACCESS_WRITE)
-                     & ruleset.handled)
-    if not policy.network:
-        plan.unshare |= CLONE_NEWNET
-    if policy.mode is SandboxMode.WORKSPACE:
-        for path in protected_paths(root):
-            plan.read_only.append((os.fsencode(path), mount_flags(path)))
-    return plan
 
 
 def _filtered_plan(policy: SandboxPolicy, ruleset: landlock.Ruleset) -> ChildPlan:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterable
 from functools import cache
@@ -137,7 +138,7 @@ class Ruleset:
             return False
         try:
             access &= self.handled
-            if not os.path.isdir(f"/proc/self/fd/{fd}"):
+            if not stat.S_ISDIR(os.fstat(fd).st_mode):
                 access &= ACCESS_FILE
             if access:
                 rule = _PathBeneathAttr(access, fd)

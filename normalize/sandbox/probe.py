@@ -146,7 +146,8 @@ def _trial(abi: int, tier: SandboxTier) -> str:
         except OSError as exc:
             return f"the sandbox could not be prepared ({exc.strerror or exc})"
         try:
-            code = subprocess.run([program], env=confinement.env, preexec_fn=confinement.preexec,
+            code = subprocess.run([program], cwd=workspace, env=confinement.env,
+                                  preexec_fn=confinement.preexec,
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL, check=False, timeout=10).returncode
         except (OSError, subprocess.SubprocessError):

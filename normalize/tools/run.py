@@ -6,8 +6,10 @@ with a seccomp filter where namespaces are refused; a temporary directory as
 TMPDIR) with its own process group, no stdin, and the parent's environment
 minus credentials plus `PYTHONUNBUFFERED=1`; stdout and stderr are read
 together without blocking, capped in memory, and the process group is stopped
-on timeout or cancel. Where the sandbox cannot be applied, a program starts
-only with `--sandbox off` (fail closed). POSIX only.
+on timeout or cancel. Under the sandbox, whatever the program started and left
+running (daemons, `setsid`, `&`) is killed when it ends, and the outcome counts
+it. Where the sandbox cannot be applied, a program starts only with `--sandbox
+off` (fail closed). POSIX only.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ class ProcessOutcome:
     signal_name: str | None = None
     network: list[dict[str, object]] = field(default_factory=list)
     """The hosts asked of the proxy (`network = [hosts]`), each allowed or refused."""
+    killed_leftovers: int = 0
+    """Processes the program started and left running, killed when it ended."""
 
     @property
     def ok(self) -> bool:
@@ -267,6 +271,7 @@ def run_process(
             on_spawn(proc.pid)
         _serve_proxy(proc, confinement)
         outcome = _finish(proc, argv, started, timeout, cancel, max_bytes, grace)
+        outcome.killed_leftovers = confinement.leftovers()
         confinement.close()  # the proxy's log is whole once it stopped
         outcome.network = confinement.network_log()
         return outcome
@@ -477,9 +482,14 @@ def outcome_result(outcome: ProcessOutcome, timeout: float, **data: object) -> A
         extra["truncated_bytes"] = outcome.truncated_bytes
     if outcome.network:
         extra["network"] = outcome.network
+    output = outcome.output
+    if outcome.killed_leftovers:
+        extra["killed_leftovers"] = outcome.killed_leftovers
+        output += (f"\n[normalize: the program left {outcome.killed_leftovers} process(es) "
+                   f"running; they were killed when it ended — nothing outlives its action]\n")
     result = ActionResult(
         status=ResultStatus.SUCCESS,
-        output=outcome.output,
+        output=output,
         duration=outcome.duration,
         exit_code=outcome.exit_code,
         data=extra,

@@ -119,7 +119,7 @@ def test_a_person_edit_between_a_tasks_actions_survives_its_undo(
 
 def test_a_person_and_a_task_working_while_a_program_runs_survive_its_undo(
         ws: Path, tmp_path: Path, normalize_home: Path) -> None:
-    go = tmp_path / "program.go"
+    go = ws / "program.go"  # in the workspace: a program sees none of /tmp outside it
     code = (f"import os, time; open('waiting', 'w').close(); "
             f"any(os.path.exists({str(go)!r}) or time.sleep(0.01) for _ in range(6000)); "
             "open('a.txt', 'w').write('A\\n')")

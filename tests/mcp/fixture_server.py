@@ -2,12 +2,16 @@
 
 `python fixture_server.py [--fail-start | --hang-start | --http PORT]`; tools: `echo` and
 `pid` (read-only), `slow` (sleeps, writes its pid first), `touch` (writes a file; not
-read-only), `die` (exits mid-call).
+read-only), `die` (exits mid-call). In the sandbox a process sees only its own PID
+namespace, so the "pid" it gives is a name it sets as its command name (`comm`),
+which a test finds in the host's /proc (`mcp_helpers.host_pid`).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import secrets
 import sys
 import time
 from pathlib import Path
@@ -20,6 +24,9 @@ if "--fail-start" in sys.argv:
     sys.exit(3)
 if "--hang-start" in sys.argv:
     time.sleep(3600)
+
+IDENTITY = f"fx{secrets.token_hex(6)}"
+ctypes.CDLL(None).prctl(15, IDENTITY.encode(), 0, 0, 0)  # PR_SET_NAME: seen from outside
 
 server = MCPServer("fixture")
 
@@ -34,15 +41,15 @@ def echo(text: str, times: int = 1) -> str:
 def slow(seconds: float, marker: str = "") -> str:
     """Sleep for a while, then answer."""
     if marker:
-        Path(marker).write_text(str(os.getpid()))
+        Path(marker).write_text(IDENTITY)
     time.sleep(seconds)
     return f"slept {seconds}"
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def pid() -> str:
-    """This server's process id."""
-    return str(os.getpid())
+    """This server's identity (its command name; see the module's docstring)."""
+    return IDENTITY
 
 
 @server.tool()

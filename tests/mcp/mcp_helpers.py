@@ -94,6 +94,17 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def host_pid(identity: str) -> int:
+    """The host pid of the fixture server that named itself `identity` (0 when none runs)."""
+    for name in os.listdir("/proc"):
+        try:
+            if Path(f"/proc/{name}/comm").read_text().strip() == identity and alive(int(name)):
+                return int(name)
+        except (OSError, ValueError):
+            continue
+    return 0
+
+
 def wait_gone(pid: int, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

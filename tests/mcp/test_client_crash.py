@@ -16,6 +16,7 @@ from mcp_helpers import (
     cli,
     cli_env,
     fixture_server,
+    host_pid,
     json_lines,
     kill,
     wait_gone,
@@ -40,8 +41,8 @@ def test_kill_9_mid_call_then_resume(tmp_path: Path, normalize_home: Path) -> No
         while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.1)
-        server_pid = int(marker.read_text())
-        assert alive(server_pid)
+        server_pid = host_pid(marker.read_text())
+        assert server_pid and alive(server_pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=30)
     finally:
@@ -64,6 +65,9 @@ def test_kill_9_mid_call_then_resume(tmp_path: Path, normalize_home: Path) -> No
     assert finished[0]["status"] == "interrupted"
     assert "outcome unknown" in str(finished[0]["error"])
     assert finished[1]["status"] == "success"
-    fresh_pid = int(str(finished[1]["preview"]).strip())
-    assert fresh_pid != server_pid  # started afresh
-    assert wait_gone(fresh_pid, 5), "the resumed run left its server running"
+    fresh = str(finished[1]["preview"]).strip()
+    assert fresh != marker.read_text()  # started afresh
+    deadline = time.monotonic() + 5
+    while host_pid(fresh) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not host_pid(fresh), "the resumed run left its server running"

@@ -50,26 +50,54 @@ class Site:
 
     def agent(self, replies: list[str], *flags: str, allow_shell: bool = False,
               extra_env: dict[str, str] | None = None, permissions: str = "",
-              program: tuple[str, ...] = (sys.executable, "-m", "normalize.cli.app")
+              program: tuple[str, ...] = (sys.executable, "-m", "normalize.cli.app"),
+              env_allow: tuple[str, ...] = ()
               ) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
         """Run a scripted model through `normalize run` in auto, non-interactive, CI=true.
 
         `permissions` adds lines to the workflow's permissions table; `program`
         is the command that runs normalize.
         """
+        proc = subprocess.run(
+            self.argv(replies, *flags, allow_shell=allow_shell, env_allow=env_allow,
+                      permissions=permissions, program=program),
+            cwd=self.ws, env={**self.env, **(extra_env or {})}, stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=300, check=False)
+        events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        return proc, [e for e in events if e.get("type") == "action_finished"]
+
+    def argv(self, replies: list[str], *flags: str, allow_shell: bool = False,
+             env_allow: tuple[str, ...] = (), permissions: str = "",
+             program: tuple[str, ...] = (sys.executable, "-m", "normalize.cli.app")
+             ) -> list[str]:
+        """The `normalize run` command line that plays `replies` as the model (auto mode)."""
         script = self.root / f"script-{len(list(self.root.glob('script-*')))}.json"
         script.write_text(json.dumps(replies))
         flow = script.with_suffix(".toml")
         flow.write_text(f'[workflow]\nname = "agent"\n[workflow.llm]\nprovider = "scripted"\n'
                         f'model = "{script}"\n[workflow.permissions]\nmode = "auto"\n'
-                        f'allow_shell = {"true" if allow_shell else "false"}\n{permissions}')
-        proc = subprocess.run(
-            [*self.prefix, *program, "run", str(flow), "--goal", "probe",
-             "--json", "-w", str(self.ws), *flags],
-            cwd=self.ws, env={**self.env, **(extra_env or {})}, stdin=subprocess.DEVNULL,
-            capture_output=True, text=True, timeout=300, check=False)
-        events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-        return proc, [e for e in events if e.get("type") == "action_finished"]
+                        f'allow_shell = {"true" if allow_shell else "false"}\n'
+                        f'env_allow = {json.dumps(list(env_allow))}\n{permissions}')
+        return [*self.prefix, *program, "run", str(flow), "--goal", "probe",
+                "--json", "-w", str(self.ws), *flags]
+
+
+def alive_with(token: str) -> list[int]:
+    """Host pids whose command line holds `token` (a program sees only its namespace's pids)."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                if token.encode() in fh.read():
+                    found.append(int(name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def write_action(path: str, text: str) -> str:
+    """A model reply that writes `text` to `path` with the `write` tool."""
+    return f"Writing {path}.\nwrite {path} <<EOF\n{text}EOF"
 
 
 def make_site(root: Path) -> Site:

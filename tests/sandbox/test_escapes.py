@@ -91,7 +91,8 @@ def nothing_outside(site: Site, *names: str) -> None:
         assert not (site.outside / name).exists()
 
 
-DENIED = ("Permission denied", "PermissionError", "Read-only file system")
+DENIED = ("Permission denied", "PermissionError", "Read-only file system",
+          "No such file or directory")  # the outside lies in /tmp, which programs see empty
 
 
 @pytest.mark.parametrize("escape", ["conftest", "plugin", "junitxml", "substitution"])
@@ -137,7 +138,7 @@ def test_credential_stores_are_unreadable(session: Any) -> None:
     _, results, _ = session
     assert failed(results["ssh_key"])
     assert SECRET not in text(results["ssh_key"])
-    assert "Permission denied" in text(results["ssh_key"])
+    assert any(word in text(results["ssh_key"]) for word in DENIED)  # (empty, for root)
 
 
 @pytest.mark.parametrize(("escape", "path"), [("nested_git", "sub/.git/config"),

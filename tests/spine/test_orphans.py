@@ -32,6 +32,7 @@ name = "sleepy"
 
 [workflow.permissions]
 mode = "yes"
+sandbox = "off"  # in the sandbox nothing outlives normalize (tests/sandbox/test_containment.py)
 
 [[workflow.steps]]
 name = "sleep"

@@ -103,29 +103,38 @@ def test_the_context_timeout_applies_without_an_option(ctx: ToolContext) -> None
     assert result.error == "timed out after 0.3 s"
 
 
+def alive_with(token: str) -> list[int]:
+    """Host pids whose command line holds `token` (a program sees only its namespace's pids)."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                if token.encode() in fh.read():
+                    found.append(int(name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def test_a_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
-    pid_file = tmp_path / "grandchild.pid"
+    token = f"grandchild-{tmp_path.name}"
     outcome = run_process(
         script(f"""
             import subprocess, sys, time
-            child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
-            open({str(pid_file)!r}, 'w').write(str(child.pid))
+            child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)',
+                                      {token!r}])
             time.sleep(60)
         """),
         cwd=tmp_path, timeout=1.0, grace=0.5,
     )
     assert outcome.timed_out
-    pid = int(pid_file.read_text())
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
+    while alive_with(token) and time.monotonic() < deadline:
         time.sleep(0.05)
-    else:
+    left = alive_with(token)
+    for pid in left:
         os.kill(pid, 9)
-        raise AssertionError("the grandchild outlived the timeout")
+    assert not left, "the grandchild outlived the timeout"
 
 
 def test_output_is_capped_in_memory_keeping_head_and_tail(ctx: ToolContext) -> None:
