@@ -279,6 +279,28 @@ def diff(
 
 
 @app.command()
+def commit(
+    task: Annotated[str, typer.Argument(help="A task id, a unique prefix, or `last`.",
+                                        autocompletion=complete_task_ids)],
+    branch: Annotated[str | None, typer.Option(
+        "--branch", help="The branch to make (default normalize/ID8).")] = None,
+    message: Annotated[str | None, typer.Option(
+        "--message", "-m", help="The commit message (default: the task's summary).")] = None,
+    push: Annotated[str | None, typer.Option(
+        "--push", metavar="REMOTE", help="Push the branch to this remote.")] = None,
+    no_verify: Annotated[bool, typer.Option(
+        "--no-verify", help="Skip the pre-commit and commit-msg hooks.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="The branch and commit as JSON.")]
+    = False,
+) -> None:
+    """Make a branch in your repository with the task's net change as one commit."""
+    from normalize.cli.commit import commit_branch
+
+    raise typer.Exit(commit_branch(_env(), task, branch=branch, message=message, push=push,
+                                   no_verify=no_verify, json_output=json_output))
+
+
+@app.command()
 def undo(
     task: Annotated[str, typer.Argument(help="A task id, a unique prefix, or `last`.",
                                         autocompletion=complete_task_ids)],
