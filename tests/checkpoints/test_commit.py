@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -139,3 +140,27 @@ def test_an_existing_branch_with_other_commits_is_refused(
     git(repo, "branch", "taken", other)
     proc = commit(repo, normalize_home, task.task_id, "--branch", "taken")
     assert proc.returncode != 0 and "branch taken already exists" in proc.stderr
+
+
+def test_a_workspace_below_the_repositorys_root_commits_its_paths_from_the_root(
+        repo: Path, normalize_home: Path) -> None:
+    sub = repo / "pkg"
+    sub.mkdir()
+    (sub / "calc.py").write_text("def f():\n    return 1\n")
+    (sub / "logo.bin").write_bytes(b"\x00\x01binary\xff")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "pkg")
+    make = "open('logo.bin', 'wb').write(bytes(range(256)))"
+    done = run_scripted(sub, normalize_home, edit("calc.py", "    return 1", "    return 2"),
+                        program(make), "done in pkg")
+    assert done.outcome.status.value == "done", done.outcome.error
+    proc = commit(sub, normalize_home, done.task_id, "--json")
+    assert proc.returncode == 0, proc.stderr
+    made = json.loads(proc.stdout)
+    assert made["branch"] == f"normalize/{done.task_id[:8]}"
+    assert sorted(made["files"]) == ["calc.py", "logo.bin"]
+    names = git(repo, "diff", "--name-only", "main", made["commit"]).split()
+    assert names == ["pkg/calc.py", "pkg/logo.bin"]
+    blob = subprocess.run(["git", "cat-file", "blob", f"{made['commit']}:pkg/logo.bin"],
+                          cwd=repo, capture_output=True, check=True).stdout
+    assert blob == bytes(range(256))
