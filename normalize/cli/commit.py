@@ -9,8 +9,12 @@ from normalize.errors import NormalizeError
 
 
 def commit_branch(env: Environment, ref: str, *, branch: str | None, message: str | None,
-                  push: str | None, no_verify: bool, json_output: bool) -> int:
-    """Make the branch, say its name and commit (and where it was pushed)."""
+                  push: str | None, no_verify: bool, json_output: bool,
+                  to_stderr: bool = False) -> int:
+    """Make the branch, say its name and commit (and where it was pushed).
+
+    `to_stderr`: after a `--json` run, whose stdout is the event stream.
+    """
     from normalize.checkpoints.commit import commit_task
     from normalize.redact import inert
     from normalize.store import TaskStore
@@ -28,8 +32,9 @@ def commit_branch(env: Environment, ref: str, *, branch: str | None, message: st
                                      "files": result.files, "pushed": result.pushed}) + "\n")
         return 0
     count = len(result.files)
-    env.stdout.write(f"branch {inert(result.branch)} at {result.commit[:12]}: task {task.id}, "
+    out = env.stderr if to_stderr else env.stdout
+    out.write(f"branch {inert(result.branch)} at {result.commit[:12]}: task {task.id}, "
                      f"{count} file{'s' if count != 1 else ''}\n")
     if result.pushed is not None:
-        env.stdout.write(f"pushed {inert(result.branch)} to {inert(result.pushed)}\n")
+        out.write(f"pushed {inert(result.branch)} to {inert(result.pushed)}\n")
     return 0

@@ -164,3 +164,30 @@ def test_a_workspace_below_the_repositorys_root_commits_its_paths_from_the_root(
     blob = subprocess.run(["git", "cat-file", "blob", f"{made['commit']}:pkg/logo.bin"],
                           cwd=repo, capture_output=True, check=True).stdout
     assert blob == bytes(range(256))
+
+
+def test_agent_commit_makes_the_branch_when_the_task_is_done(
+        repo: Path, normalize_home: Path, tmp_path: Path) -> None:
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps([edit("calc.py", "    return 1", "    return 2"),
+                                   "done f returns 2"]))
+    proc = cli("agent", "make f return 2", "--model", f"scripted:{replies}", "--json",
+               "--commit", cwd=repo, home=normalize_home, env=ISOLATED)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]  # stdout: events only
+    task_id = events[0]["task_id"]
+    branch = f"normalize/{task_id[:8]}"
+    assert f"branch {branch} at " in proc.stderr
+    assert git(repo, "log", "-1", "--format=%s", branch).strip() == "f returns 2"
+    assert git(repo, "diff", "--name-only", "main", branch).split() == ["calc.py"]
+
+
+def test_agent_commit_makes_no_branch_for_a_task_that_is_not_done(
+        repo: Path, normalize_home: Path, tmp_path: Path) -> None:
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps([edit("calc.py", "    return 1", "    return 2"),
+                                   "ask Should f return 2 or 3?"]))
+    proc = cli("agent", "make f return 2", "--model", f"scripted:{replies}", "--commit",
+               cwd=repo, home=normalize_home, env=ISOLATED)
+    assert proc.returncode == 4, proc.stderr
+    assert git(repo, "branch", "--list", "normalize/*") == ""
