@@ -225,3 +225,18 @@ def test_inputs_become_the_command_line() -> None:
     assert agent == ["agent", "fix it", "--json", "--budget", "0.5"]
     with pytest.raises(ValueError, match="`task`"):
         command(Inputs.from_env({}))
+
+
+def test_a_structured_result_and_a_long_summary_survive_the_output_file(tmp_path: Path) -> None:
+    from normalize.cli.action import Outcome, summary_markdown, write_output
+
+    events = [{"type": "run_started", "task_id": "abc12345"},
+              {"type": "run_ended", "task_id": "abc12345", "status": "done",
+               "summary": "two\nlines", "cost_usd": 0.25, "result": {"ok": True, "n": 2}}]
+    outcome = Outcome.read(0, events)
+    path = tmp_path / "output"
+    write_output(path, {"summary": outcome.summary, "result": json.dumps(outcome.result)})
+    assert parse_outputs(path.read_text()) == {"summary": "two\nlines",
+                                               "result": '{"ok": true, "n": 2}'}
+    text = summary_markdown(outcome, "")
+    assert "**Cost:** $0.2500" in text and '"n": 2' in text and "```json" in text

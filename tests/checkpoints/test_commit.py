@@ -191,3 +191,24 @@ def test_agent_commit_makes_no_branch_for_a_task_that_is_not_done(
                cwd=repo, home=normalize_home, env=ISOLATED)
     assert proc.returncode == 4, proc.stderr
     assert git(repo, "branch", "--list", "normalize/*") == ""
+
+
+def test_a_workspace_outside_any_repository_is_one_clear_line(
+        tmp_path: Path, normalize_home: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "calc.py").write_text("def f():\n    return 1\n")
+    done = run_scripted(plain, normalize_home, edit("calc.py", "    return 1", "    return 2"),
+                        "done")
+    proc = commit(plain, normalize_home, done.task_id)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"normalize: error: {plain}: the task's workspace is not in a git repository"]
+
+
+def test_a_change_already_in_head_has_nothing_to_commit(
+        task: Done, repo: Path, normalize_home: Path) -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the person committed it")
+    proc = commit(repo, normalize_home, task.task_id)
+    assert proc.returncode == 2 and "HEAD already holds the task's change" in proc.stderr
