@@ -11,8 +11,9 @@ entries are written into its index (the objects copied from the shadow store,
 so binary files, links and modes are exact) and checked out there, and
 `git commit` runs in it, so the person's `pre-commit`, `prepare-commit-msg`,
 `commit-msg` and `post-commit` hooks run as for any commit of theirs, on the
-files of that commit (`no_verify` skips the first two, as `git commit
---no-verify` does). The temporary worktree is removed after; the person's
+files of that commit (`no_verify` skips `pre-commit` and `commit-msg`, as
+`git commit --no-verify` does; `post-checkout` runs when the worktree is
+made, as for any `git worktree add`). The temporary worktree is removed after; the person's
 working tree, index and current branch are never touched. A commit a hook
 refused leaves no branch behind.
 """
@@ -205,8 +206,8 @@ def _commit_in_worktree(pg: PersonGit, prefix: str, name: str, head: str,
     """`git commit` in a temporary worktree on `name`; the branch is put back if it fails."""
     tmp = Path(tempfile.mkdtemp(prefix="normalize-commit-"))
     wt = tmp / "wt"
-    pg.run("worktree", "add", "-q", "-B" if existed else "-b", name, str(wt), head)
     try:
+        pg.run("worktree", "add", "-q", "-B" if existed else "-b", name, str(wt), head)
         lines = "".join(f"{e.mode} {e.sha}\t{prefix}{p}\0" if e is not None else
                         f"0 {'0' * 40}\t{prefix}{p}\0" for p, e in after.items())
         pg.run("update-index", "-z", "--index-info", cwd=wt, input=lines.encode())
@@ -219,10 +220,11 @@ def _commit_in_worktree(pg: PersonGit, prefix: str, name: str, head: str,
             pg.run("checkout-index", "-f", "-q", "--", *kept, cwd=wt)
         (tmp / "MSG").write_text(message)
         verify = ["--no-verify"] if no_verify else []
-        proc = pg.run("commit", "-q", "--cleanup=strip", "-F", str(tmp / "MSG"), *verify,
+        proc = pg.run("commit", "-q", "--cleanup=whitespace", "-F", str(tmp / "MSG"), *verify,
                       cwd=wt, check=False)
         if proc.returncode != 0:
-            raise UsageError(f"the repository's hooks refused the commit: {_last_lines(proc)}")
+            raise UsageError(f"git commit refused (a hook, or the repository's set-up): "
+                             f"{_last_lines(proc)}")
         return pg.out("rev-parse", "HEAD", cwd=wt)
     except BaseException:
         _put_back(pg, name, head, existed=existed, wt=wt)

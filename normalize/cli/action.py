@@ -1,4 +1,4 @@
-"""The GitHub Action's run step (`python -m normalize.cli.action`): run, report, summarise.
+"""The GitHub Action's run step (`python3 -m normalize.cli.action`): run, report, summarise.
 
 The Action (`action.yml` at the repository's root) hands its inputs over as
 `INPUT_*` environment variables (never pasted into a script), and this runs

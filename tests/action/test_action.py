@@ -208,7 +208,7 @@ def test_a_waiting_task_puts_its_question_in_the_summary_and_fails_the_step(
 def test_the_install_step_installs_the_actions_own_checkout(tmp_path: Path) -> None:
     runner = Runner(tmp_path, tmp_path, {})
     install = next(s for s in runner.spec["runs"]["steps"] if s.get("id") == "install")
-    assert runner.sub(install["run"]) == f'python -m pip install --quiet "{ROOT}"'
+    assert runner.sub(install["run"]) == f'python3 -m pip install --quiet "{ROOT}"'
 
 
 def test_inputs_become_the_command_line() -> None:
