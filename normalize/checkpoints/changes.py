@@ -95,6 +95,12 @@ class TaskChanges:
     def patch(self, number: int | None = None) -> str:
         return "".join(self.repo.patch(old, new, paths) for old, new, paths in self.spans(number))
 
+    def net_entries(self) -> tuple[dict[str, Entry | None], dict[str, Entry | None]]:
+        """Each path the task changed as it was before the task's first change, and after its
+        last (None: absent): the task's net change, file by file."""
+        first, last = _touched(self, -1)
+        return _entries(self.repo, first), _entries(self.repo, last)
+
     def numstat(self, number: int | None = None) -> dict[str, tuple[int, int]]:
         out: dict[str, tuple[int, int]] = {}
         for old, new, paths in self.spans(number):

@@ -55,6 +55,8 @@ MODEL_HELP = ("PROVIDER:MODEL, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1,
               "ollama:llama3.1, scripted:FILE, replay:TASKID.")
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", envvar="NORMALIZE_MODEL",
                                               help=MODEL_HELP)]
+CommitOpt = Annotated[bool, typer.Option(
+    "--commit", help="When the task is done, make a branch with its change (normalize commit).")]
 WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", "-w",
                                                    help="Directory to work in.")]
 
@@ -176,15 +178,18 @@ def run(
     = False,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
+    commit: CommitOpt = False,
 ) -> None:
     """Run a workflow file (steps, a state machine, or a model loop)."""
     from normalize.cli.commands import run_workflow
 
-    raise typer.Exit(run_workflow(_env(), workflow, var or [], goal=goal, workspace=workspace,
-                                  max_turns=max_turns, approve=approve, dry_run=dry_run,
-                                  json_output=json_output, quiet=quiet, model=model,
-                                  base_url=base_url, sandbox=sandbox,
-                                  network=_network(network, no_network)))
+    env = _env()
+    code = run_workflow(env, workflow, var or [], goal=goal, workspace=workspace,
+                        max_turns=max_turns, approve=approve, dry_run=dry_run,
+                        json_output=json_output, quiet=quiet, model=model,
+                        base_url=base_url, sandbox=sandbox,
+                        network=_network(network, no_network))
+    raise typer.Exit(_then_commit(env, code, commit, json_output))
 
 
 @app.command()
@@ -215,17 +220,30 @@ def agent(
     repo_map: Annotated[int | None, typer.Option(
         "--repo-map", metavar="TOKENS",
         help="Put a repo map of about TOKENS tokens in the cached prompt (0: none).")] = None,
+    commit: CommitOpt = False,
 ) -> None:
     """Let a model do TASK with normalize's commands (the dwim workflow)."""
     from normalize.cli.agent import run_agent
 
-    raise typer.Exit(run_agent(_env(), task, model=model, base_url=base_url,
-                               max_turns=max_turns, budget=budget, approve=approve,
-                               context=context, workflow=workflow, workspace=workspace,
-                               json_output=json_output, quiet=quiet, sandbox=sandbox,
-                               network=_network(network, no_network),
-                               project_instructions=not no_instructions,
-                               repo_map=repo_map))
+    env = _env()
+    code = run_agent(env, task, model=model, base_url=base_url,
+                     max_turns=max_turns, budget=budget, approve=approve,
+                     context=context, workflow=workflow, workspace=workspace,
+                     json_output=json_output, quiet=quiet, sandbox=sandbox,
+                     network=_network(network, no_network),
+                     project_instructions=not no_instructions,
+                     repo_map=repo_map)
+    raise typer.Exit(_then_commit(env, code, commit, json_output))
+
+
+def _then_commit(env: Any, code: int, commit: bool, json_output: bool) -> int:
+    """After a done task, `--commit` makes its branch (`normalize commit ID`)."""
+    if not commit or code != 0 or env.task_id is None:
+        return code
+    from normalize.cli.commit import commit_branch
+
+    return commit_branch(env, env.task_id, branch=None, message=None, push=None,
+                         no_verify=False, json_output=False, to_stderr=json_output)
 
 
 @app.command()
@@ -276,6 +294,28 @@ def diff(
     from normalize.cli.changes import show_diff
 
     raise typer.Exit(show_diff(_env(), task, step, stat=stat, json_output=json_output))
+
+
+@app.command()
+def commit(
+    task: Annotated[str, typer.Argument(help="A task id, a unique prefix, or `last`.",
+                                        autocompletion=complete_task_ids)],
+    branch: Annotated[str | None, typer.Option(
+        "--branch", help="The branch to make (default normalize/ID8).")] = None,
+    message: Annotated[str | None, typer.Option(
+        "--message", "-m", help="The commit message (default: the task's summary).")] = None,
+    push: Annotated[str | None, typer.Option(
+        "--push", metavar="REMOTE", help="Push the branch to this remote.")] = None,
+    no_verify: Annotated[bool, typer.Option(
+        "--no-verify", help="Skip the pre-commit and commit-msg hooks.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="The branch and commit as JSON.")]
+    = False,
+) -> None:
+    """Make a branch in your repository with the task's net change as one commit."""
+    from normalize.cli.commit import commit_branch
+
+    raise typer.Exit(commit_branch(_env(), task, branch=branch, message=message, push=push,
+                                   no_verify=no_verify, json_output=json_output))
 
 
 @app.command()

@@ -24,6 +24,8 @@ class Environment:
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     stderr: TextIO = field(default_factory=lambda: sys.stderr)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    task_id: str | None = None
+    """The task the command ran, once it ended (for what follows it: `--commit`)."""
 
     @property
     def stdout_tty(self) -> bool:

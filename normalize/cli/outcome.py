@@ -20,6 +20,7 @@ def finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) -> 
     if close is not None:
         close()
     task = outcome.task
+    env.task_id = task.id
     if outcome.status.value == "waiting" and task.pending is not None:
         how = REPLY_FLAGS.get(task.pending.kind, "--answer TEXT")
         if json_output:  # the events carry the question; a person reads this line

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from helpers import REPO, cli, json_lines, make_sample_repo
 
-BUILTINS = ["check", "dwim", "health", "outline", "validate-fix"]
+BUILTINS = ["check", "dwim", "health", "outline", "review", "validate-fix"]
 
 
 def test_workflows_list_shows_project_user_and_builtin(tmp_path: Path,

@@ -1,0 +1,244 @@
+"""A task's net change as one commit on a branch of the person's own repository.
+
+Unlike the shadow store, this is the person's git, used as their own commit
+would use it: their config, identity (`user.name`/`user.email`, the `GIT_AUTHOR_*`
+variables) and hooks. Only the `git` program itself is found by normalize's
+trusted rule (never from a `PATH` entry inside the workspace).
+
+How: the files the task changed are checked first (see `check`); then a
+temporary worktree is added at HEAD on the new branch, the task's final
+entries are written into its index (the objects copied from the shadow store,
+so binary files, links and modes are exact) and checked out there, and
+`git commit` runs in it, so the person's `pre-commit`, `prepare-commit-msg`,
+`commit-msg` and `post-commit` hooks run as for any commit of theirs, on the
+files of that commit (`no_verify` skips `pre-commit` and `commit-msg`, as
+`git commit --no-verify` does; `post-checkout` runs when the worktree is
+made, as for any `git worktree add`). The temporary worktree is removed after; the person's
+working tree, index and current branch are never touched. A commit a hook
+refused leaves no branch behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from normalize.checkpoints.changes import TaskChanges
+from normalize.checkpoints.restore import entry_state, state_of
+from normalize.checkpoints.shadow import CheckpointError, Entry, shown
+from normalize.errors import UsageError
+from normalize.helpers import trusted_program
+from normalize.store import TaskStore
+from normalize.task import Task
+
+TRAILER = "Normalize-Task"
+SCRUBBED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
+            "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
+"""Set by a surrounding git (normalize started from a hook): they would aim at another repo."""
+
+
+@dataclass
+class CommitResult:
+    """The branch made, its commit, the files in it, and where it was pushed."""
+
+    branch: str
+    commit: str
+    base: str
+    files: list[str] = field(default_factory=list)
+    pushed: str | None = None
+
+
+@dataclass
+class PersonGit:
+    """The person's git in one repository, with their environment (less a parent git's aim)."""
+
+    git: str
+    top: Path
+
+    def run(self, *args: str, cwd: Path | None = None, input: bytes | None = None,
+            check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        env = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
+        proc = subprocess.run([self.git, "--literal-pathspecs", *args], cwd=cwd or self.top,
+                              env=env, input=input, capture_output=True, check=False)
+        if check and proc.returncode != 0:
+            raise CheckpointError(f"git {args[0]} failed: {_last_lines(proc)}")
+        return proc
+
+    def out(self, *args: str, cwd: Path | None = None) -> str:
+        return self.run(*args, cwd=cwd).stdout.decode().strip()
+
+    def ref(self, name: str) -> str | None:
+        proc = self.run("rev-parse", "-q", "--verify", f"{name}^{{commit}}", check=False)
+        return proc.stdout.decode().strip() or None
+
+    def entries(self, *args: str) -> dict[str, str]:
+        """`path -> "MODE SHA"` from `ls-tree -z` or `ls-files -s -z` output."""
+        out: dict[str, str] = {}
+        for record in self.run(*args).stdout.split(b"\0"):
+            if record:
+                meta, path = record.split(b"\t", 1)
+                parts = meta.decode().split()
+                mode, sha = (parts[0], parts[2]) if parts[1] in ("blob", "commit") else parts[:2]
+                out[os.fsdecode(path)] = f"{mode} {sha}"
+        return out
+
+
+def _last_lines(proc: subprocess.CompletedProcess[bytes], count: int = 5) -> str:
+    text = (proc.stderr or b"").decode(errors="replace").strip() or \
+        (proc.stdout or b"").decode(errors="replace").strip()
+    return " | ".join(text.splitlines()[-count:]) or f"exit status {proc.returncode}"
+
+
+def person_git(workspace: Path, home: Path) -> tuple[PersonGit, str]:
+    """The person's repository holding `workspace`, and the workspace's path inside it."""
+    git = trusted_program("git", (workspace, home))
+    if git is None:
+        raise UsageError("git is not installed (in a system directory or a PATH entry outside "
+                         "the workspace)")
+    probe = PersonGit(git, workspace)
+    proc = probe.run("rev-parse", "--show-toplevel", check=False)
+    if proc.returncode != 0:
+        raise UsageError(f"{workspace}: the task's workspace is not in a git repository")
+    top = Path(proc.stdout.decode().strip()).resolve()
+    prefix = os.path.relpath(workspace.resolve(), top)
+    return PersonGit(git, top), "" if prefix == "." else prefix.replace(os.sep, "/") + "/"
+
+
+def _encode(entry: Entry | None) -> str:
+    return "" if entry is None else f"{entry.mode} {entry.sha}"
+
+
+def check(pg: PersonGit, prefix: str, workspace: Path, before: dict[str, Entry | None],
+          after: dict[str, Entry | None]) -> None:
+    """Refuse when a file the task changed holds changes that are not the task's.
+
+    HEAD must hold each file as the task found it; the index and the working
+    tree may hold it as HEAD has it or as the task left it, nothing else.
+    """
+    paths = list(after)
+    full = [prefix + p for p in paths]
+    head = pg.entries("ls-tree", "-z", "HEAD", "--", *full)
+    index = pg.entries("ls-files", "-s", "-z", "--", *full)
+    if all(head.get(prefix + p, "") == _encode(after[p]) for p in paths):
+        raise UsageError("nothing to commit: HEAD already holds the task's change")
+    moved = [p for p in paths if head.get(prefix + p, "") != _encode(before[p])]
+    if moved:
+        raise UsageError("refused: HEAD changed since the task started, in "
+                         f"{', '.join(map(shown, moved))}")
+    unrelated = []
+    for rel in paths:
+        ok_entries = {head.get(prefix + rel, ""), _encode(after[rel])}
+        ok_states = {entry_state(before[rel]), entry_state(after[rel])}
+        if index.get(prefix + rel, "") not in ok_entries or \
+                state_of(workspace, rel) not in ok_states:
+            unrelated.append(rel)
+    if unrelated:
+        raise UsageError("refused: uncommitted changes that are not the task's in "
+                         f"{', '.join(map(shown, unrelated))} (commit or set them aside first)")
+
+
+def _copy_objects(pg: PersonGit, changes: TaskChanges, after: dict[str, Entry | None]) -> None:
+    """Write the task's final blobs into the person's object store."""
+    shas = sorted({e.sha for e in after.values() if e is not None})
+    for sha, data in changes.repo.blobs(shas).items():
+        made = pg.run("hash-object", "-w", "--no-filters", "--stdin",
+                      input=data).stdout.decode().strip()
+        if made != sha:
+            raise CheckpointError(f"the repository names objects differently ({made} for "
+                                  f"{sha}): a SHA-256 repository is not supported")
+
+
+def branch_base(pg: PersonGit, name: str, head: str) -> bool:
+    """Whether `name` already exists (pointing at HEAD); refuse one that points elsewhere."""
+    if pg.run("check-ref-format", "--branch", name, check=False).returncode != 0:
+        raise UsageError(f"--branch {name!r}: not a valid branch name")
+    existing = pg.ref(f"refs/heads/{name}")
+    if existing is not None and existing != head:
+        raise UsageError(f"branch {name} already exists with other commits (choose another "
+                         "with --branch, or delete it)")
+    return existing is not None
+
+
+def message_of(task: Task, message: str | None) -> str:
+    """The commit message: the given one, or the task's summary (its goal when it has none)."""
+    text = (message or task.summary or task.goal).strip() or f"normalize task {task.id}"
+    return f"{text}\n\n{TRAILER}: {task.id}\n"
+
+
+def commit_task(store: TaskStore, task: Task, *, branch: str | None = None,
+                message: str | None = None, push: str | None = None,
+                no_verify: bool = False) -> CommitResult:
+    """Make branch `branch` (default `normalize/ID8`) holding the task's net change."""
+    changes = TaskChanges.open(store, task)
+    before, after = changes.net_entries()
+    after = {p: e for p, e in after.items() if _encode(e) != _encode(before[p])}
+    if not after:
+        raise UsageError(f"task {task.id} has no net change to commit")
+    workspace = Path(task.workspace)
+    pg, prefix = person_git(workspace, store.home)
+    head = pg.ref("HEAD")
+    if head is None:
+        raise UsageError(f"{pg.top}: the repository has no commit yet to branch from")
+    name = branch or f"normalize/{task.id[:8]}"
+    existed = branch_base(pg, name, head)
+    check(pg, prefix, workspace, before, after)
+    _copy_objects(pg, changes, after)
+    sha = _commit_in_worktree(pg, prefix, name, head, after, message_of(task, message),
+                              existed=existed, no_verify=no_verify)
+    result = CommitResult(branch=name, commit=sha, base=head, files=list(after))
+    if push is not None:
+        proc = pg.run("push", "--porcelain", push, f"refs/heads/{name}:refs/heads/{name}",
+                      check=False)
+        if proc.returncode != 0:
+            raise CheckpointError(f"branch {name} made ({sha[:12]}) but not pushed to {push}: "
+                                  f"{_last_lines(proc)}")
+        result.pushed = push
+    return result
+
+
+def _commit_in_worktree(pg: PersonGit, prefix: str, name: str, head: str,
+                        after: dict[str, Entry | None], message: str, *, existed: bool,
+                        no_verify: bool) -> str:
+    """`git commit` in a temporary worktree on `name`; the branch is put back if it fails."""
+    tmp = Path(tempfile.mkdtemp(prefix="normalize-commit-"))
+    wt = tmp / "wt"
+    try:
+        pg.run("worktree", "add", "-q", "-B" if existed else "-b", name, str(wt), head)
+        lines = "".join(f"{e.mode} {e.sha}\t{prefix}{p}\0" if e is not None else
+                        f"0 {'0' * 40}\t{prefix}{p}\0" for p, e in after.items())
+        pg.run("update-index", "-z", "--index-info", cwd=wt, input=lines.encode())
+        for rel, entry in after.items():
+            target = wt / (prefix + rel)
+            if entry is None and (target.exists() or target.is_symlink()):
+                target.unlink()
+        kept = [prefix + p for p, e in after.items() if e is not None]
+        if kept:
+            pg.run("checkout-index", "-f", "-q", "--", *kept, cwd=wt)
+        (tmp / "MSG").write_text(message)
+        verify = ["--no-verify"] if no_verify else []
+        proc = pg.run("commit", "-q", "--cleanup=whitespace", "-F", str(tmp / "MSG"), *verify,
+                      cwd=wt, check=False)
+        if proc.returncode != 0:
+            raise UsageError(f"git commit refused (a hook, or the repository's set-up): "
+                             f"{_last_lines(proc)}")
+        return pg.out("rev-parse", "HEAD", cwd=wt)
+    except BaseException:
+        _put_back(pg, name, head, existed=existed, wt=wt)
+        raise
+    finally:
+        pg.run("worktree", "remove", "--force", str(wt), check=False)
+        pg.run("worktree", "prune", check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _put_back(pg: PersonGit, name: str, head: str, *, existed: bool, wt: Path) -> None:
+    """Leave the branch as it was before a failed commit (absent, or at HEAD)."""
+    pg.run("worktree", "remove", "--force", str(wt), check=False)
+    if existed:
+        pg.run("update-ref", f"refs/heads/{name}", head, check=False)
+    else:
+        pg.run("update-ref", "-d", f"refs/heads/{name}", check=False)
