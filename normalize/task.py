@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from normalize.children import ChildSettings
 from normalize.errors import ExitStatus
 
 SCHEMA_VERSION = 2
@@ -366,6 +367,9 @@ class Task:
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
     elapsed: float = 0.0
+    parent: str | None = None  # the task that started this one (a sub-task)
+    children: list[str] = field(default_factory=list)  # the sub-tasks it started, in order
+    child: ChildSettings | None = None  # how its parent asked for it
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
@@ -407,6 +411,9 @@ class Task:
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "elapsed": self.elapsed,
+            "parent": self.parent,
+            "children": list(self.children),
+            "child": None if self.child is None else self.child.to_dict(),
         }
 
     @classmethod
@@ -437,4 +444,7 @@ class Task:
             created_at=float(data.get("created_at", 0.0)),
             updated_at=float(data.get("updated_at", 0.0)),
             elapsed=float(data.get("elapsed", 0.0)),
+            parent=data.get("parent"),
+            children=[str(c) for c in data.get("children", [])],
+            child=None if data.get("child") is None else ChildSettings.from_dict(data["child"]),
         )

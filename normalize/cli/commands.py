@@ -283,6 +283,10 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
         out.write(f"  error:     {task.error}\n")
     if task.pending is not None:
         out.write(f"  waiting:   {task.pending.question}\n")
+    if task.parent:
+        out.write(f"  parent:    {task.parent}\n")
+    for line in _children_lines(store, task.children):
+        out.write(line)
     out.write("steps:\n")
     from normalize.cli.describe import SHOW_LINES, history, journal_events, step_output
 
@@ -298,6 +302,21 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
         out.write(line + "\n")
     _warn_store(env, store)
     return 0
+
+
+def _children_lines(store: Any, children: list[str]) -> list[str]:
+    """`tasks show`'s children: one line each with its status, cost and goal."""
+    lines = ["children:\n"] if children else []
+    for child_id in children:
+        try:
+            child = store.shown(store.load(child_id, with_config=False))
+        except NormalizeError as exc:
+            lines.append(f"  {child_id}  unreadable: {exc}\n")
+            continue
+        goal = child.goal.splitlines()[0] if child.goal.strip() else ""
+        lines.append(f"  {child.id}  {child.status.value:<14} ${child.usage.cost_usd:.4f}  "
+                     f"{goal[:60]}\n")
+    return lines
 
 
 def _warn_store(env: Environment, store: Any) -> None:
