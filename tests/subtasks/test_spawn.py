@@ -1,0 +1,146 @@
+"""Sub-tasks end to end: a scripted parent spawns real child processes (scripted children).
+
+The parent runs in this process (so its model can read its requests); each
+child runs as its own `normalize` process through the local executor.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from subtasks_support import (
+    cli,
+    needs_sandbox,
+    script,
+    tasks,
+    tree_hash,
+    wait_for,
+    wait_program,
+    workspace,
+)
+
+from normalize.drivers.base import DriverServices
+from normalize.providers.base import ModelRequest
+from normalize.runner import RunOptions, load_spec, run_task, start_task
+from normalize.store import TaskStore
+from normalize.testing import ScriptedModel
+
+FILES = {"a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n"}
+
+
+def run_parent(ws: Path, home: Path, replies: list[Any]) -> tuple[Any, ScriptedModel]:
+    """Run a scripted parent (approvals: yes) in this process to its end."""
+    store = TaskStore(home, fsync=False)
+    model = ScriptedModel(replies, model="parent")
+    opts = RunOptions(workspace=ws, store=store, fsync=False, approve="yes",
+                      services=DriverServices(model_factory=lambda spec, **_: model))
+    spec = load_spec("dwim", ws)
+    spec.llm = {**(spec.llm or {}), "fallback": []}
+    outcome = run_task(start_task(spec, "split the work", opts), opts)
+    return outcome, model
+
+
+def spawn_line(model: str, goal: str, *flags: str) -> str:
+    return " ".join(["spawn", *flags, "--model", model, f'"{goal}"'])
+
+
+def children_of(home: Path, parent: str) -> list[dict[str, Any]]:
+    return [t for t in tasks(home) if t.get("parent") == parent]
+
+
+@needs_sandbox
+def test_three_isolated_children_run_together_and_land_in_the_parent(
+        tmp_path: Path, normalize_home: Path) -> None:
+    ws = workspace(tmp_path, FILES)
+    git_before = tree_hash(ws / ".git")
+    gate = tmp_path / "gate"
+    lines = ["parallel"]
+    for number, name in enumerate(FILES, 1):
+        child = script(tmp_path / f"child{number}.json", [
+            f"write {name} <<EOF\nchanged by child {number}\nEOF",
+            wait_program(gate),  # each waits until all three are running at once
+            f"done child {number} rewrote {name}"])
+        lines.append(spawn_line(child, f"rewrite {name}", "--isolated"))
+    seen: list[str] = []
+
+    def second(request: ModelRequest) -> str:
+        seen.append("\n".join(str(m) for m in request.messages))
+        return "done all three landed"
+
+    result: dict[str, Any] = {}
+    runner = threading.Thread(target=lambda: result.update(
+        zip(("outcome", "model"), run_parent(ws, normalize_home, ["\n".join(lines), second]),
+            strict=True)))
+    runner.start()
+    try:
+        wait_for(lambda: len([t for t in tasks(normalize_home) if t.get("parent")
+                              and t["status"] == "running"]) == 3, 90,
+                 "three children running at once")
+    finally:
+        gate.write_text("go")
+        runner.join(120)
+    outcome = result["outcome"]
+    assert outcome.status.value == "done", outcome.error
+    parent = outcome.task.id
+    kids = children_of(normalize_home, parent)
+    assert len(kids) == 3 and {k["status"] for k in kids} == {"done"}
+    assert sorted(outcome.task.children) == sorted(k["id"] for k in kids)
+    # the children's own timelines overlap: each started before any ended
+    spans = []
+    for kid in kids:
+        events = [e for e in _journal(normalize_home, kid["id"]) if e["type"] in
+                  ("run_started", "run_ended")]
+        spans.append((events[0]["ts"], events[-1]["ts"]))
+    assert max(s for s, _ in spans) < min(e for _, e in spans)
+    # the results reach the parent's next request
+    assert seen and all(f"child {n} rewrote" in seen[0] for n in (1, 2, 3))
+    for number, name in enumerate(FILES, 1):
+        assert (ws / name).read_text() == f"changed by child {number}\n"
+    assert not list((normalize_home / "copies").iterdir())  # collected: copies removed
+    assert tree_hash(ws / ".git") == git_before  # the person's .git untouched
+    shown = cli("diff", parent, cwd=ws, home=normalize_home)
+    assert shown.returncode == 0, shown.stderr
+    assert all(f"+changed by child {n}" in shown.stdout for n in (1, 2, 3))
+    listing = cli("tasks", cwd=ws, home=normalize_home).stdout.splitlines()
+    at = next(i for i, line in enumerate(listing) if line.startswith(parent))
+    assert all("└ rewrite" in line for line in listing[at + 1:at + 4])
+    show = cli("tasks", "show", parent, cwd=ws, home=normalize_home).stdout
+    assert all(f"  {k['id']}  done" in show for k in kids)
+    undone = cli("undo", parent, cwd=ws, home=normalize_home)
+    assert undone.returncode == 0, undone.stderr
+    assert {name: (ws / name).read_text() for name in FILES} == FILES
+    assert tree_hash(ws / ".git") == git_before
+
+
+def test_children_editing_the_same_lines_conflict_and_nothing_is_half_applied(
+        tmp_path: Path, normalize_home: Path) -> None:
+    ws = workspace(tmp_path, FILES)
+    one = script(tmp_path / "one.json", [
+        "write a.txt <<EOF\nfrom one\nEOF", "done one"])
+    two = script(tmp_path / "two.json", [
+        "write b.txt <<EOF\nb from two\nEOF", "write a.txt <<EOF\nfrom two\nEOF", "done two"])
+    decision = "\n".join([spawn_line(one, "edit a", "--isolated"),
+                          spawn_line(two, "edit a and b", "--isolated")])
+    outcome, _ = run_parent(ws, normalize_home, [decision, "done merged what fits"])
+    finished = [e for e in _journal(normalize_home, outcome.task.id)
+                if e["type"] == "action_finished" and e["tool"] == "spawn"]
+    applied = [e for e in finished if e["data"].get("applied")]
+    refused = [e for e in finished if e["data"].get("conflicts")]
+    assert len(applied) == 1 and len(refused) == 1, [e["data"] for e in finished]
+    conflicts = refused[0]["data"]["conflicts"]
+    assert conflicts == ["a.txt: hunk @@ -1 +1 @@"]
+    assert refused[0]["status"] == "error" and "a.txt: hunk @@ -1 +1 @@" in refused[0]["preview"]
+    if "two" in applied[0]["command"]:
+        assert (ws / "a.txt").read_text() == "from two\n"
+        assert (ws / "b.txt").read_text() == "b from two\n"
+    else:  # two's b.txt, which did not conflict, was not applied either
+        assert (ws / "a.txt").read_text() == "from one\n"
+        assert (ws / "b.txt").read_text() == "beta\n"
+
+
+def _journal(home: Path, task_id: str) -> list[dict[str, Any]]:
+    from subtasks_support import journal
+
+    return journal(home, task_id)
