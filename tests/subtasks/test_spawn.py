@@ -6,14 +6,22 @@ child runs as its own `normalize` process through the local executor.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
 
 from subtasks_support import (
+    PY,
+    append_program,
     cli,
+    env,
+    flow,
+    journal,
     needs_sandbox,
     script,
+    task_state,
     tasks,
     tree_hash,
     wait_for,
@@ -90,7 +98,7 @@ def test_three_isolated_children_run_together_and_land_in_the_parent(
     # the children's own timelines overlap: each started before any ended
     spans = []
     for kid in kids:
-        events = [e for e in _journal(normalize_home, kid["id"]) if e["type"] in
+        events = [e for e in journal(normalize_home, kid["id"]) if e["type"] in
                   ("run_started", "run_ended")]
         spans.append((events[0]["ts"], events[-1]["ts"]))
     assert max(s for s, _ in spans) < min(e for _, e in spans)
@@ -124,7 +132,7 @@ def test_children_editing_the_same_lines_conflict_and_nothing_is_half_applied(
     decision = "\n".join([spawn_line(one, "edit a", "--isolated"),
                           spawn_line(two, "edit a and b", "--isolated")])
     outcome, _ = run_parent(ws, normalize_home, [decision, "done merged what fits"])
-    finished = [e for e in _journal(normalize_home, outcome.task.id)
+    finished = [e for e in journal(normalize_home, outcome.task.id)
                 if e["type"] == "action_finished" and e["tool"] == "spawn"]
     applied = [e for e in finished if e["data"].get("applied")]
     refused = [e for e in finished if e["data"].get("conflicts")]
@@ -140,7 +148,69 @@ def test_children_editing_the_same_lines_conflict_and_nothing_is_half_applied(
         assert (ws / "b.txt").read_text() == "beta\n"
 
 
-def _journal(home: Path, task_id: str) -> list[dict[str, Any]]:
-    from subtasks_support import journal
+@needs_sandbox
+def test_a_parent_killed_while_children_run_collects_each_once_on_resume(
+        tmp_path: Path, normalize_home: Path) -> None:
+    ws = workspace(tmp_path, FILES)
+    gate = tmp_path / "gate"
+    quick = script(tmp_path / "quick.json", [append_program("log.txt", "a"), "done a"])
+    slow = script(tmp_path / "slow.json", [wait_program(gate), append_program("log.txt", "b"),
+                                           "done b"])
+    parent_model = script(tmp_path / "parent.json", [
+        "parallel\n" + "\n".join([spawn_line(quick, "append a"), spawn_line(slow, "append b")]),
+        "done both collected"])
+    wf = flow(tmp_path / "parent.toml", parent_model)
+    first = subprocess.Popen([PY, "-m", "normalize.cli.app", "run", str(wf), "--goal", "two",
+                              "-w", str(ws)], cwd=ws, env=env(normalize_home),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def settled() -> bool:
+            kids = [t for t in tasks(normalize_home) if t.get("parent")]
+            return sorted(t["status"] for t in kids) == ["done", "running"]
 
-    return journal(home, task_id)
+        wait_for(settled, 90, "one child done, the other running")
+    finally:
+        first.kill()  # SIGKILL: the parent leaves no ending; its children run on
+        first.wait()
+    parent = next(t["id"] for t in tasks(normalize_home) if not t.get("parent"))
+    assert task_state(normalize_home, parent)["status"] == "running"
+    second = subprocess.Popen([PY, "-m", "normalize.cli.app", "resume", parent],
+                              cwd=ws, env=env(normalize_home), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: sum(e["type"] == "run_started"
+                             for e in journal(normalize_home, parent)) == 2, 60,
+                 "the parent resumed")
+        gate.write_text("go")
+        out, err = second.communicate(timeout=120)
+    finally:
+        if second.poll() is None:
+            second.kill()
+            second.wait()
+    assert second.returncode == 0, (out, err)
+    assert sorted((ws / "log.txt").read_text().splitlines()) == ["a", "b"]  # each once
+    events = journal(normalize_home, parent)
+    assert [e["type"] for e in events].count("child_created") == 2  # made once, before
+    collected = [e for e in events if e["type"] == "child_collected"]
+    assert sorted(e["status"] for e in collected) == ["done", "done"]
+    for kid in (t for t in tasks(normalize_home) if t.get("parent") == parent):
+        runs = [e for e in journal(normalize_home, kid["id"]) if e["type"] == "run_started"]
+        assert len(runs) == 1  # the finished one collected, the running one re-attached
+    assert task_state(normalize_home, parent)["status"] == "done"
+
+
+def test_a_childs_budget_must_fit_in_what_the_parent_has_left(
+        tmp_path: Path, normalize_home: Path) -> None:
+    ws = workspace(tmp_path, FILES)
+    child = script(tmp_path / "child.json", ["done never runs"])
+    parent_model = script(tmp_path / "parent.json", [
+        f'spawn --budget 5 --model {child} "too dear"', "done refused"])
+    wf = flow(tmp_path / "parent.toml", parent_model, budget=1.0)
+    done = cli("run", str(wf), "--goal", "thrifty", "-w", str(ws), "--json", cwd=ws,
+               home=normalize_home)
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    finished = [e for e in events if e["type"] == "action_finished"]
+    assert finished and finished[0]["status"] == "error"
+    assert "--budget 5 is more than the task has left for children ($1.0000)" in \
+        finished[0]["error"]
+    assert [t for t in tasks(normalize_home) if t.get("parent")] == []  # no child made
