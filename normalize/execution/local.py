@@ -74,10 +74,7 @@ class LocalExecutor:
             status = proc.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
-        with self._lock:
-            gone = self._procs.pop(handle.ref, None)
-        if gone is not None:
-            self._places.release()
+        self._forget(handle)
         return status
 
     def cancel(self, handle: Handle) -> None:
@@ -85,7 +82,17 @@ class LocalExecutor:
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
-            if self.collect(handle, GRACE) is None:
+            try:
+                proc.wait(GRACE)
+            except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-        self.collect(handle)
+                proc.wait()
+        self._forget(handle)
+
+    def _forget(self, handle: Handle) -> None:
+        """Drop an ended job and free its place (once)."""
+        with self._lock:
+            gone = self._procs.pop(handle.ref, None)
+        if gone is not None:
+            self._places.release()

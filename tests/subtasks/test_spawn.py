@@ -7,6 +7,8 @@ child runs as its own `normalize` process through the local executor.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import threading
 from pathlib import Path
@@ -214,3 +216,47 @@ def test_a_childs_budget_must_fit_in_what_the_parent_has_left(
     assert "--budget 5 is more than the task has left for children ($1.0000)" in \
         finished[0]["error"]
     assert [t for t in tasks(normalize_home) if t.get("parent")] == []  # no child made
+
+
+@needs_sandbox
+def test_stopping_the_parent_stops_its_children_and_resume_finishes_them(
+        tmp_path: Path, normalize_home: Path) -> None:
+    ws = workspace(tmp_path, FILES)
+    gate = tmp_path / "gate"
+    slow = script(tmp_path / "slow.json", [wait_program(gate), "done waited"])
+    parent_model = script(tmp_path / "parent.json", [
+        spawn_line(slow, "wait for the gate"), "done stopped and resumed"])
+    wf = flow(tmp_path / "parent.toml", parent_model)
+    first = subprocess.Popen([PY, "-m", "normalize.cli.app", "run", str(wf), "--goal", "one",
+                              "-w", str(ws)], cwd=ws, env=env(normalize_home),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: [t["status"] for t in tasks(normalize_home) if t.get("parent")]
+                 == ["running"], 90, "the child running")
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(60) != 0
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    kid = next(t for t in tasks(normalize_home) if t.get("parent"))
+    assert kid["status"] == "interrupted"  # stopped with its parent, not left running
+    owner = (normalize_home / "tasks" / f"{kid['id']}.owner").read_text()
+    assert not _alive(json.loads(owner)["pid"])
+    parent = kid["parent"]
+    assert task_state(normalize_home, parent)["status"] == "interrupted"
+    gate.write_text("go")
+    done = cli("resume", parent, cwd=ws, home=normalize_home)
+    assert done.returncode == 0, done.stdout + done.stderr
+    kid = task_state(normalize_home, kid["id"])
+    assert kid["status"] == "done"
+    runs = [e for e in journal(normalize_home, kid["id"]) if e["type"] == "run_started"]
+    assert len(runs) == 2  # resumed once by the resumed parent
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
