@@ -11,9 +11,11 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from subtasks_support import (
     PY,
     append_program,
@@ -40,6 +42,14 @@ from normalize.testing import ScriptedModel
 FILES = {"a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n"}
 
 
+@pytest.fixture
+def gate(tmp_path: Path) -> Iterator[Path]:
+    """A file children wait for; written at the end whatever happened, so none waits on."""
+    path = tmp_path / "gate"
+    yield path
+    path.write_text("go")
+
+
 def run_parent(ws: Path, home: Path, replies: list[Any]) -> tuple[Any, ScriptedModel]:
     """Run a scripted parent (approvals: yes) in this process to its end."""
     store = TaskStore(home, fsync=False)
@@ -62,10 +72,9 @@ def children_of(home: Path, parent: str) -> list[dict[str, Any]]:
 
 @needs_sandbox
 def test_three_isolated_children_run_together_and_land_in_the_parent(
-        tmp_path: Path, normalize_home: Path) -> None:
+        tmp_path: Path, normalize_home: Path, gate: Path) -> None:
     ws = workspace(tmp_path, FILES)
     git_before = tree_hash(ws / ".git")
-    gate = tmp_path / "gate"
     lines = ["parallel"]
     for number, name in enumerate(FILES, 1):
         child = script(tmp_path / f"child{number}.json", [
@@ -152,9 +161,8 @@ def test_children_editing_the_same_lines_conflict_and_nothing_is_half_applied(
 
 @needs_sandbox
 def test_a_parent_killed_while_children_run_collects_each_once_on_resume(
-        tmp_path: Path, normalize_home: Path) -> None:
+        tmp_path: Path, normalize_home: Path, gate: Path) -> None:
     ws = workspace(tmp_path, FILES)
-    gate = tmp_path / "gate"
     quick = script(tmp_path / "quick.json", [append_program("log.txt", "a"), "done a"])
     slow = script(tmp_path / "slow.json", [wait_program(gate), append_program("log.txt", "b"),
                                            "done b"])
@@ -220,9 +228,8 @@ def test_a_childs_budget_must_fit_in_what_the_parent_has_left(
 
 @needs_sandbox
 def test_stopping_the_parent_stops_its_children_and_resume_finishes_them(
-        tmp_path: Path, normalize_home: Path) -> None:
+        tmp_path: Path, normalize_home: Path, gate: Path) -> None:
     ws = workspace(tmp_path, FILES)
-    gate = tmp_path / "gate"
     slow = script(tmp_path / "slow.json", [wait_program(gate), "done waited"])
     parent_model = script(tmp_path / "parent.json", [
         spawn_line(slow, "wait for the gate"), "done stopped and resumed"])
