@@ -62,19 +62,19 @@ def measure(ws: Path, home: Path, rounds: int) -> dict[str, float]:
     copies = home / "copies"
     out = {"copy": median_ms(rounds, lambda n: isolate.make_copy(
         repo, tree, copies / f"c{n}" / "ws"))}
-    edited = [p for p in sorted((copies / "c0" / "ws").rglob("*.py"))
+    first = copies / "c0" / "ws"
+    edited = [p.relative_to(first) for p in sorted(first.rglob("*.py"))
               if ".venv" not in p.parts][:3]
+    originals = {rel: (ws / rel).read_bytes() for rel in edited}
 
     def merge(n: int) -> None:
         copy = copies / f"c{n}" / "ws"
-        for path in edited:
-            target = copy / path.relative_to(copies / "c0" / "ws")
-            target.write_text(target.read_text() + f"# child {n}\n")
+        for rel in edited:
+            (copy / rel).write_text((copy / rel).read_text() + f"# child {n}\n")
         changes = isolate.changes(repo, tree, copy)
         assert not isolate.apply(repo, changes.patch, copy.parent), "merge refused"
-        subprocess.run(["git", "-C", str(ws), "checkout", "-q", "--", "."], check=False,
-                       env={**os.environ, "GIT_DIR": str(repo.git_dir), "GIT_WORK_TREE": str(ws),
-                            "GIT_INDEX_FILE": str(copy.parent / "index")})
+        for rel, data in originals.items():  # the parent as it was, for the next round
+            (ws / rel).write_bytes(data)
 
     out["merge"] = median_ms(rounds, merge)
     venv = ws / ".venv"

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
 import os
 import signal
 import threading
@@ -36,8 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from normalize.cancel import CancelToken
-from normalize.checkpoints import isolate
-from normalize.checkpoints.shadow import ShadowRepo
 from normalize.children import (
     BUDGET_SHARE,
     DEFAULT_TURNS,
@@ -65,6 +62,8 @@ ATTEMPTS = 5  # runs of one child per collection (a stop, a lost race for its lo
 
 def child_id_for(parent_id: str, key: str) -> str:
     """The id of the child a parent's action starts: the same every time that action runs."""
+    import hashlib  # (as the store does: loaded by the writes only)
+
     return hashlib.sha256(f"{parent_id}/{key}".encode()).hexdigest()[:8]
 
 
@@ -187,6 +186,9 @@ class Spawner:
 
     def _copy(self, child_id: str) -> tuple[str, str]:
         """An isolated copy of the parent's workspace at its last checkpoint: (path, base tree)."""
+        from normalize.checkpoints import isolate  # (loaded by isolated children only)
+        from normalize.checkpoints.shadow import ShadowRepo
+
         repo = ShadowRepo(Path(self.task.workspace), self.store.home)
         base = isolate.current_tree(repo, self.task.id)
         dest = self.store.home / "copies" / child_id / Path(self.task.workspace).name
@@ -257,6 +259,9 @@ class Spawner:
 
     def _merge_back(self, child: Task, settings: ChildSettings, outcome: ChildOutcome) -> None:
         """Read the copy's diff, apply it (merge = apply, a child that ended well), drop it."""
+        from normalize.checkpoints import isolate
+        from normalize.checkpoints.shadow import ShadowRepo
+
         copy_dir = Path(child.workspace)
         if not copy_dir.is_dir():
             outcome.error = "its copy was collected before (the parent's earlier run)"

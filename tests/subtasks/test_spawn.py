@@ -267,3 +267,20 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_a_childs_turn_limit_binds_and_its_outcome_says_so(
+        tmp_path: Path, normalize_home: Path) -> None:
+    ws = workspace(tmp_path, FILES)
+    child = script(tmp_path / "child.json", [
+        "write a.txt <<EOF\nturn one\nEOF", "write a.txt <<EOF\nturn two\nEOF", "done"])
+    outcome, _ = run_parent(ws, normalize_home, [
+        spawn_line(child, "two turns of work", "--max-turns", "1"), "done saw the limit"])
+    kid = task_state(normalize_home, outcome.task.children[0])
+    assert (kid["status"], kid["turn"], kid["parent"]) == ("limit_reached", 1, outcome.task.id)
+    assert (ws / "a.txt").read_text() == "turn one\n"  # a shared child: the parent's workspace
+    finished = [e for e in journal(normalize_home, outcome.task.id)
+                if e["type"] == "action_finished" and e["tool"] == "spawn"]
+    assert finished[0]["status"] == "error"
+    assert finished[0]["error"] == "the child ended limit_reached"
+    assert "after 1 turn(s)" in finished[0]["preview"]
