@@ -83,7 +83,7 @@ def make_copy(repo: ShadowRepo, tree: str, dest: Path) -> list[str]:
     linked = [name for name in LINKED if (repo.workspace / name).is_dir()]
     (dest.parent / "exclude").write_text("".join(f"/{name}\n" for name in LINKED) + ".git\n")
     _git(repo, "read-tree", tree, tree=dest, index=index)
-    _git(repo, "checkout-index", "-a", "-f", tree=dest, index=index)
+    _git(repo, "checkout-index", "-a", "-f", "-u", tree=dest, index=index)  # -u: stat data kept
     for name in linked:
         os.symlink(repo.workspace / name, dest / name, target_is_directory=True)
     return linked
