@@ -30,7 +30,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +60,16 @@ POLL = 0.05  # seconds between looks at a child another process runs
 ATTEMPTS = 5  # runs of one child per collection (a stop, a lost race for its lock)
 
 
-def child_id_for(parent_id: str, key: str) -> str:
-    """The id of the child a parent's action starts: the same every time that action runs."""
+def child_id_for(parent_id: str, request: SpawnRequest) -> str:
+    """The id of the child a parent's action starts: the same every time that action runs.
+
+    The request is part of it, so a different spawn at the same place (the
+    model's new decision after `resume --rewind`) makes a new child.
+    """
     import hashlib  # (as the store does: loaded by the writes only)
 
-    return hashlib.sha256(f"{parent_id}/{key}".encode()).hexdigest()[:8]
+    said = repr(sorted(asdict(request).items()))
+    return hashlib.sha256(f"{parent_id}/{said}".encode()).hexdigest()[:8]
 
 
 def private_places(home: Path, workspace: Path) -> tuple[Path, ...]:
@@ -117,7 +122,7 @@ class Spawner:
     # -- the protocol ------------------------------------------------------
 
     def spawn(self, request: SpawnRequest, record: Record) -> ChildOutcome:
-        child_id = child_id_for(self.task.id, request.key)
+        child_id = child_id_for(self.task.id, request)
         with self._lock:
             if self._load(child_id) is None:
                 self._create(child_id, request, record)
@@ -149,7 +154,8 @@ class Spawner:
         if request.isolated:
             workspace, settings.base = self._copy(child_id)
         child = Task(id=child_id, goal=request.goal, workspace=workspace,
-                     driver=self.task.driver, driver_config=self._config(request.model),
+                     driver="llm",  # a child is a model at work, whoever spawned it
+                     driver_config=self._config(request.model),
                      limits=Limits(max_turns=request.max_turns or self.rules.turns,
                                    max_cost_usd=self._budget(request.budget_usd)),
                      parent=self.task.id, child=settings, workflow=self.task.workflow)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ from subtasks_support import workspace
 
 from normalize.checkpoints import isolate
 from normalize.checkpoints.shadow import ShadowRepo
-from normalize.children import ChildSettings
+from normalize.children import ChildSettings, SpawnRequest
 from normalize.cli.listing import nested
 from normalize.errors import ToolError
 from normalize.intents import parse
@@ -48,8 +49,11 @@ def test_spawn_names_a_bad_argument(text: str, message: str) -> None:
 
 
 def test_a_child_id_is_the_same_each_time_its_action_runs() -> None:
-    assert child_id_for("abcd1234", "3.1") == child_id_for("abcd1234", "3.1")
-    assert child_id_for("abcd1234", "3.1") != child_id_for("abcd1234", "3.2")
+    asked = SpawnRequest(goal="tidy", key="3.1", isolated=True)
+    assert child_id_for("abcd1234", asked) == child_id_for("abcd1234", replace(asked))
+    assert child_id_for("abcd1234", asked) != child_id_for("abcd1234", replace(asked, key="3.2"))
+    # a different spawn at the same place (a new decision after a rewind): a new child
+    assert child_id_for("abcd1234", asked) != child_id_for("abcd1234", replace(asked, goal="x"))
 
 
 def test_an_isolated_copy_keeps_the_rest_of_the_data_home_private(tmp_path: Path) -> None:
