@@ -137,11 +137,12 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 driver: str | None, max_turns: int | None, budget: float | None,
                 json_output: bool, quiet: bool, model: str | None = None,
                 sandbox: str | None = None, network: bool | None = None,
-                rewind: int | None = None, instruction: str | None = None) -> int:
+                rewind: int | None = None, instruction: str | None = None,
+                fork: bool = False) -> int:
     try:
         if model is not None and (driver or "llm") != "llm":
             raise UsageError("--model goes with --driver llm")
-        if instruction is None and rewind is None:
+        if instruction is None and rewind is None and not fork:
             ref = _resumable(ref)  # a done task says so before the engine is even loaded
         from normalize.engine import Reply, reply_text
         from normalize.runner import follow_up, hand_over, open_task, switch_model
@@ -150,7 +151,12 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                                         quiet=quiet, approve=approve, sandbox=sandbox,
                                         network=network)
         task = open_task(ref, options)
-        if rewind is not None:  # files and task state back to that step (issue 15)
+        if fork:  # a new task in a copy, from the last step or --rewind N; the task unchanged
+            from normalize.fork import fork_task
+
+            original, task = task.id, fork_task(options.store, task, rewind)
+            env.stderr.write(f"task {original}: forked as {task.id} in {task.workspace}\n")
+        elif rewind is not None:  # files and task state back to that step (issue 15)
             from normalize.checkpoints.changes import rewind_task
 
             task = rewind_task(options.store, task, rewind)
