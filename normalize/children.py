@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 Merge = Literal["apply", "none"]
 
 MAX_CHILDREN = 8
-"""Children one task may start, in all (`NORMALIZE_MAX_CHILDREN` overrides)."""
+"""Children one task may start, in all."""
 MAX_DEPTH = 2
 """How deep children may nest: a child of a child of the person's task, no deeper."""
 MAX_CONCURRENCY = 4

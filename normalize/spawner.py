@@ -79,18 +79,15 @@ def private_places(home: Path, workspace: Path) -> tuple[Path, ...]:
     there (the tasks, the shadow stores, other copies) stays out of reach.
     """
     home, workspace = home.resolve(), workspace.resolve()
-    if workspace != home and home not in workspace.parents:
+    if home not in workspace.parents:
         return (home,)
-    hidden: list[Path] = []
-    for place in [home, *reversed(workspace.relative_to(home).parents[:-1])]:
-        place = home / place if place != home else home
-        inner = workspace.relative_to(place).parts[0]
+    hidden: list[Path] = [home / name for name in ("tasks", "shadow", "cache", "reports")]
+    inside = workspace.relative_to(home)
+    for depth in range(len(inside.parts)):  # each folder from the home down to the workspace
+        place = home.joinpath(*inside.parts[:depth])
         with contextlib.suppress(OSError):
-            hidden += [p for p in place.iterdir() if p.name != inner]
-        for name in ("tasks", "shadow", "cache", "reports", "copies"):
-            if place == home and name != inner and home / name not in hidden:
-                hidden.append(home / name)
-    return tuple(hidden)
+            hidden += [p for p in place.iterdir() if p.name != inside.parts[depth]]
+    return tuple(dict.fromkeys(p for p in hidden if p not in workspace.parents))
 
 
 @dataclass(frozen=True)

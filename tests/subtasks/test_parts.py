@@ -109,3 +109,27 @@ def test_the_listing_puts_children_under_their_parent() -> None:
             row("par", None), row("orphan", "gone")]
     assert [(r[0], depth) for r, depth in nested(rows)] == [
         ("new", 0), ("par", 0), ("kid1", 1), ("grand", 2), ("kid2", 1), ("orphan", 0)]
+
+
+@pytest.mark.parametrize(("depth", "children", "message"), [
+    (2, [], "children may nest 2 deep and this task is at depth 2"),
+    (0, [f"c{n}" for n in range(8)], "this task has started its 8 children already"),
+])
+def test_spawning_past_the_depth_or_count_is_refused_before_a_child_is_made(
+        tmp_path: Path, depth: int, children: list[str], message: str) -> None:
+    from normalize.cancel import CancelToken
+    from normalize.execution.local import LocalExecutor
+    from normalize.spawner import Spawner
+    from normalize.store import TaskStore
+
+    store = TaskStore(tmp_path / "home", fsync=False)
+    parent = Task.new("g", str(tmp_path), "llm", children=list(children),
+                      child=ChildSettings(depth=depth) if depth else None)
+    store.create(parent)
+    spawner = Spawner(parent, store, LocalExecutor(1), cancel=CancelToken(),
+                      set_model=lambda llm, model: None)
+    recorded: list[object] = []
+    with pytest.raises(ToolError, match=message):
+        spawner.spawn(SpawnRequest(goal="more", key="0.0"), recorded.append)
+    assert recorded == [] and parent.children == children
+    assert [p.name for p in (tmp_path / "home" / "tasks").glob("*.json")] == [f"{parent.id}.json"]
