@@ -23,7 +23,7 @@ from normalize.drivers.base import DRIVERS, Driver, DriverServices, create_drive
 from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
-from normalize.sandbox import SandboxMode, SandboxPolicy, probe
+from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, probe
 from normalize.spawner import Spawner, private_places
 from normalize.store import TaskStore
 from normalize.store.paths import config_home
@@ -51,7 +51,7 @@ class RunOptions:
     allow: list[str] = field(default_factory=list)
     deny: list[str] = field(default_factory=list)
     sandbox: str | None = None  # --sandbox workspace|read-only|off
-    network: bool | None = None  # --network
+    network: bool | tuple[str, ...] | None = None  # --network
     env_allow: list[str] = field(default_factory=list)
     services: DriverServices = field(default_factory=DriverServices)
     approver: Approver | None = None
@@ -167,6 +167,7 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     limits = limits or Limits.from_dict(spec.limits)
     perms = resolve_permissions(spec, options)
     refuse_unconfined(perms.sandbox_policy(), perms.mode, options.interactive)  # before a task
+    refuse_state_in_workspace(perms.sandbox_policy(), options.workspace, _store(options).home)
     # a resumed run keeps these (the flags of that run may change them)
     config: dict[str, Any] = {"spec": spec.to_dict(), "permissions": perms.to_dict()}
     servers, ignored = mcp_servers(spec, options)
@@ -247,6 +248,7 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
     guard = WorkspaceGuard(workspace, protected=own)
     sandbox = replace(perms.sandbox_policy(), hidden=tuple(map(str, own)))
     refuse_unconfined(sandbox, policy.mode.value, options.interactive)
+    refuse_state_in_workspace(sandbox, workspace, store.home)
     servers = task_mcp_servers(task, options)
     sessions = None
     if servers:
@@ -268,8 +270,12 @@ def spawner(task: Task, options: RunOptions) -> Spawner:
     flags: list[str] = []
     if options.sandbox is not None:
         flags += ["--sandbox", options.sandbox]
-    if options.network is not None:
-        flags.append("--network" if options.network else "--no-network")
+    network = options.network
+    if network is False:
+        flags.append("--no-network")
+    elif network is not None:  # every host ("*"), or those named
+        for host in ("*",) if network is True else network:
+            flags += ["--network", host]
     if options.approve:
         flags += ["--approve", options.approve]
     limit = int(os.environ.get("NORMALIZE_MAX_CONCURRENCY") or MAX_CONCURRENCY)
@@ -307,6 +313,40 @@ def driver_services(options: RunOptions) -> DriverServices:
         services = replace(services, options={**services.options,
                                               "config_dir": str(config_home())})
     return services
+
+
+def tier_notice(task: Task, options: RunOptions) -> str:
+    """The one line naming what the sandbox tier leaves weaker for this task's programs, or ''."""
+    if task_permissions(task, options).sandbox_policy().mode is SandboxMode.OFF:
+        return ""
+    return probe().notice()
+
+
+def refuse_state_in_workspace(sandbox: SandboxPolicy, workspace: Path, store: Path) -> None:
+    """A `UsageError` when the landlock tier would leave normalize's state to programs.
+
+    Landlock cannot take a subtree out of the writable workspace, so a data
+    home or config dir inside it would be readable and writable by every
+    program; the full tier hides them with a mount instead.
+    """
+    if sandbox.mode is not SandboxMode.WORKSPACE:
+        return
+    root = workspace.resolve()
+    inside = [(name, path) for name, path in _state_dirs(store)
+              if path.resolve() == root or root in path.resolve().parents]
+    if inside and probe().tier is SandboxTier.LANDLOCK:
+        name, path = inside[0]
+        raise UsageError(f"{name}: {path} is inside the workspace, and the landlock sandbox tier "
+                         f"(no namespaces here) cannot hide it from programs; set {name} to a "
+                         f"directory outside {root}")
+
+
+def _state_dirs(store: Path) -> list[tuple[str, Path]]:
+    """normalize's data home and config dir, each with the variable that sets it."""
+    data = "NORMALIZE_HOME" if os.environ.get("NORMALIZE_HOME") else "XDG_DATA_HOME"
+    config = ("NORMALIZE_CONFIG" if os.environ.get("NORMALIZE_CONFIG")
+              else "NORMALIZE_HOME" if os.environ.get("NORMALIZE_HOME") else "XDG_CONFIG_HOME")
+    return [(data, store), (config, config_home())]
 
 
 def refuse_unconfined(sandbox: SandboxPolicy, approve: str, interactive: bool) -> None:

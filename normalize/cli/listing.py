@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from normalize.cli.console import Environment
@@ -64,9 +65,16 @@ def orphaned(store: Any, row: Row) -> int | None:
     return int(owner[0])
 
 
+def _shown(redact: Callable[[str], str]) -> Callable[[str], str]:
+    """`redact`, then `inert`: what a listing shows of a task's strings."""
+    from normalize.redact import inert
+
+    return lambda text: inert(redact(text))
+
+
 def shown_rows(store: Any, limit: int | None = None) -> tuple[list[Row], int, list[Any]]:
-    """The store's newest `limit` task rows (all by default), their shown strings redacted,
-    and how many rows there are in all.
+    """The store's newest `limit` task rows (all by default), their shown strings redacted
+    and inert, and how many rows there are in all.
 
     The strings a redactor would leave alone are most of them: each
     workspace's goals and questions are redacted joined, one line each, and
@@ -88,7 +96,7 @@ def shown_rows(store: Any, limit: int | None = None) -> tuple[list[Row], int, li
         group.append(row)
     for workspace, group in by_workspace.items():
         # shapes and the environment only: a fast listing
-        redactor = store.redact or Redactor.for_workspace(workspace, walk=False).redact_obj
+        redactor = _shown(store.redact or Redactor.for_workspace(workspace, walk=False).redact_obj)
         texts = [str(row[GOAL]) for row in group if row[GOAL]]
         texts += [str(row[QUESTION]) for row in group if row[QUESTION]]
         joined = "\n".join(texts)
