@@ -322,6 +322,8 @@ class Engine(Recovery):
                  parallel: bool, skip: frozenset[str] = frozenset(), fanout: int = 0) -> None:
         """Run actions in order; consecutive read-only ones together when `parallel`.
 
+        Consecutive actions of a tool that runs together (`spawn`) always run together.
+
         A workflow fan-out (`fanout` > 0) runs every action together, at most
         `fanout` at a time, side-effecting or not: the workflow asked for it.
         """
@@ -343,6 +345,10 @@ class Engine(Recovery):
             elif parallel and self._read_only(actions[index]):
                 while index + len(group) < len(actions) and \
                         self._read_only(actions[index + len(group)]):
+                    group.append(actions[index + len(group)])
+            elif self.tools.runs_together(actions[index]):  # spawns: children run side by side
+                while index + len(group) < len(actions) and \
+                        self.tools.runs_together(actions[index + len(group)]):
                     group.append(actions[index + len(group)])
             index += len(group)
             todo = [a for a in group if a.key not in skip]
@@ -405,7 +411,10 @@ class Engine(Recovery):
             def wrote(paths: set[str]) -> None:  # traced programs: what they wrote
                 self._written.setdefault(action.key, set()).update(paths)
 
-            tool_ctx = replace(self.tool_ctx, on_spawn=spawned, on_writes=wrote)
+            def child(event: BaseEvent) -> None:  # a sub-task made or collected
+                ctx.emit(event, durable=True)
+
+            tool_ctx = replace(self.tool_ctx, on_spawn=spawned, on_writes=wrote, on_child=child)
         guard = None if read_only else self._git_guard()
         if guard is not None:
             guard.before()

@@ -137,6 +137,32 @@ class ProcessStarted(BaseEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ChildCreated(BaseEvent):
+    """An action made a sub-task; journaled (fsynced) before the child starts."""
+
+    type: Literal["child_created"] = "child_created"
+    key: str = ""
+    child_id: str = ""
+    goal: str = ""
+    isolated: bool = False
+    workspace: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChildCollected(BaseEvent):
+    """A sub-task ended and its parent's action took its outcome (and applied its diff)."""
+
+    type: Literal["child_collected"] = "child_collected"
+    key: str = ""
+    child_id: str = ""
+    status: str = ""
+    summary: str = ""
+    cost_usd: float = 0.0
+    applied: bool = False
+    conflicts: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ActionInterrupted(BaseEvent):
     """On resume: an action was in flight when the last process died."""
 
@@ -301,7 +327,7 @@ class RunEnded(BaseEvent):
 
 Event = (
     RunStarted | StepStarted | DecisionMade | ActionStarted | ActionFinished | ProcessStarted
-    | ActionInterrupted
+    | ChildCreated | ChildCollected | ActionInterrupted
     | CheckpointTaken | TaskRewound
     | CheckpointSaved | WaitingForInput | InputReceived | ModelRequested | TextDelta
     | ThinkingDelta | ModelReplied | ModelRetried | FallbackUsed | LoopDetected
@@ -312,7 +338,7 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
     cls.__dataclass_fields__["type"].default: cls  # type: ignore[misc]
     for cls in (
         RunStarted, StepStarted, DecisionMade, ActionStarted, ActionFinished, ProcessStarted,
-        ActionInterrupted,
+        ChildCreated, ChildCollected, ActionInterrupted,
         CheckpointTaken, TaskRewound,
         CheckpointSaved, WaitingForInput, InputReceived, ModelRequested, TextDelta,
         ThinkingDelta, ModelReplied, ModelRetried, FallbackUsed, LoopDetected,

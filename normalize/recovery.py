@@ -4,7 +4,8 @@ The last process may have left a pending wait (a question, an approval) and a
 decision still in flight (`task.inflight`). `Recovery._recover` answers the
 wait from the person's `Reply`, feeds the in-flight decision's finished
 results back to the driver, and turns a side effect that started but never
-finished into an `interrupted` result ("outcome unknown"), stopping any of its
+finished into an `interrupted` result ("outcome unknown") — unless its tool
+re-attaches (`spawn`: run again, it finds the same child and collects it once) — stopping any of its
 processes that outlived their owner. Then it runs what never started (and
 again what was read-only), as the run would have without the stop, with one
 exception: when the stop left trouble the decider has not seen (an outcome
@@ -108,6 +109,10 @@ class Recovery:
         """Whether `action` cannot change anything: a read-only tool, or one the parser rejected."""
         return rejection(action) is not None or self.tools.is_read_only(action)
 
+    def _reattaches(self, action: Action) -> bool:
+        """Whether a cut-short side effect runs again on resume, finding its own work (`spawn`)."""
+        return rejection(action) is None and self.tools.reattaches(action)
+
     def _recover(self, task: Task, driver: Driver, ctx: RunContext, reply: Reply | None) -> None:
         """Settle what the last process left: a pending wait, an in-flight decision."""
         if task.pending is not None:
@@ -135,6 +140,9 @@ class Recovery:
                                       cache_id=event.get("cache_id"), data=event.get("data", {}))
                 driver.on_result(task, action, result)
                 done_keys.add(action.key)
+            elif action.key in started and self._reattaches(action):
+                ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
+                                           read_only=False, rerun=True))
             elif action.key in started and not self._read_only(action):
                 ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
                                            read_only=False, rerun=False))
@@ -172,7 +180,8 @@ class Recovery:
                 failed = finished[action.key].get("status") in ("error", "blocked")
                 if failed and not decision.parallel:
                     return True
-            elif action.key in started and not self._read_only(action):
+            elif action.key in started and not self._read_only(action) and \
+                    not self._reattaches(action):
                 return True
         return False
 

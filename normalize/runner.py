@@ -24,6 +24,7 @@ from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
 from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, probe
+from normalize.spawner import Spawner, private_places
 from normalize.store import TaskStore
 from normalize.store.paths import config_home
 from normalize.task import Limits, Task, TaskConfig
@@ -234,8 +235,9 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
     perms = task_permissions(task, options)
     policy = ApprovalPolicy.from_config(perms.approval_config(),
                                         interactive=options.interactive)
-    guard = WorkspaceGuard(workspace, protected=[store.home, config_home()])
-    sandbox = replace(perms.sandbox_policy(), hidden=(str(store.home), str(config_home())))
+    own = [*private_places(store.home, workspace), config_home()]  # an isolated copy: its own
+    guard = WorkspaceGuard(workspace, protected=own)
+    sandbox = replace(perms.sandbox_policy(), hidden=tuple(map(str, own)))
     refuse_unconfined(sandbox, policy.mode.value, options.interactive)
     refuse_state_in_workspace(sandbox, workspace, store.home)
     servers = task_mcp_servers(task, options)
@@ -248,7 +250,28 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
                        cancel=options.cancel, timeout=options.timeout,
                        approver=options.approver if options.interactive else None,
                        asker=options.asker if options.interactive else None, caches=caches,
-                       sandbox=sandbox, mcp=sessions)
+                       sandbox=sandbox, mcp=sessions, children=spawner(task, options))
+
+
+def spawner(task: Task, options: RunOptions) -> Spawner:
+    """The service behind `spawn`: the task's children run as local processes."""
+    from normalize.children import MAX_CONCURRENCY
+    from normalize.execution.local import LocalExecutor
+
+    flags: list[str] = []
+    if options.sandbox is not None:
+        flags += ["--sandbox", options.sandbox]
+    network = options.network
+    if network is False:
+        flags.append("--no-network")
+    elif network is not None:  # every host ("*"), or those named
+        for host in ("*",) if network is True else network:
+            flags += ["--network", host]
+    if options.approve:
+        flags += ["--approve", options.approve]
+    limit = int(os.environ.get("NORMALIZE_MAX_CONCURRENCY") or MAX_CONCURRENCY)
+    return Spawner(task, _store(options), LocalExecutor(limit), cancel=options.cancel,
+                   set_model=apply_model, flags=tuple(flags))
 
 
 def task_permissions(task: Task, options: RunOptions) -> Permissions:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from normalize.children import ChildSettings
 from normalize.errors import ExitStatus
 from normalize.serial import Record, Shape, copied, stored
 
@@ -330,6 +331,9 @@ class Task(Record):
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
     elapsed: float = 0.0
+    parent: str | None = None  # the task that started this one (a sub-task)
+    children: list[str] = field(default_factory=list)  # the sub-tasks it started, in order
+    child: ChildSettings | None = None  # how its parent asked for it
     schema_version: int = field(default=SCHEMA_VERSION, compare=False,
                                 metadata=stored(fixed=lambda: SCHEMA_VERSION))
     # the file is always written in the current format (`store.migrations` brings older ones)

@@ -151,6 +151,18 @@ VERBS: tuple[Verb, ...] = (
         takes_body=True,
     ),
     Verb(
+        "spawn",
+        (),
+        ("spawn [--isolated] [--model M] [--budget USD] [--max-turns N] [--merge apply|none] "
+         "[--keep] GOAL", "spawn [--isolated] <<EOF"),
+        "starts a sub-task with its own context, model and limits (its budget comes out of "
+        "this task's); several spawns in one reply run side by side; each answers, when its "
+        "child ends, with the child's summary, status, cost and diff stat; `--isolated` works "
+        "in a copy of the workspace whose diff is applied back (`--merge none`: only reported)",
+        True,
+        takes_body=True,
+    ),
+    Verb(
         "done",
         ("finish", "finished"),
         ("done [SUMMARY]",),

@@ -430,9 +430,11 @@ COMMANDS_MD_VERBS = {
     "plan": {"breakdown"},
     "ask": set(),
     "mcp": set(),
+    "spawn": set(),
     "done": {"finish", "finished"},
 }
-SIDE_EFFECTS = {"edit", "write", "run", "test", "mcp"}  # mcp: unless the server says read-only
+SIDE_EFFECTS = {"edit", "write", "run", "test", "mcp", "spawn"}  # mcp: unless the server says
+# read-only; spawn: a child may change the workspace
 
 
 def test_verbs_match_commands_md() -> None:

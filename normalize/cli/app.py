@@ -267,6 +267,9 @@ def resume(
     no_network: NoNetworkOpt = False,
     rewind: Annotated[int | None, typer.Option(
         "--rewind", min=0, help="First put files and task state back to step N.")] = None,
+    fork: Annotated[bool, typer.Option(
+        "--fork", help="Continue a new task (its child) in a copy of the workspace, from its "
+        "last step or --rewind N; the task itself is left as it is.")] = False,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -278,7 +281,7 @@ def resume(
                                  json_output=json_output, quiet=quiet, model=model,
                                  sandbox=sandbox, network=_network(network, no_network),
                                  rewind=rewind,
-                                 instruction=instruction))
+                                 instruction=instruction, fork=fork))
 
 
 @app.command()

@@ -139,11 +139,12 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 driver: str | None, max_turns: int | None, budget: float | None,
                 json_output: bool, quiet: bool, model: str | None = None,
                 sandbox: str | None = None, network: bool | tuple[str, ...] | None = None,
-                rewind: int | None = None, instruction: str | None = None) -> int:
+                rewind: int | None = None, instruction: str | None = None,
+                fork: bool = False) -> int:
     try:
         if model is not None and (driver or "llm") != "llm":
             raise UsageError("--model goes with --driver llm")
-        if instruction is None and rewind is None:
+        if instruction is None and rewind is None and not fork:
             ref = _resumable(ref)  # a done task says so before the engine is even loaded
         from normalize.engine import Reply, reply_text
         from normalize.runner import follow_up, hand_over, open_task, switch_model
@@ -152,7 +153,12 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                                         quiet=quiet, approve=approve, sandbox=sandbox,
                                         network=network)
         task = open_task(ref, options)
-        if rewind is not None:  # files and task state back to that step (issue 15)
+        if fork:  # a new task in a copy, from the last step or --rewind N; the task unchanged
+            from normalize.fork import fork_task
+
+            original, task = task.id, fork_task(options.store, task, rewind)
+            env.stderr.write(f"task {original}: forked as {task.id} in {task.workspace}\n")
+        elif rewind is not None:  # files and task state back to that step (issue 15)
             from normalize.checkpoints.changes import rewind_task
 
             task = rewind_task(options.store, task, rewind)
@@ -290,6 +296,10 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
         out.write(f"  error:     {task.error}\n")
     if task.pending is not None:
         out.write(f"  waiting:   {task.pending.question}\n")
+    if task.parent:
+        out.write(f"  parent:    {task.parent}\n")
+    for line in _children_lines(store, task.children):
+        out.write(line)
     out.write("steps:\n")
     from normalize.cli.describe import SHOW_LINES, history, journal_events, step_output
 
@@ -305,6 +315,21 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
         out.write(line + "\n")
     _warn_store(env, store)
     return 0
+
+
+def _children_lines(store: Any, children: list[str]) -> list[str]:
+    """`tasks show`'s children: one line each with its status, cost and goal."""
+    lines = ["children:\n"] if children else []
+    for child_id in children:
+        try:
+            child = store.shown(store.load(child_id, with_config=False))
+        except NormalizeError as exc:
+            lines.append(f"  {child_id}  unreadable: {exc}\n")
+            continue
+        goal = child.goal.splitlines()[0] if child.goal.strip() else ""
+        lines.append(f"  {child.id}  {child.status.value:<14} ${child.usage.cost_usd:.4f}  "
+                     f"{goal[:60]}\n")
+    return lines
 
 
 def _warn_store(env: Environment, store: Any) -> None:

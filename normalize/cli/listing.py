@@ -18,6 +18,7 @@ from normalize.store.index import (
     DRIVER,
     GOAL,
     ID,
+    PARENT,
     QUESTION,
     STATUS,
     TURN,
@@ -129,6 +130,7 @@ def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,
             "id": row[ID], "status": row[STATUS], "goal": row[GOAL], "driver": row[DRIVER],
             "workspace": row[WORKSPACE], "turn": row[TURN], "updated_at": row[UPDATED],
             "question": row[QUESTION], "orphaned": orphaned(store, row) is not None,
+            "parent": row[PARENT],
         }) + "\n" for row in rows))
         return 0
     if not rows:
@@ -150,7 +152,7 @@ def table(store: Any, rows: list[Row], width: int) -> str:
     places: dict[str, str] = {}  # a workspace as the column shows it, once per workspace
     now = time.time()
     lines = [f"{'ID':<9} {'STATUS':<14} {'DRIVER':<14} {'UPDATED':<9} {'WORKSPACE':<24} GOAL\n"]
-    for row in rows:
+    for row, depth in nested(rows):
         workspace = row[WORKSPACE]
         place = places.get(workspace)
         if place is None:
@@ -158,6 +160,8 @@ def table(store: Any, rows: list[Row], width: int) -> str:
         goal = row[GOAL] or ""
         if "\n" in goal or "\r" in goal:
             goal = goal.splitlines()[0] if goal.strip() else ""
+        if depth:
+            goal = "  " * (depth - 1) + "└ " + goal
         lines.append(f"{row[ID]:<9} {row[STATUS]:<14} {row[DRIVER]:<14} "
                      f"{age(row[UPDATED] or 0.0, now):<9} {place:<24} {cut(goal, room)}\n")
         if row[QUESTION] is not None:
@@ -168,3 +172,29 @@ def table(store: Any, rows: list[Row], width: int) -> str:
                 lines.append(f"{'':<9} ! its process ({gone}) is gone; `normalize resume "
                              f"{row[ID]}` recovers it\n")
     return "".join(lines)
+
+
+def nested(rows: list[Row]) -> list[tuple[Row, int]]:
+    """The rows with each sub-task right under its parent (oldest child first), and its depth.
+
+    A child whose parent is not among the rows stands where it is, at depth 0.
+    """
+    shown = {row[ID] for row in rows}
+    children: dict[str, list[Row]] = {}
+    for row in reversed(rows):  # rows are newest first; children read oldest first
+        parent = row[PARENT] if len(row) > PARENT else None
+        if isinstance(parent, str) and parent in shown and parent != row[ID]:
+            children.setdefault(parent, []).append(row)
+    out: list[tuple[Row, int]] = []
+
+    def place(row: Row, depth: int) -> None:
+        out.append((row, depth))
+        for child in children.get(row[ID], []):
+            if depth < 8:  # a loop of parents in damaged files ends here
+                place(child, depth + 1)
+
+    placed = {id(c) for group in children.values() for c in group}
+    for row in rows:
+        if id(row) not in placed:
+            place(row, 0)
+    return out

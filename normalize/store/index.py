@@ -2,8 +2,8 @@
 
 `tasks/index.jsonl` holds a line per write of a task file (created, rewritten
 whole, removed), appended under the store's index lock: a JSON array of the
-task's summary in `FIELDS` order (id, status, goal, driver, turn, times, the
-question it waits on), then the identity of the file it summarizes (inode,
+task's summary in `FIELDS` order (id, status, goal, driver, turn, times, its
+parent, the question it waits on), then the identity of the file it summarizes (inode,
 mtime, size); `[ID]` alone says the task was removed. The last line of an
 id wins.
 
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 NAME = "index.jsonl"
 LOCK = ".index.lock"
 FIELDS = ("id", "status", "goal", "driver", "workspace", "workflow", "turn", "updated_at",
-          "created_at", "question")
+          "created_at", "parent", "question")
 COMPACT_BYTES = 1 << 20  # an index smaller than this is never compacted
 LOCK_WAIT = 10.0  # seconds a writer waits for another writer of the index
 SETTLE = 2.0  # seconds `tasks/` must be unchanged before a listing seals the index
@@ -55,7 +55,8 @@ SETTLE = 2.0  # seconds `tasks/` must be unchanged before a listing seals the in
 Summary = dict[str, Any]
 Row = list[Any]  # a summary's values in `FIELDS` order (an index line, perhaps with its stamp)
 Stamp = list[int]
-ID, STATUS, GOAL, DRIVER, WORKSPACE, WORKFLOW, TURN, UPDATED, CREATED, QUESTION = range(10)
+ID, STATUS, GOAL, DRIVER, WORKSPACE, WORKFLOW, TURN, UPDATED, CREATED, PARENT, QUESTION = range(11)
+# (an index line of another length, written before `parent`, is read from its task file anew)
 
 
 def summary_of(data: dict[str, Any]) -> Summary:

@@ -402,6 +402,20 @@ class TaskStore:
         data.pop("log_gen", None)
         return data
 
+    def decode(self, task_id: str, data: dict[str, Any], *, source: str) -> Task:
+        """A state saved for `task_id` (a workspace checkpoint's copy of its file) as a Task.
+
+        Its driver config and kept values are read from beside the task's file.
+        """
+        data = dict(data)
+        data.pop("log_gen", None)
+        name = data.pop("driver_config_file", None)
+        if name is not None:
+            data["driver_config"] = self._read_config(task_id, name)
+        if "driver_states" in data:
+            data["driver_states"] = self._unkeep(task_id, data["driver_states"])
+        return Task.from_dict(migrate(data, source=source))
+
     def _parse(self, task_id: str, *, with_config: bool = True) -> Task:
         path = self.task_path(task_id)
         try:

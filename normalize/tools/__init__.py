@@ -22,6 +22,7 @@ BUILTIN_TOOLS: dict[str, str] = {
     "ask": "normalize.tools.meta:AskTool",
     "done": "normalize.tools.meta:DoneTool",
     "mcp": "normalize.tools.mcp:McpTool",
+    "spawn": "normalize.tools.spawn:SpawnTool",
 }
 """Tool name → `module:Class`, imported only when asked for (one verb, one module)."""
 

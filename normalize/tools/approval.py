@@ -244,6 +244,8 @@ def _parts(action: Action, outside: str | None,
         kind = "outside" if outside is not None else "confined"
     elif action.tool in ("edit", "write"):
         kind = "edit"
+    elif action.tool == "spawn":  # a child runs under this same policy: each of its actions asks
+        kind = "confined"
     elif action.tool == "mcp":
         if mcp_kind is None:
             return whole, []

@@ -26,6 +26,8 @@ from normalize.sandbox import SandboxPolicy
 from normalize.task import Action, ActionResult
 
 if TYPE_CHECKING:
+    from normalize.children import Spawner
+    from normalize.events import BaseEvent
     from normalize.execution.cache import CacheSet, ResultCache
     from normalize.mcp.client import McpSessions
     from normalize.tools.approval import ApprovalPolicy
@@ -54,6 +56,24 @@ class Previews(Protocol):
     def preview(self, action: Action, ctx: ToolContext) -> str: ...
 
 
+@runtime_checkable
+class Concurrent(Protocol):
+    """A side-effecting tool whose consecutive actions in a decision run together."""
+
+    concurrent: ClassVar[bool]
+
+
+@runtime_checkable
+class Reattaches(Protocol):
+    """A side-effecting tool safe to run again after a crash: it finds its own earlier work.
+
+    Resume then runs a started, never finished action of it again instead of
+    reporting its outcome as unknown (`spawn`: the same child, re-attached).
+    """
+
+    reattaches: ClassVar[bool]
+
+
 Approver = Callable[[str], str]
 """Asks a person a yes/no/always question; returns "yes", "no" or "always". The question
 may be an `approval.Question`, whose `detail` shows what the action would change."""
@@ -77,6 +97,8 @@ class ToolContext:
     on_writes: Callable[[set[str]], None] | None = None  # told the paths a program wrote
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)  # what programs may touch
     mcp: McpSessions | None = None  # the run's MCP servers (started on first use)
+    children: Spawner | None = None  # starts sub-tasks (`spawn`)
+    on_child: Callable[[BaseEvent], None] | None = None  # journals a child's creation/outcome
 
     def cache_for(self, action: Action) -> ResultCache:
         """The cache an action's result goes to: its scope's, or the task's default."""
@@ -113,6 +135,14 @@ class ToolRegistry:
     def is_read_only(self, action: Action) -> bool:
         tool = self._tools.get(action.tool)
         return bool(tool and tool.read_only)
+
+    def runs_together(self, action: Action) -> bool:
+        """Whether a side-effecting tool's actions run together with their neighbours (`spawn`)."""
+        return isinstance(self._tools.get(action.tool), Concurrent)
+
+    def reattaches(self, action: Action) -> bool:
+        """Whether a side effect a crash cut short may simply run again (it finds its work)."""
+        return isinstance(self._tools.get(action.tool), Reattaches)
 
     def execute(self, action: Action, ctx: ToolContext, *, approved: bool = False) -> ActionResult:
         """Run `action`: never raises for a tool's own failure, returns an error result.

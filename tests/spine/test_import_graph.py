@@ -26,6 +26,8 @@ LAYERS: dict[str, str] = {
     "normalize.cli": "cli",
     "normalize": "api",  # the package itself only (its __init__: the public API)
     "normalize.runner": "api",
+    "normalize.spawner": "api",  # makes, runs and collects sub-tasks (store, checkpoints, executor)
+    "normalize.fork": "api",  # a new task from another's state and checkpoint
     "normalize.drivers": "drivers",
     "normalize.drivers.base": "contract",
     "normalize.drivers.builtin": "contract",
@@ -41,7 +43,8 @@ LAYERS: dict[str, str] = {
     "normalize.store": "store",
     **{f"normalize.{name}": "core" for name in (
         "task", "events", "errors", "intents", "verbs", "redact", "cancel", "faults",
-        "fsutil", "plugins", "sandbox", "retry", "fsopen", "helpers", "serial")},
+        "fsutil", "plugins", "sandbox", "retry", "fsopen", "helpers", "serial",
+        "children")},
     "normalize.checkpoints": "store",
     "normalize.permissions": "api",  # resolves the layers: user config, workflow, flags
     "normalize.mcp": "core",  # the MCP client: server tables, sessions, the sandboxed transport

@@ -1,0 +1,123 @@
+"""Helpers for the sub-task tests: a git workspace, scripted parents and children, the store."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from normalize.sandbox import probe
+
+PY = sys.executable
+VENV_BIN = str(Path(sys.executable).parent)
+
+needs_sandbox = pytest.mark.skipif(not probe().available,
+                                   reason=f"no sandbox here: {probe().reason}")
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
+def workspace(root: Path, files: dict[str, str]) -> Path:
+    """A git repository holding `files` (committed) and a `.venv` the store leaves out."""
+    ws = root / "ws"
+    ws.mkdir()
+    for name, text in files.items():
+        (ws / name).write_text(text)
+    (ws / ".gitignore").write_text(".venv/\n")
+    (ws / ".venv" / "bin").mkdir(parents=True)
+    (ws / ".venv" / "bin" / "tool").write_text("#!/bin/sh\n")
+    git(ws, "init", "-q")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-qm", "start")
+    return ws
+
+
+def tree_hash(root: Path) -> str:
+    """A hash of every path, mode and byte under `root` (the person's `.git`)."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        st = path.lstat()
+        digest.update(f"{path.relative_to(root)}\0{st.st_mode}\0".encode())
+        if path.is_file() and not path.is_symlink():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def script(path: Path, replies: list[str]) -> str:
+    """A scripted model's file; the `--model` value naming it."""
+    path.write_text(json.dumps(replies))
+    return f"scripted:{path}"
+
+
+def wait_program(gate: Path) -> str:
+    """A reply running a program that waits for the file `gate`."""
+    code = (f"import os, time; [time.sleep(0.02) for _ in iter(lambda: "
+            f"os.path.exists({str(gate)!r}), True)]")
+    return f'run {PY} -c "{code}"'
+
+
+def append_program(log: str, word: str) -> str:
+    """A reply running a program that appends `word` to the workspace file `log`."""
+    code = f"open({log!r}, 'a').write({word!r} + chr(10))"
+    return f'run {PY} -c "{code}"'
+
+
+def cli(*args: str, cwd: Path, home: Path, timeout: float = 120,
+        **popen: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PY, "-m", "normalize.cli.app", *args], cwd=cwd, env=env(home),
+                          capture_output=True, text=True, timeout=timeout, **popen)
+
+
+def env(home: Path) -> dict[str, str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("NORMALIZE_")}
+    full.update(NORMALIZE_HOME=str(home), CI="true",
+                PATH=VENV_BIN + os.pathsep + full.get("PATH", ""))
+    return full
+
+
+def flow(path: Path, model: str, *, budget: float | None = None) -> Path:
+    """A workflow for a scripted parent: auto approvals, the model given."""
+    provider, _, name = model.partition(":")
+    limits = f"\n[workflow.limits]\nmax_cost_usd = {budget}\n" if budget is not None else ""
+    path.write_text(f'[workflow]\nname = "agent"\n[workflow.llm]\nprovider = "{provider}"\n'
+                    f'model = "{name}"\n[workflow.permissions]\nmode = "yes"\n{limits}')
+    return path
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"not reached in {timeout:g} s: {what}")
+
+
+def task_state(home: Path, task_id: str) -> dict[str, Any]:
+    from normalize.store import TaskStore
+
+    return TaskStore(home).state(task_id)
+
+
+def tasks(home: Path) -> list[dict[str, Any]]:
+    from normalize.store import TaskStore
+
+    store = TaskStore(home)
+    ids = sorted(p.name[:-5] for p in (home / "tasks").glob("*.json"))
+    return [store.state(i) for i in ids]
+
+
+def journal(home: Path, task_id: str) -> list[dict[str, Any]]:
+    lines = (home / "tasks" / f"{task_id}.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
