@@ -11,6 +11,7 @@ from normalize.cli.console import Environment
 def check(env: Environment, *, json_output: bool) -> int:
     """Print the probe's verdict; 0 when programs can be confined, 1 when not."""
     from normalize.sandbox import CREDENTIAL_STORES, probe
+    from normalize.sandbox.confine import AGENT_HOMES
 
     found = probe()
     if json_output:
@@ -27,7 +28,7 @@ def check(env: Environment, *, json_output: bool) -> int:
                          "  `auto` and non-interactive runs refuse to start programs; "
                          "`--sandbox off` runs them unconfined\n")
         return 1
-    hidden = ", ".join(f"~/{name}" for name in CREDENTIAL_STORES)
+    hidden = ", ".join(f"~/{name}" for name in (*CREDENTIAL_STORES, *AGENT_HOMES))
     why = f" (no full tier: {found.reason})" if found.reason else ""
     lines = [
         "sandbox: enforced",

@@ -81,15 +81,22 @@ def _full(abi: int) -> Probe:
     enforced = (
         f"writes: the workspace and a temporary directory per program (Landlock ABI {abi})",
         "reads: everywhere but the credential stores and normalize's data and config",
-        ".git and .normalize: bind-mounted read-only at any depth (user+mount namespace)",
+        ".git and .normalize: bind-mounted read-only at any depth (user+mount namespace), and "
+        "fingerprinted around each action (a .git a program creates is undone)",
         f"network: {network}",
+        "processes: PID 1 of a PID namespace kills whatever a program leaves running",
+        "terminal: /dev/tty, /dev/pts, /dev/ptmx and the consoles unreachable",
+        "sockets: /tmp, /run and $XDG_RUNTIME_DIR empty; agent variables (SSH_AUTH_SOCK, "
+        "DOCKER_HOST, …) scrubbed",
         "/dev/shm: a private tmpfs per program",
         *_scoped(abi),
     )
     return Probe(True, abi, filesystem=f"Landlock ABI {abi}; .git and .normalize bind-mounted "
                                        f"read-only in a user+mount namespace",
                  network=network, tier=SandboxTier.FULL, enforced=enforced,
-                 not_enforced=_unscoped(abi))
+                 not_enforced=("a pathname unix socket under HOME (outside the hidden "
+                               "directories) or /var can be connected: Landlock governs no "
+                               "connect", *_unscoped(abi)))
 
 
 def _filtered(abi: int, why: str) -> Probe:
@@ -109,12 +116,15 @@ def _filtered(abi: int, why: str) -> Probe:
         "syscalls: seccomp refuses unshare, setns, namespace clones, mount, ptrace, keyctl, "
         "bpf, io_uring, perf_event_open, open_by_handle_at, TIOCSTI and TIOCLINUX",
         "state: a data home or config dir inside the workspace is refused at start",
+        "processes: a subreaper kills whatever a program leaves running when it ends",
+        ".git and .normalize: fingerprinted around each action; a change is undone and reported",
         *_scoped(abi),
     )
     weaker = (
         ".git and .normalize are writable, checked after each program by fingerprints "
         "instead of mounted read-only",
         "/dev/shm is shared with your other programs",
+        "if the subreaper itself is killed, processes a program moved to another group survive",
         *_unscoped(abi),
     )
     return Probe(True, abi, filesystem=f"Landlock ABI {abi}; no namespaces",
