@@ -103,7 +103,8 @@ def step_line(event: StepStarted) -> str:
 
 def stats(event: RunEnded) -> list[str]:
     """The figures of a finished run: turns, actions, time, tokens, cost."""
-    parts = [f"{event.turns} turns", f"{event.actions} actions", f"{event.duration:.1f}s"]
+    parts = [plural(event.turns, "turn"), plural(event.actions, "action"),
+             f"{event.duration:.1f}s"]
     if event.input_tokens or event.output_tokens:
         parts.append(f"{event.input_tokens:,} in / {event.output_tokens:,} out tokens")
     if event.cost_usd:
@@ -127,7 +128,7 @@ def ending_summary(event: RunEnded) -> str:
 
 def summary_line(event: RunEnded) -> str:
     """`task abc12345 done · 2 turns · …`, then the summary and the error, one line each."""
-    line = f"task {event.task_id} " + " · ".join([event.status, *stats(event)])
+    line = f"task {event.task_id} " + " · ".join([status_word(event.status), *stats(event)])
     if ending_summary(event):
         line += f"\n  {first_line(event.summary, 200)}"
     if event.error:
@@ -137,7 +138,17 @@ def summary_line(event: RunEnded) -> str:
 
 def ending_title(event: RunEnded) -> str:
     """`✓ done`, or `■ failed`: the head of the summary panel."""
-    return f"{MARKS['success'] if event.status == 'done' else '■'} {event.status}"
+    return f"{MARKS['success'] if event.status == 'done' else '■'} {status_word(event.status)}"
+
+
+def status_word(status: str) -> str:
+    """A task status as words: `limit reached`, not `limit_reached`."""
+    return status.replace("_", " ")
+
+
+def changes_hint(task_id: str) -> str:
+    """What to do with a run's changes, under its changed files."""
+    return f"see them: normalize diff {task_id} · take them back: normalize undo {task_id}"
 
 
 # -- actions ---------------------------------------------------------------------------------
@@ -211,8 +222,13 @@ def question_line(event: WaitingForInput) -> str:
     return f"? {event.question}"
 
 
-def answer_line(event: InputReceived) -> str:
-    return f"  ↳ {first_line(event.answer, 100)}"
+ANSWER_LABELS = {"typed": "sent to the model: ", "follow_up": "follow-up: "}
+"""How each kind of input reads after its `↳` (an answer to a question has no label)."""
+
+
+def answer_line(event: InputReceived, width: int = 100) -> str:
+    """`  ↳ yes`, `  ↳ sent to the model: …` (a typed line), `  ↳ follow-up: …`."""
+    return f"  ↳ {ANSWER_LABELS.get(event.kind, '')}{first_line(event.answer, width)}"
 
 
 def message(event: BaseEvent) -> Line | None:
@@ -257,6 +273,8 @@ def describe(event: BaseEvent) -> str | None:
             return f"  {interrupted_line(event, 80)}"
         case WaitingForInput():
             return waiting_line(event)
+        case InputReceived():
+            return answer_line(event)
         case DecisionMade() if event.thinking:
             return f"  {first_line(event.thinking, 120)}"
         case ContextCompacted():
@@ -297,27 +315,36 @@ def step_output(event: ActionFinished, *, full_text: str | None = None,
 
 def history(events: Iterable[BaseEvent],
             output: Callable[[ActionFinished], list[str]] | None = None) -> list[str]:
-    """The steps of `tasks show`: steps, actions (and `output` under each), resumptions; then
+    """The steps of `tasks show`: steps, actions (and `output` under each), inputs, resumptions,
+    each workspace step numbered `#N` as `diff`, `undo --to` and `--rewind` count them; then
     the files the task changed, with their `+/-` lines."""
     out: list[str] = []
     actions = 0
     checkpoints: list[CheckpointTaken] = []
     rewound: list[tuple[int, int]] = []
+    at_key: dict[str, int] = {}  # an action's key -> its line, for its step's number
+    run_line = rewind_line = -1
     for event in events:
         match event:
             case StepStarted():
                 out.append(f"  {step_line(event)}")
             case ActionFinished():
                 actions += 1
+                at_key[event.key] = len(out)
                 out.append(f"  {action_outcome(event, 70)}")
                 if output is not None:
                     out.extend(output(event))
             case RunStarted(resumed=True):
+                run_line = len(out)
                 out.append("  ↻ resumed")
+            case InputReceived():
+                out.append(answer_line(event, 200))
             case CheckpointTaken():
                 checkpoints.append(event)
+                number_step(out, event, at_key.get(event.key, -1), run_line, rewind_line)
             case TaskRewound():
                 rewound.append((event.after_seq, event.seq))
+                rewind_line = len(out)
                 out.append(f"  ↺ rewound to step {event.step}: the actions above it since "
                            "were undone")
     if not actions:
@@ -326,7 +353,33 @@ def history(events: Iterable[BaseEvent],
     for checkpoint in checkpoints:
         if not any(lo < checkpoint.seq < hi for lo, hi in rewound):
             add_changes(totals, checkpoint)
-    return [*out, *changed_files(totals)]
+    return [*out, *step_legend(checkpoints), *changed_files(totals)]
+
+
+def number_step(out: list[str], event: CheckpointTaken, action: int, run: int,
+                rewind: int) -> None:
+    """Mark the line a workspace step belongs to with `#N` (a line of its own if it has none)."""
+    at = {"action": action, "resume": run, "rewind": rewind}.get(event.kind, -1)
+    if at >= 0:
+        out[at] += f"  #{event.step}"
+    elif event.kind == "start":
+        out.append(f"  ▶ started  #{event.step}")
+    elif event.kind == "undo":
+        out.append(f"  ↶ undo: {plural(event.files, 'file')} put back  #{event.step}")
+
+
+def step_legend(checkpoints: list[CheckpointTaken]) -> list[str]:
+    """How to use the `#N` numbers, once the task has steps beyond its start."""
+    if not any(c.step for c in checkpoints):
+        return []
+    task = checkpoints[-1].task_id
+    return [f"  (#N is a step: `normalize diff {task} N` shows it; "
+            f"`normalize undo {task} --to N` goes back to it)"]
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 file`, `2 files`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def add_changes(totals: dict[str, list[int]], event: CheckpointTaken) -> None:

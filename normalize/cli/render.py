@@ -38,6 +38,7 @@ from normalize.cli.describe import (
     add_changes,
     answer_line,
     changed_files,
+    changes_hint,
     command_label,
     describe,
     ending_summary,
@@ -149,6 +150,7 @@ class PlainRenderer:
         self.results = results or Results()
         self._lock = threading.Lock()
         self.input: Any = None
+        self.changes: dict[str, list[int]] = {}  # path -> [+, -] this run
 
     def attach_input(self, reader: Any) -> None:
         """The terminal reader to pause while a prompt has the terminal (or None)."""
@@ -162,6 +164,8 @@ class PlainRenderer:
 
     def __call__(self, event: BaseEvent) -> None:
         self.results.seen(event)
+        if isinstance(event, CheckpointTaken):
+            add_changes(self.changes, event)
         if self.quiet and not isinstance(event, RunEnded | WaitingForInput):
             return
         line = describe(event)
@@ -169,6 +173,8 @@ class PlainRenderer:
             body = self.results.body(event)
             if body and line is not None:
                 line = "\n".join([line.split("\n")[0], *(f"    {b}" for b in body)])
+        elif isinstance(event, RunEnded) and self.changes and line is not None:
+            line += f"\n  {changes_hint(event.task_id)}"
         if line is not None:
             with self._lock:
                 write_out(self.out, line + "\n")
@@ -562,6 +568,8 @@ def summary_panel(event: RunEnded, changes: dict[str, list[int]] | None = None
     rows.append(Text(" · ".join(stats(event)), style="dim"))
     for line in changed_files(changes or {}):
         rows.append(Text(line, style="" if line.startswith("files") else "cyan"))
+    if changes:
+        rows.append(Text(changes_hint(event.task_id), style="dim"))
     style = STATUS_STYLES.get(event.status, "")
     title = Text.assemble((ending_title(event), f"bold {style}".strip()),
                           (f" · task {event.task_id}", "dim"))

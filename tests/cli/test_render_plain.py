@@ -111,6 +111,6 @@ def test_plain_lines_name_an_edit_without_its_heredoc() -> None:
         "  ✗ run pytest  (1.50s)",
         "      exit code 1",
         "? waiting for an answer: Which version?",
-        "task abc12345 waiting · 1 turns · 2 actions · 2.0s",  # the question once
+        "task abc12345 waiting · 1 turn · 2 actions · 2.0s",  # the question once
     ]
     assert quiet.getvalue().splitlines() == out.getvalue().splitlines()[3:]
