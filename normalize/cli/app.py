@@ -530,6 +530,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(ExitStatus.INTERRUPTED)
     except KeyboardInterrupt:
         return int(ExitStatus.INTERRUPTED)
+    except SystemExit:
+        if reader_left():  # `normalize plugins | head -1`: the reader had what it wanted
+            return int(ExitStatus.DONE)
+        raise
     except typer.TyperException as exc:
         if hasattr(exc, "ctx") and hasattr(exc, "format_message"):  # a bad command line
             return usage_error(exc)
@@ -547,6 +551,15 @@ def main(argv: list[str] | None = None) -> int:
         if argv is None:  # the process ends next: skip the full collection at exit
             gc.freeze()  # (half a second with the SDKs loaded: Ctrl-C must stop in one)
     return status if isinstance(status, int) else 0
+
+
+def reader_left() -> bool:
+    """Whether click stopped a command because its stdout's reader went away (EPIPE).
+
+    Only commands that just print get there: a run stops itself on a closed stdout
+    (`write_out`) and exits 130. Click then wraps the streams to mute their last flush.
+    """
+    return type(sys.stdout).__name__ == "PacifyFlushWrapper"
 
 
 def usage_error(exc: Any) -> int:
