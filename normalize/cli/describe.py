@@ -73,6 +73,12 @@ def mark(status: str) -> str:
     return MARKS.get(status, "·")
 
 
+def outcome_mark(event: ActionFinished) -> str:
+    """An action's mark: `–` for one that succeeded without doing its work (`skipped` in its
+    data: `test` with no tests to run), never a `✓` for tests that did not run."""
+    return "–" if event.status == "success" and event.data.get("skipped") else mark(event.status)
+
+
 def plain(spans: Iterable[Span]) -> str:
     """The text of a styled line."""
     return "".join(span.text for span in spans)
@@ -156,7 +162,7 @@ def changes_hint(task_id: str) -> str:
 
 def action_outcome(event: ActionFinished, width: int) -> str:
     """`✓ view a.py  (0.01s)`: the mark, the command and how long it took."""
-    return f"{mark(event.status)} {command_label(event, width)}  ({event.duration:.2f}s)"
+    return f"{outcome_mark(event)} {command_label(event, width)}  ({event.duration:.2f}s)"
 
 
 def action_change(event: ActionFinished) -> str | None:
@@ -407,4 +413,4 @@ def changed_files(totals: dict[str, list[int]], limit: int = 20) -> list[str]:
 def recent_actions(events: Iterable[BaseEvent], limit: int = 5) -> list[str]:
     """The last few actions, marked and named, for the person taking a task over."""
     finished = [e for e in events if isinstance(e, ActionFinished)]
-    return [f"  {mark(e.status)} {command_label(e, 70)}" for e in finished[-limit:]]
+    return [f"  {outcome_mark(e)} {command_label(e, 70)}" for e in finished[-limit:]]

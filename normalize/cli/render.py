@@ -45,8 +45,8 @@ from normalize.cli.describe import (
     ending_title,
     error_text,
     interrupted_line,
-    mark,
     message,
+    outcome_mark,
     pending_ask,
     question_line,
     result_body,
@@ -499,7 +499,7 @@ def action_line(event: ActionFinished, *, change: bool = True) -> Text:
     from rich.text import Text
 
     style = STYLES.get(event.status, "")
-    line = Text.assemble((mark(event.status), f"bold {style}".strip()), " ",
+    line = Text.assemble((outcome_mark(event), f"bold {style}".strip()), " ",
                          command_label(event, 60), (f"  {event.duration:.2f}s", "dim"))
     if not change:
         return line

@@ -95,3 +95,27 @@ def test_a_reader_that_leaves_early_is_no_failure(args: list[str], project: Path
     with proc.stderr:
         said = proc.stderr.read()
     assert (proc.wait(timeout=60), said) == (0, b"")
+
+
+def test_check_without_tests_is_no_pass(project: Path, normalize_home: Path) -> None:
+    done = cli("run", "check", cwd=project, home=normalize_home)
+    assert done.returncode == 1, done.stdout + done.stderr  # a CI gate: "no tests" is no "pass"
+    assert "tests pass" not in done.stdout
+    assert "no tests found: nothing was checked" in done.stdout
+    assert "  – test  (" in done.stdout and "✓ test" not in done.stdout
+
+
+def test_health_marks_tests_that_did_not_run_as_skipped(project: Path,
+                                                        normalize_home: Path) -> None:
+    done = cli("run", "health", cwd=project, home=normalize_home)
+    assert done.returncode == 0, done.stderr
+    assert "  – test --quick  (" in done.stdout and "✓ test" not in done.stdout
+    assert "tests: no tests to run" in done.stdout
+
+
+def test_check_where_pytest_collects_nothing_is_no_pass(project: Path,
+                                                        normalize_home: Path) -> None:
+    (project / "pytest.ini").write_text("[pytest]\n")
+    done = cli("run", "check", cwd=project, home=normalize_home)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "no tests found: nothing was checked" in done.stdout
