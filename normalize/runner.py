@@ -320,17 +320,20 @@ def apply_model(llm: dict[str, Any], model: str | None, base_url: str | None = N
         llm["base_url"] = base_url
 
 
-def switch_model(task: Task, model: str) -> None:
-    """Point the task's model settings at `model` (a `PROVIDER:MODEL` spec) for its next run."""
+def switch_model(task: Task, model: str | None, base_url: str | None = None) -> None:
+    """Point the task's model settings at `model` (a `PROVIDER:MODEL` spec) and at the model
+    server `base_url` for its next run (either may be None: kept as it was)."""
     config_changed(task)
+    change = {k: v for k, v in (("model", model), ("base_url", base_url)) if v is not None}
     spec = task.driver_config.get("spec") or {}
     if spec.get("llm"):
-        spec["llm"] = {**spec["llm"], "model": model}
+        spec["llm"] = {**spec["llm"], **change}
     else:
-        task.driver_config["llm"] = {**(task.driver_config.get("llm") or {}), "model": model}
+        task.driver_config["llm"] = {**(task.driver_config.get("llm") or {}), **change}
 
 
-def hand_over(task: Task, driver: str, *, model: str | None = None) -> str:
+def hand_over(task: Task, driver: str, *, model: str | None = None,
+              base_url: str | None = None) -> str:
     """Give `task` to the driver registered as `driver` for its next run; the one it had.
 
     Each driver's state is kept under its name, so handing the task back later
@@ -339,10 +342,11 @@ def hand_over(task: Task, driver: str, *, model: str | None = None) -> str:
     if driver not in DRIVERS.names():
         raise UsageError(f"--driver {driver}: unknown driver "
                          f"(known: {', '.join(sorted(DRIVERS.names()))})")
-    if model is not None:
+    if model is not None or base_url is not None:
         if driver != "llm":
-            raise UsageError(f"--model goes with --driver llm, not --driver {driver}")
-        switch_model(task, model)
+            flag = "--model" if model is not None else "--base-url"
+            raise UsageError(f"{flag} goes with --driver llm, not --driver {driver}")
+        switch_model(task, model, base_url)
     previous, task.driver = task.driver, driver
     return previous
 

@@ -204,6 +204,9 @@ def resume(
         "--driver", help=_driver_help(),
         autocompletion=complete_drivers)] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help=MODEL_HELP)] = None,
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", help="Base URL of the model server (kept for the task's next runs).")
+    ] = None,
     max_turns: MaxTurnsOpt = None,
     budget: BudgetOpt = None,
     sandbox: SandboxOpt = None,
@@ -220,7 +223,7 @@ def resume(
                                  driver=driver, max_turns=max_turns, budget=budget,
                                  json_output=json_output, quiet=quiet, model=model,
                                  sandbox=sandbox, network=network, rewind=rewind,
-                                 instruction=instruction))
+                                 instruction=instruction, base_url=base_url))
 
 
 @app.command()

@@ -137,10 +137,12 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 driver: str | None, max_turns: int | None, budget: float | None,
                 json_output: bool, quiet: bool, model: str | None = None,
                 sandbox: str | None = None, network: bool | None = None,
-                rewind: int | None = None, instruction: str | None = None) -> int:
+                rewind: int | None = None, instruction: str | None = None,
+                base_url: str | None = None) -> int:
     try:
-        if model is not None and (driver or "llm") != "llm":
-            raise UsageError("--model goes with --driver llm")
+        if (model is not None or base_url is not None) and (driver or "llm") != "llm":
+            raise UsageError(f"{'--model' if model is not None else '--base-url'} goes with "
+                             "--driver llm")
         if instruction is None and rewind is None:
             ref = _resumable(ref)  # a done task says so before the engine is even loaded
         from normalize.engine import Reply, reply_text
@@ -174,14 +176,14 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         elif task.pending is not None and options.interactive:
             reply = _ask_pending(env, task)
         if driver is not None and driver != task.driver:
-            previous = hand_over(task, driver, model=model)
+            previous = hand_over(task, driver, model=model, base_url=base_url)
             if not quiet:
                 env.stderr.write(f"task {task.id}: handing over from {previous} to {driver} "
                                  f"at turn {task.turn}\n")
                 if driver == "user":
                     _show_recent(env, task.id, options.store)
-        elif model is not None:
-            switch_model(task, model)
+        elif model is not None or base_url is not None:
+            switch_model(task, model, base_url)
         set_limits(task, max_turns=max_turns, budget=budget)
         from normalize.cli.follow import after_run, run_at_terminal
 
