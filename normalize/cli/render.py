@@ -1,7 +1,7 @@
 """Renderers: subscribers that show the event stream.
 
     JsonRenderer   one JSON event per line (`--json`); nothing else goes to stdout
-    PlainRenderer  one plain line per event worth a line (pipes, `--quiet`, NO_COLOR, TERM=dumb)
+    PlainRenderer  one plain line per event worth a line (pipes, `--quiet`, TERM=dumb)
     LiveRenderer   the Rich live view: streamed text, spinners that turn into ✓ / ✗ / ⊘,
                    workflow progress, a footer (turn, tokens, cost, time), a summary panel
 
@@ -141,7 +141,7 @@ def paused(reader: Any) -> contextlib.AbstractContextManager[None]:
 
 
 class PlainRenderer:
-    """Plain lines, for pipes, `--quiet`, `NO_COLOR` and dumb terminals."""
+    """Plain lines, for pipes, `--quiet` and dumb terminals."""
 
     def __init__(self, out: TextIO | None = None, *, quiet: bool = False,
                  results: Results | None = None) -> None:
