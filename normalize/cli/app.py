@@ -283,14 +283,18 @@ def tasks_list(
         "--limit", "-n", min=1,
         help="Show the newest N tasks (the table's default: 50; --json: all).")] = None,
     show_all: Annotated[bool, typer.Option("--all", "-a", help="Show every task.")] = False,
+    workspace: Annotated[Path | None, typer.Option(
+        "--workspace", "-w", help="Only the tasks of this directory (`-w .`: this one).")
+    ] = None,
 ) -> None:
-    """List tasks, newest first (waiting tasks with their questions)."""
+    """List tasks, the last changed first (waiting tasks with their questions)."""
     if ctx.invoked_subcommand is not None:
         return
     from normalize.cli.listing import list_tasks
 
     raise typer.Exit(list_tasks(_env(), json_output=json_output, limit=limit,
-                                show_all=show_all))
+                                show_all=show_all,
+                                workspace=None if workspace is None else str(workspace.resolve())))
 
 
 @tasks_app.command("show")
@@ -315,10 +319,20 @@ def tasks_repair(task: Annotated[str | None, typer.Argument(
 
 
 @tasks_app.command("rm")
-def tasks_rm(task: Annotated[str, typer.Argument(autocompletion=complete_task_ids)]) -> None:
-    """Remove a task and its journal."""
+def tasks_rm(
+    task: Annotated[str | None, typer.Argument(autocompletion=complete_task_ids)] = None,
+    status: Annotated[str | None, typer.Option(
+        "--status", help="Instead of TASK: every task in this status (interrupted, failed, "
+        "done, …).")] = None,
+    workspace: Annotated[Path | None, typer.Option(
+        "--workspace", "-w", help="With --status: only the tasks of this directory.")] = None,
+) -> None:
+    """Remove a task (or every task in a --status) and its journal."""
     from normalize.cli.commands import remove_task
+    from normalize.cli.listing import remove_tasks
 
+    if status is not None or task is None:
+        raise typer.Exit(remove_tasks(_env(), task, status, workspace))
     raise typer.Exit(remove_task(_env(), task))
 
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from normalize.cli.console import Environment
+from normalize.errors import ExitStatus
 from normalize.store.index import (
+    CREATED,
     DRIVER,
     GOAL,
     ID,
@@ -26,6 +29,7 @@ from normalize.store.index import (
 )
 
 AGES = (("d", 86400), ("h", 3600), ("m", 60))
+UNCUT = 1 << 20  # a width that cuts no goal
 TABLE_ROWS = 50
 """The newest tasks the table shows by default; `--all` shows every one, `--limit N` N."""
 
@@ -63,7 +67,17 @@ def orphaned(store: Any, row: Row) -> int | None:
     return int(owner[0])
 
 
-def shown_rows(store: Any, limit: int | None = None) -> tuple[list[Row], int, list[Any]]:
+def newest_first(rows: list[Row], workspace: str | None = None) -> list[Row]:
+    """The rows by when each task last changed (the UPDATED column), newest first; ties by
+    creation, then id. With `workspace`, only the tasks of that directory."""
+    if workspace is not None:
+        rows = [r for r in rows if r[WORKSPACE] == workspace]
+    return sorted(rows, key=lambda r: (r[UPDATED] or 0.0, r[CREATED] or 0.0, r[ID]),
+                  reverse=True)
+
+
+def shown_rows(store: Any, limit: int | None = None, workspace: str | None = None
+               ) -> tuple[list[Row], int, list[Any]]:
     """The store's newest `limit` task rows (all by default), their shown strings redacted,
     and how many rows there are in all.
 
@@ -75,6 +89,7 @@ def shown_rows(store: Any, limit: int | None = None) -> tuple[list[Row], int, li
     from normalize.redact import Redactor
 
     rows, problems = store.rows()
+    rows = newest_first(rows, workspace)
     total = len(rows)
     if limit is not None:  # older tasks that wait for a person or run stay in view
         rows = rows[:limit] + [r for r in rows[limit:] if r[STATUS] in ("waiting", "running")]
@@ -104,8 +119,9 @@ def shown_rows(store: Any, limit: int | None = None) -> tuple[list[Row], int, li
 
 
 def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,
-               show_all: bool = False) -> int:
-    """The newest `limit` tasks (the table: TABLE_ROWS unless `show_all`; JSON: all)."""
+               show_all: bool = False, workspace: str | None = None) -> int:
+    """The newest `limit` tasks (the table: TABLE_ROWS unless `show_all`; JSON: all), of
+    every workspace or of `workspace` alone."""
     from normalize.store import TaskStore
 
     store = TaskStore()
@@ -113,7 +129,7 @@ def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,
         limit = None
     elif limit is None:
         limit = TABLE_ROWS
-    rows, total, problems = shown_rows(store, limit)
+    rows, total, problems = shown_rows(store, limit, workspace)
     for problem in problems:
         env.stderr.write(f"normalize: warning: {problem.message}\n")
     if json_output:
@@ -124,11 +140,14 @@ def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,
         }) + "\n" for row in rows))
         return 0
     if not rows:
-        env.stdout.write("no tasks yet\n")
+        env.stdout.write("no tasks yet\n" if workspace is None else
+                         f"no tasks in {workspace}\n")
         return 0
     import shutil  # (loaded with typer already)
 
-    env.stdout.write(table(store, rows, shutil.get_terminal_size((100, 24)).columns))
+    # a terminal's width; a pipe's reader wants whole lines (`| grep`), so goals stay whole
+    width = shutil.get_terminal_size((100, 24)).columns if env.stdout_tty else UNCUT
+    env.stdout.write(table(store, rows, width))
     if total > len(rows):
         older = total - len(rows)
         env.stdout.write(f"… and {older:,} older task{'s' if older > 1 else ''} "
@@ -160,3 +179,40 @@ def table(store: Any, rows: list[Row], width: int) -> str:
                 lines.append(f"{'':<9} ! its process ({gone}) is gone; `normalize resume "
                              f"{row[ID]}` recovers it\n")
     return "".join(lines)
+
+
+STATUSES = ("waiting", "running", "done", "failed", "interrupted", "limit_reached", "stuck")
+
+
+def remove_tasks(env: Environment, task: str | None, status: str | None,
+                 workspace: Path | None) -> int:
+    """`tasks rm --status S [-w DIR]`: remove every task in status S (of DIR), each by name."""
+    from normalize.errors import NormalizeError
+    from normalize.store import TaskStore
+
+    if task is not None or status is None:
+        why = "give a TASK or --status STATUS" if task is None else \
+            "give a TASK or --status STATUS, not both"
+        env.stderr.write(f"normalize: error: tasks rm: {why}\n")
+        return int(ExitStatus.USAGE)
+    if status not in STATUSES:
+        env.stderr.write(f"normalize: error: --status {status}: not a status (one of "
+                         f"{', '.join(STATUSES)})\n")
+        return int(ExitStatus.USAGE)
+    store = TaskStore()
+    rows, _ = store.rows()
+    where = None if workspace is None else str(workspace.resolve())
+    chosen = [r for r in newest_first(rows, where) if r[STATUS] == status]
+    failed = 0
+    for row in chosen:
+        try:
+            store.remove(row[ID])
+        except NormalizeError as exc:
+            failed += 1
+            env.stderr.write(f"normalize: {row[ID]} not removed: {exc}\n")
+        else:
+            env.stdout.write(f"removed task {row[ID]}\n")
+    removed = len(chosen) - failed
+    env.stdout.write(f"{removed} {status.replace('_', ' ')} task{'' if removed == 1 else 's'} "
+                     "removed\n")
+    return int(ExitStatus.FAILED) if failed else 0
