@@ -107,10 +107,15 @@ def step_line(event: StepStarted) -> str:
     return f"→ {step_label(event)}"
 
 
-def stats(event: RunEnded) -> list[str]:
-    """The figures of a finished run: turns, actions, time, tokens, cost."""
-    parts = [plural(event.turns, "turn"), plural(event.actions, "action"),
-             f"{event.duration:.1f}s"]
+def stats(event: RunEnded, resumed: bool = False) -> list[str]:
+    """The figures of a finished run: turns, actions, time, tokens, cost.
+
+    Turns, actions, tokens and cost are the task's; the time is this run's: after a
+    resume, when the two differ, each says which it is.
+    """
+    counts = f"{plural(event.turns, 'turn')} · {plural(event.actions, 'action')}"
+    took = f"{event.duration:.1f}s"
+    parts = [f"{counts} in all", f"{took} this run"] if resumed else [counts, took]
     if event.input_tokens or event.output_tokens:
         parts.append(f"{event.input_tokens:,} in / {event.output_tokens:,} out tokens")
     if event.cost_usd:
@@ -132,9 +137,10 @@ def ending_summary(event: RunEnded) -> str:
     return "" if event.status == "waiting" else event.summary
 
 
-def summary_line(event: RunEnded) -> str:
+def summary_line(event: RunEnded, resumed: bool = False) -> str:
     """`task abc12345 done · 2 turns · …`, then the summary and the error, one line each."""
-    line = f"task {event.task_id} " + " · ".join([status_word(event.status), *stats(event)])
+    line = f"task {event.task_id} " + " · ".join([status_word(event.status),
+                                                  *stats(event, resumed)])
     if ending_summary(event):
         line += f"\n  {first_line(event.summary, 200)}"
     if event.error:

@@ -54,6 +54,7 @@ from normalize.cli.describe import (
     stats,
     step_label,
     step_line,
+    summary_line,
 )
 from normalize.cli.describe import first_line as first_line
 from normalize.events import (
@@ -151,6 +152,7 @@ class PlainRenderer:
         self._lock = threading.Lock()
         self.input: Any = None
         self.changes: dict[str, list[int]] = {}  # path -> [+, -] this run
+        self.resumed = False
 
     def attach_input(self, reader: Any) -> None:
         """The terminal reader to pause while a prompt has the terminal (or None)."""
@@ -166,18 +168,23 @@ class PlainRenderer:
         self.results.seen(event)
         if isinstance(event, CheckpointTaken):
             add_changes(self.changes, event)
+        elif isinstance(event, RunStarted):
+            self.resumed = event.resumed
         if self.quiet and not isinstance(event, RunEnded | WaitingForInput):
             return
-        line = describe(event)
+        line = self.ending(event) if isinstance(event, RunEnded) else describe(event)
         if isinstance(event, ActionFinished):
             body = self.results.body(event)
             if body and line is not None:
                 line = "\n".join([line.split("\n")[0], *(f"    {b}" for b in body)])
-        elif isinstance(event, RunEnded) and self.changes and line is not None:
-            line += f"\n  {changes_hint(event.task_id)}"
         if line is not None:
             with self._lock:
                 write_out(self.out, line + "\n")
+
+    def ending(self, event: RunEnded) -> str:
+        """The run's last lines: its figures and summary, then what to do with its changes."""
+        line = summary_line(event, self.resumed)
+        return f"{line}\n  {changes_hint(event.task_id)}" if self.changes else line
 
     def close(self) -> None:
         flush_out(self.out)
@@ -191,6 +198,7 @@ class ViewState:
     """What the live region shows; updated by events, read by `refresh`."""
 
     task_id: str = ""
+    resumed: bool = False
     step: str = ""
     turn: int = 0
     max_turns: int | None = None
@@ -308,6 +316,7 @@ class LiveRenderer:
         match event:
             case RunStarted():
                 s.task_id = event.task_id
+                s.resumed = event.resumed
                 s.turn = event.turn
                 s.max_turns = event.max_turns
                 s.input_tokens = event.input_tokens
@@ -357,7 +366,7 @@ class LiveRenderer:
                 add_changes(s.changes, event)
             case RunEnded():
                 s.running.clear()
-                add(summary_panel(event, s.changes))
+                add(summary_panel(event, s.changes, s.resumed))
             case _:
                 if isinstance(event, ModelRetried):  # the streamed text so far is void
                     s.text.clear()
@@ -553,8 +562,8 @@ def _dim_block(text: str, limit: int) -> Text:
     return Text("\n".join(lines), style="dim italic")
 
 
-def summary_panel(event: RunEnded, changes: dict[str, list[int]] | None = None
-                  ) -> RenderableType:
+def summary_panel(event: RunEnded, changes: dict[str, list[int]] | None = None,
+                  resumed: bool = False) -> RenderableType:
     """The final panel: how the run ended, its summary, error, figures and changed files."""
     from rich.console import Group
     from rich.panel import Panel
@@ -565,7 +574,7 @@ def summary_panel(event: RunEnded, changes: dict[str, list[int]] | None = None
         rows.append(Text(event.summary.strip()))
     if event.error:
         rows.append(Text(error_text(event.error.strip()), style="red"))
-    rows.append(Text(" · ".join(stats(event)), style="dim"))
+    rows.append(Text(" · ".join(stats(event, resumed)), style="dim"))
     for line in changed_files(changes or {}):
         rows.append(Text(line, style="" if line.startswith("files") else "cyan"))
     if changes:

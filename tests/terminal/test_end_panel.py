@@ -82,3 +82,14 @@ def test_a_limit_is_said_in_words() -> None:
     assert not any("limit_reached" in line for line in shown)
     assert any("■ limit reached · task abc12345" in line for line in shown)
     assert "task abc12345 limit reached · 1 turn · 1 action · 1.5s" in shown
+
+
+def resumed_run() -> list[BaseEvent]:
+    return [RunStarted(task_id="abc12345", driver="llm", goal="fix calc", resumed=True, turn=4),
+            RunEnded(status="done", summary="fixed calc", turns=5, actions=7, duration=1.5)]
+
+
+def test_after_a_resume_the_figures_say_which_are_the_tasks_and_which_this_runs() -> None:
+    assert plain(resumed_run())[-2] == \
+        "task abc12345 done · 5 turns · 7 actions in all · 1.5s this run"
+    assert "│ 5 turns · 7 actions in all · 1.5s this run │" in live(resumed_run())
