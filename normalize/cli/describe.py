@@ -320,7 +320,7 @@ def step_output(event: ActionFinished, *, full_text: str | None = None,
     body = text.rstrip("\n").splitlines()
     if lines is not None and len(body) > lines:
         more = len(body) - lines + 1
-        where = f" — `tasks show --full` or `fetch {event.cache_id}`" if event.cache_id else ""
+        where = f" — `normalize tasks show {event.task_id} --full`" if event.cache_id else ""
         body = [*body[: lines - 1], f"… {more} more lines{where}"]
     return [*out, *(f"      {line}" for line in body)]
 
