@@ -296,10 +296,23 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
             whole = cache_reader(lambda: store)(task.id, event.cache_id)
         return step_output(event, full_text=whole, lines=None if full else SHOW_LINES)
 
-    for line in history(journal_events(events), output):
+    for line in history(journal_events(events), output, net_changes(store, task)):
         out.write(line + "\n")
     _warn_store(env, store)
     return 0
+
+
+def net_changes(store: Any, task: Any) -> dict[str, list[int]] | None:
+    """The task's `+/-` lines per file from before it to now, as `diff --stat` counts them
+    (None without checkpoints: `tasks show` then sums its steps')."""
+    from normalize.checkpoints.changes import TaskChanges
+    from normalize.checkpoints.shadow import shown
+
+    try:
+        counts = TaskChanges.open(store, task).numstat(None)
+    except NormalizeError:
+        return None
+    return {shown(path): [max(a, 0), max(r, 0)] for path, (a, r) in counts.items()}
 
 
 def _warn_store(env: Environment, store: Any) -> None:

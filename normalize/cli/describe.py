@@ -326,10 +326,12 @@ def step_output(event: ActionFinished, *, full_text: str | None = None,
 
 
 def history(events: Iterable[BaseEvent],
-            output: Callable[[ActionFinished], list[str]] | None = None) -> list[str]:
+            output: Callable[[ActionFinished], list[str]] | None = None,
+            net: dict[str, list[int]] | None = None) -> list[str]:
     """The steps of `tasks show`: steps, actions (and `output` under each), inputs, resumptions,
     each workspace step numbered `#N` as `diff`, `undo --to` and `--rewind` count them; then
-    the files the task changed, with their `+/-` lines."""
+    the files the task changed, with their `+/-` lines (`net`, as `diff --stat` counts them,
+    when known; else the steps' summed)."""
     out: list[str] = []
     actions = 0
     checkpoints: list[CheckpointTaken] = []
@@ -365,7 +367,7 @@ def history(events: Iterable[BaseEvent],
     for checkpoint in checkpoints:
         if not any(lo < checkpoint.seq < hi for lo, hi in rewound):
             add_changes(totals, checkpoint)
-    return [*out, *step_legend(checkpoints), *changed_files(totals)]
+    return [*out, *step_legend(checkpoints), *changed_files(totals if net is None else net)]
 
 
 def number_step(out: list[str], event: CheckpointTaken, action: int, run: int,

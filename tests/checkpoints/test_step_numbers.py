@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from checkpoint_helpers import cli, edit
+from checkpoint_helpers import cli, edit, run_scripted
 
 from normalize.drivers.base import DriverServices
 from normalize.drivers.llm import LineQueue
@@ -114,3 +114,16 @@ def test_the_report_uses_the_same_step_numbers(tmp_path: Path, normalize_home: P
     assert "step #1: 1 file, +1 -1" in html and "step #3: 1 file, +1 -1" in html
     assert "↳ follow-up instruction: now rename b" in html
     assert "↳ typed while the model worked: keep the comments" in html
+
+
+def test_tasks_show_counts_files_changed_as_diff_stat_does(tmp_path: Path,
+                                                           normalize_home: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "calc.py").write_text("a = 1\nb = 2\n")
+    done = run_scripted(ws, normalize_home, edit("calc.py", "a = 1", "a = 10"),
+                        edit("calc.py", "a = 10", "a = 100"), "done")
+    shown = cli("tasks", "show", done.task_id, cwd=ws, home=normalize_home)
+    stat = cli("diff", done.task_id, "--stat", cwd=ws, home=normalize_home)
+    assert stat.stdout.splitlines() == [" calc.py  +1 -1", " 1 file changed, +1 -1"]
+    assert shown.stdout.splitlines()[-2:] == ["files changed:", "  +1 -1  calc.py"]  # net
