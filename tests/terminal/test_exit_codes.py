@@ -119,3 +119,10 @@ def test_check_where_pytest_collects_nothing_is_no_pass(project: Path,
     done = cli("run", "check", cwd=project, home=normalize_home)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "no tests found: nothing was checked" in done.stdout
+
+
+def test_a_directory_of_one_file_says_1_file(project: Path, normalize_home: Path) -> None:
+    (project / "one").mkdir()
+    (project / "one" / "only.py").write_text("x = 1\n")
+    done = cli("view", "one", cwd=project, home=normalize_home)
+    assert done.returncode == 0 and done.stdout.splitlines()[0] == "one/ (1 file)"
