@@ -402,6 +402,7 @@ def follow_up(task: Task, instruction: str) -> None:
         raise UsageError(f"task {task.id} waits for an answer first: resume it with --answer")
     config_changed(task)
     task.driver_config["follow_ups"] = [*task.driver_config.get("follow_ups", []), text]
+    task.summary = ""  # the last one answered the earlier instruction: never this run's
     allowance = Limits.from_dict((task.driver_config.get("spec") or {}).get("limits") or {})
     if task.limits.max_turns is not None:
         task.limits.max_turns = task.turn + (allowance.max_turns or task.limits.max_turns)

@@ -14,6 +14,7 @@ from checkpoint_helpers import cli, edit, run_scripted
 
 from normalize.drivers.base import DriverServices
 from normalize.drivers.llm import LineQueue
+from normalize.events import BaseEvent, RunEnded
 from normalize.providers.base import ModelRequest
 from normalize.runner import RunOptions, follow_up, load_spec, run_task, start_task
 from normalize.store import TaskStore
@@ -127,3 +128,27 @@ def test_tasks_show_counts_files_changed_as_diff_stat_does(tmp_path: Path,
     stat = cli("diff", done.task_id, "--stat", cwd=ws, home=normalize_home)
     assert stat.stdout.splitlines() == [" calc.py  +1 -1", " 1 file changed, +1 -1"]
     assert shown.stdout.splitlines()[-2:] == ["files changed:", "  +1 -1  calc.py"]  # net
+
+
+def test_a_failed_follow_up_does_not_repeat_the_earlier_summary(tmp_path: Path,
+                                                                normalize_home: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "calc.py").write_text("a = 1\n")
+    model = ScriptedModel(["done looked at calc.py"], model="test")
+    ended: list[BaseEvent] = []
+    store = TaskStore(normalize_home, fsync=False)
+    opts = RunOptions(workspace=ws, store=store, fsync=False, approve="yes",
+                      subscribers=[ended.append],
+                      services=DriverServices(model_factory=lambda spec, **_: model))
+    spec = load_spec("dwim", ws)
+    spec.llm = {**(spec.llm or {}), "fallback": []}
+    task = start_task(spec, "look at calc.py", opts)
+    assert run_task(task, opts).status.value == "done"
+    task = store.load(task.id)
+    follow_up(task, "now rename a")  # the model has no reply left: this run fails
+    outcome = run_task(task, opts, resumed=True)
+    assert outcome.status.value == "failed"
+    last = [e for e in ended if isinstance(e, RunEnded)][-1]
+    assert "looked at calc.py" not in last.summary and outcome.task.summary != \
+        "looked at calc.py"
