@@ -353,6 +353,8 @@ def history(events: Iterable[BaseEvent],
                 out.append("  ↻ resumed")
             case InputReceived():
                 out.append(answer_line(event, 200))
+            case DecisionMade() if event.thinking.strip():  # the model's prose, as the run showed
+                out.append(f"  {first_line(event.thinking, 120)}")
             case CheckpointTaken():
                 checkpoints.append(event)
                 number_step(out, event, at_key.get(event.key, -1), run_line, rewind_line)

@@ -23,6 +23,7 @@ from normalize.testing import ScriptedModel
 SNAPSHOT = """\
 steps:
   ▶ started  #0
+  Editing calc.py.
   ✓ edit calc.py  (T)  #1
       --- a/calc.py
       +++ b/calc.py
@@ -31,11 +32,13 @@ steps:
       +a = 10
        b = 2
   ↳ sent to the model: keep the comments
+  Looking.
   ✓ view calc.py  (T)
          1│ a = 10
          2│ b = 2
   ↻ resumed  #2
   ↳ follow-up: now rename b
+  Editing calc.py.
   ✓ edit calc.py  (T)  #3
       --- a/calc.py
       +++ b/calc.py
