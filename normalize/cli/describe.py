@@ -220,6 +220,19 @@ def action_failure(event: ActionFinished, width: int = 100) -> str:
     return "\n".join(lines)
 
 
+def diff_lines(event: ActionFinished, limit: int) -> list[str]:
+    """A successful edit's (or write's) unified diff, at most `limit` lines; [] for others."""
+    if event.tool not in ("edit", "write") or event.status != "success":
+        return []
+    lines = event.preview.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("--- ")), None)
+    if start is None:
+        return []
+    shown = lines[start:start + limit]
+    more = len(lines) - start - len(shown)
+    return [*shown, f"… {more} more lines"] if more > 0 else shown
+
+
 def interrupted_line(event: ActionInterrupted, width: int) -> str:
     what = "runs again" if event.rerun else "outcome unknown"
     return f"? {command_label(event, width)}: interrupted, {what}"

@@ -41,6 +41,7 @@ from normalize.cli.describe import (
     changes_hint,
     command_label,
     describe,
+    diff_lines,
     ending_summary,
     ending_title,
     error_text,
@@ -173,9 +174,9 @@ class PlainRenderer:
         if self.quiet and not isinstance(event, RunEnded | WaitingForInput):
             return
         line = self.ending(event) if isinstance(event, RunEnded) else describe(event)
-        if isinstance(event, ActionFinished):
-            body = self.results.body(event)
-            if body and line is not None:
+        if isinstance(event, ActionFinished) and line is not None:
+            body = self.results.body(event) or diff_lines(event, DIFF_LINES)  # a CI log's diffs
+            if body:
                 line = "\n".join([line.split("\n")[0], *(f"    {b}" for b in body)])
         if line is not None:
             with self._lock:
@@ -350,11 +351,9 @@ class LiveRenderer:
                 add(action_block(event, change=not body))
                 if body:
                     add(Text("\n".join(body), style="" if event.status == "success" else "red"))
-                if event.tool in ("edit", "write") and event.status == "success" \
-                        and event.preview:
-                    diff = diff_block(event.preview)
-                    if diff is not None:
-                        add(diff)
+                diff = diff_block(event)
+                if diff is not None:
+                    add(diff)
             case ActionInterrupted():
                 s.running.pop(event.key, None)
                 add(Text(interrupted_line(event, 70), style="yellow"))
@@ -535,19 +534,14 @@ def action_block(event: ActionFinished, *, change: bool = True) -> RenderableTyp
     return Group(head, Padding(reason, (0, 0, 0, 4)))
 
 
-def diff_block(text: str, limit: int = DIFF_LINES) -> RenderableType | None:
+def diff_block(event: ActionFinished, limit: int = DIFF_LINES) -> RenderableType | None:
     """An edit's unified diff, syntax-highlighted and indented, at most `limit` lines."""
     from rich.padding import Padding
     from rich.syntax import Syntax
 
-    lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.startswith("--- ")), None)
-    if start is None:
+    shown = diff_lines(event, limit)
+    if not shown:
         return None
-    shown = lines[start:start + limit]
-    more = len(lines) - start - len(shown)
-    if more > 0:
-        shown.append(f"… {more} more lines")
     code = Syntax("\n".join(shown), "diff", theme="ansi_dark", background_color="default",
                   word_wrap=False)
     return Padding(code, (0, 0, 0, 4))

@@ -93,3 +93,20 @@ def test_after_a_resume_the_figures_say_which_are_the_tasks_and_which_this_runs(
     assert plain(resumed_run())[-2] == \
         "task abc12345 done · 5 turns · 7 actions in all · 1.5s this run"
     assert "│ 5 turns · 7 actions in all · 1.5s this run │" in live(resumed_run())
+
+
+DIFF = "--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-a = 1\n+a = 10\n"
+
+
+def test_the_plain_log_shows_an_edits_diff() -> None:
+    events = [RunStarted(task_id="abc12345", driver="llm", goal="fix calc"),
+              ActionFinished(key="0.0", tool="edit", command="edit calc.py", status="success",
+                             duration=0.01, preview=f"edited calc.py (+1 -1)\n{DIFF}")]
+    assert plain(events)[1:] == [
+        "  ✓ edit calc.py  (0.01s)",
+        "    --- a/calc.py",
+        "    +++ b/calc.py",
+        "    @@ -1 +1 @@",
+        "    -a = 1",
+        "    +a = 10",
+    ]
