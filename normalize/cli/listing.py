@@ -145,8 +145,9 @@ def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,
         return 0
     import shutil  # (loaded with typer already)
 
-    # a terminal's width; a pipe's reader wants whole lines (`| grep`), so goals stay whole
-    width = shutil.get_terminal_size((100, 24)).columns if env.stdout_tty else UNCUT
+    # a terminal's width (or COLUMNS, asked for); a pipe's reader wants whole lines (`| grep`)
+    cut_to = env.stdout_tty or "COLUMNS" in env.env
+    width = shutil.get_terminal_size((100, 24)).columns if cut_to else UNCUT
     env.stdout.write(table(store, rows, width))
     if total > len(rows):
         older = total - len(rows)
