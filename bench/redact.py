@@ -1,4 +1,4 @@
-"""How long redaction takes, in ms per MB of output, for the kinds of text tools print.
+"""How long redaction takes, in ms per MB (and MB/s) of output, for the kinds of text tools print.
 
     python bench/redact.py              # 1 MB of each kind, best of 5
     python bench/redact.py --mb 4 --values 20
@@ -52,7 +52,7 @@ def main() -> None:
             Redactor(values).redact(text)  # a fresh redactor: no memo
 
         ms = _best(once, args.repeat) * 1000 / args.mb
-        print(f"{kind:<14} {ms:8.1f} ms/MB")
+        print(f"{kind:<14} {ms:8.1f} ms/MB  {1000 / ms:6.1f} MB/s")
     text = _text(LINES["test log"], size)
 
     def streamed() -> None:
@@ -62,7 +62,7 @@ def main() -> None:
         stream.flush()
 
     ms = _best(streamed, max(1, args.repeat // 2)) * 1000 / args.mb
-    print(f"{'streamed':<14} {ms:8.1f} ms/MB  (40-character deltas)")
+    print(f"{'streamed':<14} {ms:8.1f} ms/MB  {1000 / ms:6.1f} MB/s  (40-character deltas)")
 
 
 if __name__ == "__main__":

@@ -3,10 +3,13 @@
     python bench/sandbox.py              # start-up medians, the ratio, the prompt share
     python bench/sandbox.py --runs 100
 
-Start-up: `true` and `python3 -c pass` started through `run_process`, in the
-workspace sandbox and with `--sandbox off` (the same code path, the same
-scrubbed environment), interleaved run by run so a slow moment hits both
-alike; the median wall time of each. The workspace is this repository, so the
+Start-up: `true` and `python3 -c pass` confined and started as `run_process`
+starts them (`confine`, then the child's own session, stdin from /dev/null,
+output piped), in each tier — `full` (namespaces + Landlock), `landlock`
+(Landlock + the seccomp filter, forced here though this machine may give
+`full`) and `off` (the same path, only the environment scrubbed) —
+interleaved run by run so a slow moment hits all alike; the median wall time
+of each and its ratio to `off`. The workspace is this repository, so the
 walk that finds every `.git` and `.normalize` is part of the cost; the walk of
 a generated 5,000-file tree is timed alone.
 
@@ -35,26 +38,43 @@ sys.path.insert(0, str(ROOT / "bench"))
 BEFORE = "a98f404"  # the last commit whose approvals trusted a list of known checkers
 
 
-def startup(runs: int) -> list[dict[str, Any]]:
-    from normalize.sandbox import SandboxMode, SandboxPolicy
-    from normalize.tools.run import run_process
+TIERS = ("full", "landlock", "off")
 
+
+def _start(argv: list[str], tier: str) -> float:
+    """Seconds to confine and run `argv` to its end in `tier` (run_process's start, no reader)."""
+    from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, confine, landlock
+
+    policy = SandboxPolicy(SandboxMode.OFF) if tier == "off" else SandboxPolicy()
+    abi = 0 if tier == "off" else landlock.abi_version()
+    started = time.perf_counter()
+    confinement = confine(policy, ROOT, abi=abi, label="bench",
+                          tier=SandboxTier.NONE if tier == "off" else SandboxTier(tier))
+    try:
+        code = subprocess.run(argv, cwd=ROOT, env=confinement.env, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              start_new_session=True, preexec_fn=confinement.preexec,
+                              check=False).returncode
+    finally:
+        confinement.close()
+    assert code == 0, (argv, tier)
+    return time.perf_counter() - started
+
+
+def startup(runs: int) -> list[dict[str, Any]]:
+    """Median ms of starting each program in each tier, interleaved run by run."""
     programs = {"true": ["true"], "python3 -c pass": [sys.executable, "-c", "pass"]}
-    modes = {"sandboxed": SandboxPolicy(), "unsandboxed": SandboxPolicy(SandboxMode.OFF)}
-    times: dict[tuple[str, str], list[float]] = {(p, m): [] for p in programs for m in modes}
+    times: dict[tuple[str, str], list[float]] = {(p, t): [] for p in programs for t in TIERS}
     for _ in range(runs):
         for program, argv in programs.items():
-            for mode, policy in modes.items():
-                started = time.perf_counter()
-                outcome = run_process(argv, cwd=ROOT, timeout=30, sandbox=policy)
-                times[(program, mode)].append(time.perf_counter() - started)
-                assert outcome.ok, outcome.output
+            for tier in TIERS:
+                times[(program, tier)].append(_start(argv, tier))
     rows = []
     for program in programs:
-        boxed = statistics.median(times[(program, "sandboxed")]) * 1000
-        bare = statistics.median(times[(program, "unsandboxed")]) * 1000
-        rows.append({"program": program, "sandboxed_ms": boxed, "unsandboxed_ms": bare,
-                     "ratio": boxed / bare})
+        ms = {tier: statistics.median(times[(program, tier)]) * 1000 for tier in TIERS}
+        rows.append({"program": program, **{f"{t}_ms": ms[t] for t in TIERS},
+                     "full_ratio": ms["full"] / ms["off"],
+                     "landlock_ratio": ms["landlock"] / ms["off"]})
     return rows
 
 
@@ -121,11 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     args = parser.parse_args(argv)
-    print("| program | sandboxed (ms) | unsandboxed (ms) | ratio |")
-    print("|---|---:|---:|---:|")
+    print("| program | full (ms) | landlock (ms) | off (ms) | full / off | landlock / off |")
+    print("|---|---:|---:|---:|---:|---:|")
     for row in startup(args.runs):
-        print(f"| `{row['program']}` | {row['sandboxed_ms']:.1f} | "
-              f"{row['unsandboxed_ms']:.1f} | {row['ratio']:.2f} |")
+        print(f"| `{row['program']}` | {row['full_ms']:.1f} | {row['landlock_ms']:.1f} | "
+              f"{row['off_ms']:.1f} | {row['full_ratio']:.2f} | {row['landlock_ratio']:.2f} |")
     repo, tree = walk_ms()
     print(f"\nwalk for .git/.normalize: {repo:.1f} ms on this repository, "
           f"{tree:.1f} ms on a 5,000-file tree")

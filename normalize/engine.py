@@ -68,6 +68,8 @@ from normalize.events import (
 from normalize.faults import crash_point
 from normalize.intents import rejection
 from normalize.recovery import OUTCOME_UNKNOWN, Recovery, Reply, StopRun, reply_text
+from normalize.sandbox import SandboxMode
+from normalize.sandbox.gitguard import GitGuard, describe, protected
 from normalize.store import TaskLock, TaskStore
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus
 from normalize.tools import procs
@@ -125,6 +127,7 @@ class Engine(Recovery):
         self._approved: set[str] = set()
         self.workspace_checkpoints: WorkspaceCheckpoints | None = None  # the runner sets it
         self._written: dict[str, set[str]] = {}  # action key -> paths its programs wrote
+        self._guard: GitGuard | None = None
 
     # -- the loop --------------------------------------------------------
 
@@ -403,9 +406,27 @@ class Engine(Recovery):
                 self._written.setdefault(action.key, set()).update(paths)
 
             tool_ctx = replace(self.tool_ctx, on_spawn=spawned, on_writes=wrote)
-        result = self.tools.execute(action, tool_ctx, approved=action.key in self._approved)
+        guard = None if read_only else self._git_guard()
+        if guard is not None:
+            guard.before()
+        try:
+            result = self.tools.execute(action, tool_ctx, approved=action.key in self._approved)
+        finally:
+            undone = guard.after() if guard is not None else []
         crash_point("action_ran")
+        if undone:  # it ran, and changed what a person's git would run: undone, and said
+            result = protected(result, undone)
+            shown = (action.text.splitlines() or [action.tool])[0]
+            ctx.emit(Notice(level="warning", message=f"`{shown}` {describe(undone)}"))
         return result
+
+    def _git_guard(self) -> GitGuard | None:
+        """The `.git` fingerprint check, when programs may write the workspace."""
+        if self.tool_ctx.sandbox.mode is not SandboxMode.WORKSPACE:
+            return None
+        if self._guard is None:
+            self._guard = GitGuard(self.tool_ctx.workspace, (self.store.home,))
+        return self._guard
 
     def _finish(self, task: Task, driver: Driver, ctx: RunContext, action: Action,
                 result: ActionResult) -> None:
@@ -416,8 +437,8 @@ class Engine(Recovery):
                                 error=result.error, preview=result.shown[:4000],
                                 cache_id=result.cache_id, data=result.data),
                  durable=not self._read_only(action))
-        if not self._read_only(action) and result.status not in (
-                ResultStatus.BLOCKED, ResultStatus.CANCELLED):
+        if not self._read_only(action) and (result.status not in (
+                ResultStatus.BLOCKED, ResultStatus.CANCELLED) or "protected" in result.data):
             self._workspace(task, action)
         task.actions_run += 1
         if result.wait is not None:

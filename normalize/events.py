@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, Protocol
 
 from normalize.fsutil import json_bytes
+from normalize.redact import inert_obj
 
 EVENT_VERSION = 1
 
@@ -397,12 +398,13 @@ class Emitter:
                         self._deltas = deltas
             self.seq += 1
             stamped = _stamp(event, task_id=self.task_id, seq=self.seq, ts=time.time())
-            if self.redact is not None and not stamped.transient:
-                # once, before any reader: the journal, `--json` on stdout, the live view
-                plain = stamped.to_dict()
-                redacted = self.redact(plain)
-                if redacted != plain:
-                    stamped = event_from_dict(redacted)
+            # once, before any reader (the journal, `--json` on stdout, the live view):
+            # secrets redacted, control characters made visible and inert
+            plain = stamped.to_dict()
+            shown = inert_obj(self.redact(plain) if self.redact is not None
+                              and not stamped.transient else plain)
+            if shown != plain:
+                stamped = event_from_dict(shown)
             if self.journal is not None and not stamped.transient:
                 self.journal.append(stamped, durable=durable)
             failed = self._fan_out(stamped)

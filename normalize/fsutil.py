@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write", "fsync_directory"]
+__all__ = ["atomic_write", "fsync_directory", "private_dirs"]
 
 
 def atomic_write(
@@ -48,6 +48,24 @@ def atomic_write(
         raise
     if fsync:
         fsync_directory(directory)
+
+
+def private_dirs(path: Path | str) -> Path:
+    """Make `path` and each missing parent owner-only (0700), whatever the umask; `path`.
+
+    `Path.mkdir(parents=True)` gives the parents the umask's default mode
+    (0777 under `umask 000`); a data home and its caches must never be so.
+    """
+    path = Path(path)
+    missing: list[Path] = []
+    here = path
+    while not here.is_dir() and here.parent != here:
+        missing.append(here)
+        here = here.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+    return path
 
 
 def fsync_directory(directory: Path | str) -> None:

@@ -6,7 +6,10 @@ The layers, lowest first: the built-in defaults, the user's config file
 written — one found by name under the workspace and not trusted — may only
 narrow what the layers below it give: a stricter `mode` (yes > auto > ask >
 never), more `deny` patterns, `allow_shell`/`network` false, a stricter
-`sandbox` (off > workspace > read-only). Every widening it asks for is left
+`sandbox` (off > workspace > read-only), and a host list (`network = ["pypi.org"]`)
+only within what the layers below reach: it narrows `true` to a list (which
+then asks in auto, as `true` does: the person chose everything, not these
+hosts) or a list to some of its hosts. Every widening it asks for is left
 out and reported. `normalize trust FILE` records a file's exact content hash
 in the user's config (`[trust]`); a trusted file counts as the user's own
 until its content changes.
@@ -23,14 +26,15 @@ from typing import TYPE_CHECKING, Any
 
 from normalize.errors import ConfigError
 from normalize.sandbox import SandboxMode, SandboxPolicy
+from normalize.sandbox.hosts import check_host, covered
 from normalize.store.paths import config_home
 
 if TYPE_CHECKING:
     from normalize.mcp.config import ServerSpec
 
 __all__ = ["KEYS", "MODES", "SANDBOXES", "Permissions", "config_path", "file_digest",
-           "is_trusted", "load_mcp_servers", "load_user_config", "trust_file", "trusted_files",
-           "untrust_file"]
+           "is_trusted", "load_mcp_servers", "load_user_config", "network_value", "trust_file",
+           "trusted_files", "untrust_file"]
 
 MODES = ("never", "ask", "auto", "yes")
 """Approval modes, strictest first."""
@@ -49,28 +53,36 @@ class Permissions:
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     allow_shell: bool = False
-    network: bool = False
+    network: bool | tuple[str, ...] = False
+    """False, True (every host) or the only hosts programs reach."""
     sandbox: str = SandboxMode.WORKSPACE.value
     env_allow: tuple[str, ...] = ()
+    hosts_ask: bool = False
+    """The host list narrowed a `true` from a workspace file: it asks in auto, as `true` does."""
     notes: tuple[str, ...] = field(default=(), compare=False)  # what was ignored, and why
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "allow": list(self.allow), "deny": list(self.deny),
-                "allow_shell": self.allow_shell, "network": self.network,
-                "sandbox": self.sandbox, "env_allow": list(self.env_allow)}
+        network = list(self.network) if isinstance(self.network, tuple) else self.network
+        out = {"mode": self.mode, "allow": list(self.allow), "deny": list(self.deny),
+               "allow_shell": self.allow_shell, "network": network,
+               "sandbox": self.sandbox, "env_allow": list(self.env_allow)}
+        return {**out, "hosts_ask": True} if self.hosts_ask else out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "recorded permissions"
                   ) -> Permissions:
-        return Permissions().overlay(data, where)
+        table = dict(data)
+        hosts_ask = table.pop("hosts_ask", False) is True  # recorded only, never a file's key
+        return replace(Permissions().overlay(table, where), hosts_ask=hosts_ask)
 
     def approval_config(self) -> dict[str, Any]:
         """The table `ApprovalPolicy.from_config` takes."""
         return {key: value for key, value in self.to_dict().items() if key in APPROVAL_KEYS}
 
     def sandbox_policy(self) -> SandboxPolicy:
-        return SandboxPolicy(mode=SandboxMode(self.sandbox), network=self.network,
-                             env_allow=self.env_allow)
+        hosts = self.network if isinstance(self.network, tuple) else ()
+        return SandboxPolicy(mode=SandboxMode(self.sandbox), network=self.network is True,
+                             hosts=hosts, hosts_ask=self.hosts_ask, env_allow=self.env_allow)
 
     def overlay(self, table: Mapping[str, Any], where: str, *, trusted: bool = True,
                 locate: Any = None) -> Permissions:
@@ -79,6 +91,11 @@ class Permissions:
         out = self
         notes = list(self.notes)
         for key, value in checked.items():
+            if key == "network":
+                out, dropped = _network(out, value, trusted)
+                notes.extend(f"ignored network = {_show(item)} from {where}: {UNTRUSTED_HINT}"
+                             for item in dropped)
+                continue
             wider = _widening(out, key, value)
             if wider and not trusted:
                 notes.extend(f"ignored {key} = {_show(item)} from {where}: {UNTRUSTED_HINT}"
@@ -86,6 +103,20 @@ class Permissions:
                 value = _narrowed(out, key)
             out = _apply(out, key, value)
         return replace(out, notes=tuple(notes))
+
+
+def _network(perms: Permissions, value: bool | tuple[str, ...], trusted: bool
+             ) -> tuple[Permissions, list[Any]]:
+    """`perms` with `network = value` on top, and what an untrusted file asked beyond them."""
+    current = perms.network
+    if trusted or value is False:
+        return replace(perms, network=value, hosts_ask=False), []
+    if value is True:
+        return perms, [] if current is True else [True]
+    if current is True:  # a list narrows everything, but the person did not choose these
+        return replace(perms, network=value, hosts_ask=True), []
+    kept = tuple(host for host in value if current and covered(host, current))
+    return replace(perms, network=kept or False), [h for h in value if h not in kept]
 
 
 def _show(value: Any) -> str:
@@ -112,8 +143,8 @@ def _widening(perms: Permissions, key: str, value: Any) -> list[Any]:
         return [value] if SANDBOXES.index(value) > SANDBOXES.index(perms.sandbox) else []
     if key in ("allow", "env_allow"):
         return [item for item in value if item not in getattr(perms, key)]
-    if key in ("allow_shell", "network"):
-        return [value] if value and not getattr(perms, key) else []
+    if key == "allow_shell":
+        return [value] if value and not perms.allow_shell else []
     return []  # deny only ever narrows
 
 
@@ -141,9 +172,14 @@ def validate(table: Mapping[str, Any], where: str, locate: Any = None) -> dict[s
             choices = MODES if key == "mode" else SANDBOXES
             if value not in choices:
                 raise fail(key, f"{key} = {value!r}: expected one of: {', '.join(choices)}")
-        elif key in ("allow_shell", "network"):
+        elif key == "allow_shell":
             if not isinstance(value, bool):
                 raise fail(key, f"{key} must be true or false, not {value!r}")
+        elif key == "network":
+            try:
+                value = network_value(value)
+            except ValueError as exc:
+                raise fail(key, f"network {exc}") from None
         else:
             if isinstance(value, str):
                 value = [value]
@@ -152,6 +188,18 @@ def validate(table: Mapping[str, Any], where: str, locate: Any = None) -> dict[s
             value = list(value)
         out[key] = value
     return out
+
+
+def network_value(value: object) -> bool | tuple[str, ...]:
+    """`network` checked: true, false or a list of hosts (an empty list is false)."""
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"must be true, false or a list of hosts, not {value!r}")
+    if "*" in value:
+        raise ValueError("\"*\" is not a host; network = true lets programs reach every host")
+    hosts = tuple(dict.fromkeys(check_host(item) for item in value))
+    return hosts or False
 
 
 # -- the user's config file ------------------------------------------------------------------
@@ -266,10 +314,10 @@ def is_trusted(path: Path, digest: str | None = None) -> bool:
 def _write_config(doc: Any) -> None:
     import tomlkit
 
-    from normalize.fsutil import atomic_write
+    from normalize.fsutil import atomic_write, private_dirs
 
     path = config_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(path.parent)
     atomic_write(path, tomlkit.dumps(doc).encode("utf-8"), mode=0o600)
 
 

@@ -23,7 +23,7 @@ from normalize.drivers.base import DRIVERS, Driver, DriverServices, create_drive
 from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
-from normalize.sandbox import SandboxMode, SandboxPolicy, probe
+from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, probe
 from normalize.store import TaskStore
 from normalize.store.paths import config_home
 from normalize.store.taskstore import config_changed
@@ -50,7 +50,7 @@ class RunOptions:
     allow: list[str] = field(default_factory=list)
     deny: list[str] = field(default_factory=list)
     sandbox: str | None = None  # --sandbox workspace|read-only|off
-    network: bool | None = None  # --network
+    network: bool | tuple[str, ...] | None = None  # --network
     env_allow: list[str] = field(default_factory=list)
     services: DriverServices = field(default_factory=DriverServices)
     approver: Approver | None = None
@@ -166,6 +166,7 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     limits = limits or Limits.from_dict(spec.limits)
     perms = resolve_permissions(spec, options)
     refuse_unconfined(perms.sandbox_policy(), perms.mode, options.interactive)  # before a task
+    refuse_state_in_workspace(perms.sandbox_policy(), options.workspace, _store(options).home)
     # a resumed run keeps these (the flags of that run may change them)
     config: dict[str, Any] = {"spec": spec.to_dict(), "permissions": perms.to_dict()}
     servers, ignored = mcp_servers(spec, options)
@@ -245,6 +246,7 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
     guard = WorkspaceGuard(workspace, protected=[store.home, config_home()])
     sandbox = replace(perms.sandbox_policy(), hidden=(str(store.home), str(config_home())))
     refuse_unconfined(sandbox, policy.mode.value, options.interactive)
+    refuse_state_in_workspace(sandbox, workspace, store.home)
     servers = task_mcp_servers(task, options)
     sessions = None
     if servers:
@@ -288,6 +290,40 @@ def driver_services(options: RunOptions) -> DriverServices:
         services = replace(services, options={**services.options,
                                               "config_dir": str(config_home())})
     return services
+
+
+def tier_notice(task: Task, options: RunOptions) -> str:
+    """The one line naming what the sandbox tier leaves weaker for this task's programs, or ''."""
+    if task_permissions(task, options).sandbox_policy().mode is SandboxMode.OFF:
+        return ""
+    return probe().notice()
+
+
+def refuse_state_in_workspace(sandbox: SandboxPolicy, workspace: Path, store: Path) -> None:
+    """A `UsageError` when the landlock tier would leave normalize's state to programs.
+
+    Landlock cannot take a subtree out of the writable workspace, so a data
+    home or config dir inside it would be readable and writable by every
+    program; the full tier hides them with a mount instead.
+    """
+    if sandbox.mode is not SandboxMode.WORKSPACE:
+        return
+    root = workspace.resolve()
+    inside = [(name, path) for name, path in _state_dirs(store)
+              if path.resolve() == root or root in path.resolve().parents]
+    if inside and probe().tier is SandboxTier.LANDLOCK:
+        name, path = inside[0]
+        raise UsageError(f"{name}: {path} is inside the workspace, and the landlock sandbox tier "
+                         f"(no namespaces here) cannot hide it from programs; set {name} to a "
+                         f"directory outside {root}")
+
+
+def _state_dirs(store: Path) -> list[tuple[str, Path]]:
+    """normalize's data home and config dir, each with the variable that sets it."""
+    data = "NORMALIZE_HOME" if os.environ.get("NORMALIZE_HOME") else "XDG_DATA_HOME"
+    config = ("NORMALIZE_CONFIG" if os.environ.get("NORMALIZE_CONFIG")
+              else "NORMALIZE_HOME" if os.environ.get("NORMALIZE_HOME") else "XDG_CONFIG_HOME")
+    return [(data, store), (config, config_home())]
 
 
 def refuse_unconfined(sandbox: SandboxPolicy, approve: str, interactive: bool) -> None:

@@ -103,6 +103,41 @@ class TaskChanges:
         return out
 
 
+QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def git_unquote(name: str) -> str:
+    """A path as git prints it, C-quoted (`"a/x\\033y"`) when it holds a control character,
+    back to its text (`a/x\x1by`); an unquoted path as it is."""
+    if not (len(name) >= 2 and name[0] == name[-1] == '"'):
+        return name
+    out = bytearray()
+    body, at = name[1:-1], 0
+    while at < len(body):
+        char = body[at]
+        if char != "\\" or at + 1 == len(body):
+            out += char.encode("utf-8", "surrogateescape")
+            at += 1
+        elif body[at + 1] in "01234567":
+            out.append(int(body[at + 1:at + 4], 8) & 0xFF)
+            at += 4
+        else:
+            out.append(_C_ESCAPES.get(body[at + 1], ord(body[at + 1])))
+            at += 2
+    return out.decode("utf-8", "replace")
+
+
+def readable_patch(patch: str) -> str:
+    """`patch` with the paths git C-quoted in its file lines given back as text (to be shown
+    inert like every other name: one placeholder style, not git's octal)."""
+    def plain(line: str) -> str:
+        if not line.startswith(("diff --git ", "--- ", "+++ ", "rename ", "copy ")):
+            return line
+        return QUOTED.sub(lambda m: git_unquote(m.group()).replace("\n", "\\n"), line)
+    return "\n".join(map(plain, patch.split("\n"))) if '"' in patch else patch
+
+
 def parse_patch(text: str) -> list[dict[str, Any]]:
     """A unified diff as files and hunks (the `--json` form of `normalize diff`)."""
     files: list[dict[str, Any]] = []
@@ -114,16 +149,15 @@ def parse_patch(text: str) -> list[dict[str, Any]]:
                        "removed": 0, "hunks": []}
             files.append(current)
             hunk = None
+            quoted = QUOTED.match(line, len("diff --git "))
             rest = line[len("diff --git a/"):]
-            current["path"] = rest[: (len(rest) - 3) // 2]
+            current["path"] = (git_unquote(quoted.group())[2:] if quoted
+                               else rest[: (len(rest) - 3) // 2])
         elif current is None:
             continue
-        elif hunk is None and line.startswith("+++ "):
-            if line != "+++ /dev/null":
-                current["path"] = line[len("+++ b/"):]
-        elif hunk is None and line.startswith("--- "):
-            if line != "--- /dev/null":
-                current["path"] = line[len("--- a/"):]
+        elif hunk is None and line.startswith(("+++ ", "--- ")):
+            if line[4:] != "/dev/null":
+                current["path"] = git_unquote(line[4:])[2:]
         elif hunk is None and line.startswith("new file mode"):
             current["status"] = "added"
         elif hunk is None and line.startswith("deleted file mode"):

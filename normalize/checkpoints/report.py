@@ -32,6 +32,8 @@ from normalize.events import (
     WaitingForInput,
     event_from_dict,
 )
+from normalize.redact import inert
+from normalize.sandbox.hosts import hosts_line
 from normalize.store import TaskStore
 from normalize.task import Task
 
@@ -79,7 +81,8 @@ class Turn:
 
 
 def _e(text: Any) -> str:
-    return escape(str(text), quote=True)
+    """`text` as HTML: inert (control characters shown, not kept), then escaped."""
+    return escape(inert(str(text)), quote=True)
 
 
 def _events(store: TaskStore, task: Task, redact: Callable[[Any], Any]) -> list[BaseEvent]:
@@ -191,12 +194,14 @@ def _when(ts: float) -> str:
 
 def render_report(store: TaskStore, task: Task) -> str:
     """The whole report, as one HTML document (redacted: it is shown, like the journal)."""
+    from normalize.checkpoints.changes import readable_patch
     from normalize.redact import Redactor
 
     redactor = Redactor.for_workspace(task.workspace)
     events = _events(store, task, redactor.redact_obj)  # again: a store may not redact
     turns, runs = group_turns(events)
-    diffs = {step: redactor.redact(patch) for step, patch in _step_diffs(store, task).items()}
+    diffs = {step: redactor.redact(readable_patch(patch))
+             for step, patch in _step_diffs(store, task).items()}
     task = Task.from_dict(redactor.redact_obj(task.to_dict()))  # the task file is exact
     out = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -328,6 +333,10 @@ def _turn(turn: Turn, diffs: dict[int, str]) -> str:
                        "</span>")
             if action.error:
                 out.append(f"<pre>{_e(action.error)}</pre>")
+            hosts = action.data.get("network")
+            line = hosts_line(hosts) if isinstance(hosts, list) else None
+            if line:
+                out.append(f'<p class="meta">{_e(line)}</p>')
             if action.tool in ("edit", "write") and action.status == "success" and \
                     turn.checkpoints and action.preview.strip():  # the step's diff shows it
                 out.append(f"<details><summary>output</summary><pre>{_e(action.preview)}"

@@ -5,8 +5,11 @@ One shadow repository per workspace lives under the data home
 of every task in that workspace are shared. The user's `.git` is never read
 for objects, never written: git runs with `GIT_DIR`, `GIT_INDEX_FILE` and
 `GIT_WORK_TREE` pointing here, no system or global config, no hooks, no
-fsmonitor, and every other `GIT_*` variable of the caller's environment
-dropped. The workspace's `.gitignore` files (and its `.git/info/exclude`) are
+fsmonitor, pager, external diff, textconv, ssh command, credential helper or
+transport, and every other `GIT_*` variable of the caller's environment
+dropped. git itself is found by `normalize.helpers` (never from a `PATH`
+entry inside the workspace), and runs with that rule's directories as `PATH`.
+The workspace's `.gitignore` files (and its `.git/info/exclude`) are
 honoured; ignored files, files over the size bound, anything under a `.git/`
 or `.normalize/` and the data home itself are never stored.
 
@@ -25,7 +28,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import time
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from normalize.errors import NormalizeError
+from normalize.helpers import trusted_path, trusted_program
 
 MB = 1024 * 1024
 PRIVATE = 0o077  # the umask git runs with: the store is owner-only
@@ -48,6 +51,10 @@ CONFIG = {
     "core.filemode": "true", "core.ignorecase": "false", "core.quotePath": "false",
     "core.logAllRefUpdates": "false", "gc.auto": "0", "commit.gpgSign": "false",
     "diff.noprefix": "false", "diff.mnemonicPrefix": "false",
+    # nothing git could start on its own: no pager, ssh, credential helper or transport
+    "core.pager": "cat", "pager.log": "false", "pager.diff": "false",
+    "core.sshCommand": "false", "credential.helper": "", "protocol.allow": "never",
+    "diff.external": "false", "uploadpack.packObjectsHook": "false",
 }
 UNPROCESSABLE = re.compile(r"(?:Unable to process path|error: open\(\"?|unable to index file '?)"
                            r"(?P<path>[^'\"\n]+?)['\"]?(?:\)|$|:)", re.MULTILINE)
@@ -161,9 +168,10 @@ class ShadowRepo:
         self.root = shadow_root(home, self.workspace)
         self.git_dir = self.root / "git"
         self.index = self.root / "index"
-        git = shutil.which("git")
+        git = trusted_program("git", (self.workspace, home))
         if git is None:
-            raise CheckpointError("git is not installed: workspace checkpoints need it")
+            raise CheckpointError("git is not installed (in a system directory or a PATH entry "
+                                  "outside the workspace): workspace checkpoints need it")
         self.git = git
         self._env: dict[str, str] | None = None
         self._excluded = self._excluded_prefixes()
@@ -180,20 +188,25 @@ class ShadowRepo:
                        GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull,
                        GIT_TERMINAL_PROMPT="0", GIT_LITERAL_PATHSPECS="1", GIT_OPTIONAL_LOCKS="0",
                        GIT_NO_REPLACE_OBJECTS="1", GIT_ATTR_NOSYSTEM="1", LC_ALL="C",
-                       GIT_CEILING_DIRECTORIES=str(self.workspace.parent))
+                       GIT_CEILING_DIRECTORIES=str(self.workspace.parent),
+                       GIT_PAGER="cat", PAGER="cat",
+                       PATH=trusted_path((self.workspace, self.home)))
             env.pop("GIT_ALTERNATE_OBJECT_DIRECTORIES", None)
             self._env = env
         env = dict(self._env)
         env["GIT_INDEX_FILE"] = index or str(self.index)
         return env
 
-    def _argv(self, args: Iterable[str]) -> list[str]:
+    def _hardened(self) -> list[str]:
+        """git and the `-c` settings that turn off everything it could start by itself."""
         argv = [self.git, "-c", "safe.directory=*"]
         for key, value in CONFIG.items():
             argv += ["-c", f"{key}={value}"]
+        return argv
+
+    def _argv(self, args: Iterable[str]) -> list[str]:
         excludes = self._user_excludes()
-        argv += ["-c", f"core.excludesFile={excludes or os.devnull}"]
-        return [*argv, *args]
+        return [*self._hardened(), "-c", f"core.excludesFile={excludes or os.devnull}", *args]
 
     def run(self, *args: str, input: bytes | None = None, index: str | None = None,
             check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -250,7 +263,7 @@ class ShadowRepo:
         self.private_dirs()
         env = {k: v for k, v in self.env().items() if k not in ("GIT_DIR", "GIT_WORK_TREE",
                                                                "GIT_INDEX_FILE")}
-        proc = subprocess.run([self.git, "init", "-q", "--bare", "--template=",
+        proc = subprocess.run([*self._hardened(), "init", "-q", "--bare", "--template=",
                                str(self.git_dir)], env=env, capture_output=True, check=False,
                               umask=PRIVATE)
         if proc.returncode != 0:
@@ -286,8 +299,8 @@ class ShadowRepo:
         self.ensure()
         base = self._index_tree if self._index_stamp() == self._stamp else None
         others = self.popen("ls-files", "-z", "--others", "--exclude-standard")
-        changed = self.popen("diff-files", "--numstat", "-z", "--no-renames",
-                             "--ignore-submodules=all")
+        changed = self.popen("diff-files", "--numstat", "-z", "--no-renames", "--no-ext-diff",
+                             "--no-textconv", "--ignore-submodules=all")
         outputs: list[bytes] = []
         for proc in (others, changed):
             out, err = proc.communicate()
@@ -550,7 +563,8 @@ class ShadowRepo:
         """`path -> (added, removed)` lines between two trees (-1, -1 for binary files)."""
         if old == new:
             return {}
-        proc = self.run("diff-tree", "-r", "-z", "--numstat", "--no-renames", old, new)
+        proc = self.run("diff-tree", "-r", "-z", "--numstat", "--no-renames", "--no-ext-diff",
+                        "--no-textconv", old, new)
         out: dict[str, tuple[int, int]] = {}
         fields = proc.stdout.split(b"\0")
         for record in fields:

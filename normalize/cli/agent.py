@@ -50,7 +50,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               max_turns: int | None, budget: float | None, approve: str | None,
               context: str | None, workflow: str | None, workspace: Path | None,
               json_output: bool, quiet: bool, sandbox: str | None = None,
-              network: bool | None = None, project_instructions: bool = True,
+              network: bool | tuple[str, ...] | None = None, project_instructions: bool = True,
               repo_map: int | None = None) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.drivers.base import DriverServices
@@ -108,9 +108,11 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         if json_output or quiet:  # otherwise the run's first line names it
             env.stderr.write(f"task {task.id}\n")
             env.stderr.flush()
+        from normalize.cli.sandbox import report_tier
         from normalize.cli.trust import report_ignored
 
         report_ignored(env, task)
+        report_tier(env, task, options)
         outcome = run_at_terminal(env, task, options, renderer)
         code = finish(env, outcome, renderer, json_output)
         return after_run(env, outcome, options, code, None if quiet else read)

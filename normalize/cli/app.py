@@ -39,8 +39,13 @@ ApproveOpt = Annotated[str | None, typer.Option(
 SandboxOpt = Annotated[str | None, typer.Option(
     "--sandbox", metavar="MODE",
     help="What programs may touch: workspace (default), read-only, off.")]
-NetworkOpt = Annotated[bool | None, typer.Option(
-    "--network/--no-network", help="Let programs use the network (leaves the sandbox: asks).")]
+NetworkOpt = Annotated[list[str] | None, typer.Option(
+    "--network", metavar="[HOST]",
+    help="Let programs reach HOST (repeatable; *.example.com too) through normalize's proxy; "
+         "alone, every host (leaves the sandbox: asks).")]
+NoNetworkOpt = Annotated[bool, typer.Option("--no-network", help="No network for programs.")]
+ALL_HOSTS = "*"
+"""The value a bare `--network` gets: every host."""
 # One meaning per flag: run, agent and resume share these (tests/cli/test_flags.py pins it).
 MaxTurnsOpt = Annotated[int | None, typer.Option(
     "--max-turns", min=1, help="Stop after N turns in all (the task's total, not N more).")]
@@ -119,6 +124,38 @@ def complete_workflows(incomplete: str) -> list[str]:
     return workflows(incomplete)
 
 
+def _network(hosts: list[str] | None, off: bool) -> bool | tuple[str, ...] | None:
+    """`--network` (every host), `--network HOST`… (those only), `--no-network`, or nothing."""
+    from normalize.errors import UsageError
+
+    if off and hosts:
+        raise UsageError("--network and --no-network contradict each other; give one")
+    if off or not hosts:
+        return False if off else None
+    if ALL_HOSTS in hosts:
+        return True
+    from normalize.sandbox.hosts import check_host  # the sandbox loads only when hosts are named
+
+    try:
+        return tuple(dict.fromkeys(check_host(host) for host in hosts))
+    except ValueError as exc:
+        raise UsageError(f"--network {exc}; for every host, put --network after the task or "
+                         f"write --network=*") from None
+
+
+def bare_network(argv: list[str]) -> list[str]:
+    """`argv` with a bare `--network` (nothing or an option after it) given the value `*`."""
+    out: list[str] = []
+    for index, word in enumerate(argv):
+        if word == "--":
+            return [*out, *argv[index:]]
+        out.append(word)
+        following = argv[index + 1] if index + 1 < len(argv) else "-"
+        if word == "--network" and following.startswith("-"):
+            out.append(ALL_HOSTS)
+    return out
+
+
 @app.command()
 def run(
     workflow: Annotated[str, typer.Argument(help="A workflow file, or a name (health, check, …).",
@@ -131,6 +168,7 @@ def run(
     approve: ApproveOpt = None,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
+    no_network: NoNetworkOpt = False,
     model: ModelOpt = None,
     base_url: Annotated[str | None, typer.Option(
         "--base-url", help="Base URL of the model server.")] = None,
@@ -145,7 +183,8 @@ def run(
     raise typer.Exit(run_workflow(_env(), workflow, var or [], goal=goal, workspace=workspace,
                                   max_turns=max_turns, approve=approve, dry_run=dry_run,
                                   json_output=json_output, quiet=quiet, model=model,
-                                  base_url=base_url, sandbox=sandbox, network=network))
+                                  base_url=base_url, sandbox=sandbox,
+                                  network=_network(network, no_network)))
 
 
 @app.command()
@@ -160,6 +199,7 @@ def agent(
     approve: ApproveOpt = None,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
+    no_network: NoNetworkOpt = False,
     context: Annotated[str | None, typer.Option(
         "--context", help="task_tree, task_list, flat, conversation or none.")] = None,
     workflow: Annotated[str | None, typer.Option(
@@ -186,7 +226,8 @@ def agent(
                                max_turns=max_turns, budget=budget, approve=approve,
                                context=context, workflow=workflow, workspace=workspace,
                                json_output=json_output, quiet=quiet, sandbox=sandbox,
-                               network=network, project_instructions=not no_instructions,
+                               network=_network(network, no_network),
+                               project_instructions=not no_instructions,
                                repo_map=repo_map))
 
 
@@ -211,6 +252,7 @@ def resume(
     budget: BudgetOpt = None,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
+    no_network: NoNetworkOpt = False,
     rewind: Annotated[int | None, typer.Option(
         "--rewind", min=0, help="First put files and task state back to step N.")] = None,
     json_output: JsonOpt = False,
@@ -222,8 +264,8 @@ def resume(
     raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve,
                                  driver=driver, max_turns=max_turns, budget=budget,
                                  json_output=json_output, quiet=quiet, model=model,
-                                 sandbox=sandbox, network=network, rewind=rewind,
-                                 instruction=instruction, base_url=base_url))
+                                 sandbox=sandbox, network=_network(network, no_network),
+                                 rewind=rewind, instruction=instruction, base_url=base_url))
 
 
 @app.command()
@@ -575,7 +617,8 @@ def main(argv: list[str] | None = None) -> int:
             reconfigure(errors="backslashreplace")
     try:
         # standalone_mode=False: click returns a command's `typer.Exit` code instead of exiting
-        status = app(args=argv, prog_name="normalize", standalone_mode=False)
+        args = bare_network(sys.argv[1:] if argv is None else argv)
+        status = app(args=args, prog_name="normalize", standalone_mode=False)
     except NormalizeError as exc:
         return fail(Environment(), exc)
     except typer.Exit as exc:

@@ -21,7 +21,8 @@ def _open(ref: str) -> tuple[Any, Any]:
 def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
               json_output: bool) -> int:
     """The task's changes (or one step's) as a unified diff, `--stat` or JSON."""
-    from normalize.checkpoints.changes import TaskChanges, parse_patch
+    from normalize.checkpoints.changes import TaskChanges, parse_patch, readable_patch
+    from normalize.redact import Redactor, inert, inert_obj
 
     try:
         store, task = _open(ref)
@@ -30,17 +31,22 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
         counts = changes.numstat(step)
     except NormalizeError as exc:
         return fail(env, exc)
+    redactor = Redactor.for_workspace(task.workspace)  # shown as `tasks show` shows it
     if json_output:
-        files = parse_patch(patch)
+        files = parse_patch(readable_patch(patch))
         for entry in files:
             added, removed = counts.get(entry["path"], (entry["added"], entry["removed"]))
             entry["added"], entry["removed"] = added, removed
-        env.stdout.write(json.dumps({"task": task.id, "step": step, "files": files}) + "\n")
+            for hunk in entry["hunks"]:  # a key block spans lines: redacted as one text
+                hunk["lines"] = redactor.redact("\n".join(hunk["lines"])).split("\n")
+        data = inert_obj(redactor.redact_obj({"task": task.id, "step": step, "files": files}))
+        env.stdout.write(json.dumps(data) + "\n")
         return 0
+    patch = inert(redactor.redact(readable_patch(patch)))
     if stat:
         for path, (added, removed) in counts.items():
             shown = "binary" if added < 0 else f"+{added} -{removed}"
-            env.stdout.write(f" {path}  {shown}\n")
+            env.stdout.write(f" {inert(redactor.redact(path))}  {shown}\n")
         total_a = sum(max(a, 0) for a, _ in counts.values())
         total_r = sum(max(r, 0) for _, r in counts.values())
         env.stdout.write(f" {plural(len(counts), 'file')} changed, +{total_a} -{total_r}\n")

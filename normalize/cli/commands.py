@@ -21,7 +21,7 @@ from normalize.errors import ExitStatus, NormalizeError, UsageError
 
 def run_options(env: Environment, *, workspace: Path | None, json_output: bool, quiet: bool,
                 approve: str | None = None, sandbox: str | None = None,
-                network: bool | None = None) -> tuple[Any, Any]:
+                network: bool | tuple[str, ...] | None = None) -> tuple[Any, Any]:
     """The RunOptions a command runs under (terminal, approvals, prompt) and its renderer."""
     from normalize.drivers.base import DriverServices
     from normalize.runner import RunOptions
@@ -99,7 +99,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  workspace: Path | None, max_turns: int | None, approve: str | None,
                  dry_run: bool, json_output: bool, quiet: bool, model: str | None = None,
                  base_url: str | None = None, sandbox: str | None = None,
-                 network: bool | None = None) -> int:
+                 network: bool | tuple[str, ...] | None = None) -> int:
     from normalize.runner import apply_model, load_spec, parse_vars, run_task, start_task
 
     try:
@@ -123,9 +123,11 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         set_limits(task, max_turns=max_turns)
         if json_output or quiet:  # otherwise the run's first line names it
             env.stderr.write(f"task {task.id}\n")
+        from normalize.cli.sandbox import report_tier
         from normalize.cli.trust import report_ignored
 
         report_ignored(env, task)
+        report_tier(env, task, options)
         with SignalCancel(options.cancel, notify=stopping_note(env)):
             outcome = run_task(task, options)
         return finish(env, outcome, renderer, json_output)
@@ -136,7 +138,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
 def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str | None,
                 driver: str | None, max_turns: int | None, budget: float | None,
                 json_output: bool, quiet: bool, model: str | None = None,
-                sandbox: str | None = None, network: bool | None = None,
+                sandbox: str | None = None, network: bool | tuple[str, ...] | None = None,
                 rewind: int | None = None, instruction: str | None = None,
                 base_url: str | None = None) -> int:
     try:
@@ -169,6 +171,9 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
             raise UsageError(f"--approve {approve} sets the approval mode; task {task.id} waits "
                              f"for: {shown_question(task)} — answer it with --answer yes|no")
         options.workspace = Path(task.workspace)
+        from normalize.cli.sandbox import report_tier
+
+        report_tier(env, task, options)
         reply = None
         if answer is not None:
             reply = Reply(answer=answer)
@@ -259,11 +264,13 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
         task = store.shown(store.load(store.resolve(ref), with_config=False))
     except NormalizeError as exc:
         return fail(env, exc)
+    from normalize.redact import inert_obj
+
     events = store.events(task.id)
     if json_output:
         env.stdout.write(json.dumps({"task": task.to_dict()})[:-1] + ', "events": [')
         for number, event in enumerate(events):
-            env.stdout.write((", " if number else "") + json.dumps(event))
+            env.stdout.write((", " if number else "") + json.dumps(inert_obj(event)))
         env.stdout.write("]}\n")
         _warn_store(env, store)
         return 0

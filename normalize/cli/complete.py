@@ -116,7 +116,8 @@ def lighten_typer() -> None:
     own import) even for an absent value, which it then returns unchanged,
     and for a string given to a `str` parameter, which it returns as is:
     `--help`, `tasks`, `resume ID` and every completion request paid for it.
-    Here those two cases skip the step, with the same result; other values
+    Here those two cases skip the step, with the same result (an absent
+    repeatable option without a default is None, as typer makes it); other values
     are converted by typer. While completing (Click parses resiliently)
     values are left as parsed: only the cursor's place matters. zsh and fish completion
     strip rich markup from help texts by importing rich; ours have none
@@ -135,7 +136,10 @@ def lighten_typer() -> None:
     def process_value(self: Any, ctx: Any, value: Any) -> Any:
         if getattr(ctx, "resilient_parsing", False):
             return value
-        if self.multiple or self.nargs == -1 or not (
+        if (self.multiple or self.nargs == -1) and value in (None, ()) and \
+                self.default is None and not self.required:
+            value = None  # an absent repeatable option (`--network`) with no default
+        elif self.multiple or self.nargs == -1 or not (
                 value is None or (isinstance(value, str) and _plain_str(self))):
             return original(self, ctx, value)
         if value is None and self.required:

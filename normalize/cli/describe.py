@@ -31,6 +31,7 @@ from normalize.events import (
     WaitingForInput,
     event_from_dict,
 )
+from normalize.redact import inert_obj
 
 MARKS = {"success": "✓", "error": "✗", "blocked": "⊘", "cancelled": "⊘", "interrupted": "?"}
 
@@ -202,6 +203,14 @@ def result_body(text: str, rows: int, cache_id: str | None) -> list[str]:
     return [*shown, f"… {len(lines) - len(shown)} more lines — {where}"]
 
 
+def network_line(event: ActionFinished) -> str | None:
+    """`network: pypi.org (allowed), evil.test (refused)`: the hosts a program asked for."""
+    from normalize.sandbox.hosts import hosts_line
+
+    records = event.data.get("network")
+    return hosts_line(records) if isinstance(records, list) else None
+
+
 FAILURE_LINES = 14
 """The lines of an error a view shows under the failed action (the rest: `tasks show --full`)."""
 
@@ -293,7 +302,8 @@ def describe(event: BaseEvent) -> str | None:
             if event.status != "success" and event.error:
                 reason = action_failure(event).replace("\n", "\n      ")
                 outcome += f"\n      {reason}"
-            return outcome
+            hosts = network_line(event)
+            return f"{outcome}\n      {hosts}" if hosts else outcome
         case ActionInterrupted():
             return f"  {interrupted_line(event, 80)}"
         case WaitingForInput():
@@ -314,10 +324,11 @@ def describe(event: BaseEvent) -> str | None:
 
 
 def journal_events(raw: Iterable[dict[str, Any]]) -> Iterator[BaseEvent]:
-    """Events from a journal's dicts; a kind this version does not know is skipped."""
+    """Events from a journal's dicts, their text inert (a journal written before normalize
+    made it so may hold escapes); a kind this version does not know is skipped."""
     for data in raw:
         try:
-            yield event_from_dict(data)
+            yield event_from_dict(inert_obj(data))
         except (KeyError, TypeError):
             continue
 
@@ -359,6 +370,9 @@ def history(events: Iterable[BaseEvent],
                 actions += 1
                 at_key[event.key] = len(out)
                 out.append(f"  {action_outcome(event, 70)}")
+                hosts = network_line(event)
+                if hosts:
+                    out.append(f"      {hosts}")
                 if output is not None:
                     out.extend(output(event))
             case RunStarted(resumed=True):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,13 @@ def orphaned(store: Any, row: Row) -> int | None:
     return int(owner[0])
 
 
+def _shown(redact: Callable[[str], str]) -> Callable[[str], str]:
+    """`redact`, then `inert`: what a listing shows of a task's strings."""
+    from normalize.redact import inert
+
+    return lambda text: inert(redact(text))
+
+
 def newest_first(rows: list[Row], workspace: str | None = None) -> list[Row]:
     """The rows by when each task last changed (the UPDATED column), newest first; ties by
     creation, then id. With `workspace`, only the tasks of that directory."""
@@ -78,8 +86,8 @@ def newest_first(rows: list[Row], workspace: str | None = None) -> list[Row]:
 
 def shown_rows(store: Any, limit: int | None = None, workspace: str | None = None
                ) -> tuple[list[Row], int, list[Any]]:
-    """The store's newest `limit` task rows (all by default), their shown strings redacted,
-    and how many rows there are in all.
+    """The store's newest `limit` task rows (all by default), their shown strings redacted
+    and inert, and how many rows there are in all.
 
     The strings a redactor would leave alone are most of them: each
     workspace's goals and questions are redacted joined, one line each, and
@@ -102,7 +110,7 @@ def shown_rows(store: Any, limit: int | None = None, workspace: str | None = Non
         group.append(row)
     for workspace, group in by_workspace.items():
         # shapes and the environment only: a fast listing
-        redactor = store.redact or Redactor.for_workspace(workspace, walk=False).redact_obj
+        redactor = _shown(store.redact or Redactor.for_workspace(workspace, walk=False).redact_obj)
         texts = [str(row[GOAL]) for row in group if row[GOAL]]
         texts += [str(row[QUESTION]) for row in group if row[QUESTION]]
         joined = "\n".join(texts)

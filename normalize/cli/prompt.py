@@ -161,7 +161,10 @@ class PromptReader:
         store: History = InMemoryHistory()
         if history is not None:
             with contextlib.suppress(OSError):
-                history.parent.mkdir(parents=True, exist_ok=True)
+                from normalize.fsutil import private_dirs
+
+                private_dirs(history.parent)  # what a person typed is theirs alone
+                os.close(os.open(history, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
                 store = FileHistory(str(history))
         self.session: PromptSession[str] = PromptSession(
             history=store, completer=CommandCompleter(workspace), complete_while_typing=False,

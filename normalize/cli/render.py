@@ -603,15 +603,17 @@ def cache_reader(get_store: Callable[[], object | None]) -> FullText:
 
     def read(task_id: str, cache_id: str) -> str | None:
         from normalize.execution.cache import make_cache
+        from normalize.redact import inert
         from normalize.store import TaskStore
 
         store = get_store()
         if not isinstance(store, TaskStore):
             store = TaskStore()
         try:
-            return make_cache("persistent", directory=store.cache_dir(task_id)).retrieve(cache_id)
+            text = make_cache("persistent", directory=store.cache_dir(task_id)).retrieve(cache_id)
         except (OSError, ValueError):
             return None
+        return None if text is None else inert(text)  # redacted at the cache, inert here
 
     return read
 

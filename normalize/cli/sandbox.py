@@ -1,8 +1,9 @@
-"""`normalize sandbox check`: what the sandbox enforces on this machine."""
+"""`normalize sandbox check`: the tier this machine gives, what it enforces and what it does not."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from normalize.cli.console import Environment
 
@@ -14,23 +15,42 @@ def check(env: Environment, *, json_output: bool) -> int:
     found = probe()
     if json_output:
         env.stdout.write(json.dumps({
-            "available": found.available, "landlock_abi": found.landlock_abi,
-            "filesystem": found.filesystem, "network": found.network, "reason": found.reason,
+            "available": found.available, "tier": found.tier.value,
+            "landlock_abi": found.landlock_abi, "filesystem": found.filesystem,
+            "network": found.network, "reason": found.reason,
+            "enforced": list(found.enforced), "not_enforced": list(found.not_enforced),
         }) + "\n")
         return 0 if found.available else 1
     if not found.available:
         env.stdout.write(f"sandbox: unavailable: {found.reason}\n"
+                         "  tier:       none\n"
                          "  `auto` and non-interactive runs refuse to start programs; "
                          "`--sandbox off` runs them unconfined\n")
         return 1
     hidden = ", ".join(f"~/{name}" for name in CREDENTIAL_STORES)
-    env.stdout.write(
-        "sandbox: enforced\n"
-        f"  filesystem: {found.filesystem}\n"
-        "  writes:     the workspace (not .git or .normalize at any depth) and a temporary "
-        "directory per program (TMPDIR); read-only mode: the temporary directory only\n"
-        f"  hidden:     {hidden}, normalize's data and config directories\n"
-        f"  network:    {found.network}; `--network` lifts it (and asks in auto)\n"
+    why = f" (no full tier: {found.reason})" if found.reason else ""
+    lines = [
+        "sandbox: enforced",
+        f"  tier:       {found.tier.value}{why}",
+        *(f"  enforces:   {line}" for line in found.enforced),
+        "  modes:      `--sandbox read-only` writes only the temporary directory; "
+        "`--sandbox off` runs programs unconfined",
+        f"  hidden:     {hidden}, normalize's data and config directories",
+        "  network:    `--network HOST` reaches HOST only, through normalize's proxy; "
+        "`--network` lifts the network rules (and asks in auto)",
         "  env:        provider keys, *_TOKEN, *_SECRET*, *_PASSWORD, *_API_KEY and cloud "
-        "credentials removed (env_allow keeps names)\n")
+        "credentials removed (env_allow keeps names)",
+        *(f"  does not:   {line}" for line in found.not_enforced),
+    ]
+    env.stdout.write("\n".join(lines) + "\n")
     return 0
+
+
+def report_tier(env: Environment, task: Any, options: Any) -> None:
+    """One stderr line when the task's programs run in a tier weaker than full."""
+    from normalize.runner import tier_notice
+
+    notice = tier_notice(task, options)
+    if notice:
+        env.stderr.write(f"normalize: notice: {notice}\n")
+        env.stderr.flush()

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from normalize.errors import ConfigError
+from normalize.fsutil import private_dirs
 from normalize.redact import redact as _shape_redact  # without a redactor: shapes only
 
 Redact = Callable[[str], str]
@@ -302,13 +303,6 @@ class NoCache(_SizedByIntent):
         return summary, None
 
 
-def _private_dirs(directory: Path) -> None:
-    """Create `directory` and its missing parents, each readable by the owner only."""
-    missing = [d for d in (directory, *directory.parents) if not d.exists()]
-    for d in reversed(missing):
-        d.mkdir(mode=0o700, exist_ok=True)
-
-
 def _digest(content: str) -> str:
     return hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
@@ -494,7 +488,7 @@ class PersistentCache(_SizedByIntent):
             known = self._by_digest.get(digest)
             if known is not None and self._path(known).exists():
                 return known
-            _private_dirs(self.directory)
+            private_dirs(self.directory)
             while True:
                 cache_id = f"r{self._next}"
                 self._next += 1

@@ -28,7 +28,7 @@ from normalize.errors import ToolError
 from normalize.mcp.catalog import RemoteTool
 from normalize.mcp.config import ServerSpec
 from normalize.mcp.transport import Spawned, kill_group
-from normalize.sandbox import SandboxMode, SandboxPolicy, confine, probe
+from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, confine, probe
 
 __all__ = ["CallResult", "McpError", "McpSessions"]
 
@@ -223,22 +223,22 @@ class McpSessions:
 
     def _confine(self, spec: ServerSpec) -> Any:
         """The sandbox for a stdio server (its own settings over the run's); fails closed."""
-        policy = self.sandbox
+        policy = replace(self.sandbox, hosts=())  # a run's host list is for its programs
         if spec.sandbox is not None:
             policy = replace(policy, mode=SandboxMode(spec.sandbox))
         if spec.network is not None:
             policy = replace(policy, network=spec.network)
-        abi = 0
+        abi, tier = 0, SandboxTier.NONE
         if policy.mode is not SandboxMode.OFF:
             found = probe()
             if not found.available:
                 raise McpError(f"MCP server {spec.name!r} was not started: the sandbox is "
                                f"unavailable ({found.reason}); set sandbox = \"off\" in its "
                                f"table or run with --sandbox off to start it unconfined")
-            abi = found.landlock_abi
+            abi, tier = found.landlock_abi, found.tier
         try:
             confinement = confine(policy, self.workspace, abi=abi, env=os.environ,
-                                  label=f"mcp-{spec.name}")
+                                  label=f"mcp-{spec.name}", tier=tier)
         except OSError as exc:
             raise McpError(f"MCP server {spec.name!r} was not started: the sandbox could not "
                            f"be prepared ({exc.strerror or exc})") from None

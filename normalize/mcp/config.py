@@ -9,7 +9,7 @@ env = { GIT_PAGER = "cat" }       # added to its (scrubbed) environment
 timeout = 30                      # seconds, for starting and for each call
 tools = ["git_status", "git_log"] # the tools exposed to the model (default: all)
 sandbox = "workspace"             # workspace | read-only | off (default: the run's)
-network = false                   # (default: the run's)
+network = false                   # true or false (default: the run's; a host list is not)
 
 [[mcp]]
 name = "docs"

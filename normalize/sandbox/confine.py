@@ -12,22 +12,40 @@ namespace (inside a new user namespace, so no privilege is needed and none is
 gained: the child keeps its uid, and Landlock forbids it any later mount or
 umount). Network: a new network namespace (no interfaces but a down loopback)
 plus Landlock's TCP rules on ABI 4 and later.
+
+That is the `full` tier. Where namespaces are refused (a container's seccomp
+profile, Ubuntu's AppArmor restriction) the `landlock` tier keeps the same
+Landlock rules and adds a seccomp filter (`seccomp.sandbox_filter`) in place of
+the namespaces: no read-only binds (`.git` is verified after each program
+instead), the real `/dev/shm`, of /dev only `BUILD_DEVICES` (no terminal),
+and sockets refused by family.
+
+With a host list (`hosts`), in the full tier the child brings its namespace's
+loopback up, listens on `PROXY_PORT` there and hands the listener to
+normalize's proxy (`Confinement.started`), which reaches only the listed hosts;
+Landlock allows connecting to that port only. In the landlock tier the proxy
+listens on a loopback port of normalize's own namespace, the only port
+Landlock lets the program connect to.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from normalize.sandbox import landlock
+from normalize.sandbox import landlock, seccomp
 from normalize.sandbox.child import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWUSER, ChildPlan, mount_flags
 from normalize.sandbox.env import scrub_env
-from normalize.sandbox.policy import SandboxMode, SandboxPolicy
+from normalize.sandbox.policy import SandboxMode, SandboxPolicy, SandboxTier
+from normalize.sandbox.proxy import Proxy
 
-__all__ = ["CREDENTIAL_STORES", "PROTECTED_NAMES", "Confinement", "confine", "protected_paths"]
+__all__ = ["CREDENTIAL_STORES", "PROTECTED_NAMES", "PROXY_PORT", "Confinement", "confine",
+           "protected_paths"]
 
 CREDENTIAL_STORES = (".ssh", ".aws", ".gnupg", ".netrc", ".config/gh", ".docker/config.json",
                      ".kube", ".git-credentials", ".config/gcloud", ".azure", ".pypirc",
@@ -41,8 +59,17 @@ TOOL_MANAGED = frozenset({"node_modules", "__pycache__", ".mypy_cache", ".ruff_c
 PRIVATE_TMPFS = ("/dev/shm",)
 """Shared writable directories each program gets an empty copy of (POSIX shared memory and
 semaphores keep working; nothing left there reaches another program or outlives this one)."""
+PROXY_PORT = 3128
+"""Where the proxy listens inside the program's own network namespace (nothing else is there)."""
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+                   "all_proxy")
 WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts",
                     "/dev/shm")
+BUILD_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                 "/dev/shm")
+"""All of /dev the landlock tier lets a program open: no terminal (`/dev/pts`, `/dev/ptmx`,
+`/dev/tty`), since no mount namespace sets the person's pty apart, and no disk. `/dev/fd` and
+`/dev/std*` lead to /proc (readable); a rule made through them would name the parent's files."""
 
 
 @dataclass
@@ -52,10 +79,46 @@ class Confinement:
     env: dict[str, str]
     tmpdir: str | None = None
     preexec: Callable[[], None] | None = None
+    proxy: Proxy | None = None
     _ruleset: landlock.Ruleset | None = None
+    _channel: socket.socket | None = None  # the parent's end; the child's is `_child_end`
+    _child_end: socket.socket | None = None
+
+    def started(self) -> None:
+        """After the spawn: serve the listener the child passed back (a host list only).
+
+        Raises OSError when none came: the program must then be stopped.
+        """
+        if self._channel is None or self.proxy is None:
+            return
+        channel, self._channel = self._channel, None
+        self._close_child_end()
+        try:
+            channel.settimeout(5.0)
+            _, fds, _, _ = socket.recv_fds(channel, 1, 1)
+        finally:
+            channel.close()
+        if len(fds) != 1:
+            raise OSError("the confined program passed no loopback listener to the proxy")
+        self.proxy.serve(socket.socket(fileno=fds[0]))
+
+    def network_log(self) -> list[dict[str, object]]:
+        """The hosts the program asked the proxy for, allowed or refused."""
+        return self.proxy.log() if self.proxy is not None else []
+
+    def _close_child_end(self) -> None:
+        if self._child_end is not None:
+            self._child_end.close()
+            self._child_end = None
 
     def close(self) -> None:
-        """Free the ruleset and remove the temporary directory."""
+        """Stop the proxy, free the ruleset and remove the temporary directory."""
+        if self.proxy is not None:
+            self.proxy.close()
+        for end in (self._channel, self._child_end):
+            if end is not None:
+                end.close()
+        self._channel = self._child_end = None
         if self._ruleset is not None:
             self._ruleset.close()
             self._ruleset = None
@@ -103,7 +166,7 @@ def _beneath(path: str, other: str) -> bool:
 def _readable(path: str, hidden: set[str]) -> Iterator[str]:
     """Paths whose hierarchies together cover `path` minus every hidden path."""
     real = os.path.realpath(path)
-    if real in hidden:
+    if real in hidden or any(_beneath(h, real) for h in hidden):  # a link into a hidden path
         return
     if not any(_beneath(real, h) for h in hidden):
         yield real
@@ -117,26 +180,65 @@ def _readable(path: str, hidden: set[str]) -> Iterator[str]:
 
 
 def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
-             env: Mapping[str, str]) -> landlock.Ruleset:
+             env: Mapping[str, str], tier: SandboxTier = SandboxTier.FULL) -> landlock.Ruleset:
     ruleset = landlock.Ruleset(abi, deny_tcp=not policy.network)
+    hidden = _hidden(policy, env)
+    devices: tuple[str, ...] = WRITABLE_DEVICES
+    if tier is SandboxTier.LANDLOCK:
+        hidden.add("/dev")
+        devices = tuple(d for d in devices if d in BUILD_DEVICES)
     try:
-        ruleset.allow_all(_readable("/", _hidden(policy, env)), landlock.ACCESS_READ)
+        ruleset.allow_all(_readable("/", hidden), landlock.ACCESS_READ)
+        if tier is SandboxTier.LANDLOCK:
+            ruleset.allow_all(BUILD_DEVICES, landlock.ACCESS_READ)
         write = landlock.ACCESS_READ | landlock.ACCESS_WRITE
         if policy.mode is SandboxMode.WORKSPACE:
             ruleset.allow(workspace, write)
         ruleset.allow(tmpdir, write)
-        ruleset.allow_all(WRITABLE_DEVICES, write)
+        ruleset.allow_all(devices, write)
     except BaseException:
         ruleset.close()
         raise
     return ruleset
 
 
+def _proxied(confinement: Confinement, plan: ChildPlan, ruleset: landlock.Ruleset,
+             hosts: tuple[str, ...]) -> None:
+    """Route the program to a proxy for `hosts`: where it listens, the port rule, the variables.
+
+    In a network namespace the child listens on its own loopback (`PROXY_PORT`)
+    and passes the listener back. Without one, the proxy listens on a loopback
+    port of normalize's namespace and Landlock allows connecting to that port
+    only; Landlock's rules name ports, not addresses, so that port on any
+    other address is reachable too, and without Landlock's TCP rules (ABI < 4)
+    nothing would keep the program to the proxy: that is refused.
+    """
+    proxy = confinement.proxy = Proxy(hosts)
+    if plan.unshare & CLONE_NEWNET:
+        confinement._channel, confinement._child_end = socket.socketpair(socket.AF_UNIX,
+                                                                         socket.SOCK_STREAM)
+        plan.proxy_channel, plan.proxy_port = confinement._child_end, PROXY_PORT
+        port = PROXY_PORT
+    elif ruleset.denies_tcp:
+        listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+        port = listener.getsockname()[1]
+        proxy.serve(listener)
+    else:
+        raise OSError(errno.EPERM, "a host list needs a network namespace or Landlock TCP rules")
+    ruleset.allow_port(port)
+    url = f"http://127.0.0.1:{port}"
+    confinement.env.update(dict.fromkeys(PROXY_VARIABLES, url))
+    for name in ("NO_PROXY", "no_proxy"):
+        confinement.env.pop(name, None)
+
+
 def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: int,
-            env: Mapping[str, str] | None = None, label: str = "") -> Confinement:
+            env: Mapping[str, str] | None = None, label: str = "",
+            tier: SandboxTier = SandboxTier.FULL) -> Confinement:
     """The confinement for one program; `abi` 0 with mode off gives only the scrubbed env.
 
-    Raises OSError when Landlock refuses the ruleset (the caller fails closed).
+    Raises OSError when Landlock refuses the ruleset or no seccomp filter can
+    be built for this machine (the caller fails closed).
     """
     child_env = scrub_env(os.environ if env is None else env, policy.env_allow)
     if policy.mode is SandboxMode.OFF:
@@ -147,19 +249,37 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
         child_env[name] = tmpdir
     confinement = Confinement(env=child_env, tmpdir=tmpdir)
     try:
-        ruleset = _ruleset(policy, root, tmpdir, abi, child_env)
+        ruleset = _ruleset(policy, root, tmpdir, abi, child_env, tier)
         confinement._ruleset = ruleset
-        plan = ChildPlan(unshare=CLONE_NEWUSER | CLONE_NEWNS, ruleset_fd=ruleset.fd,
-                         private_tmpfs=[os.fsencode(p) for p in PRIVATE_TMPFS if os.path.isdir(p)],
-                         tmpfs_access=(landlock.ACCESS_READ | landlock.ACCESS_WRITE)
-                         & ruleset.handled)
-        if not policy.network:
-            plan.unshare |= CLONE_NEWNET
-        if policy.mode is SandboxMode.WORKSPACE:
-            for path in protected_paths(root):
-                plan.read_only.append((os.fsencode(path), mount_flags(path)))
+        if tier is SandboxTier.LANDLOCK:
+            plan = _filtered_plan(policy, ruleset)
+        else:
+            plan = _namespaced_plan(policy, root, ruleset)
+        if policy.hosts and not policy.network:
+            _proxied(confinement, plan, ruleset, policy.hosts)
         confinement.preexec = plan.preexec()
     except BaseException:
         confinement.close()
         raise
     return confinement
+
+
+def _namespaced_plan(policy: SandboxPolicy, root: str, ruleset: landlock.Ruleset) -> ChildPlan:
+    """The full tier: user+mount(+net) namespaces, private tmpfs, read-only binds, Landlock."""
+    plan = ChildPlan(unshare=CLONE_NEWUSER | CLONE_NEWNS, ruleset_fd=ruleset.fd,
+                     private_tmpfs=[os.fsencode(p) for p in PRIVATE_TMPFS if os.path.isdir(p)],
+                     tmpfs_access=(landlock.ACCESS_READ | landlock.ACCESS_WRITE)
+                     & ruleset.handled)
+    if not policy.network:
+        plan.unshare |= CLONE_NEWNET
+    if policy.mode is SandboxMode.WORKSPACE:
+        for path in protected_paths(root):
+            plan.read_only.append((os.fsencode(path), mount_flags(path)))
+    return plan
+
+
+def _filtered_plan(policy: SandboxPolicy, ruleset: landlock.Ruleset) -> ChildPlan:
+    """The landlock tier: no namespace; Landlock, then the seccomp filter."""
+    program = seccomp.sandbox_filter(network=policy.network,
+                                     tcp_rules=ruleset.denies_tcp).build()
+    return ChildPlan(ruleset_fd=ruleset.fd, seccomp=program)

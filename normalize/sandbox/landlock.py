@@ -26,6 +26,7 @@ SYS_ADD_RULE = 445
 SYS_RESTRICT_SELF = 446
 CREATE_RULESET_VERSION = 1
 RULE_PATH_BENEATH = 1
+RULE_NET_PORT = 2  # ABI 4
 PR_SET_NO_NEW_PRIVS = 38
 
 EXECUTE = 1 << 0
@@ -60,6 +61,10 @@ class _RulesetAttr(ctypes.Structure):
     _fields_ = (("handled_access_fs", ctypes.c_uint64),
                 ("handled_access_net", ctypes.c_uint64),
                 ("scoped", ctypes.c_uint64))
+
+
+class _NetPortAttr(ctypes.Structure):
+    _fields_ = (("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64))
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -141,6 +146,13 @@ class Ruleset:
         finally:
             os.close(fd)
         return True
+
+    def allow_port(self, port: int, access: int = NET_CONNECT_TCP) -> None:
+        """Allow `access` (connecting, by default) to TCP `port`; nothing when TCP is not denied."""
+        if self.denies_tcp:
+            rule = _NetPortAttr(access, port)
+            _syscall(SYS_ADD_RULE, ctypes.c_int(self.fd), ctypes.c_int(RULE_NET_PORT),
+                     ctypes.byref(rule), ctypes.c_uint32(0))
 
     def allow_all(self, paths: Iterable[str], access: int) -> None:
         for path in paths:

@@ -1,9 +1,15 @@
-"""What the sandbox can enforce on this machine, found by trying it once."""
+"""Which sandbox tier this machine gives, found by starting a confined `true` in each.
+
+The `full` tier is tried first; where it cannot start a program (user
+namespaces disabled, a container's seccomp profile refusing `unshare`,
+Ubuntu's AppArmor restriction refusing `mount` inside the namespace) the
+`landlock` tier is tried; where neither starts one there is no sandbox. The
+verdict says what the tier enforces and what it does not, one short line each.
+"""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -11,25 +17,38 @@ from dataclasses import dataclass
 from functools import cache
 
 from normalize import faults
-from normalize.sandbox import landlock
-from normalize.sandbox.policy import SandboxPolicy
+from normalize.helpers import trusted_program
+from normalize.sandbox import landlock, seccomp
+from normalize.sandbox.policy import SandboxPolicy, SandboxTier
 
 __all__ = ["Probe", "probe"]
 
 
 @dataclass(frozen=True)
 class Probe:
-    """The verdict: whether programs can be confined, by what, or why not."""
+    """The verdict: the tier programs run in, what it enforces and what not, or why none."""
 
     available: bool
     landlock_abi: int = 0
     filesystem: str = ""
     network: str = ""
     reason: str = ""
+    """Why there is no sandbox; in the landlock tier, why there is no full one."""
+    tier: SandboxTier = SandboxTier.NONE
+    enforced: tuple[str, ...] = ()
+    not_enforced: tuple[str, ...] = ()
+
+    def notice(self) -> str:
+        """One line naming what is weaker than the full tier ('' in the full tier)."""
+        if self.tier is not SandboxTier.LANDLOCK:
+            return ""
+        weaker = "; ".join(self.not_enforced)
+        return (f"sandbox tier landlock (no namespaces here), weaker than full: {weaker} "
+                f"(`normalize sandbox check` says more)")
 
 
 def probe() -> Probe:
-    """What can be enforced here; the trial run happens once per process."""
+    """What can be enforced here; the trial runs happen once per process."""
     if faults.sandbox_disabled():
         return Probe(False, reason="the sandbox was disabled for a test (NORMALIZE_NO_SANDBOX)")
     return _probe()
@@ -43,35 +62,102 @@ def _probe() -> Probe:
     abi = landlock.abi_version()
     if abi < 1:
         return Probe(False, reason="the kernel has no Landlock (too old, or disabled at boot)")
-    failure = _trial(abi)
-    if failure:
-        return Probe(False, abi, reason=failure)
+    full = _trial(abi, SandboxTier.FULL)
+    if not full:
+        return _full(abi)
+    if seccomp.arch() is None:
+        return Probe(False, abi, reason=f"{full}; and no seccomp filter is built for this "
+                                        f"machine ({os.uname().machine})")
+    filtered = _trial(abi, SandboxTier.LANDLOCK)
+    if not filtered:
+        return _filtered(abi, full)
+    return Probe(False, abi, reason=f"{full}; without namespaces: {filtered}")
+
+
+def _full(abi: int) -> Probe:
     network = "network namespace (no interfaces)"
     if abi >= 4:
         network += " + Landlock TCP bind/connect rules"
+    enforced = (
+        f"writes: the workspace and a temporary directory per program (Landlock ABI {abi})",
+        "reads: everywhere but the credential stores and normalize's data and config",
+        ".git and .normalize: bind-mounted read-only at any depth (user+mount namespace)",
+        f"network: {network}",
+        "/dev/shm: a private tmpfs per program",
+        *_scoped(abi),
+    )
     return Probe(True, abi, filesystem=f"Landlock ABI {abi}; .git and .normalize bind-mounted "
                                        f"read-only in a user+mount namespace",
-                 network=network)
+                 network=network, tier=SandboxTier.FULL, enforced=enforced,
+                 not_enforced=_unscoped(abi))
 
 
-def _trial(abi: int) -> str:
-    """Start `true` under the full confinement; the reason it failed, or ''."""
+def _filtered(abi: int, why: str) -> Probe:
+    if abi >= 4:
+        network = ("Landlock TCP bind/connect rules; seccomp refuses UDP, raw, netlink, packet "
+                   "and unix sockets")
+    else:
+        network = "seccomp refuses every socket (Landlock ABI < 4 has no TCP rules)"
+    enforced = (
+        f"writes: the workspace and a temporary directory per program (Landlock ABI {abi})",
+        "reads: everywhere but the credential stores and normalize's data and config",
+        f"network: {network}",
+        "unix sockets: socket(AF_UNIX) refused (one outside cannot be told from one inside); "
+        "socketpair works",
+        "devices: only null, zero, full, random, urandom and shm; no terminal (/dev/pts, "
+        "/dev/ptmx, /dev/tty), so no pty either",
+        "syscalls: seccomp refuses unshare, setns, namespace clones, mount, ptrace, keyctl, "
+        "bpf, io_uring, perf_event_open, open_by_handle_at, TIOCSTI and TIOCLINUX",
+        "state: a data home or config dir inside the workspace is refused at start",
+        *_scoped(abi),
+    )
+    weaker = (
+        ".git and .normalize are writable, checked after each program by fingerprints "
+        "instead of mounted read-only",
+        "/dev/shm is shared with your other programs",
+        *_unscoped(abi),
+    )
+    return Probe(True, abi, filesystem=f"Landlock ABI {abi}; no namespaces",
+                 network=network, reason=why, tier=SandboxTier.LANDLOCK, enforced=enforced,
+                 not_enforced=weaker)
+
+
+def _scoped(abi: int) -> tuple[str, ...]:
+    if abi < 6:
+        return ()
+    return ("signals and abstract unix sockets: only within the sandbox (Landlock ABI 6)",)
+
+
+def _unscoped(abi: int) -> tuple[str, ...]:
+    if abi >= 6:
+        return ()
+    return ("signals can reach your other processes (Landlock ABI < 6 cannot scope them)",)
+
+
+def _trial(abi: int, tier: SandboxTier) -> str:
+    """Start `true` confined in `tier`; the reason it failed, or ''."""
     from normalize.sandbox.confine import confine
 
-    program = shutil.which("true") or "/bin/true"
+    program = trusted_program("true") or "/bin/true"
     with tempfile.TemporaryDirectory(prefix="normalize-probe-") as workspace:
         os.mkdir(os.path.join(workspace, ".git"))
         try:
-            confinement = confine(SandboxPolicy(), workspace, abi=abi, label="probe")
+            confinement = confine(SandboxPolicy(), workspace, abi=abi, label="probe", tier=tier)
         except OSError as exc:
-            return f"Landlock refused the ruleset ({exc.strerror or exc})"
+            return f"the sandbox could not be prepared ({exc.strerror or exc})"
         try:
             code = subprocess.run([program], env=confinement.env, preexec_fn=confinement.preexec,
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL, check=False, timeout=10).returncode
         except (OSError, subprocess.SubprocessError):
-            return ("a confined program could not start (user namespaces are disabled here, "
-                    "or a container forbids unshare/mount)")
+            return _CANNOT_START[tier]
         finally:
             confinement.close()
     return "" if code == 0 else f"a confined `true` exited with status {code}"
+
+
+_CANNOT_START = {
+    SandboxTier.FULL: "namespaces: a confined program could not start: user namespaces are "
+                      "disabled here, or a container or AppArmor forbids unshare or mount",
+    SandboxTier.LANDLOCK: "a program could not start under Landlock and a seccomp filter",
+}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from normalize.errors import StoreError
-from normalize.fsutil import json_bytes
+from normalize.fsutil import json_bytes, private_dirs
 
 if TYPE_CHECKING:  # not at run time: listing tasks need not build every event class
     from normalize.events import BaseEvent
@@ -61,7 +61,7 @@ class JournalWriter:
 
     def _file(self) -> BinaryIO:
         if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dirs(self.path.parent)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             self._fh = os.fdopen(fd, "ab")
             self.offset = self._fh.seek(0, os.SEEK_END)

@@ -37,7 +37,7 @@ from normalize.errors import (
     StoreError,
     TaskNotFoundError,
 )
-from normalize.fsutil import json_bytes
+from normalize.fsutil import json_bytes, private_dirs
 from normalize.store import ckptlog, index
 from normalize.store.journal import JournalWriter, read_journal, tail_events, write_hint
 from normalize.store.migrations import migrate
@@ -137,8 +137,7 @@ class TaskStore:
         try:
             if not self.tasks_dir.is_dir():
                 if not self.home.is_dir():
-                    self.home.parent.mkdir(parents=True, exist_ok=True)
-                    self.home.mkdir(mode=DIR_MODE, exist_ok=True)
+                    private_dirs(self.home)
                 self.tasks_dir.mkdir(mode=DIR_MODE, exist_ok=True)
         except (FileExistsError, NotADirectoryError) as exc:  # a file where a directory goes
             raise ConfigError(not_a_directory(self.home, blocking_file(self.tasks_dir)),
@@ -502,7 +501,7 @@ class TaskStore:
         index.rewrite(self.tasks_dir, [(s["id"], s, stamps[s["id"]]) for s in listed])
 
     def shown(self, task: Task, *, deep: bool = True) -> Task:
-        """A copy of `task` fit to show: its strings redacted (the stored task is exact).
+        """A copy of `task` fit to show: its strings redacted and inert (the stored task is exact).
 
         Without a store-wide `redact`, each workspace's own redactor is used
         (it knows that workspace's `.env*` values); `deep=False` skips reading
@@ -517,7 +516,9 @@ class TaskStore:
 
                 redact = self._shown[key] = Redactor.for_workspace(task.workspace) if deep \
                     else Redactor.for_workspace(task.workspace, walk=False)
-        return Task.from_dict(redact(task.to_dict()))
+        from normalize.redact import inert_obj
+
+        return Task.from_dict(inert_obj(redact(task.to_dict())))
 
     def _move_aside(self, path: Path) -> Path | None:
         """Rename a damaged file to `NAME.corrupt-TIMESTAMP` (never over an earlier one)."""

@@ -13,7 +13,8 @@ parts, `ls && rm x` too); every part must pass.
 |   (unless `allow_shell`; the shell is confined too) |        |        |        |         |
 | matches an `allow` pattern, or remembered           | run    | run    | run    | run     |
 | a program leaving the boundary: `network = true`,   | person | person | run    | refuse  |
-|   `--sandbox off`, or no sandbox on this machine    |        |        |        |         |
+|   `--sandbox off`, no sandbox on this machine, or   |        |        |        |         |
+|   hosts a workspace file narrowed `true` down to    |        |        |        |         |
 | a destructive command (list below)                  | person | person | run    | refuse  |
 | any other `run` / `test` (the sandbox confines it)  | person | run    | run    | refuse  |
 | `edit` / `write` (the guard confines them)          | person | run    | run    | refuse  |
@@ -163,6 +164,8 @@ def outside_reason(sandbox: SandboxPolicy) -> str | None:
         return f"the sandbox is unavailable ({found.reason}), so it would run unconfined"
     if sandbox.network:
         return "it runs with network access"
+    if sandbox.hosts and sandbox.hosts_ask:
+        return f"it reaches {', '.join(sandbox.hosts)}, hosts a workspace file chose"
     return None
 
 

@@ -143,7 +143,7 @@ class GrepTool:
 
     def search(self, query: GrepQuery, start: Path, ctx: ToolContext) -> Found:
         """Every match of `query` under `start`, on ripgrep when it can, else in Python."""
-        rg = None if self.engine == "python" else find_rg()
+        rg = None if self.engine == "python" else find_rg(ctx.guard.root)
         note = ""
         if rg is None and self.engine == "rg":
             raise ToolError("grep: ripgrep (rg) is not installed; pip install ripgrep")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -28,6 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from normalize.helpers import trusted_program
 from normalize.tools.files import ALWAYS_SKIPPED
 
 if TYPE_CHECKING:
@@ -86,17 +86,28 @@ class RgUnsupported(Exception):
     """ripgrep cannot run this pattern (its regex engine rejects it); the Python engine may."""
 
 
-@lru_cache(maxsize=1)
-def find_rg() -> str | None:
-    """The `rg` binary: beside the interpreter (the `ripgrep` wheel's script), else on PATH."""
+def find_rg(workspace: Path | None = None) -> str | None:
+    """The `rg` binary: beside the interpreter (the `ripgrep` wheel's script), else by the rule.
+
+    Neither place may lie inside `workspace`: a program could have written it
+    (`normalize.helpers` states the rule for everything normalize runs itself).
+    """
+    return _find_rg(None if workspace is None else os.path.realpath(workspace))
+
+
+@lru_cache(maxsize=8)
+def _find_rg(workspace: str | None) -> str | None:
+    untrusted = () if workspace is None else (workspace,)
     names = ("rg.exe", "rg") if os.name == "nt" else ("rg",)
     places = [Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))]
     for place in places:
         for name in names:
             candidate = place / name
-            if candidate.is_file() and os.access(candidate, os.X_OK):
+            real = os.path.realpath(candidate)
+            inside = workspace is not None and (real + "/").startswith(workspace + "/")
+            if not inside and candidate.is_file() and os.access(candidate, os.X_OK):
                 return str(candidate)
-    return shutil.which("rg")
+    return trusted_program("rg", untrusted)
 
 
 def spawn_rg(argv: list[str], cwd: Path) -> subprocess.Popen[bytes]:

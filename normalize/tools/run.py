@@ -1,12 +1,13 @@
 """The `run` tool: runs a program in the workspace, never through a shell.
 
 `run_process` is the engine room shared with `test` and `analyze`: the child
-runs under the sandbox (see `normalize.sandbox`: Landlock, namespaces, a
-temporary directory as TMPDIR) with its own process group, no stdin, and the
-parent's environment minus credentials plus `PYTHONUNBUFFERED=1`; stdout and
-stderr are read together without blocking, capped in memory, and the process
-group is stopped on timeout or cancel. Where the sandbox cannot be applied, a
-program starts only with `--sandbox off` (fail closed). POSIX only.
+runs under the sandbox (see `normalize.sandbox`: Landlock with namespaces, or
+with a seccomp filter where namespaces are refused; a temporary directory as
+TMPDIR) with its own process group, no stdin, and the parent's environment
+minus credentials plus `PYTHONUNBUFFERED=1`; stdout and stderr are read
+together without blocking, capped in memory, and the process group is stopped
+on timeout or cancel. Where the sandbox cannot be applied, a program starts
+only with `--sandbox off` (fail closed). POSIX only.
 """
 
 from __future__ import annotations
@@ -18,13 +19,20 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar, TypedDict
 
 from normalize.cancel import CancelToken
 from normalize.errors import ToolError
-from normalize.sandbox import Confinement, SandboxMode, SandboxPolicy, confine, probe
+from normalize.sandbox import (
+    Confinement,
+    SandboxMode,
+    SandboxPolicy,
+    SandboxTier,
+    confine,
+    probe,
+)
 from normalize.sandbox.writes import Tracer
 from normalize.sandbox.writes import supported as writes_supported
 from normalize.task import Action, ActionResult, ResultStatus
@@ -62,6 +70,8 @@ class ProcessOutcome:
     cancelled: bool = False
     truncated_bytes: int = 0
     signal_name: str | None = None
+    network: list[dict[str, object]] = field(default_factory=list)
+    """The hosts asked of the proxy (`network = [hosts]`), each allowed or refused."""
 
     @property
     def ok(self) -> bool:
@@ -255,7 +265,11 @@ def run_process(
             tracer.start()
         if on_spawn is not None:
             on_spawn(proc.pid)
-        return _finish(proc, argv, started, timeout, cancel, max_bytes, grace)
+        _serve_proxy(proc, confinement)
+        outcome = _finish(proc, argv, started, timeout, cancel, max_bytes, grace)
+        confinement.close()  # the proxy's log is whole once it stopped
+        outcome.network = confinement.network_log()
+        return outcome
     finally:
         confinement.close()
         if tracer is not None and on_writes is not None:
@@ -280,18 +294,31 @@ def _tracer(confinement: Confinement) -> Tracer | None:
     return tracer
 
 
+def _serve_proxy(proc: subprocess.Popen[bytes], confinement: Confinement) -> None:
+    """Start the program's proxy (a host list); `ToolError` and no program when it cannot."""
+    try:
+        confinement.started()
+    except OSError as exc:
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        raise ToolError(f"refused: the network proxy could not start ({exc.strerror or exc})"
+                        ) from None
+
+
 def _confinement(policy: SandboxPolicy, workspace: Path | str, env: Mapping[str, str] | None,
                  label: str) -> Confinement:
     """The child's sandbox, or `ToolError` when it cannot be applied (fail closed)."""
-    abi = 0
+    abi, tier = 0, SandboxTier.NONE
     if policy.mode is not SandboxMode.OFF:
         found = probe()
         if not found.available:
             raise ToolError(f"refused: the sandbox is unavailable ({found.reason}); rerun with "
                             f"--sandbox off to run programs unconfined")
-        abi = found.landlock_abi
+        abi, tier = found.landlock_abi, found.tier
     try:
-        return confine(policy, workspace, abi=abi, env=env, label=label)
+        return confine(policy, workspace, abi=abi, env=env, label=label, tier=tier)
     except OSError as exc:
         raise ToolError(f"refused: the sandbox could not be prepared ({exc.strerror or exc}); "
                         f"rerun with --sandbox off to run programs unconfined") from None
@@ -385,7 +412,7 @@ def sandbox_of(ctx: ToolContext, action: Action | None = None) -> SandboxArgs:
     """The sandbox arguments of `run_process` for an action in `ctx`."""
     policy = ctx.sandbox
     if action is not None and action.params.get(UNCONFINED_PARAM) is True:
-        policy = SandboxPolicy(SandboxMode.OFF, policy.network, policy.env_allow)
+        policy = replace(policy, mode=SandboxMode.OFF)
     return SandboxArgs(sandbox=policy, workspace=ctx.workspace, label=ctx.task_id)
 
 
@@ -448,6 +475,8 @@ def outcome_result(outcome: ProcessOutcome, timeout: float, **data: object) -> A
     extra: dict[str, object] = {"argv": outcome.argv, **data}
     if outcome.truncated_bytes:
         extra["truncated_bytes"] = outcome.truncated_bytes
+    if outcome.network:
+        extra["network"] = outcome.network
     result = ActionResult(
         status=ResultStatus.SUCCESS,
         output=outcome.output,

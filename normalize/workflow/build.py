@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from normalize.errors import ConfigError
+from normalize.sandbox.hosts import check_host
 from normalize.workflow.check import Checker
 from normalize.workflow.schema import BUILTIN_VARS, NAME_RE, ON_INTERRUPT, STATE_VARS, STRATEGIES
 from normalize.workflow.spec import WorkflowSpec
@@ -43,6 +44,12 @@ def _permissions(source: Source, perms: Any) -> None:
     source.check.table(perms, "permissions", "workflow.permissions")
     source.check.choice(perms.get("mode"), APPROVAL_MODES, "workflow.permissions.mode",
                         "approval mode")
+    hosts = perms.get("network")
+    for host in hosts if isinstance(hosts, list) else []:
+        try:
+            check_host(host)
+        except ValueError as exc:
+            raise source.check.fail("workflow.permissions.network", f"network {exc}") from None
 
 
 def _on_interrupt(source: Source, value: Any) -> None:

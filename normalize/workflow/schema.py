@@ -36,10 +36,12 @@ _strs: Checker = lambda v: isinstance(v, list) and all(isinstance(x, str) for x 
 _str_or_table: Checker = lambda v: isinstance(v, str | dict)  # noqa: E731
 _tables: Checker = lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v)  # noqa: E731
 _flag_or_num: Checker = lambda v: isinstance(v, bool | int | float)  # noqa: E731
+_flag_or_strs: Checker = lambda v: isinstance(v, bool) or _strs(v)  # noqa: E731
 
 TYPE_NAMES = {_str: "a string", _bool: "a boolean", _int: "an integer", _num: "a number",
               _table: "a table", _strs: "a list of strings", _str_or_table: "a string or a table",
-              _tables: "an array of tables", _flag_or_num: "a boolean or a number"}
+              _tables: "an array of tables", _flag_or_num: "a boolean or a number",
+              _flag_or_strs: "a boolean or a list of hosts"}
 
 MAX_REPO_MAP = 16_384
 """The largest repo map (tokens) the prefix may hold: it is in every request."""
@@ -79,7 +81,7 @@ SCHEMAS: dict[str, dict[str, Checker]] = {
             "thinking": _bool, "base_url": _str, "max_tokens": _int, "temperature": _num,
             "prices": _table},
     "permissions": {"mode": _str, "allow": _strs, "deny": _strs, "allow_shell": _bool,
-                    "network": _bool, "sandbox": _str, "env_allow": _strs},
+                    "network": _flag_or_strs, "sandbox": _str, "env_allow": _strs},
     "step": {"name": _str, "action": _str, "capture": _str, "transform": _str, "on_error": _str,
              "on_interrupt": _str, "condition": _str, "for_each": _str, "as": _str,
              "parallel": _bool, "max_concurrency": _int, "steps": _tables, "context": _str,

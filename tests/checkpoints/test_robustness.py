@@ -95,7 +95,9 @@ def test_a_workspace_inside_the_data_home_never_stores_the_data_home(
     home = ws / ".normalize-home"
     home.mkdir(parents=True)
     monkeypatch.setenv("NORMALIZE_HOME", str(home))
-    done = run_scripted(ws, home, "write a.txt <<EOF\na\nEOF", "done")
+    # no program runs; read-only keeps the landlock tier's refusal of a data home in the
+    # workspace (tests/sandbox/test_tiers.py) out of this checkpoint test
+    done = run_scripted(ws, home, "write a.txt <<EOF\na\nEOF", "done", sandbox="read-only")
     assert stored(home, ws, done.task_id) == {"a.txt"}
 
 
@@ -103,18 +105,15 @@ def test_when_checkpoints_cannot_work_the_task_still_succeeds_with_one_warning(
         tmp_path: Path, normalize_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    broken = tmp_path / "bin"
-    broken.mkdir()
-    (broken / "git").write_text("#!/bin/sh\necho 'git: broken on purpose' >&2\nexit 3\n")
-    os.chmod(broken / "git", 0o755)
-    monkeypatch.setenv("PATH", f"{broken}{os.pathsep}{os.environ['PATH']}")
+    normalize_home.mkdir(parents=True, exist_ok=True)
+    (normalize_home / "workspaces").write_text("a file where the shadow stores would go\n")
     done = run_scripted(ws, normalize_home, "write a.txt <<EOF\na\nEOF",
                         "write b.txt <<EOF\nb\nEOF", "done")
     assert done.outcome.status.value == "done"
     assert (ws / "a.txt").exists() and (ws / "b.txt").exists()
     warnings = [e.message for e in done.events if isinstance(e, Notice) and e.level == "warning"]
     assert len(warnings) == 1 and "workspace checkpoint failed" in warnings[0]
-    assert "broken on purpose" in warnings[0]
+    assert "workspaces" in warnings[0]
     assert not done.of("checkpoint_taken")
 
 
@@ -135,6 +134,7 @@ def test_without_git_the_task_runs_with_one_warning(tmp_path: Path, normalize_ho
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setattr("normalize.helpers.SYSTEM_DIRS", (str(empty),))  # a machine without git
     done = run_scripted(ws, normalize_home, "write a.txt <<EOF\na\nEOF", "done")
     assert done.outcome.status.value == "done" and (ws / "a.txt").exists()
     warnings = [e.message for e in done.events if isinstance(e, Notice) and e.level == "warning"]

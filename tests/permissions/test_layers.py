@@ -49,7 +49,7 @@ def test_bad_values_are_errors_naming_the_place(tmp_path: Path) -> None:
         Permissions().overlay({"moed": "yes"}, "w.toml")
     config = tmp_path / "config.toml"
     config.write_text('[permissions]\nmode = "auto"\nnetwork = "yes"\n')
-    with pytest.raises(ConfigError, match=rf"^{config}:3: network must be true or false"):
+    with pytest.raises(ConfigError, match=rf"^{config}:3: network must be true, false or a list"):
         load_user_config(config)
     config.write_text("[permisions]\n")
     with pytest.raises(ConfigError, match=rf"^{config}:1: unknown table 'permisions'"):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,13 +16,18 @@ from typing import Any
 
 import pytest
 
-from normalize.sandbox import probe
+from normalize.sandbox import SandboxTier, probe
 
 VENV_BIN = str(Path(sys.executable).parent)
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- not-a-real-key"
 
 if not probe().available:  # pragma: no cover - CI runs where Landlock and user namespaces exist
     pytest.skip(f"no sandbox here: {probe().reason}", allow_module_level=True)
+
+FULL_TIER = probe().tier is SandboxTier.FULL
+needs_full = pytest.mark.skipif(not FULL_TIER, reason=f"needs the full tier (namespaces); this "
+                                                      f"machine gives {probe().tier.value}")
+"""For tests of what only namespaces give (read-only binds, private /dev/shm, no interfaces)."""
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -38,19 +45,26 @@ class Site:
     home: Path
     store: Path
     env: dict[str, str] = field(default_factory=dict)
+    prefix: list[str] = field(default_factory=list)
+    """A launcher normalize runs under (tests/sandbox/restricted.py for the landlock tier)."""
 
     def agent(self, replies: list[str], *flags: str, allow_shell: bool = False,
-              extra_env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str],
-                                                                  list[dict[str, Any]]]:
-        """Run a scripted model through `normalize run` in auto, non-interactive, CI=true."""
+              extra_env: dict[str, str] | None = None, permissions: str = "",
+              program: tuple[str, ...] = (sys.executable, "-m", "normalize.cli.app")
+              ) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+        """Run a scripted model through `normalize run` in auto, non-interactive, CI=true.
+
+        `permissions` adds lines to the workflow's permissions table; `program`
+        is the command that runs normalize.
+        """
         script = self.root / f"script-{len(list(self.root.glob('script-*')))}.json"
         script.write_text(json.dumps(replies))
         flow = script.with_suffix(".toml")
         flow.write_text(f'[workflow]\nname = "agent"\n[workflow.llm]\nprovider = "scripted"\n'
                         f'model = "{script}"\n[workflow.permissions]\nmode = "auto"\n'
-                        f'allow_shell = {"true" if allow_shell else "false"}\n')
+                        f'allow_shell = {"true" if allow_shell else "false"}\n{permissions}')
         proc = subprocess.run(
-            [sys.executable, "-m", "normalize.cli.app", "run", str(flow), "--goal", "probe",
+            [*self.prefix, *program, "run", str(flow), "--goal", "probe",
              "--json", "-w", str(self.ws), *flags],
             cwd=self.ws, env={**self.env, **(extra_env or {})}, stdin=subprocess.DEVNULL,
             capture_output=True, text=True, timeout=300, check=False)
@@ -80,6 +94,49 @@ def make_site(root: Path) -> Site:
                PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
                ANTHROPIC_API_KEY="sk-ant-parent-secret", FOO_TOKEN="foo-parent-secret")
     return Site(root, ws, outside, home, store, env)
+
+
+RESTRICTED = str(Path(__file__).with_name("restricted.py"))
+
+
+def restricted(kind: str) -> list[str]:
+    """The launcher that runs a command where namespaces are restricted as `kind` does."""
+    return [sys.executable, RESTRICTED, kind, "--"]
+
+
+TIER_PREFIX = {"full": [], "landlock": restricted("docker")}
+"""How a test makes normalize choose each tier on this machine."""
+
+
+class UnixListener:
+    """A pathname unix socket outside any workspace, counting the connections it accepts."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="nz-sock-")
+        self.path = os.path.join(self.dir, "agent.sock")
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.bind(self.path)
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.accepted = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            conn.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Listener:

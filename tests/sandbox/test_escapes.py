@@ -1,7 +1,9 @@
 """The escapes a model tried, each run as the model would: `auto`, no terminal, CI=true.
 
-One scripted session plays them all; each test then checks one escape: no
-trace outside the workspace, and the model was told it was blocked or failed.
+One scripted session per sandbox tier plays them all; each test then checks
+one escape in that tier (its id names it): no trace outside the workspace, and
+the model was told it was blocked or failed. The landlock tier is reached by
+running normalize under tests/sandbox/restricted.py's Docker-like filter.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_support import SECRET, Listener, Site, make_site
+from sandbox_support import FULL_TIER, SECRET, TIER_PREFIX, Listener, Site, make_site
 
 PLUGIN = "import pathlib\npathlib.Path({out!r}).write_text('plugin ran')\n"
 
@@ -46,10 +48,13 @@ def shm_name(site: Site) -> str:
     return f"normalize-escape-{site.ws.parent.name}"
 
 
-@pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory,
+@pytest.fixture(scope="module", params=list(TIER_PREFIX))
+def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
             listener: Listener) -> tuple[Site, dict[str, dict[str, Any]], str]:
-    site = make_site(tmp_path_factory.mktemp("escapes"))
+    if request.param == "full" and not FULL_TIER:
+        pytest.skip("this machine has no full tier (namespaces are refused)")
+    site = make_site(tmp_path_factory.mktemp(f"escapes-{request.param}"))
+    site.prefix = TIER_PREFIX[request.param]
     (site.outside / "bt").mkdir()
     (site.outside / "bt" / "keep.txt").write_text("must survive")
     out = site.outside
@@ -64,10 +69,11 @@ def session(tmp_path_factory: pytest.TempPathFactory,
     proc, finished = site.agent(replies, allow_shell=True,
                                 extra_env={"PYTHONPATH": str(site.ws)})
     assert proc.returncode == 0, proc.stderr
+    assert ("sandbox tier landlock" in proc.stderr) == (request.param == "landlock"), proc.stderr
     commands = list(table)
     results = finished[len(setup):]
     assert len(results) == len(commands), [r.get("command") for r in finished]
-    return site, dict(zip(commands, results, strict=True)), proc.stderr
+    return site, dict(zip(commands, results, strict=True)), request.param
 
 
 def failed(result: dict[str, Any]) -> bool:
@@ -137,7 +143,10 @@ def test_credential_stores_are_unreadable(session: Any) -> None:
 @pytest.mark.parametrize(("escape", "path"), [("nested_git", "sub/.git/config"),
                                               ("top_git", ".git/config")])
 def test_no_git_directory_is_writable_at_any_depth(session: Any, escape: str, path: str) -> None:
-    site, results, _ = session
+    site, results, tier = session
+    if tier == "landlock":
+        pytest.skip("landlock tier: no mount namespace makes .git read-only; each .git is "
+                    "fingerprinted after every program instead (sandbox check says so)")
     assert failed(results[escape])
     assert "Read-only file system" in text(results[escape])
     assert "[core]\n[core]" not in (site.ws / path).read_text()
@@ -145,7 +154,10 @@ def test_no_git_directory_is_writable_at_any_depth(session: Any, escape: str, pa
 
 
 def test_dot_normalize_is_not_writable(session: Any) -> None:
-    site, results, _ = session
+    site, results, tier = session
+    if tier == "landlock":
+        pytest.skip("landlock tier: .normalize is fingerprinted after every program, not "
+                    "mounted read-only (sandbox check says so)")
     assert failed(results["dot_normalize"])
     assert list((site.ws / ".normalize" / "workflows").iterdir()) == []
 
@@ -156,7 +168,13 @@ def test_the_workspace_stays_writable_beside_the_protected_parts(session: Any) -
     assert Path(site.ws / "sub").is_dir()
 
 
-def test_dev_shm_is_the_programs_own(session: Any) -> None:
-    site, results, _ = session  # writing there works (shared memory needs it), leaves nothing
+def test_dev_shm_is_the_programs_own_in_full_and_shared_as_stated_in_landlock(
+        session: Any) -> None:
+    site, results, tier = session  # writing there works (shared memory needs it)
     assert results["shm"]["status"] == "success", results["shm"]
-    assert not (Path("/dev/shm") / shm_name(site)).exists()
+    planted = Path("/dev/shm") / shm_name(site)
+    if tier == "landlock":  # "/dev/shm is shared with your other programs" (sandbox check)
+        assert planted.exists()
+        planted.unlink()
+    else:
+        assert not planted.exists()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from sandbox_support import Site
 
+from normalize.sandbox import probe
+
 NO_SANDBOX = {"NORMALIZE_NO_SANDBOX": "1"}
 
 
@@ -56,7 +58,9 @@ def test_sandbox_check_reports_what_is_enforced(site: Site) -> None:
     enforced = check({})
     assert enforced.returncode == 0, enforced.stderr
     assert "sandbox: enforced" in enforced.stdout and "Landlock ABI" in enforced.stdout
-    assert "network namespace" in enforced.stdout
+    assert f"tier:       {probe().tier.value}" in enforced.stdout
+    network = {"full": "network namespace", "landlock": "seccomp refuses"}[probe().tier.value]
+    assert network in enforced.stdout
     missing = check(NO_SANDBOX)
     assert missing.returncode == 1
     assert "unavailable" in missing.stdout and "--sandbox off" in missing.stdout

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from sandbox_support import needs_full
 
 from normalize.errors import NormalizeError, ToolError
 from normalize.runner import RunOptions, sandbox_policy
@@ -70,6 +71,7 @@ def test_grandchildren_inherit_the_confinement(ws: Path) -> None:
     assert list(outside.iterdir()) == []
 
 
+@needs_full
 def test_a_worktree_git_file_is_read_only(ws: Path) -> None:
     (ws / ".git").write_text("gitdir: ../elsewhere\n")
     code, output = sh("echo x >> .git; rm -f .git", ws)
@@ -121,7 +123,8 @@ def test_sandbox_policy_takes_the_flags_over_the_workflow(tmp_path: Path) -> Non
         sandbox_policy(RunOptions(workspace=tmp_path), {"network": "yes"})
 
 
-@pytest.mark.parametrize("layer", ["landlock_tcp", "network_namespace"])
+@pytest.mark.parametrize("layer", ["landlock_tcp",
+                                   pytest.param("network_namespace", marks=needs_full)])
 def test_each_network_layer_alone_stops_a_connection(layer: str) -> None:
     import socket
     import subprocess
@@ -170,6 +173,7 @@ def test_programs_start_in_the_sandbox_from_many_threads_at_once(ws: Path) -> No
 
 
 @pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="this system has no /dev/shm")
+@needs_full
 def test_dev_shm_is_private_and_shared_memory_still_works(ws: Path, tmp_path: Path) -> None:
     mine = Path("/dev/shm") / f"normalize-host-{tmp_path.name}"
     mine.write_text("the host's")

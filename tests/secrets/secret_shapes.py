@@ -70,6 +70,33 @@ SHAPES: list[tuple[str, str, str]] = [
     ("pypi", "pypi-AgEIcHlwaS5vcmc" + "Cjk0" * 12, "pypi-AgEIcHlwaS5vcmc" + "Cjk0" * 12),
     ("huggingface", "hf_" + "AbCdEfGhIj" * 3 + "KlMn", "hf_" + "AbCdEfGhIj" * 3 + "KlMn"),
     ("sendgrid", "SG." + "aB3" * 7 + "c" + "." + "dE4" * 14 + "f", "SG." + "aB3" * 7 + "c"),
+    ("groq", "GROQ=gsk_" + "Qz7xWv3R" * 6 + "abcd", "gsk_" + "Qz7xWv3R" * 6 + "abcd"),
+    ("xai", "using xai-" + "Lm4nOp5Q" * 10, "xai-" + "Lm4nOp5Q" * 10),
+    ("perplexity", "pplx-" + "a1b2C3d4" * 6, "pplx-" + "a1b2C3d4" * 6),
+    ("replicate", "REPLICATE r8_" + "Hy6tGr5Fe4" * 3 + "Dc3Sx2Z",
+     "r8_" + "Hy6tGr5Fe4" * 3 + "Dc3Sx2Z"),
+    ("vault", "VAULT hvs." + "CAESIJ" + "k9Lm2Np4Qr6St8Uv" * 2,
+     "hvs.CAESIJ" + "k9Lm2Np4Qr6St8Uv" * 2),
+    ("google oauth secret", "client_secret GOCSPX-" + "1aB2cD3eF4gH5iJ6kL7mN8oP9qR0",
+     "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"),
+    ("google oauth token", "got ya29." + "a0AfB_byC" * 5, "ya29." + "a0AfB_byC" * 5),
+    ("shopify", "shopify shpat_" + "0a1b2c3d4e5f" * 2 + "6a7b8c9d", "shpat_" + "0a1b2c3d4e5f" * 2
+     + "6a7b8c9d"),
+    ("digitalocean", "DO dop_v1_" + "0123456789abcdef" * 4, "dop_v1_" + "0123456789abcdef" * 4),
+    ("grafana service account", "glsa_" + "Ab3dE6gH9j" * 3 + "Kl_0a1b2c3d", "glsa_" + "Ab3dE6gH9j"
+     * 3 + "Kl_0a1b2c3d"),
+    ("linear", "lin_api_" + "Tq8wE7rT6y" * 4, "lin_api_" + "Tq8wE7rT6y" * 4),
+    ("telegram bot", "bot 7312345678:" + "AAF" + "x9Lp2Mq4Rs6Tu8Vw0Yz3Ab5Cd7Ef9GHi", "AAF"
+     + "x9Lp2Mq4Rs6Tu8Vw0Yz3Ab5Cd7Ef9GHi"),
+    ("docker config auth", '{"auths": {"ghcr.io": {"auth": "' + "bW9uYTpkb2NrZXJwYXNz" + 'MTIz"}}}',
+     "bW9uYTpkb2NrZXJwYXNzMTIz"),
+    ("curl -u", "curl -u admin:Pa55w0rd-curl https://api.example.com/v1", "Pa55w0rd-curl"),
+    ("mysql -p", "mysql -h db -u root -pMyS" + "qlPass77 shop", "MySqlPass77"),
+    ("redis url", "cache at redis://:" + "R3disPassw0rd@cache:6379/0", "R3disPassw0rd"),
+    ("mongodb srv url", "mongodb+srv://app:" + "M0ngoPw-42@cluster0.example.net/db", "M0ngoPw-42"),
+    ("slack webhook", "https://hooks.slack.com/services/" + "T0ABC1234/B0DEF5678/" + "Xy9Zw8Vu7Ts6"
+     + "Rq5Po4Nm3Lk2", "Xy9Zw8Vu7Ts6Rq5Po4Nm3Lk2"),
+    (".netrc", "machine api.example.com login bob password " + "N3trcS3cret", "N3trcS3cret"),
     (".env below the root", f"signing with {DOTENV_DEEP} now", DOTENV_DEEP),
     ("secret-named env var", f"env says {ENV_SECRET}", ENV_SECRET),
 ]

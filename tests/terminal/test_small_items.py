@@ -120,7 +120,9 @@ def test_the_verbs_help_shows_their_arguments_and_one_json_object(
 def test_the_task_id_is_printed_once_at_start(project: Path, normalize_home: Path) -> None:
     done = cli("run", "demo.toml", cwd=project, home=normalize_home)
     assert done.returncode == 0
-    assert done.stderr == ""  # the run's first line names the task; nothing else repeats it
+    tier = "normalize: notice: sandbox tier landlock"  # on machines without namespaces
+    rest = [line for line in done.stderr.splitlines() if not line.startswith(tier)]
+    assert rest == []  # the run's first line names the task; nothing else repeats it
     assert done.stdout.splitlines()[0].endswith("started: demo (workflow)")
 
 

@@ -105,7 +105,7 @@ def test_patterns_rg_rejects_run_in_python(awkward: Path, run_tool: RunTool) -> 
 def test_without_rg_python_searches_and_says_so(
     awkward: Path, run_tool: RunTool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("normalize.tools.grep.find_rg", lambda: None)
+    monkeypatch.setattr("normalize.tools.grep.find_rg", lambda _workspace=None: None)
     result = run_tool(GrepTool(), "needle", "src/plain.md")
     assert result.output.splitlines() == [
         "src/plain.md:1: a needle",
@@ -128,17 +128,24 @@ def test_the_ripgrep_wheels_binary_is_found_beside_the_interpreter() -> None:
     assert Path(RG).resolve() == Path(str(shipped[0].locate())).resolve()
 
 
-def _peak_mb(argv: list[str], cwd: Path) -> tuple[float, str]:
-    """Peak RSS (MB) of the largest process of the command, and its output."""
-    import os
-    import tempfile
+MEASURE = ("import resource, subprocess, sys\n"
+           "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+           "sys.stdout.write(done.stdout + done.stderr)\n"
+           "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
 
-    with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        return usage.ru_maxrss / 1024, out.read().decode()
+
+def _peak_mb(argv: list[str], cwd: Path) -> tuple[float, str]:
+    """Peak RSS (MB) of the largest process of the command, and its output.
+
+    Measured by a small Python in between: a process forked from this big pytest
+    process would count the parent's pages from before its exec.
+    """
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", MEASURE, *argv], cwd=cwd, capture_output=True,
+                          text=True, check=True)
+    *out, peak = done.stdout.splitlines()
+    return int(peak) / 1024, "\n".join(out)
 
 
 @needs_rg

@@ -86,7 +86,16 @@ action = "done {item}"
 
 
 def _clock_workflow(items: int, concurrency: int) -> str:
-    script = ("import time; print(time.time()); time.sleep(0.4); print(time.time())")
+    # each item waits (up to 60 s) until its whole wave has arrived, so on a busy machine a
+    # slow start cannot make concurrent items look sequential; run one at a time, they would
+    # wait out the deadline and the spans would not overlap
+    script = ("import os, time; os.makedirs(\\\"arrived\\\", exist_ok=True); "
+              "open(os.path.join(\\\"arrived\\\", str(os.getpid())), \\\"w\\\").close(); "
+              f"need = min({items}, ({{item}} // {concurrency} + 1) * {concurrency}); "
+              "deadline = time.time() + 60; "
+              "next(1 for _ in iter(int, 1) if len(os.listdir(\\\"arrived\\\")) >= need "
+              "or time.time() > deadline or time.sleep(0.01)); "
+              "print(time.time()); time.sleep(0.3); print(time.time())")
     names = ", ".join(f'"{i}"' for i in range(items))
     return f"""
 [workflow]

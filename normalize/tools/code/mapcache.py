@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from normalize.fsutil import atomic_write
+from normalize.fsutil import atomic_write, private_dirs
 from normalize.redact import redact as shape_redact  # without a redactor: shapes only
 from normalize.tools.code.grammars import language_for
 from normalize.tools.code.repomap import build_map
@@ -103,7 +103,7 @@ class CachedRepoMap:
         record = {"format": FORMAT, "workspace": str(self.root), "tokens": self.tokens,
                   "signature": signature, "text": text}
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            private_dirs(self.path.parent)
             atomic_write(self.path, json.dumps(record).encode(), fsync=False, mode=0o600)
         except OSError:
             pass  # a cache that cannot be written is rebuilt next time, nothing worse

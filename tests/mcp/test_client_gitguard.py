@@ -1,0 +1,21 @@
+"""An MCP server's tool call passes the same `.git` check as a program: what it made is undone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcp_helpers import cli, fixture_server, json_lines, script, write_config
+
+
+def test_a_git_pointer_an_mcp_tool_writes_is_removed_and_the_call_blocked(
+        tmp_path: Path, normalize_home: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "sub").mkdir(parents=True)
+    write_config(normalize_home, fixture_server("fx", timeout=20))
+    proc = cli("agent", "go", "--approve", "yes", "--model",
+               script(tmp_path / "a.json", "mcp fx touch name=sub/.git", "done made"),
+               "--json", cwd=root, home=normalize_home)
+    finished = [e for e in json_lines(proc.stdout) if e["type"] == "action_finished"]
+    assert [e["status"] for e in finished] == ["blocked"], proc.stderr
+    assert "sub/.git created (removed)" in str(finished[0]["error"])
+    assert not (root / "sub" / ".git").exists()
