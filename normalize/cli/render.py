@@ -361,6 +361,8 @@ class LiveRenderer:
                 add(Text(question_line(event), style="bold yellow"))
             case InputReceived():
                 add(Text(answer_line(event), style="dim"))
+                if event.kind == "typed":  # the model has it: the footer stops counting it
+                    s.waiting = max(0, s.waiting - 1)
             case CheckpointTaken():
                 add_changes(s.changes, event)
             case RunEnded():

@@ -12,6 +12,7 @@ from normalize.events import (
     BaseEvent,
     CheckpointTaken,
     Emitter,
+    InputReceived,
     RunEnded,
     RunStarted,
 )
@@ -110,3 +111,19 @@ def test_the_plain_log_shows_an_edits_diff() -> None:
         "    -a = 1",
         "    +a = 10",
     ]
+
+
+def test_the_footer_stops_counting_a_typed_line_once_the_model_has_it() -> None:
+    console = Console(file=io.StringIO(), width=100, height=40, force_terminal=True,
+                      color_system=None, legacy_windows=False, get_time=lambda: 0.0,
+                      _environ={})
+    renderer = LiveRenderer(console, auto_refresh=False, clock=lambda: 0.0)
+    emitter = Emitter("abc12345")
+    emitter.subscribe(renderer)
+    emitter.emit(RunStarted(task_id="abc12345", driver="llm", goal="fix calc"))
+    renderer.typing("", 1)  # Enter queued one line
+    assert "1 line for the next turn" in renderer._footer(0.0).plain
+    emitter.emit(InputReceived(kind="typed", answer="also check the tests"))
+    assert "for the next turn" not in renderer._footer(0.0).plain
+    renderer.close()
+    assert "↳ sent to the model: also check the tests" in console.file.getvalue()  # type: ignore[attr-defined]
