@@ -368,17 +368,20 @@ def apply_model(llm: dict[str, Any], model: str | None, base_url: str | None = N
         llm["base_url"] = base_url
 
 
-def switch_model(task: Task, model: str) -> None:
-    """Point the task's model settings at `model` (a `PROVIDER:MODEL` spec) for its next run."""
+def switch_model(task: Task, model: str | None, base_url: str | None = None) -> None:
+    """Point the task's model settings at `model` (a `PROVIDER:MODEL` spec) and at the model
+    server `base_url` for its next run (either may be None: kept as it was)."""
     config = task.config
+    change = {k: v for k, v in (("model", model), ("base_url", base_url)) if v is not None}
     if config.spec_table.get("llm"):
-        spec = {**config.spec_table, "llm": {**config.spec_table["llm"], "model": model}}
+        spec = {**config.spec_table, "llm": {**config.spec_table["llm"], **change}}
         task.config = replace(config, spec=spec)
     else:
-        task.config = replace(config, llm={**(config.llm or {}), "model": model})
+        task.config = replace(config, llm={**(config.llm or {}), **change})
 
 
-def hand_over(task: Task, driver: str, *, model: str | None = None) -> str:
+def hand_over(task: Task, driver: str, *, model: str | None = None,
+              base_url: str | None = None) -> str:
     """Give `task` to the driver registered as `driver` for its next run; the one it had.
 
     Each driver's state is kept under its name, so handing the task back later
@@ -387,10 +390,11 @@ def hand_over(task: Task, driver: str, *, model: str | None = None) -> str:
     if driver not in DRIVERS.names():
         raise UsageError(f"--driver {driver}: unknown driver "
                          f"(known: {', '.join(sorted(DRIVERS.names()))})")
-    if model is not None:
+    if model is not None or base_url is not None:
         if driver != "llm":
-            raise UsageError(f"--model goes with --driver llm, not --driver {driver}")
-        switch_model(task, model)
+            flag = "--model" if model is not None else "--base-url"
+            raise UsageError(f"{flag} goes with --driver llm, not --driver {driver}")
+        switch_model(task, model, base_url)
     previous, task.driver = task.driver, driver
     return previous
 
@@ -445,6 +449,7 @@ def follow_up(task: Task, instruction: str) -> None:
     if task.status is TaskStatus.WAITING:
         raise UsageError(f"task {task.id} waits for an answer first: resume it with --answer")
     task.config = replace(task.config, follow_ups=(*task.config.follow_ups, text))
+    task.summary = ""  # the last one answered the earlier instruction: never this run's
     allowance = Limits.from_dict(task.config.spec_table.get("limits") or {})
     if task.limits.max_turns is not None:
         task.limits.max_turns = task.turn + (allowance.max_turns or task.limits.max_turns)

@@ -191,6 +191,7 @@ class UndoResult:
     """What an undo did: files restored, refused (changed since, or a link on the way), the step."""
 
     restored: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)  # of `restored`: the task had created them
     refused: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     blocked: dict[str, str] = field(default_factory=dict)  # path -> why nothing was written
@@ -282,6 +283,7 @@ def undo(store: TaskStore, task: Task, to_step: int | None = None, *,
             result.restored = done
         restored, result.blocked = apply_restore(repo, todo)
         result.restored += restored
+        result.removed = [p for p in result.restored if not intent.paths.get(p)]
         if result.restored:
             event = record_step(store, task, "undo", intent.target, result.restored)
             result.step = event.step if event is not None else None

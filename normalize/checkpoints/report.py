@@ -273,6 +273,9 @@ def _first(text: str, width: int = 120) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+INPUT_LABELS = {"typed": "typed while the model worked", "follow_up": "follow-up instruction"}
+
+
 def _run_event(event: BaseEvent) -> str:
     match event:
         case RunStarted():
@@ -290,7 +293,8 @@ def _run_event(event: BaseEvent) -> str:
         case WaitingForInput():
             return f'<p class="wait">? waiting: {_e(event.question)}</p>'
         case InputReceived():
-            return f'<p class="wait">↳ answered: {_e(event.answer)}</p>'
+            label = INPUT_LABELS.get(event.kind, "answered")
+            return f'<p class="wait">↳ {label}: {_e(event.answer)}</p>'
         case Notice() if event.level != "info":
             return f'<p class="meta">! {_e(_first(event.message, 300))}</p>'
     return ""
@@ -317,8 +321,12 @@ def _turn(turn: Turn, diffs: dict[int, str]) -> str:
         out.append(f'<div class="prose">{_e(prose)}</div>')
     if turn.actions:
         out.append("<ol>")
+        steps = {c.key: c.step for c in turn.checkpoints if c.kind == "action"}
         for action in sorted(turn.actions, key=lambda a: a.status == "success"):
-            out.append(f'<li id="a-{action.seq}"><code>{_e(_first(action.command or action.tool))}'
+            step = steps.get(action.key)
+            mark = "" if step is None else f'<span class="meta">#{step}</span> '
+            command = _e(_first(action.command or action.tool))
+            out.append(f'<li id="a-{action.seq}">{mark}<code>{command}'
                        f'</code> <span class="status-{_e(action.status)}">{_e(action.status)}'
                        f"</span> <span class=\"meta\">{action.duration:.2f}s"
                        f"{'' if action.exit_code is None else f' · exit {action.exit_code}'}"
@@ -340,7 +348,8 @@ def _turn(turn: Turn, diffs: dict[int, str]) -> str:
         out.append("</ol>")
     for checkpoint in turn.checkpoints:
         patch = diffs.get(checkpoint.step, "")
-        label = f"step {checkpoint.step}: {checkpoint.files} file(s), " \
+        noun = "file" if checkpoint.files == 1 else "files"
+        label = f"step #{checkpoint.step}: {checkpoint.files} {noun}, " \
                 f"+{checkpoint.added} -{checkpoint.removed}"
         if patch:
             out.append(f"<details open><summary>{_e(label)}</summary>{diff_html(patch)}"

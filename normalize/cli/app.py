@@ -222,7 +222,10 @@ def agent(
         help="Put a repo map of about TOKENS tokens in the cached prompt (0: none).")] = None,
     commit: CommitOpt = False,
 ) -> None:
-    """Let a model do TASK with normalize's commands (the dwim workflow)."""
+    """A model works on TASK with normalize's commands.
+
+    It runs the dwim workflow.
+    """
     from normalize.cli.agent import run_agent
 
     env = _env()
@@ -260,6 +263,9 @@ def resume(
         "--driver", help=_driver_help(),
         autocompletion=complete_drivers)] = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help=MODEL_HELP)] = None,
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", help="Base URL of the model server (kept for the task's next runs).")
+    ] = None,
     max_turns: MaxTurnsOpt = None,
     budget: BudgetOpt = None,
     sandbox: SandboxOpt = None,
@@ -280,8 +286,8 @@ def resume(
                                  driver=driver, max_turns=max_turns, budget=budget,
                                  json_output=json_output, quiet=quiet, model=model,
                                  sandbox=sandbox, network=_network(network, no_network),
-                                 rewind=rewind,
-                                 instruction=instruction, fork=fork))
+                                 rewind=rewind, instruction=instruction, fork=fork,
+                                 base_url=base_url))
 
 
 @app.command()
@@ -293,7 +299,10 @@ def diff(
     json_output: Annotated[bool, typer.Option("--json", help="Files and hunks as JSON.")]
     = False,
 ) -> None:
-    """What a task changed in its workspace (or one step of it), as a unified diff."""
+    """What a task (or one STEP of it) changed, as a diff.
+
+    STEP is a `#N` of `tasks show`; `--stat` counts lines per file, `--json` for machines.
+    """
     from normalize.cli.changes import show_diff
 
     raise typer.Exit(show_diff(_env(), task, step, stat=stat, json_output=json_output))
@@ -360,14 +369,18 @@ def tasks_list(
         "--limit", "-n", min=1,
         help="Show the newest N tasks (the table's default: 50; --json: all).")] = None,
     show_all: Annotated[bool, typer.Option("--all", "-a", help="Show every task.")] = False,
+    workspace: Annotated[Path | None, typer.Option(
+        "--workspace", "-w", help="Only the tasks of this directory (`-w .`: this one).")
+    ] = None,
 ) -> None:
-    """List tasks, newest first (waiting tasks with their questions)."""
+    """List tasks, the last changed first (waiting tasks with their questions)."""
     if ctx.invoked_subcommand is not None:
         return
     from normalize.cli.listing import list_tasks
 
     raise typer.Exit(list_tasks(_env(), json_output=json_output, limit=limit,
-                                show_all=show_all))
+                                show_all=show_all,
+                                workspace=None if workspace is None else str(workspace.resolve())))
 
 
 @tasks_app.command("show")
@@ -392,10 +405,20 @@ def tasks_repair(task: Annotated[str | None, typer.Argument(
 
 
 @tasks_app.command("rm")
-def tasks_rm(task: Annotated[str, typer.Argument(autocompletion=complete_task_ids)]) -> None:
-    """Remove a task and its journal."""
+def tasks_rm(
+    task: Annotated[str | None, typer.Argument(autocompletion=complete_task_ids)] = None,
+    status: Annotated[str | None, typer.Option(
+        "--status", help="Instead of TASK: every task in this status (interrupted, failed, "
+        "done, …).")] = None,
+    workspace: Annotated[Path | None, typer.Option(
+        "--workspace", "-w", help="With --status: only the tasks of this directory.")] = None,
+) -> None:
+    """Remove a task (or every task in a --status) and its journal."""
     from normalize.cli.commands import remove_task
+    from normalize.cli.listing import remove_tasks
 
+    if status is not None or task is None:
+        raise typer.Exit(remove_tasks(_env(), task, status, workspace))
     raise typer.Exit(remove_task(_env(), task))
 
 
@@ -409,7 +432,10 @@ WfWorkspaceOpt = Annotated[Path | None, typer.Option(
 @workflows_app.command("list")
 def workflows_list(workspace: WfWorkspaceOpt = None,
                    json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """The workflows found: the project's, the user's, then the built-ins."""
+    """The workflows found, and where.
+
+    The project's, the user's, then the built-ins.
+    """
     from normalize.cli.workflows import list_workflows
 
     raise typer.Exit(list_workflows(_env(), workspace=workspace, json_output=json_output))
@@ -424,7 +450,10 @@ def workflows_show(
     workspace: WfWorkspaceOpt = None,
     json_output: Annotated[bool, typer.Option("--json", help="The spec as JSON.")] = False,
 ) -> None:
-    """The resolved spec of a workflow: its steps or states, variables filled in."""
+    """A workflow as it will run.
+
+    Its steps or states, with the variables filled in.
+    """
     from normalize.cli.workflows import show_workflow
 
     raise typer.Exit(show_workflow(_env(), workflow, var or [], workspace=workspace,
@@ -437,21 +466,24 @@ def workflows_validate(
     workspace: WfWorkspaceOpt = None,
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Check workflow files: each is ok or one FILE:LINE:COL line; exit 2 if any fails."""
+    """Check workflow files.
+
+    Each is ok or one FILE:LINE:COL line; exit 2 if any fails.
+    """
     from normalize.cli.workflows import validate_workflows
 
     raise typer.Exit(validate_workflows(_env(), files, workspace=workspace,
                                         json_output=json_output))
 
 
-TRUST_HELP = """Trust a workflow file's permissions: record its exact content (sha256).
+TRUST_HELP = """Trust a workflow file's permissions.
 
-A workflow found by name under the workspace (.normalize/workflows/NAME.toml, the
-dwim.toml that `normalize agent` would pick up) may only narrow permissions and does
-not replace a built-in workflow of the same name: the model could have written it.
-Once trusted it counts as yours; any change to the file untrusts it again. Files
-named by path on the command line, your config dir's and the built-in workflows
-are trusted already.
+Records its exact content (sha256). A workflow found by name under the workspace
+(.normalize/workflows/NAME.toml, the dwim.toml that `normalize agent` would pick up) may
+only narrow permissions and does not replace a built-in workflow of the same name: the
+model could have written it. Once trusted it counts as yours; any change to the file
+untrusts it again. Files named by path on the command line, your config dir's and the
+built-in workflows are trusted already.
 """
 
 
@@ -470,7 +502,10 @@ def trust(
 
 @app.command()
 def plugins(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Everything registered (drivers, steps, conditions, sources, providers, tools)."""
+    """Everything registered, and where it came from.
+
+    Drivers, step kinds, conditions, sources, providers, context strategies and tools.
+    """
     from normalize.cli.workflows import list_plugins
 
     raise typer.Exit(list_plugins(_env(), json_output=json_output))
@@ -483,7 +518,10 @@ app.add_typer(sandbox_app, name="sandbox")
 
 @sandbox_app.command("check")
 def sandbox_check(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """What the sandbox enforces on this machine; exit 1 when it cannot be applied."""
+    """What the sandbox enforces on this machine.
+
+    Exit 1 when it cannot be applied.
+    """
     from normalize.cli.sandbox import check
 
     raise typer.Exit(check(_env(), json_output=json_output))
@@ -501,7 +539,10 @@ def mcp_serve(
         help="Let answer_task approve what needs the person too: network, --sandbox off, "
              "destructive commands, other MCP servers' tools (needs --allow-run).")] = False,
 ) -> None:
-    """Serve normalize's code tools and this workspace's tasks over MCP (stdio)."""
+    """Serve the code tools and tasks over MCP (stdio).
+
+    normalize's code tools and this workspace's tasks, for Claude Code, Codex and others.
+    """
     from normalize.cli.mcp import serve_mcp
 
     raise typer.Exit(serve_mcp(_env(), workspace=workspace, allow_run=allow_run,
@@ -544,14 +585,20 @@ def _verb(verb: str, ctx: typer.Context, workspace: Path | None, json_output: bo
 @app.command(context_settings=VERB_SETTINGS, options_metavar="[OPTIONS] PATH[:START-END|/SYMBOL]")
 def view(ctx: typer.Context, workspace: WorkspaceOpt = None,
          json_output: VerbJsonOpt = False) -> None:
-    """View PATH, PATH:START-END, PATH/SYMBOL (Class/method) or a directory tree."""
+    """View a file, lines, a symbol or a directory tree.
+
+    PATH, PATH:START-END, PATH/SYMBOL (Class/method), or a directory.
+    """
     _verb("view", ctx, workspace, json_output)
 
 
 @app.command(context_settings=VERB_SETTINGS, options_metavar="[OPTIONS] PATH")
 def skeleton(ctx: typer.Context, workspace: WorkspaceOpt = None,
              json_output: VerbJsonOpt = False) -> None:
-    """Signatures of the classes and functions in PATH, with line numbers."""
+    """The outline of PATH: signatures with line numbers.
+
+    The classes and functions of a file, or of every file under a directory.
+    """
     _verb("skeleton", ctx, workspace, json_output)
 
 
@@ -559,7 +606,11 @@ def skeleton(ctx: typer.Context, workspace: WorkspaceOpt = None,
              options_metavar="[OPTIONS] PATTERN [PATH] [-i|-l|-w/--word|-F|--max N]")
 def grep(ctx: typer.Context, workspace: GrepWorkspaceOpt = None,
          json_output: VerbJsonOpt = False) -> None:
-    """Search PATTERN [PATH] (regex; -i, -l, -w/--word, -F, --max N), respecting .gitignore."""
+    """Search for PATTERN (a regex), respecting .gitignore.
+
+    grep PATTERN [PATH] with -i, -l, -w/--word, -F, --max N. Exits 1 when nothing matches,
+    2 on a bad pattern or path.
+    """
     _verb("grep", ctx, workspace, json_output)
 
 
@@ -578,7 +629,10 @@ def repo_map(
     workspace: WorkspaceOpt = None,
     json_output: Annotated[bool, typer.Option("--json", help="The ranked definitions.")] = False,
 ) -> None:
-    """The most important definitions: ranked by the files that use them, fitted to --tokens."""
+    """The definitions other files use most, ranked.
+
+    Ranked by the files that use them (PageRank), fitted to --tokens.
+    """
     from normalize.cli.map import run_map
 
     raise typer.Exit(run_map(_env(), path, tokens=tokens, workspace=workspace,
@@ -621,6 +675,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(ExitStatus.INTERRUPTED)
     except KeyboardInterrupt:
         return int(ExitStatus.INTERRUPTED)
+    except SystemExit:
+        if reader_left():  # `normalize plugins | head -1`: the reader had what it wanted
+            return int(ExitStatus.DONE)
+        raise
     except typer.TyperException as exc:
         if hasattr(exc, "ctx") and hasattr(exc, "format_message"):  # a bad command line
             return usage_error(exc)
@@ -638,6 +696,15 @@ def main(argv: list[str] | None = None) -> int:
         if argv is None:  # the process ends next: skip the full collection at exit
             gc.freeze()  # (half a second with the SDKs loaded: Ctrl-C must stop in one)
     return status if isinstance(status, int) else 0
+
+
+def reader_left() -> bool:
+    """Whether click stopped a command because its stdout's reader went away (EPIPE).
+
+    Only commands that just print get there: a run stops itself on a closed stdout
+    (`write_out`) and exits 130. Click then wraps the streams to mute their last flush.
+    """
+    return type(sys.stdout).__name__ == "PacifyFlushWrapper"
 
 
 def usage_error(exc: Any) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from normalize.cli.console import Environment, fail
+from normalize.cli.describe import plural
 from normalize.errors import ExitStatus, NormalizeError
 
 
@@ -48,7 +49,7 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
             env.stdout.write(f" {inert(redactor.redact(path))}  {shown}\n")
         total_a = sum(max(a, 0) for a, _ in counts.values())
         total_r = sum(max(r, 0) for _, r in counts.values())
-        env.stdout.write(f" {len(counts)} files changed, +{total_a} -{total_r}\n")
+        env.stdout.write(f" {plural(len(counts), 'file')} changed, +{total_a} -{total_r}\n")
         return 0
     if not patch:
         env.stderr.write(f"task {task.id}: no changes\n")
@@ -88,7 +89,8 @@ def undo_changes(env: Environment, ref: str, to_step: int | None, *, force: bool
         env.stderr.write(f"normalize: completing the undo of task {task.id} that was "
                          "interrupted\n")
     for path in result.restored:
-        env.stdout.write(f"restored {shown(path)}\n")
+        env.stdout.write(f"{'removed' if path in result.removed else 'restored'} "
+                         f"{shown(path)}\n")
     for path in result.refused:
         env.stderr.write(f"normalize: refused {shown(path)}: changed since task {task.id} last "
                          "touched it (--force to restore it anyway)\n")
@@ -99,7 +101,7 @@ def undo_changes(env: Environment, ref: str, to_step: int | None, *, force: bool
     elif result.restored:
         again = f"; undo this with `normalize undo {task.id} --to {result.step - 1}`" \
             if result.step else ""
-        env.stdout.write(f"task {task.id}: {len(result.restored)} file(s) put back {where}"
+        env.stdout.write(f"task {task.id}: {plural(len(result.restored), 'file')} put back {where}"
                          f"{again}\n")
     return int(ExitStatus.FAILED) if result.refused or result.blocked else 0
 

@@ -140,10 +140,11 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 json_output: bool, quiet: bool, model: str | None = None,
                 sandbox: str | None = None, network: bool | tuple[str, ...] | None = None,
                 rewind: int | None = None, instruction: str | None = None,
-                fork: bool = False) -> int:
+                fork: bool = False, base_url: str | None = None) -> int:
     try:
-        if model is not None and (driver or "llm") != "llm":
-            raise UsageError("--model goes with --driver llm")
+        if (model is not None or base_url is not None) and (driver or "llm") != "llm":
+            raise UsageError(f"{'--model' if model is not None else '--base-url'} goes with "
+                             "--driver llm")
         if instruction is None and rewind is None and not fork:
             ref = _resumable(ref)  # a done task says so before the engine is even loaded
         from normalize.engine import Reply, reply_text
@@ -185,14 +186,14 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         elif task.pending is not None and options.interactive:
             reply = _ask_pending(env, task)
         if driver is not None and driver != task.driver:
-            previous = hand_over(task, driver, model=model)
+            previous = hand_over(task, driver, model=model, base_url=base_url)
             if not quiet:
                 env.stderr.write(f"task {task.id}: handing over from {previous} to {driver} "
                                  f"at turn {task.turn}\n")
                 if driver == "user":
                     _show_recent(env, task.id, options.store)
-        elif model is not None:
-            switch_model(task, model)
+        elif model is not None or base_url is not None:
+            switch_model(task, model, base_url)
         set_limits(task, max_turns=max_turns, budget=budget)
         from normalize.cli.follow import after_run, run_at_terminal
 
@@ -311,7 +312,7 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
             whole = cache_reader(lambda: store)(task.id, event.cache_id)
         return step_output(event, full_text=whole, lines=None if full else SHOW_LINES)
 
-    for line in history(journal_events(events), output):
+    for line in history(journal_events(events), output, net_changes(store, task)):
         out.write(line + "\n")
     _warn_store(env, store)
     return 0
@@ -330,6 +331,19 @@ def _children_lines(store: Any, children: list[str]) -> list[str]:
         lines.append(f"  {child.id}  {child.status.value:<14} ${child.usage.cost_usd:.4f}  "
                      f"{goal[:60]}\n")
     return lines
+
+
+def net_changes(store: Any, task: Any) -> dict[str, list[int]] | None:
+    """The task's `+/-` lines per file from before it to now, as `diff --stat` counts them
+    (None without checkpoints: `tasks show` then sums its steps')."""
+    from normalize.checkpoints.changes import TaskChanges
+    from normalize.checkpoints.shadow import shown
+
+    try:
+        counts = TaskChanges.open(store, task).numstat(None)
+    except NormalizeError:
+        return None
+    return {shown(path): [max(a, 0), max(r, 0)] for path, (a, r) in counts.items()}
 
 
 def _warn_store(env: Environment, store: Any) -> None:

@@ -41,9 +41,8 @@ class Environment:
 
     @property
     def plain(self) -> bool:
-        """No live view: not a terminal, NO_COLOR, or TERM=dumb."""
-        return (not self.stdout_tty or "NO_COLOR" in self.env
-                or self.env.get("TERM", "") == "dumb")
+        """No live view: not a terminal, or TERM=dumb (NO_COLOR drops colour only: no-color.org)."""
+        return not self.stdout_tty or self.env.get("TERM", "") == "dumb"
 
 
 def _isatty(stream: Any) -> bool:

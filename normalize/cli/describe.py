@@ -74,6 +74,12 @@ def mark(status: str) -> str:
     return MARKS.get(status, "·")
 
 
+def outcome_mark(event: ActionFinished) -> str:
+    """An action's mark: `–` for one that succeeded without doing its work (`skipped` in its
+    data: `test` with no tests to run), never a `✓` for tests that did not run."""
+    return "–" if event.status == "success" and event.data.get("skipped") else mark(event.status)
+
+
 def plain(spans: Iterable[Span]) -> str:
     """The text of a styled line."""
     return "".join(span.text for span in spans)
@@ -102,9 +108,15 @@ def step_line(event: StepStarted) -> str:
     return f"→ {step_label(event)}"
 
 
-def stats(event: RunEnded) -> list[str]:
-    """The figures of a finished run: turns, actions, time, tokens, cost."""
-    parts = [f"{event.turns} turns", f"{event.actions} actions", f"{event.duration:.1f}s"]
+def stats(event: RunEnded, resumed: bool = False) -> list[str]:
+    """The figures of a finished run: turns, actions, time, tokens, cost.
+
+    Turns, actions, tokens and cost are the task's; the time is this run's: after a
+    resume, when the two differ, each says which it is.
+    """
+    counts = f"{plural(event.turns, 'turn')} · {plural(event.actions, 'action')}"
+    took = f"{event.duration:.1f}s"
+    parts = [f"{counts} in all", f"{took} this run"] if resumed else [counts, took]
     if event.input_tokens or event.output_tokens:
         parts.append(f"{event.input_tokens:,} in / {event.output_tokens:,} out tokens")
     if event.cost_usd:
@@ -126,9 +138,10 @@ def ending_summary(event: RunEnded) -> str:
     return "" if event.status == "waiting" else event.summary
 
 
-def summary_line(event: RunEnded) -> str:
+def summary_line(event: RunEnded, resumed: bool = False) -> str:
     """`task abc12345 done · 2 turns · …`, then the summary and the error, one line each."""
-    line = f"task {event.task_id} " + " · ".join([event.status, *stats(event)])
+    line = f"task {event.task_id} " + " · ".join([status_word(event.status),
+                                                  *stats(event, resumed)])
     if ending_summary(event):
         line += f"\n  {first_line(event.summary, 200)}"
     if event.error:
@@ -138,7 +151,17 @@ def summary_line(event: RunEnded) -> str:
 
 def ending_title(event: RunEnded) -> str:
     """`✓ done`, or `■ failed`: the head of the summary panel."""
-    return f"{MARKS['success'] if event.status == 'done' else '■'} {event.status}"
+    return f"{MARKS['success'] if event.status == 'done' else '■'} {status_word(event.status)}"
+
+
+def status_word(status: str) -> str:
+    """A task status as words: `limit reached`, not `limit_reached`."""
+    return status.replace("_", " ")
+
+
+def changes_hint(task_id: str) -> str:
+    """What to do with a run's changes, under its changed files."""
+    return f"see them: normalize diff {task_id} · take them back: normalize undo {task_id}"
 
 
 # -- actions ---------------------------------------------------------------------------------
@@ -146,7 +169,7 @@ def ending_title(event: RunEnded) -> str:
 
 def action_outcome(event: ActionFinished, width: int) -> str:
     """`✓ view a.py  (0.01s)`: the mark, the command and how long it took."""
-    return f"{mark(event.status)} {command_label(event, width)}  ({event.duration:.2f}s)"
+    return f"{outcome_mark(event)} {command_label(event, width)}  ({event.duration:.2f}s)"
 
 
 def action_change(event: ActionFinished) -> str | None:
@@ -206,6 +229,19 @@ def action_failure(event: ActionFinished, width: int = 100) -> str:
     return "\n".join(lines)
 
 
+def diff_lines(event: ActionFinished, limit: int) -> list[str]:
+    """A successful edit's (or write's) unified diff, at most `limit` lines; [] for others."""
+    if event.tool not in ("edit", "write") or event.status != "success":
+        return []
+    lines = event.preview.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("--- ")), None)
+    if start is None:
+        return []
+    shown = lines[start:start + limit]
+    more = len(lines) - start - len(shown)
+    return [*shown, f"… {more} more lines"] if more > 0 else shown
+
+
 def interrupted_line(event: ActionInterrupted, width: int) -> str:
     what = "runs again" if event.rerun else "outcome unknown"
     return f"? {command_label(event, width)}: interrupted, {what}"
@@ -220,8 +256,13 @@ def question_line(event: WaitingForInput) -> str:
     return f"? {event.question}"
 
 
-def answer_line(event: InputReceived) -> str:
-    return f"  ↳ {first_line(event.answer, 100)}"
+ANSWER_LABELS = {"typed": "sent to the model: ", "follow_up": "follow-up: "}
+"""How each kind of input reads after its `↳` (an answer to a question has no label)."""
+
+
+def answer_line(event: InputReceived, width: int = 100) -> str:
+    """`  ↳ yes`, `  ↳ sent to the model: …` (a typed line), `  ↳ follow-up: …`."""
+    return f"  ↳ {ANSWER_LABELS.get(event.kind, '')}{first_line(event.answer, width)}"
 
 
 def message(event: BaseEvent) -> Line | None:
@@ -267,6 +308,8 @@ def describe(event: BaseEvent) -> str | None:
             return f"  {interrupted_line(event, 80)}"
         case WaitingForInput():
             return waiting_line(event)
+        case InputReceived():
+            return answer_line(event)
         case DecisionMade() if event.thinking:
             return f"  {first_line(event.thinking, 120)}"
         case ContextCompacted():
@@ -301,25 +344,31 @@ def step_output(event: ActionFinished, *, full_text: str | None = None,
     body = text.rstrip("\n").splitlines()
     if lines is not None and len(body) > lines:
         more = len(body) - lines + 1
-        where = f" — `tasks show --full` or `fetch {event.cache_id}`" if event.cache_id else ""
+        where = f" — `normalize tasks show {event.task_id} --full`" if event.cache_id else ""
         body = [*body[: lines - 1], f"… {more} more lines{where}"]
     return [*out, *(f"      {line}" for line in body)]
 
 
 def history(events: Iterable[BaseEvent],
-            output: Callable[[ActionFinished], list[str]] | None = None) -> list[str]:
-    """The steps of `tasks show`: steps, actions (and `output` under each), resumptions; then
-    the files the task changed, with their `+/-` lines."""
+            output: Callable[[ActionFinished], list[str]] | None = None,
+            net: dict[str, list[int]] | None = None) -> list[str]:
+    """The steps of `tasks show`: steps, actions (and `output` under each), inputs, resumptions,
+    each workspace step numbered `#N` as `diff`, `undo --to` and `--rewind` count them; then
+    the files the task changed, with their `+/-` lines (`net`, as `diff --stat` counts them,
+    when known; else the steps' summed)."""
     out: list[str] = []
     actions = 0
     checkpoints: list[CheckpointTaken] = []
     rewound: list[tuple[int, int]] = []
+    at_key: dict[str, int] = {}  # an action's key -> its line, for its step's number
+    run_line = rewind_line = -1
     for event in events:
         match event:
             case StepStarted():
                 out.append(f"  {step_line(event)}")
             case ActionFinished():
                 actions += 1
+                at_key[event.key] = len(out)
                 out.append(f"  {action_outcome(event, 70)}")
                 hosts = network_line(event)
                 if hosts:
@@ -327,11 +376,18 @@ def history(events: Iterable[BaseEvent],
                 if output is not None:
                     out.extend(output(event))
             case RunStarted(resumed=True):
+                run_line = len(out)
                 out.append("  ↻ resumed")
+            case InputReceived():
+                out.append(answer_line(event, 200))
+            case DecisionMade() if event.thinking.strip():  # the model's prose, as the run showed
+                out.append(f"  {first_line(event.thinking, 120)}")
             case CheckpointTaken():
                 checkpoints.append(event)
+                number_step(out, event, at_key.get(event.key, -1), run_line, rewind_line)
             case TaskRewound():
                 rewound.append((event.after_seq, event.seq))
+                rewind_line = len(out)
                 out.append(f"  ↺ rewound to step {event.step}: the actions above it since "
                            "were undone")
     if not actions:
@@ -340,7 +396,33 @@ def history(events: Iterable[BaseEvent],
     for checkpoint in checkpoints:
         if not any(lo < checkpoint.seq < hi for lo, hi in rewound):
             add_changes(totals, checkpoint)
-    return [*out, *changed_files(totals)]
+    return [*out, *step_legend(checkpoints), *changed_files(totals if net is None else net)]
+
+
+def number_step(out: list[str], event: CheckpointTaken, action: int, run: int,
+                rewind: int) -> None:
+    """Mark the line a workspace step belongs to with `#N` (a line of its own if it has none)."""
+    at = {"action": action, "resume": run, "rewind": rewind}.get(event.kind, -1)
+    if at >= 0:
+        out[at] += f"  #{event.step}"
+    elif event.kind == "start":
+        out.append(f"  ▶ started  #{event.step}")
+    elif event.kind == "undo":
+        out.append(f"  ↶ undo: {plural(event.files, 'file')} put back  #{event.step}")
+
+
+def step_legend(checkpoints: list[CheckpointTaken]) -> list[str]:
+    """How to use the `#N` numbers, once the task has steps beyond its start."""
+    if not any(c.step for c in checkpoints):
+        return []
+    task = checkpoints[-1].task_id
+    return [f"  (#N is a step: `normalize diff {task} N` shows it; "
+            f"`normalize undo {task} --to N` goes back to it)"]
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 file`, `2 files`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def add_changes(totals: dict[str, list[int]], event: CheckpointTaken) -> None:
@@ -368,4 +450,4 @@ def changed_files(totals: dict[str, list[int]], limit: int = 20) -> list[str]:
 def recent_actions(events: Iterable[BaseEvent], limit: int = 5) -> list[str]:
     """The last few actions, marked and named, for the person taking a task over."""
     finished = [e for e in events if isinstance(e, ActionFinished)]
-    return [f"  {mark(e.status)} {command_label(e, 70)}" for e in finished[-limit:]]
+    return [f"  {outcome_mark(e)} {command_label(e, 70)}" for e in finished[-limit:]]

@@ -11,10 +11,13 @@ import json
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from normalize.cli.console import Environment
+from normalize.errors import ExitStatus
 from normalize.store.index import (
+    CREATED,
     DRIVER,
     GOAL,
     ID,
@@ -28,6 +31,7 @@ from normalize.store.index import (
 )
 
 AGES = (("d", 86400), ("h", 3600), ("m", 60))
+UNCUT = 1 << 20  # a width that cuts no goal
 TABLE_ROWS = 50
 """The newest tasks the table shows by default; `--all` shows every one, `--limit N` N."""
 
@@ -72,7 +76,17 @@ def _shown(redact: Callable[[str], str]) -> Callable[[str], str]:
     return lambda text: inert(redact(text))
 
 
-def shown_rows(store: Any, limit: int | None = None) -> tuple[list[Row], int, list[Any]]:
+def newest_first(rows: list[Row], workspace: str | None = None) -> list[Row]:
+    """The rows by when each task last changed (the UPDATED column), newest first; ties by
+    creation, then id. With `workspace`, only the tasks of that directory."""
+    if workspace is not None:
+        rows = [r for r in rows if r[WORKSPACE] == workspace]
+    return sorted(rows, key=lambda r: (r[UPDATED] or 0.0, r[CREATED] or 0.0, r[ID]),
+                  reverse=True)
+
+
+def shown_rows(store: Any, limit: int | None = None, workspace: str | None = None
+               ) -> tuple[list[Row], int, list[Any]]:
     """The store's newest `limit` task rows (all by default), their shown strings redacted
     and inert, and how many rows there are in all.
 
@@ -84,6 +98,7 @@ def shown_rows(store: Any, limit: int | None = None) -> tuple[list[Row], int, li
     from normalize.redact import Redactor
 
     rows, problems = store.rows()
+    rows = newest_first(rows, workspace)
     total = len(rows)
     if limit is not None:  # older tasks that wait for a person or run stay in view
         rows = rows[:limit] + [r for r in rows[limit:] if r[STATUS] in ("waiting", "running")]
@@ -113,8 +128,9 @@ def shown_rows(store: Any, limit: int | None = None) -> tuple[list[Row], int, li
 
 
 def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,
-               show_all: bool = False) -> int:
-    """The newest `limit` tasks (the table: TABLE_ROWS unless `show_all`; JSON: all)."""
+               show_all: bool = False, workspace: str | None = None) -> int:
+    """The newest `limit` tasks (the table: TABLE_ROWS unless `show_all`; JSON: all), of
+    every workspace or of `workspace` alone."""
     from normalize.store import TaskStore
 
     store = TaskStore()
@@ -122,7 +138,7 @@ def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,
         limit = None
     elif limit is None:
         limit = TABLE_ROWS
-    rows, total, problems = shown_rows(store, limit)
+    rows, total, problems = shown_rows(store, limit, workspace)
     for problem in problems:
         env.stderr.write(f"normalize: warning: {problem.message}\n")
     if json_output:
@@ -134,11 +150,15 @@ def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,
         }) + "\n" for row in rows))
         return 0
     if not rows:
-        env.stdout.write("no tasks yet\n")
+        env.stdout.write("no tasks yet\n" if workspace is None else
+                         f"no tasks in {workspace}\n")
         return 0
     import shutil  # (loaded with typer already)
 
-    env.stdout.write(table(store, rows, shutil.get_terminal_size((100, 24)).columns))
+    # a terminal's width (or COLUMNS, asked for); a pipe's reader wants whole lines (`| grep`)
+    cut_to = env.stdout_tty or "COLUMNS" in env.env
+    width = shutil.get_terminal_size((100, 24)).columns if cut_to else UNCUT
+    env.stdout.write(table(store, rows, width))
     if total > len(rows):
         older = total - len(rows)
         env.stdout.write(f"… and {older:,} older task{'s' if older > 1 else ''} "
@@ -198,3 +218,40 @@ def nested(rows: list[Row]) -> list[tuple[Row, int]]:
         if id(row) not in placed:
             place(row, 0)
     return out
+
+
+STATUSES = ("waiting", "running", "done", "failed", "interrupted", "limit_reached", "stuck")
+
+
+def remove_tasks(env: Environment, task: str | None, status: str | None,
+                 workspace: Path | None) -> int:
+    """`tasks rm --status S [-w DIR]`: remove every task in status S (of DIR), each by name."""
+    from normalize.errors import NormalizeError
+    from normalize.store import TaskStore
+
+    if task is not None or status is None:
+        why = "give a TASK or --status STATUS" if task is None else \
+            "give a TASK or --status STATUS, not both"
+        env.stderr.write(f"normalize: error: tasks rm: {why}\n")
+        return int(ExitStatus.USAGE)
+    if status not in STATUSES:
+        env.stderr.write(f"normalize: error: --status {status}: not a status (one of "
+                         f"{', '.join(STATUSES)})\n")
+        return int(ExitStatus.USAGE)
+    store = TaskStore()
+    rows, _ = store.rows()
+    where = None if workspace is None else str(workspace.resolve())
+    chosen = [r for r in newest_first(rows, where) if r[STATUS] == status]
+    failed = 0
+    for row in chosen:
+        try:
+            store.remove(row[ID])
+        except NormalizeError as exc:
+            failed += 1
+            env.stderr.write(f"normalize: {row[ID]} not removed: {exc}\n")
+        else:
+            env.stdout.write(f"removed task {row[ID]}\n")
+    removed = len(chosen) - failed
+    env.stdout.write(f"{removed} {status.replace('_', ' ')} task{'' if removed == 1 else 's'} "
+                     "removed\n")
+    return int(ExitStatus.FAILED) if failed else 0

@@ -1,7 +1,7 @@
 """Renderers: subscribers that show the event stream.
 
     JsonRenderer   one JSON event per line (`--json`); nothing else goes to stdout
-    PlainRenderer  one plain line per event worth a line (pipes, `--quiet`, NO_COLOR, TERM=dumb)
+    PlainRenderer  one plain line per event worth a line (pipes, `--quiet`, TERM=dumb)
     LiveRenderer   the Rich live view: streamed text, spinners that turn into ✓ / ✗ / ⊘,
                    workflow progress, a footer (turn, tokens, cost, time), a summary panel
 
@@ -38,14 +38,16 @@ from normalize.cli.describe import (
     add_changes,
     answer_line,
     changed_files,
+    changes_hint,
     command_label,
     describe,
+    diff_lines,
     ending_summary,
     ending_title,
     error_text,
     interrupted_line,
-    mark,
     message,
+    outcome_mark,
     pending_ask,
     question_line,
     result_body,
@@ -53,6 +55,7 @@ from normalize.cli.describe import (
     stats,
     step_label,
     step_line,
+    summary_line,
 )
 from normalize.cli.describe import first_line as first_line
 from normalize.events import (
@@ -140,7 +143,7 @@ def paused(reader: Any) -> contextlib.AbstractContextManager[None]:
 
 
 class PlainRenderer:
-    """Plain lines, for pipes, `--quiet`, `NO_COLOR` and dumb terminals."""
+    """Plain lines, for pipes, `--quiet` and dumb terminals."""
 
     def __init__(self, out: TextIO | None = None, *, quiet: bool = False,
                  results: Results | None = None) -> None:
@@ -149,6 +152,8 @@ class PlainRenderer:
         self.results = results or Results()
         self._lock = threading.Lock()
         self.input: Any = None
+        self.changes: dict[str, list[int]] = {}  # path -> [+, -] this run
+        self.resumed = False
 
     def attach_input(self, reader: Any) -> None:
         """The terminal reader to pause while a prompt has the terminal (or None)."""
@@ -162,16 +167,25 @@ class PlainRenderer:
 
     def __call__(self, event: BaseEvent) -> None:
         self.results.seen(event)
+        if isinstance(event, CheckpointTaken):
+            add_changes(self.changes, event)
+        elif isinstance(event, RunStarted):
+            self.resumed = event.resumed
         if self.quiet and not isinstance(event, RunEnded | WaitingForInput):
             return
-        line = describe(event)
-        if isinstance(event, ActionFinished):
-            body = self.results.body(event)
-            if body and line is not None:
+        line = self.ending(event) if isinstance(event, RunEnded) else describe(event)
+        if isinstance(event, ActionFinished) and line is not None:
+            body = self.results.body(event) or diff_lines(event, DIFF_LINES)  # a CI log's diffs
+            if body:
                 line = "\n".join([line.split("\n")[0], *(f"    {b}" for b in body)])
         if line is not None:
             with self._lock:
                 write_out(self.out, line + "\n")
+
+    def ending(self, event: RunEnded) -> str:
+        """The run's last lines: its figures and summary, then what to do with its changes."""
+        line = summary_line(event, self.resumed)
+        return f"{line}\n  {changes_hint(event.task_id)}" if self.changes else line
 
     def close(self) -> None:
         flush_out(self.out)
@@ -185,6 +199,7 @@ class ViewState:
     """What the live region shows; updated by events, read by `refresh`."""
 
     task_id: str = ""
+    resumed: bool = False
     step: str = ""
     turn: int = 0
     max_turns: int | None = None
@@ -302,6 +317,7 @@ class LiveRenderer:
         match event:
             case RunStarted():
                 s.task_id = event.task_id
+                s.resumed = event.resumed
                 s.turn = event.turn
                 s.max_turns = event.max_turns
                 s.input_tokens = event.input_tokens
@@ -335,11 +351,9 @@ class LiveRenderer:
                 add(action_block(event, change=not body))
                 if body:
                     add(Text("\n".join(body), style="" if event.status == "success" else "red"))
-                if event.tool in ("edit", "write") and event.status == "success" \
-                        and event.preview:
-                    diff = diff_block(event.preview)
-                    if diff is not None:
-                        add(diff)
+                diff = diff_block(event)
+                if diff is not None:
+                    add(diff)
             case ActionInterrupted():
                 s.running.pop(event.key, None)
                 add(Text(interrupted_line(event, 70), style="yellow"))
@@ -347,11 +361,13 @@ class LiveRenderer:
                 add(Text(question_line(event), style="bold yellow"))
             case InputReceived():
                 add(Text(answer_line(event), style="dim"))
+                if event.kind == "typed":  # the model has it: the footer stops counting it
+                    s.waiting = max(0, s.waiting - 1)
             case CheckpointTaken():
                 add_changes(s.changes, event)
             case RunEnded():
                 s.running.clear()
-                add(summary_panel(event, s.changes))
+                add(summary_panel(event, s.changes, s.resumed))
             case _:
                 if isinstance(event, ModelRetried):  # the streamed text so far is void
                     s.text.clear()
@@ -493,7 +509,7 @@ def action_line(event: ActionFinished, *, change: bool = True) -> Text:
     from rich.text import Text
 
     style = STYLES.get(event.status, "")
-    line = Text.assemble((mark(event.status), f"bold {style}".strip()), " ",
+    line = Text.assemble((outcome_mark(event), f"bold {style}".strip()), " ",
                          command_label(event, 60), (f"  {event.duration:.2f}s", "dim"))
     if not change:
         return line
@@ -520,19 +536,14 @@ def action_block(event: ActionFinished, *, change: bool = True) -> RenderableTyp
     return Group(head, Padding(reason, (0, 0, 0, 4)))
 
 
-def diff_block(text: str, limit: int = DIFF_LINES) -> RenderableType | None:
+def diff_block(event: ActionFinished, limit: int = DIFF_LINES) -> RenderableType | None:
     """An edit's unified diff, syntax-highlighted and indented, at most `limit` lines."""
     from rich.padding import Padding
     from rich.syntax import Syntax
 
-    lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.startswith("--- ")), None)
-    if start is None:
+    shown = diff_lines(event, limit)
+    if not shown:
         return None
-    shown = lines[start:start + limit]
-    more = len(lines) - start - len(shown)
-    if more > 0:
-        shown.append(f"… {more} more lines")
     code = Syntax("\n".join(shown), "diff", theme="ansi_dark", background_color="default",
                   word_wrap=False)
     return Padding(code, (0, 0, 0, 4))
@@ -547,8 +558,8 @@ def _dim_block(text: str, limit: int) -> Text:
     return Text("\n".join(lines), style="dim italic")
 
 
-def summary_panel(event: RunEnded, changes: dict[str, list[int]] | None = None
-                  ) -> RenderableType:
+def summary_panel(event: RunEnded, changes: dict[str, list[int]] | None = None,
+                  resumed: bool = False) -> RenderableType:
     """The final panel: how the run ended, its summary, error, figures and changed files."""
     from rich.console import Group
     from rich.panel import Panel
@@ -559,9 +570,11 @@ def summary_panel(event: RunEnded, changes: dict[str, list[int]] | None = None
         rows.append(Text(event.summary.strip()))
     if event.error:
         rows.append(Text(error_text(event.error.strip()), style="red"))
-    rows.append(Text(" · ".join(stats(event)), style="dim"))
+    rows.append(Text(" · ".join(stats(event, resumed)), style="dim"))
     for line in changed_files(changes or {}):
         rows.append(Text(line, style="" if line.startswith("files") else "cyan"))
+    if changes:
+        rows.append(Text(changes_hint(event.task_id), style="dim"))
     style = STATUS_STYLES.get(event.status, "")
     title = Text.assemble((ending_title(event), f"bold {style}".strip()),
                           (f" · task {event.task_id}", "dim"))

@@ -24,7 +24,13 @@ def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | 
     from normalize.tools.base import ToolContext
     from normalize.tools.guard import WorkspaceGuard
 
+    if workspace is not None and not workspace.is_dir():
+        what = "not a directory" if workspace.exists() else "no such directory"
+        error_line(env, f"--workspace {workspace}: {what}")
+        return int(ExitStatus.USAGE)
     root = (workspace or Path.cwd()).resolve()
+    if verb in PATH_VERBS:
+        args = [inside(arg, root, workspace or Path.cwd()) for arg in args]
     tools = default_tools((verb,))  # one verb imports one tool's modules
     ctx = ToolContext(workspace=root, guard=WorkspaceGuard(root, protected=[data_home()]),
                       cache=NoCache(preview_lines=UNBOUNDED, preview_chars=UNBOUNDED),
@@ -44,7 +50,26 @@ def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | 
         return int(ExitStatus.DONE)
     if not json_output:
         error_line(env, result.error or result.status.value)
-    return int(ExitStatus.USAGE if result.status is ResultStatus.BLOCKED else ExitStatus.FAILED)
+    # what a reader verb fails on is what it was asked (a path, a pattern): 2, as in grep and
+    # rg, and as `run` says of a missing file; 1 stays grep's "no match"
+    return int(ExitStatus.USAGE)
+
+
+PATH_VERBS = frozenset({"view", "skeleton"})
+"""The verbs whose arguments are paths, so a pasted absolute path can be made relative."""
+
+
+def inside(arg: str, root: Path, given: Path) -> str:
+    """A pasted absolute path inside the workspace, made relative (`view` reads only those);
+    anything else is left for the tool to judge."""
+    if not arg.startswith("/"):
+        return arg
+    for base in dict.fromkeys((str(root), str(given.absolute()))):
+        if arg == base:
+            return "."
+        if arg.startswith(base.rstrip("/") + "/"):
+            return arg[len(base.rstrip("/")) + 1:] or "."
+    return arg
 
 
 def print_commands(env: Environment, *, markdown: bool) -> int:

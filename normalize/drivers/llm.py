@@ -47,6 +47,7 @@ from normalize.errors import ConfigError, NormalizeError
 from normalize.events import (
     ContextCompacted,
     FallbackUsed,
+    InputReceived,
     LoopDetected,
     ModelReplied,
     ModelRequested,
@@ -419,9 +420,11 @@ class LLMDriver:
         return (f"{goal.rstrip()}\n\nThat was done. Follow-up instructions from the user:\n"
                 + "".join(line + "\n" for line in lines) + f"- (now) {latest}")
 
-    def _take_follow_ups(self) -> None:
-        """A new follow-up instruction restarts the task's ending."""
+    def _take_follow_ups(self, ctx: RunContext) -> None:
+        """A new follow-up instruction restarts the task's ending (and joins the journal)."""
         if len(self.follow_ups) > self.follow_ups_seen:
+            for text in self.follow_ups[self.follow_ups_seen:]:
+                ctx.emit(InputReceived(kind="follow_up", answer=text))
             self.follow_ups_seen = len(self.follow_ups)
             self.done_after, self.stuck, self.malformed = None, None, 0
             self.turn_ok, self.failed_command = True, ""
@@ -434,12 +437,12 @@ class LLMDriver:
         if self.inbox is not None:
             for line in self.inbox.drain():
                 self.context.add_feedback(f"The user wrote while you worked: {line}")
-                ctx.emit(Notice(message=f"sent to the model: {line}"))
+                ctx.emit(InputReceived(kind="typed", answer=line))
 
     # -- deciding ------------------------------------------------------------
 
     def decide(self, task: Task, ctx: RunContext) -> Decision | None:
-        self._take_follow_ups()
+        self._take_follow_ups(ctx)
         for loop in self.loops:
             ctx.emit(LoopDetected(command=loop["command"], repeats=loop["repeats"]))
         self.loops = []

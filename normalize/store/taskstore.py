@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from normalize.errors import (
+    ConfigError,
     CorruptTaskError,
     SchemaVersionError,
     StoreError,
@@ -51,6 +52,19 @@ Redact = Callable[[Any], Any]
 DIR_MODE = 0o700
 KEPT = "$kept"  # a checkpoint's reference to a value kept beside it
 FILE_MODE = 0o600
+
+
+def blocking_file(path: Path) -> Path:
+    """The nearest of `path` and its parents that exists (a file, where a directory goes)."""
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return path
+
+
+def not_a_directory(home: Path, file: Path) -> str:
+    if file == home:
+        return f"the data home {home} is a file, not a directory"
+    return f"the data home {home} cannot be made: {file} is a file"
 
 
 @dataclass
@@ -127,6 +141,9 @@ class TaskStore:
                 if not self.home.is_dir():
                     private_dirs(self.home)
                 self.tasks_dir.mkdir(mode=DIR_MODE, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:  # a file where a directory goes
+            raise ConfigError(not_a_directory(self.home, blocking_file(self.tasks_dir)),
+                              hint="point NORMALIZE_HOME at a directory") from exc
         except OSError as exc:
             raise StoreError(f"cannot create the task store {self.tasks_dir}: {exc.strerror}",
                              hint=write_hint(exc)) from exc

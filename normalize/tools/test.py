@@ -259,7 +259,7 @@ class TestTool:
             return ActionResult.success(
                 f"no tests to run: {where} has no pytest configuration or test files, "
                 "no package.json test script, no Cargo.toml and no go.mod",
-                data={"runner": None},
+                data={"runner": None, "skipped": True},
             )
         try:
             argv = _command(runner, target, args)
@@ -268,7 +268,7 @@ class TestTool:
                 raise
             return ActionResult.success(
                 f"tests not run: {exc} ({exc.hint})" if exc.hint else f"tests not run: {exc}",
-                data={"runner": runner.name, "note": "not run"})
+                data={"runner": runner.name, "note": "not run", "skipped": True})
         timeout = float(action.params.get("timeout") or ctx.timeout)  # a workflow step's
         if quick:
             timeout = min(timeout, QUICK_SECONDS)
@@ -302,7 +302,7 @@ def _pytest_result(result: ActionResult, outcome: ProcessOutcome, counts: dict[s
     log = result.output
     if outcome.exit_code == PYTEST_NO_TESTS and not stopped:
         result.status, result.error = ResultStatus.SUCCESS, None
-        result.data["note"] = "no tests collected"
+        result.data.update(note="no tests collected", skipped=True)
         result.output = f"no tests collected (pytest exit status 5)\n{log}"
         return result
     if outcome.timed_out and quick:

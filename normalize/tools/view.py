@@ -398,7 +398,7 @@ def directory_tree(ctx: ToolContext, target: Target, max_entries: int) -> Action
     lines: list[str] = []
     _render(tree, 0, max(depth, 1), lines)
     more = f"{count:,}+" if capped else f"{count:,}"
-    header = f"{target.shown}/ ({more} files)"
+    header = f"{target.shown}/ ({more} file{'' if more == '1' else 's'})"
     if depth == 0 and len(lines) > max_entries:
         left = len(lines) - max_entries
         lines = [*lines[:max_entries], f"… {left:,} more entries; view DIR/NAME opens one, "
@@ -428,7 +428,8 @@ def _render(node: dict[str, Any], level: int, depth: int, lines: list[str]) -> N
         if child is None:
             lines.append(indent + name)
         elif level + 1 >= depth:
-            lines.append(f"{indent}{name} ({_file_count(child):,} files)")
+            files = _file_count(child)
+            lines.append(f"{indent}{name} ({files:,} file{'' if files == 1 else 's'})")
         else:
             lines.append(indent + name)
             _render(child, level + 1, depth, lines)

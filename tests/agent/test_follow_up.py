@@ -112,7 +112,8 @@ def test_a_line_typed_while_the_model_works_reaches_its_next_turn(
     assert "also check the tests" not in model.requests[0].messages[-1]["content"]
     assert ("The user wrote while you worked: also check the tests"
             in model.requests[1].messages[-1]["content"])
-    assert any("sent to the model: also check the tests" in n["message"] for n in run.of("notice"))
+    assert [(e["kind"], e["answer"]) for e in run.of("input_received")] == [
+        ("typed", "also check the tests")]  # journaled, so `tasks show` and the report show it
 
 
 def test_agent_without_task_off_a_terminal_is_a_usage_error(

@@ -74,6 +74,9 @@ def test_undo_restores_all_three_and_can_itself_be_undone(
     assert not (workspace / "new.txt").exists()
     assert (workspace / "keep.txt").read_text() == "not the task's\n"
     assert "undo this with `normalize undo" in proc.stdout
+    said = proc.stdout.splitlines()  # what undo did to each file, in words
+    assert {"restored calc.py", "restored old.txt", "removed new.txt"} <= set(said)
+    assert f"task {task.task_id}: 3 files put back before the task" in proc.stdout
     again = cli("undo", task.task_id, "--to", "2", cwd=workspace, home=normalize_home)
     assert again.returncode == 0, again.stderr
     assert (workspace / "calc.py").read_text().endswith("return 2\n")

@@ -109,7 +109,7 @@ def test_a_person_edit_between_a_tasks_actions_survives_its_undo(
     go.write_text("")
     a_id = finish(task_a)
     assert stat_lines(a_id, ws, normalize_home) == [" a.txt  +1 -1",
-                                                   " 1 files changed, +1 -1"]
+                                                   " 1 file changed, +1 -1"]
     proc = cli("undo", a_id, cwd=ws, home=normalize_home)
     assert proc.returncode == 0, proc.stderr
     assert (ws / "a.txt").read_text() == "a\n"

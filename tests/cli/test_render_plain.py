@@ -1,4 +1,4 @@
-"""Plain lines for pipes, NO_COLOR, TERM=dumb and --quiet; only JSON on stdout with --json."""
+"""Plain lines for pipes, TERM=dumb and --quiet (NO_COLOR: the live view, colourless); JSON."""
 
 from __future__ import annotations
 
@@ -47,9 +47,18 @@ def test_a_terminal_gets_the_live_view(project: Path) -> None:
     assert "╭─ ✓ done · task" in strip_ansi(out)  # the summary panel
 
 
-@pytest.mark.parametrize("env", [{"NO_COLOR": "1"}, {"TERM": "dumb"}])
-def test_no_color_and_a_dumb_terminal_get_plain_lines(project: Path,
-                                                      env: dict[str, str]) -> None:
+def test_no_color_keeps_the_live_view_without_colour(project: Path) -> None:
+    status, out, _ = run_in_pty([*NORMALIZE, "run", "demo.toml"], cli_env(NO_COLOR="1"),
+                                project)
+    assert status == 0
+    assert "╭─ ✓ done · task" in strip_ansi(out)  # the live view and its panel, as without it
+    colours = re.findall(r"\x1b\[([0-9;]*)m", out)
+    assert not [c for c in colours if re.search(r"(^|;)(3[0-8]|9[0-7]|4[0-8])(;|$)", c)], \
+        colours  # no colour: no-color.org asks for that only
+
+
+@pytest.mark.parametrize("env", [{"TERM": "dumb"}])
+def test_a_dumb_terminal_gets_plain_lines(project: Path, env: dict[str, str]) -> None:
     status, out, _ = run_in_pty([*NORMALIZE, "run", "demo.toml"], cli_env(**env), project)
     assert status == 0
     assert ESC not in out
@@ -111,6 +120,6 @@ def test_plain_lines_name_an_edit_without_its_heredoc() -> None:
         "  ✗ run pytest  (1.50s)",
         "      exit code 1",
         "? waiting for an answer: Which version?",
-        "task abc12345 waiting · 1 turns · 2 actions · 2.0s",  # the question once
+        "task abc12345 waiting · 1 turn · 2 actions · 2.0s",  # the question once
     ]
     assert quiet.getvalue().splitlines() == out.getvalue().splitlines()[3:]

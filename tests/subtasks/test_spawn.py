@@ -43,9 +43,16 @@ FILES = {"a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n"}
 
 
 @pytest.fixture
-def gate(tmp_path: Path) -> Iterator[Path]:
-    """A file children wait for; written at the end whatever happened, so none waits on."""
-    path = tmp_path / "gate"
+def gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A file children wait for; written at the end whatever happened, so none waits on.
+
+    It lies in HOME, one of the few places outside its workspace a sandboxed program
+    still sees (`/tmp`, where pytest's directories are, is empty in its view).
+    """
+    home = tmp_path / "person"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    path = home / "gate"
     yield path
     path.write_text("go")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,9 +31,11 @@ def test_tasks_show_shows_each_steps_output_and_full_shows_it_whole(
     lines = shown.stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("  ✓ view forty.py"))
     assert "row_01 = 1" in lines[at + 1] and "row_07 = 7" in lines[at + 7]
-    assert lines[at + 8].strip().startswith("… ") and "`tasks show --full`" in lines[at + 8]
+    assert lines[at + 8].strip().startswith("… ")
+    assert re.search(r"`normalize tasks show [0-9a-f]{8} --full`$", lines[at + 8])
+    assert "fetch" not in shown.stdout  # a command of the model's language, not of the shell
     assert "error: " in shown.stdout and "missing.py" in shown.stdout  # the failure, error-first
 
     full = cli("tasks", "show", "last", "--full", cwd=tmp_path, home=normalize_home)
     assert all(f"row_{n:02d} = {n}" in full.stdout for n in range(1, 41)), full.stdout
-    assert "tasks show --full" not in full.stdout
+    assert "--full`" not in full.stdout

@@ -128,7 +128,7 @@ def test_no_tests_is_a_success_that_says_so(tool_ctx: ToolContext) -> None:
     write_in(tool_ctx, {"main.go.txt": "nothing here\n"})
     result = run_test(tool_ctx)
     assert result.ok
-    assert result.data == {"runner": None}
+    assert result.data == {"runner": None, "skipped": True}  # shown `–`, never `✓`
     assert result.output.startswith("no tests to run:")
 
 
