@@ -323,7 +323,7 @@ def commit(
     json_output: Annotated[bool, typer.Option("--json", help="The branch and commit as JSON.")]
     = False,
 ) -> None:
-    """Make a branch in your repository with the task's net change as one commit."""
+    """Commit a task's change to a new branch of your repository."""
     from normalize.cli.commit import commit_branch
 
     raise typer.Exit(commit_branch(_env(), task, branch=branch, message=message, push=push,

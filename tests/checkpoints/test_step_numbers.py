@@ -71,7 +71,7 @@ def run_with_follow_up(ws: Path, home: Path) -> str:
     store = TaskStore(home, fsync=False)
     opts = RunOptions(workspace=ws, store=store, fsync=False, approve="yes",
                       services=DriverServices(model_factory=lambda spec, **_: model,
-                                              options={"inbox": inbox}))
+                                              inbox=inbox))
     spec = load_spec("dwim", ws)
     spec.llm = {**(spec.llm or {}), "fallback": []}
     task = start_task(spec, "tidy calc.py", opts)

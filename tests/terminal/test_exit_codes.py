@@ -74,10 +74,10 @@ def test_a_data_home_that_is_a_file_is_a_configuration_error(
     done = cli("run", "demo.toml", "-q", cwd=project, home=home)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        f"normalize: error: the data home {home} is a file, not a directory",
-        "  hint: point NORMALIZE_HOME at a directory"]
+        f"normalize: error: NORMALIZE_HOME={home}: {home} is not a directory; point "
+        "NORMALIZE_HOME at a directory you can write"]
     below = cli("run", "demo.toml", "-q", cwd=project, home=home / "sub")
-    assert below.returncode == 2 and f"{home} is a file" in below.stderr
+    assert below.returncode == 2 and f"({home} is not a directory)" in below.stderr
     assert "File exists" not in done.stderr + below.stderr
 
 
