@@ -316,6 +316,7 @@ class Engine(Recovery):
         self._checkpoint(task, driver)
         if decision.done:
             task.summary = decision.summary or task.summary
+            task.result = decision.result if decision.result is not None else task.result
             raise StopRun(decision.status, task.summary or decision.status.value)
 
     def _execute(self, task: Task, driver: Driver, ctx: RunContext, actions: list[Action],
@@ -538,7 +539,8 @@ class Engine(Recovery):
                                duration=round(time.monotonic() - self._started, 6),
                                input_tokens=task.usage.input_tokens,
                                output_tokens=task.usage.output_tokens,
-                               cost_usd=round(task.usage.cost_usd, 6)))
+                               cost_usd=round(task.usage.cost_usd, 6),
+                               result=task.result))
         for event in ending:
             try:
                 self._emitter.emit(event)

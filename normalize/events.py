@@ -296,6 +296,7 @@ class RunEnded(BaseEvent):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    result: Any = None  # the validated structured result (`--output-schema`), else None
 
 
 Event = (

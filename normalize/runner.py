@@ -27,6 +27,7 @@ from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, probe
 from normalize.store import TaskStore
 from normalize.store.paths import config_home
 from normalize.store.taskstore import config_changed
+from normalize.structured import OutputContract
 from normalize.task import Limits, Task
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
 from normalize.workflow.spec import WorkflowSpec
@@ -60,6 +61,7 @@ class RunOptions:
     timeout: float = 600.0
     fsync: bool = True
     project_instructions: bool = True  # AGENTS.md / CLAUDE.md into the prompt (new tasks)
+    output: OutputContract | None = None  # --output-schema: the result's schema (new tasks)
 
 
 def _store(options: RunOptions) -> TaskStore:
@@ -179,7 +181,8 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
         config["project_instructions"] = False
     task = Task.new(goal=goal or spec.description or spec.name,
                     workspace=str(options.workspace.resolve()), driver=spec.driver,
-                    driver_config=config, limits=limits, workflow=spec.path)
+                    driver_config=config, limits=limits, workflow=spec.path,
+                    output=options.output)
     _store(options).create(task)
     return task
 

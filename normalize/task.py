@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from normalize.errors import ExitStatus
+from normalize.structured import OutputContract
 
 SCHEMA_VERSION = 2
 """Version of the task file format; bumped with a migration in `store.migrations`.
@@ -222,10 +223,12 @@ class Decision:
     status: TaskStatus = TaskStatus.DONE
     summary: str = ""
     max_concurrency: int = 0  # > 0: a workflow fan-out, side-effecting actions run together too
+    result: Any = None  # a done decision's structured result (`--output-schema`), validated
 
     @classmethod
-    def finish(cls, summary: str = "", status: TaskStatus = TaskStatus.DONE) -> Decision:
-        return cls(done=True, status=status, summary=summary)
+    def finish(cls, summary: str = "", status: TaskStatus = TaskStatus.DONE,
+               result: Any = None) -> Decision:
+        return cls(done=True, status=status, summary=summary, result=result)
 
     def to_dict(self) -> JSON:
         return {
@@ -366,6 +369,8 @@ class Task:
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
     elapsed: float = 0.0
+    output: OutputContract | None = None  # the schema its result must meet (--output-schema)
+    result: Any = None  # the validated structured result
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
@@ -407,6 +412,8 @@ class Task:
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "elapsed": self.elapsed,
+            **({} if self.output is None else {"output": self.output.to_dict(),
+                                                "result": self.result}),
         }
 
     @classmethod
@@ -437,4 +444,6 @@ class Task:
             created_at=float(data.get("created_at", 0.0)),
             updated_at=float(data.get("updated_at", 0.0)),
             elapsed=float(data.get("elapsed", 0.0)),
+            output=OutputContract.from_dict(data["output"]) if data.get("output") else None,
+            result=data.get("result"),
         )

@@ -41,7 +41,7 @@ LAYERS: dict[str, str] = {
     "normalize.store": "store",
     **{f"normalize.{name}": "core" for name in (
         "task", "events", "errors", "intents", "verbs", "redact", "cancel", "faults",
-        "fsutil", "plugins", "sandbox", "retry", "fsopen", "helpers")},
+        "fsutil", "plugins", "sandbox", "retry", "fsopen", "helpers", "structured", "hooks")},
     "normalize.checkpoints": "store",
     "normalize.permissions": "api",  # resolves the layers: user config, workflow, flags
     "normalize.mcp": "core",  # the MCP client: server tables, sessions, the sandboxed transport
