@@ -66,6 +66,7 @@ from normalize.events import (
     WaitingForInput,
 )
 from normalize.faults import crash_point
+from normalize.hooks import HookRunner
 from normalize.intents import rejection
 from normalize.recovery import OUTCOME_UNKNOWN, Recovery, Reply, StopRun, reply_text
 from normalize.sandbox import SandboxMode
@@ -128,6 +129,7 @@ class Engine(Recovery):
         self.workspace_checkpoints: WorkspaceCheckpoints | None = None  # the runner sets it
         self._written: dict[str, set[str]] = {}  # action key -> paths its programs wrote
         self._guard: GitGuard | None = None
+        self.hooks: HookRunner | None = None  # the person's hooks (the runner sets them)
 
     # -- the loop --------------------------------------------------------
 
@@ -204,6 +206,8 @@ class Engine(Recovery):
             emitter.seq = self.store.last_seq(task)
         emitter.journal = journal
         self.tool_ctx.task_id = task.id
+        if self.hooks is not None:
+            self.hooks.emit, self.hooks.task_id = emitter.emit, task.id
         return RunContext(task=task, workspace=self.tool_ctx.workspace, emit=emitter.emit,
                           cancel=self.cancel, interactive=self.interactive)
 
@@ -392,6 +396,10 @@ class Engine(Recovery):
         why = rejection(action)
         if why is not None:  # its body never closed: it is answered with why, never run
             return ActionResult.failure(why)
+        if self.hooks is not None:
+            reason = self.hooks.before_action(action)
+            if reason is not None:  # a hook can only say no: the reason goes to the driver
+                return ActionResult.blocked(f"blocked by a hook: {reason}")
         tool_ctx = self.tool_ctx
         if not read_only and self.workspace_checkpoints is not None:
             for event in self.workspace_checkpoints.before(ctx.task, action):
@@ -419,6 +427,8 @@ class Engine(Recovery):
             result = protected(result, undone)
             shown = (action.text.splitlines() or [action.tool])[0]
             ctx.emit(Notice(level="warning", message=f"`{shown}` {describe(undone)}"))
+        if self.hooks is not None:
+            self.hooks.after_action(action, result)
         return result
 
     def _git_guard(self) -> GitGuard | None:
@@ -446,6 +456,8 @@ class Engine(Recovery):
             task.pending = result.wait
             ctx.emit(WaitingForInput(kind=result.wait.kind, question=result.wait.question,
                                      command=action.text or None))
+            if self.hooks is not None:
+                self.hooks.waiting(result.wait, action.text)
             return
         driver.on_result(task, action, result)
 
@@ -504,10 +516,20 @@ class Engine(Recovery):
                 self._detach_journal()
                 status, task.summary = TaskStatus.FAILED, "stopped without saving"
             task.error = error
+            self._run_end_hooks(task, status)
             self._announce(task, status, error, trace)
         finally:
             self._close()
         return RunOutcome(task, status, status.exit_status, task.summary, error)
+
+    def _run_end_hooks(self, task: Task, status: TaskStatus) -> None:
+        """Tell `run_end` hooks how the run ended; a hook's failure never stops the ending."""
+        if self.hooks is None or self._emitter is None:
+            return
+        try:
+            self.hooks.run_end(task, status)
+        except Exception as exc:
+            self.emit(Notice(level="warning", message=f"run_end hooks: {exc}"))
 
     def _save_ending(self, task: Task, driver: Driver, traced: bool) -> str | None:
         """Save the ended task; a driver that cannot snapshot keeps its last checkpoint's state."""

@@ -284,6 +284,19 @@ class Notice(BaseEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class HookRan(BaseEvent):
+    """A hook of the person's ran: on which event, how it ended, and what it said."""
+
+    type: Literal["hook_ran"] = "hook_ran"
+    event: str = ""
+    command: str = ""
+    exit_code: int | None = None
+    duration: float = 0.0
+    outcome: Literal["ok", "blocked", "failed", "timed_out"] = "ok"
+    reason: str | None = None  # a block's reason, or why the hook failed
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunEnded(BaseEvent):
     type: Literal["run_ended"] = "run_ended"
     status: str = ""
@@ -305,7 +318,7 @@ Event = (
     | CheckpointTaken | TaskRewound
     | CheckpointSaved | WaitingForInput | InputReceived | ModelRequested | TextDelta
     | ThinkingDelta | ModelReplied | ModelRetried | FallbackUsed | LoopDetected
-    | ContextCompacted | Notice | RunEnded
+    | ContextCompacted | Notice | HookRan | RunEnded
 )
 
 EVENT_TYPES: dict[str, type[BaseEvent]] = {
@@ -316,7 +329,7 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
         CheckpointTaken, TaskRewound,
         CheckpointSaved, WaitingForInput, InputReceived, ModelRequested, TextDelta,
         ThinkingDelta, ModelReplied, ModelRetried, FallbackUsed, LoopDetected,
-        ContextCompacted, Notice, RunEnded,
+        ContextCompacted, Notice, HookRan, RunEnded,
     )
 }
 

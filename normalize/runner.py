@@ -34,6 +34,7 @@ from normalize.workflow.spec import WorkflowSpec
 
 if TYPE_CHECKING:
     from normalize.checkpoints import WorkspaceCheckpoints
+    from normalize.hooks import HookRunner
     from normalize.mcp.config import ServerSpec
     from normalize.permissions import Permissions
     from normalize.sandbox import SandboxPolicy
@@ -462,12 +463,31 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
         engine = Engine(store, tools, tool_ctx, cancel=options.cancel,
                         subscribers=subscribers, interactive=options.interactive)
         engine.workspace_checkpoints = workspace_checkpoints(task, store)
+        engine.hooks, ignored = task_hooks(task)
+        notes = [*notes, *ignored]
         if notes:
             engine.subscribers.append(_announcer(engine, notes))
         return engine.run(task, driver, resumed=resumed, reply=reply)
     finally:
         if tool_ctx.mcp is not None:
             tool_ctx.mcp.close()  # every server this run started stops with it
+
+
+def task_hooks(task: Task) -> tuple[HookRunner | None, list[str]]:
+    """The user's hooks, then a trusted workflow's; an untrusted workflow's are left out, said."""
+    from normalize.hooks import HookRunner, parse_hooks
+    from normalize.permissions import UNTRUSTED_HINT, load_user_hooks
+
+    hooks = list(load_user_hooks())
+    spec = task.driver_config.get("spec") or {}
+    tables, notes = spec.get("hooks") or [], []
+    if tables and spec.get("origin") == "workspace":
+        where = _shown(str(spec.get("path", "")), Path(task.workspace))
+        notes.append(f"ignored {len(tables)} hook(s) of {where}: {UNTRUSTED_HINT}")
+    elif tables:
+        hooks.extend(parse_hooks(tables, f"{spec.get('path')}: workflow"))
+    runner = HookRunner(hooks, Path(task.workspace), task.id) if hooks else None
+    return runner, notes
 
 
 def run_flow(root: object, *, goal: str = "", options: RunOptions | None = None,

@@ -98,6 +98,12 @@ def _mcp(source: Source, servers: Any) -> None:
     parse_servers(servers, str(source.path), fail)
 
 
+def _hooks(source: Source, tables: Any) -> None:
+    from normalize.hooks import parse_hooks
+
+    parse_hooks(tables, f"{source.path}: workflow")
+
+
 WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
     "limits": _limits,
     "permissions": _permissions,
@@ -106,6 +112,7 @@ WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
     "driver": _driver,
     "vars": _vars,
     "mcp": _mcp,
+    "hooks": _hooks,
 }
 """`[workflow]` keys with rules beyond their type → their check (run when the key is set)."""
 
@@ -193,6 +200,7 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
         cache=tables["cache"], retry=tables["retry"], limits=dict(wf.get("limits", {})),
         llm=wf.get("llm"), permissions=dict(wf.get("permissions", {})),
         on_interrupt=wf.get("on_interrupt"), mcp=[dict(t) for t in wf.get("mcp", [])],
+        hooks=[dict(t) for t in wf.get("hooks", [])],
     )
     validator = Validator(check, plugins, (*source.stack, source.path.resolve()), load)
     try:

@@ -67,7 +67,7 @@ SCHEMAS: dict[str, dict[str, Checker]] = {
     "workflow": {"name": _str, "description": _str, "version": _int, "vars": _table,
                  "context": _str_or_table, "cache": _str_or_table, "retry": _str_or_table,
                  "limits": _table, "llm": _table, "permissions": _table, "steps": _tables,
-                 "driver": _str, "on_interrupt": _str, "mcp": _tables},
+                 "driver": _str, "on_interrupt": _str, "mcp": _tables, "hooks": _tables},
     "context": {"strategy": _str, "max_results": _int, "max_history": _int,
                 "compact_after_chars": _int, "repo_map": _int},
     "cache": {"strategy": _str, "preview_length": _int, "preview_lines": _int,
