@@ -170,6 +170,9 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     perms = resolve_permissions(spec, options)
     refuse_unconfined(perms.sandbox_policy(), perms.mode, options.interactive)  # before a task
     refuse_state_in_workspace(perms.sandbox_policy(), options.workspace, _store(options).home)
+    from normalize.permissions import load_user_hooks
+
+    load_user_hooks()  # a bad [[hooks]] table is refused before there is a task
     # a resumed run keeps these (the flags of that run may change them)
     config: dict[str, Any] = {"spec": spec.to_dict(), "permissions": perms.to_dict()}
     servers, ignored = mcp_servers(spec, options)
@@ -183,9 +186,21 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     task = Task.new(goal=goal or spec.description or spec.name,
                     workspace=str(options.workspace.resolve()), driver=spec.driver,
                     driver_config=config, limits=limits, workflow=spec.path,
-                    output=options.output)
+                    output=_output(spec, options))
     _store(options).create(task)
     return task
+
+
+def _output(spec: WorkflowSpec, options: RunOptions) -> OutputContract | None:
+    """The result's schema: `--output-schema`, else the workflow's `output_schema`."""
+    if options.output is not None or not spec.output_schema:
+        return options.output
+    from normalize.structured import load_contract
+
+    if spec.driver != "llm":
+        raise UsageError(f"{spec.path}: output_schema needs a workflow a model drives "
+                         f"(this one's driver is {spec.driver})")
+    return load_contract(Path(spec.output_schema), flag=f"{spec.path}: output_schema")
 
 
 def mcp_servers(spec: WorkflowSpec, options: RunOptions) -> tuple[list[ServerSpec], list[str]]:

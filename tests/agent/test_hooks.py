@@ -161,3 +161,20 @@ def test_an_untrusted_workspace_workflows_hooks_are_ignored_and_said(
                 env=env)
     assert named.returncode == 0, named.stderr
     assert marker.read_text() == "ran"
+
+
+def test_a_bad_hook_table_is_one_line_before_any_task(
+        repo: Path, server: FakeModelServer, tmp_path: Path) -> None:
+    site = _setup(tmp_path, repo, server)
+    config = site.config / "config.toml"
+    for table, expected in (('event = "after_everything"\ncommand = "true"', "event = "),
+                            ('event = "run_end"\ncommand = []', "command must be"),
+                            ('event = "run_end"\ncommand = "true"\ntimeout = 0', "timeout = 0")):
+        config.write_text(f"[[hooks]]\n{table}\n")
+        done = cli("agent", "x", "--model", "anthropic:claude-sonnet-4-5", cwd=repo,
+                   home=tmp_path / "home", env={"NORMALIZE_CONFIG": str(site.config), **KEYS})
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"normalize: error: {config}: hooks[0]: {expected}")
+        assert len(done.stderr.splitlines()) == 1
+    assert not (tmp_path / "home" / "tasks").exists() or \
+        not any((tmp_path / "home" / "tasks").iterdir())

@@ -39,6 +39,8 @@ def test_invalid_then_valid_result_is_retried_once_and_kept(
     assert "not accepted" in retry and "'two' is not of type 'integer'" in retry
     shown = cli("tasks", "show", ended["task_id"], "--json", cwd=repo, home=home)
     assert json.loads(shown.stdout)["task"]["result"] == {"count": 2}
+    report = cli("report", ended["task_id"], "-o", "-", cwd=repo, home=home)
+    assert "<h3>Result</h3>" in report.stdout and "&quot;count&quot;: 2" in report.stdout
 
 
 def test_a_model_that_never_complies_fails_with_the_validators_message(
@@ -62,3 +64,23 @@ def test_a_bad_schema_file_is_one_line(repo: Path, tmp_path: Path) -> None:
                    env=KEYS)
         assert done.returncode == 2 and f"--output-schema {bad}: {expected}" in done.stderr
         assert len(done.stderr.splitlines()) == 1
+
+
+def test_a_workflows_output_schema_beside_it(repo: Path, server: FakeModelServer,
+                                             tmp_path: Path) -> None:
+    flows = tmp_path / "flows"
+    flows.mkdir()
+    (flows / "schema.json").write_text(json.dumps(SCHEMA))
+    flow = flows / "count.toml"
+    flow.write_text('[workflow]\nname = "count"\noutput_schema = "schema.json"\n'
+                    '[workflow.llm]\nmodel = "anthropic:claude-sonnet-4-5"\n')
+    server.add(VALID)
+    env = {"ANTHROPIC_BASE_URL": server.url, **KEYS}
+    done = cli("run", str(flow), "--json", cwd=repo, home=tmp_path / "home", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json_lines(done.stdout)[-1]["result"] == {"count": 2}
+
+    flow.write_text(flow.read_text().replace("schema.json", "missing.json"))
+    bad = cli("run", str(flow), "--json", cwd=repo, home=tmp_path / "home", env=env)
+    assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1, bad.stderr
+    assert str(flow) in bad.stderr and "missing.json" in bad.stderr
