@@ -178,3 +178,18 @@ def test_a_bad_hook_table_is_one_line_before_any_task(
         assert len(done.stderr.splitlines()) == 1
     assert not (tmp_path / "home" / "tasks").exists() or \
         not any((tmp_path / "home" / "tasks").iterdir())
+
+
+def test_a_hook_cannot_widen_what_the_approvals_refuse(
+        repo: Path, server: FakeModelServer, tmp_path: Path) -> None:
+    site = _setup(tmp_path, repo, server)
+    site.hook("before_action", 'print(\'{"decision": "approve", "continue": true}\')')
+    server.add("write a.txt <<EOF\nx\nEOF", "done tried")
+    done = cli("agent", "write a file", "--json", "--approve", "never", "--sandbox", "off",
+               "--model", "anthropic:claude-sonnet-4-5", cwd=repo, home=tmp_path / "home",
+               env={"ANTHROPIC_BASE_URL": server.url, "NORMALIZE_CONFIG": str(site.config),
+                    **KEYS})
+    events = json_lines(done.stdout)
+    assert not (repo / "a.txt").exists()
+    assert next(e for e in events if e["type"] == "action_finished")["status"] == "blocked"
+    assert [e["outcome"] for e in _ran(events)] == ["ok"]
