@@ -209,7 +209,9 @@ class Engine(Recovery):
         if self.hooks is not None:
             self.hooks.emit, self.hooks.task_id = emitter.emit, task.id
         return RunContext(task=task, workspace=self.tool_ctx.workspace, emit=emitter.emit,
-                          cancel=self.cancel, interactive=self.interactive)
+                          cancel=self.cancel, interactive=self.interactive,
+                          request_context=None if self.hooks is None or not self.hooks.active(
+                              "before_request") else self.hooks.before_request)
 
     def _begin(self, task: Task, driver: Driver, ctx: RunContext, resumed: bool,
                reply: Reply | None) -> None:

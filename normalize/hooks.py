@@ -30,7 +30,7 @@ from normalize.sandbox.env import scrub_env
 
 __all__ = ["EVENTS", "Hook", "HookRunner", "parse_hooks"]
 
-EVENTS = ("before_action", "after_action", "waiting", "run_end")
+EVENTS = ("before_action", "after_action", "before_request", "waiting", "run_end")
 KEYS = ("event", "match", "command", "timeout")
 DEFAULT_TIMEOUT = 30.0
 BLOCK_EXIT = 2
@@ -121,6 +121,15 @@ class HookRunner:
                 "error": result.error, "exit_code": result.exit_code}},
                 action.text or action.tool)
 
+    def before_request(self, payload: Mapping[str, Any]) -> str | None:
+        """Context `before_request` hooks add to this one request (never kept in history)."""
+        if not self.active("before_request"):
+            return None
+        data = self._data("before_request", payload)
+        said = [_context(self._one(hook, data)) for hook in self.hooks
+                if hook.event == "before_request"]
+        return "\n\n".join(text for text in said if text) or None
+
     def waiting(self, wait: Any, command: str) -> None:
         """Tell `waiting` hooks what the task waits for (`wait`: a `Wait`)."""
         if self.active("waiting"):
@@ -140,18 +149,22 @@ class HookRunner:
     def run(self, event: str, payload: Mapping[str, Any], subject: str | None = None
             ) -> str | None:
         """Run `event`'s hooks in order; the first block's reason (before_action only)."""
-        data = json.dumps({"hook_event_name": event, "task_id": self.task_id,
-                           "cwd": str(self.workspace), **payload}, default=str)
+        data = self._data(event, payload)
         for hook in self.hooks:
             if hook.event != event or not hook.selects(subject):
                 continue
-            reason = self._one(hook, data)
-            if reason is not None and event == "before_action":
+            ran = self._one(hook, data)
+            reason = _block_reason(ran) if event == "before_action" else None
+            if reason is not None:
                 return reason
         return None
 
-    def _one(self, hook: Hook, data: str) -> str | None:
-        """One hook run, reported; its block reason, if it blocked."""
+    def _data(self, event: str, payload: Mapping[str, Any]) -> str:
+        return json.dumps({"hook_event_name": event, "task_id": self.task_id,
+                           "cwd": str(self.workspace), **payload}, default=str)
+
+    def _one(self, hook: Hook, data: str) -> _Ran:
+        """One hook run, reported as a `hook_ran` event."""
         started = time.monotonic()
         ran = _spawn(hook, data, self.workspace)
         reason = _block_reason(ran) if hook.event == "before_action" else None
@@ -164,7 +177,7 @@ class HookRunner:
                           duration=round(time.monotonic() - started, 6),
                           outcome=outcome,  # type: ignore[arg-type]
                           reason=said))
-        return reason
+        return ran
 
 
 def _nowhere(_event: BaseEvent) -> None:
@@ -173,6 +186,22 @@ def _nowhere(_event: BaseEvent) -> None:
 
 def _action(action: Any) -> dict[str, Any]:
     return {"tool_name": action.tool, "tool_input": action.params, "command": action.text}
+
+
+def _context(ran: _Ran) -> str | None:
+    """What a before_request hook adds: `additional_context` of its JSON, or its plain stdout."""
+    text = ran.stdout.strip()
+    if ran.timed_out or ran.error or ran.exit_code != 0 or not text:
+        return None
+    if text.startswith("{"):
+        try:
+            said = json.loads(text)
+        except ValueError:
+            return text
+        if isinstance(said, dict):
+            extra = said.get("additional_context")
+            return str(extra) if extra else None
+    return text
 
 
 def _block_reason(ran: _Ran) -> str | None:

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -507,6 +507,7 @@ class LLMDriver:
             # a growing history caches up to its newest message; a bounded prompt cannot
             cache_messages=not self.context.bounded, cache_key=task.id,
         )
+        request = _with_hook_context(request, task, ctx)
         try:
             reply = self._ask(request, task, ctx)
         except TurnCancelledError:
@@ -658,6 +659,22 @@ class LLMDriver:
             f"You ran `{command}` {repeats} times and got the same result each time. "
             "Running it again will not help: try something else, or finish with done."
         )
+
+
+def _with_hook_context(request: ModelRequest, task: Task, ctx: RunContext) -> ModelRequest:
+    """The request with what `before_request` hooks add, on its last message only (not kept)."""
+    if ctx.request_context is None or not request.messages:
+        return request
+    extra = ctx.request_context({"turn": task.turn, "goal": task.goal,
+                                 "last_message": request.last_message})
+    if not extra:
+        return request
+    *earlier, last = request.messages
+    content = last["content"]
+    note = f"Context from the user's hooks:\n{extra}"
+    added: Any = f"{content}\n\n{note}" if isinstance(content, str) else \
+        [*content, {"type": "text", "text": note}]
+    return replace(request, messages=[*earlier, {**last, "content": added}])
 
 
 def _script_key(spec: str) -> str:

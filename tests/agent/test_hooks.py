@@ -193,3 +193,25 @@ def test_a_hook_cannot_widen_what_the_approvals_refuse(
     assert not (repo / "a.txt").exists()
     assert next(e for e in events if e["type"] == "action_finished")["status"] == "blocked"
     assert [e["outcome"] for e in _ran(events)] == ["ok"]
+
+
+COUNTER = """import json, pathlib, sys
+data = json.load(sys.stdin)
+count = pathlib.Path({out!r})
+n = int(count.read_text()) + 1 if count.exists() else 1
+count.write_text(str(n))
+print(json.dumps({{"additional_context": f"build status note number {{n}}"}}))
+"""
+
+
+def test_before_request_hook_adds_context_to_that_request_only(
+        repo: Path, server: FakeModelServer, tmp_path: Path) -> None:
+    site = _setup(tmp_path, repo, server)
+    site.hook("before_request", COUNTER)
+    code, events = site.agent("view calc.py", "done looked")
+    assert code == 0, events
+    first, second = (json.dumps(r.body["messages"]) for r in server.requests)
+    assert "build status note number 1" in first
+    assert "build status note number 2" in second
+    assert "build status note number 1" not in second  # transient: not kept in the history
+    assert [e["event"] for e in _ran(events)] == ["before_request", "before_request"]
