@@ -66,6 +66,7 @@ from normalize.events import (
     WaitingForInput,
 )
 from normalize.faults import crash_point
+from normalize.hooks import HookRunner
 from normalize.intents import rejection
 from normalize.recovery import OUTCOME_UNKNOWN, Recovery, Reply, StopRun, reply_text
 from normalize.sandbox import SandboxMode
@@ -128,6 +129,7 @@ class Engine(Recovery):
         self.workspace_checkpoints: WorkspaceCheckpoints | None = None  # the runner sets it
         self._written: dict[str, set[str]] = {}  # action key -> paths its programs wrote
         self._guard: GitGuard | None = None
+        self.hooks: HookRunner | None = None  # the person's hooks (the runner sets them)
 
     # -- the loop --------------------------------------------------------
 
@@ -204,8 +206,12 @@ class Engine(Recovery):
             emitter.seq = self.store.last_seq(task)
         emitter.journal = journal
         self.tool_ctx.task_id = task.id
+        if self.hooks is not None:
+            self.hooks.emit, self.hooks.task_id = emitter.emit, task.id
         return RunContext(task=task, workspace=self.tool_ctx.workspace, emit=emitter.emit,
-                          cancel=self.cancel, interactive=self.interactive)
+                          cancel=self.cancel, interactive=self.interactive,
+                          request_context=None if self.hooks is None or not self.hooks.active(
+                              "before_request") else self.hooks.before_request)
 
     def _begin(self, task: Task, driver: Driver, ctx: RunContext, resumed: bool,
                reply: Reply | None) -> None:
@@ -316,6 +322,7 @@ class Engine(Recovery):
         self._checkpoint(task, driver)
         if decision.done:
             task.summary = decision.summary or task.summary
+            task.result = decision.result if decision.result is not None else task.result
             raise StopRun(decision.status, task.summary or decision.status.value)
 
     def _execute(self, task: Task, driver: Driver, ctx: RunContext, actions: list[Action],
@@ -397,6 +404,10 @@ class Engine(Recovery):
         why = rejection(action)
         if why is not None:  # its body never closed: it is answered with why, never run
             return ActionResult.failure(why)
+        if self.hooks is not None:
+            reason = self.hooks.before_action(action)
+            if reason is not None:  # a hook can only say no: the reason goes to the driver
+                return ActionResult.blocked(f"blocked by a hook: {reason}")
         tool_ctx = self.tool_ctx
         if not read_only and self.workspace_checkpoints is not None:
             for event in self.workspace_checkpoints.before(ctx.task, action):
@@ -427,6 +438,8 @@ class Engine(Recovery):
             result = protected(result, undone)
             shown = (action.text.splitlines() or [action.tool])[0]
             ctx.emit(Notice(level="warning", message=f"`{shown}` {describe(undone)}"))
+        if self.hooks is not None:
+            self.hooks.after_action(action, result)
         return result
 
     def _git_guard(self) -> GitGuard | None:
@@ -454,6 +467,8 @@ class Engine(Recovery):
             task.pending = result.wait
             ctx.emit(WaitingForInput(kind=result.wait.kind, question=result.wait.question,
                                      command=action.text or None))
+            if self.hooks is not None:
+                self.hooks.waiting(result.wait, action.text)
             return
         driver.on_result(task, action, result)
 
@@ -512,10 +527,20 @@ class Engine(Recovery):
                 self._detach_journal()
                 status, task.summary = TaskStatus.FAILED, "stopped without saving"
             task.error = error
+            self._run_end_hooks(task, status)
             self._announce(task, status, error, trace)
         finally:
             self._close()
         return RunOutcome(task, status, status.exit_status, task.summary, error)
+
+    def _run_end_hooks(self, task: Task, status: TaskStatus) -> None:
+        """Tell `run_end` hooks how the run ended; a hook's failure never stops the ending."""
+        if self.hooks is None or self._emitter is None:
+            return
+        try:
+            self.hooks.run_end(task, status)
+        except Exception as exc:
+            self.emit(Notice(level="warning", message=f"run_end hooks: {exc}"))
 
     def _save_ending(self, task: Task, driver: Driver, traced: bool) -> str | None:
         """Save the ended task; a driver that cannot snapshot keeps its last checkpoint's state."""
@@ -547,7 +572,8 @@ class Engine(Recovery):
                                duration=round(time.monotonic() - self._started, 6),
                                input_tokens=task.usage.input_tokens,
                                output_tokens=task.usage.output_tokens,
-                               cost_usd=round(task.usage.cost_usd, 6)))
+                               cost_usd=round(task.usage.cost_usd, 6),
+                               result=task.result))
         for event in ending:
             try:
                 self._emitter.emit(event)

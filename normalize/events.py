@@ -311,6 +311,19 @@ class Notice(BaseEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class HookRan(BaseEvent):
+    """A hook of the person's ran: on which event, how it ended, and what it said."""
+
+    type: Literal["hook_ran"] = "hook_ran"
+    event: str = ""
+    command: str = ""
+    exit_code: int | None = None
+    duration: float = 0.0
+    outcome: Literal["ok", "blocked", "failed", "timed_out"] = "ok"
+    reason: str | None = None  # a block's reason, or why the hook failed
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunEnded(BaseEvent):
     type: Literal["run_ended"] = "run_ended"
     status: str = ""
@@ -323,6 +336,7 @@ class RunEnded(BaseEvent):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    result: Any = None  # the validated structured result (`--output-schema`), else None
 
 
 Event = (
@@ -331,7 +345,7 @@ Event = (
     | CheckpointTaken | TaskRewound
     | CheckpointSaved | WaitingForInput | InputReceived | ModelRequested | TextDelta
     | ThinkingDelta | ModelReplied | ModelRetried | FallbackUsed | LoopDetected
-    | ContextCompacted | Notice | RunEnded
+    | ContextCompacted | Notice | HookRan | RunEnded
 )
 
 EVENT_TYPES: dict[str, type[BaseEvent]] = {
@@ -342,7 +356,7 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
         CheckpointTaken, TaskRewound,
         CheckpointSaved, WaitingForInput, InputReceived, ModelRequested, TextDelta,
         ThinkingDelta, ModelReplied, ModelRetried, FallbackUsed, LoopDetected,
-        ContextCompacted, Notice, RunEnded,
+        ContextCompacted, Notice, HookRan, RunEnded,
     )
 }
 

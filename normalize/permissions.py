@@ -30,11 +30,12 @@ from normalize.sandbox.hosts import check_host, covered
 from normalize.store.paths import config_home
 
 if TYPE_CHECKING:
+    from normalize.hooks import Hook
     from normalize.mcp.config import ServerSpec
 
 __all__ = ["KEYS", "MODES", "SANDBOXES", "Permissions", "config_path", "file_digest",
-           "is_trusted", "load_mcp_servers", "load_user_config", "network_value", "trust_file",
-           "trusted_files", "untrust_file"]
+           "is_trusted", "load_mcp_servers", "load_user_config", "load_user_hooks",
+           "network_value", "trust_file", "trusted_files", "untrust_file"]
 
 MODES = ("never", "ask", "auto", "yes")
 """Approval modes, strictest first."""
@@ -248,15 +249,25 @@ def load_user_config(path: Path | None = None) -> Permissions:
     path = path or config_path()
     doc, source = _read_config(path)
     for key in doc:
-        if key not in ("permissions", "trust", "mcp"):
+        if key not in ("permissions", "trust", "mcp", "hooks"):
             line = _line_of(source, "")(key) or 1
             raise ConfigError(f"{path}:{line}: unknown table {key!r}; expected [permissions], "
-                              f"[trust] or [[mcp]]")
+                              f"[trust], [[mcp]] or [[hooks]]")
     table = doc.get("permissions", {})
     if not isinstance(table, Mapping):
         raise ConfigError(f"{path}: `permissions` must be a table")
     return Permissions().overlay(table.unwrap() if hasattr(table, "unwrap") else table,
                                  str(path), locate=_line_of(source, "permissions"))
+
+
+def load_user_hooks(path: Path | None = None) -> tuple[Hook, ...]:
+    """The hooks of the user's config: its `[[hooks]]` tables (see `normalize.hooks`)."""
+    from normalize.hooks import parse_hooks
+
+    path = path or config_path()
+    doc, _ = _read_config(path)
+    tables = doc.get("hooks", [])
+    return parse_hooks(tables.unwrap() if hasattr(tables, "unwrap") else tables, str(path))
 
 
 def load_mcp_servers(path: Path | None = None) -> list[ServerSpec]:

@@ -27,12 +27,14 @@ from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, probe
 from normalize.spawner import Spawner, private_places
 from normalize.store import TaskStore
 from normalize.store.paths import config_home
+from normalize.structured import OutputContract
 from normalize.task import Limits, Task, TaskConfig
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
 from normalize.workflow.spec import WorkflowSpec
 
 if TYPE_CHECKING:
     from normalize.checkpoints import WorkspaceCheckpoints
+    from normalize.hooks import HookRunner
     from normalize.mcp.config import ServerSpec
     from normalize.permissions import Permissions
     from normalize.sandbox import SandboxPolicy
@@ -60,6 +62,7 @@ class RunOptions:
     timeout: float = 600.0
     fsync: bool = True
     project_instructions: bool = True  # AGENTS.md / CLAUDE.md into the prompt (new tasks)
+    output: OutputContract | None = None  # --output-schema: the result's schema (new tasks)
 
 
 def _store(options: RunOptions) -> TaskStore:
@@ -167,6 +170,9 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     perms = resolve_permissions(spec, options)
     refuse_unconfined(perms.sandbox_policy(), perms.mode, options.interactive)  # before a task
     refuse_state_in_workspace(perms.sandbox_policy(), options.workspace, _store(options).home)
+    from normalize.permissions import load_user_hooks
+
+    load_user_hooks()  # a bad [[hooks]] table is refused before there is a task
     # a resumed run keeps these (the flags of that run may change them)
     servers, ignored = mcp_servers(spec, options)
     config = TaskConfig(spec=spec.to_dict(), permissions=perms.to_dict(),
@@ -175,9 +181,22 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
                         project_instructions=options.project_instructions)
     task = Task.new(goal=goal or spec.description or spec.name,
                     workspace=str(options.workspace.resolve()), driver=spec.driver,
-                    config=config, limits=limits, workflow=spec.path)
+                    config=config, limits=limits, workflow=spec.path,
+                    output=_output(spec, options))
     _store(options).create(task)
     return task
+
+
+def _output(spec: WorkflowSpec, options: RunOptions) -> OutputContract | None:
+    """The result's schema: `--output-schema`, else the workflow's `output_schema`."""
+    if options.output is not None or not spec.output_schema:
+        return options.output
+    from normalize.structured import load_contract
+
+    if spec.driver != "llm":
+        raise UsageError(f"{spec.path}: output_schema needs a workflow a model drives "
+                         f"(this one's driver is {spec.driver})")
+    return load_contract(Path(spec.output_schema), flag=f"{spec.path}: output_schema")
 
 
 def mcp_servers(spec: WorkflowSpec, options: RunOptions) -> tuple[list[ServerSpec], list[str]]:
@@ -475,12 +494,31 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
         engine = Engine(store, tools, tool_ctx, cancel=options.cancel,
                         subscribers=subscribers, interactive=options.interactive)
         engine.workspace_checkpoints = workspace_checkpoints(task, store)
+        engine.hooks, ignored = task_hooks(task)
+        notes = [*notes, *ignored]
         if notes:
             engine.subscribers.append(_announcer(engine, notes))
         return engine.run(task, driver, resumed=resumed, reply=reply)
     finally:
         if tool_ctx.mcp is not None:
             tool_ctx.mcp.close()  # every server this run started stops with it
+
+
+def task_hooks(task: Task) -> tuple[HookRunner | None, list[str]]:
+    """The user's hooks, then a trusted workflow's; an untrusted workflow's are left out, said."""
+    from normalize.hooks import HookRunner, parse_hooks
+    from normalize.permissions import UNTRUSTED_HINT, load_user_hooks
+
+    hooks = list(load_user_hooks())
+    spec = task.config.spec_table
+    tables, notes = spec.get("hooks") or [], []
+    if tables and spec.get("origin") == "workspace":
+        where = _shown(str(spec.get("path", "")), Path(task.workspace))
+        notes.append(f"ignored {len(tables)} hook(s) of {where}: {UNTRUSTED_HINT}")
+    elif tables:
+        hooks.extend(parse_hooks(tables, f"{spec.get('path')}: workflow"))
+    runner = HookRunner(hooks, Path(task.workspace), task.id) if hooks else None
+    return runner, notes
 
 
 def run_flow(root: object, *, goal: str = "", options: RunOptions | None = None,

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from normalize.children import ChildSettings
 from normalize.errors import ExitStatus
 from normalize.serial import Record, Shape, copied, stored
+from normalize.structured import OutputContract
 
 SCHEMA_VERSION = 3
 """Version of the task file format; bumped with a migration in `store.migrations`.
@@ -169,10 +170,12 @@ class Decision(Record):
     status: TaskStatus = TaskStatus.DONE
     summary: str = ""
     max_concurrency: int = 0  # > 0: a workflow fan-out, side-effecting actions run together too
+    result: Any = None  # a done decision's structured result (`--output-schema`), validated
 
     @classmethod
-    def finish(cls, summary: str = "", status: TaskStatus = TaskStatus.DONE) -> Decision:
-        return cls(done=True, status=status, summary=summary)
+    def finish(cls, summary: str = "", status: TaskStatus = TaskStatus.DONE,
+               result: Any = None) -> Decision:
+        return cls(done=True, status=status, summary=summary, result=result)
 
 
 
@@ -334,6 +337,10 @@ class Task(Record):
     parent: str | None = None  # the task that started this one (a sub-task)
     children: list[str] = field(default_factory=list)  # the sub-tasks it started, in order
     child: ChildSettings | None = None  # how its parent asked for it
+    output: OutputContract | None = field(default=None, metadata=_OMIT)
+    """The schema its result must meet (`--output-schema`)."""
+    result: Any = field(default=None, metadata=_OMIT)
+    """The validated structured result."""
     schema_version: int = field(default=SCHEMA_VERSION, compare=False,
                                 metadata=stored(fixed=lambda: SCHEMA_VERSION))
     # the file is always written in the current format (`store.migrations` brings older ones)

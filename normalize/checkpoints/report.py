@@ -10,6 +10,7 @@ redacted here, as every shown output is.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -372,6 +373,9 @@ def _ending(task: Task, runs: list[BaseEvent]) -> str:
                    f"{'' if not last.cost_usd else f', ${last.cost_usd:.4f}'}</p>")
     if task.summary:
         out.append(f'<div class="prose">{_e(task.summary)}</div>')
+    if task.result is not None:  # the validated --output-schema result
+        shown = json.dumps(task.result, indent=2, ensure_ascii=False)
+        out.append(f'<h3>Result</h3><pre class="result">{_e(shown)}</pre>')
     if task.pending is not None:
         out.append(f'<p class="wait">? still waiting: {_e(task.pending.question)}</p>')
     if task.error:

@@ -51,7 +51,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               context: str | None, workflow: str | None, workspace: Path | None,
               json_output: bool, quiet: bool, sandbox: str | None = None,
               network: bool | tuple[str, ...] | None = None, project_instructions: bool = True,
-              repo_map: int | None = None) -> int:
+              repo_map: int | None = None, output_schema: Path | None = None) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.drivers.base import DriverServices
     from normalize.drivers.llm import LLMSettings
@@ -103,6 +103,10 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         options.services = DriverServices(read_line=options.services.read_line,
                                           model_factory=clients)
         options.project_instructions = project_instructions
+        if output_schema is not None:
+            from normalize.cli.commands import contract_for
+
+            options.output = contract_for(spec.driver, output_schema)
         task = start_task(spec, goal, options)
         set_limits(task, max_turns=max_turns, budget=budget)
         if json_output or quiet:  # otherwise the run's first line names it

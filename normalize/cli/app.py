@@ -57,6 +57,9 @@ ModelOpt = Annotated[str | None, typer.Option("--model", "-m", envvar="NORMALIZE
                                               help=MODEL_HELP)]
 CommitOpt = Annotated[bool, typer.Option(
     "--commit", help="When the task is done, make a branch with its change (normalize commit).")]
+OutputSchemaOpt = Annotated[Path | None, typer.Option(
+    "--output-schema", metavar="FILE",
+    help="A JSON Schema the model's final result must meet (it ends with `done` and the JSON).")]
 WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", "-w",
                                                    help="Directory to work in.")]
 
@@ -179,6 +182,7 @@ def run(
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
     commit: CommitOpt = False,
+    output_schema: OutputSchemaOpt = None,
 ) -> None:
     """Run a workflow file (steps, a state machine, or a model loop)."""
     from normalize.cli.commands import run_workflow
@@ -188,14 +192,18 @@ def run(
                         max_turns=max_turns, approve=approve, dry_run=dry_run,
                         json_output=json_output, quiet=quiet, model=model,
                         base_url=base_url, sandbox=sandbox,
-                        network=_network(network, no_network))
+                        network=_network(network, no_network), output_schema=output_schema)
     raise typer.Exit(_then_commit(env, code, commit, json_output))
 
 
 @app.command()
 def agent(
     task: Annotated[str, typer.Argument(
-        help="What to do, in plain words (at a terminal, left out: asked for).")] = "",
+        help="What to do, in plain words (at a terminal, left out: asked for; `-`: read "
+        "from stdin).")] = "",
+    task_file: Annotated[Path | None, typer.Option(
+        "--task-file", metavar="FILE", help="Read the task from FILE.")] = None,
+    output_schema: OutputSchemaOpt = None,
     model: ModelOpt = None,
     base_url: Annotated[str | None, typer.Option("--base-url",
                                                  help="Base URL of the model server.")] = None,
@@ -227,9 +235,15 @@ def agent(
     It runs the dwim workflow.
     """
     from normalize.cli.agent import run_agent
+    from normalize.cli.console import fail
+    from normalize.cli.taskinput import task_text
 
     env = _env()
-    code = run_agent(env, task, model=model, base_url=base_url,
+    try:
+        goal = task_text(env, task, task_file)
+    except NormalizeError as exc:
+        raise typer.Exit(fail(env, exc)) from None
+    code = run_agent(env, goal, output_schema=output_schema, model=model, base_url=base_url,
                      max_turns=max_turns, budget=budget, approve=approve,
                      context=context, workflow=workflow, workspace=workspace,
                      json_output=json_output, quiet=quiet, sandbox=sandbox,

@@ -17,6 +17,7 @@ from normalize.cli.console import (
 )
 from normalize.cli.outcome import REPLY_FLAGS, finish, shown_question, stopping_note
 from normalize.errors import ExitStatus, NormalizeError, UsageError
+from normalize.structured import OutputContract
 
 
 def run_options(env: Environment, *, workspace: Path | None, json_output: bool, quiet: bool,
@@ -95,11 +96,22 @@ def pin_replay(model: str | None) -> str | None:
     return f"replay:{TaskStore().resolve(ref)}"
 
 
+def contract_for(driver: str, path: Path) -> OutputContract:
+    """The `--output-schema` contract, for a workflow a model drives (it gives the result)."""
+    from normalize.structured import load_contract
+
+    if driver != "llm":
+        raise UsageError(f"--output-schema {path}: needs a workflow a model drives "
+                         f"(this one's driver is {driver})")
+    return load_contract(path)
+
+
 def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  workspace: Path | None, max_turns: int | None, approve: str | None,
                  dry_run: bool, json_output: bool, quiet: bool, model: str | None = None,
                  base_url: str | None = None, sandbox: str | None = None,
-                 network: bool | tuple[str, ...] | None = None) -> int:
+                 network: bool | tuple[str, ...] | None = None,
+                 output_schema: Path | None = None) -> int:
     from normalize.runner import apply_model, load_spec, parse_vars, run_task, start_task
 
     try:
@@ -119,6 +131,8 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
                                         network=network)
+        if output_schema is not None:
+            options.output = contract_for(spec.driver, output_schema)
         task = start_task(spec, goal, options)
         set_limits(task, max_turns=max_turns)
         if json_output or quiet:  # otherwise the run's first line names it
@@ -281,7 +295,9 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
         return 0
     out = env.stdout
     out.write(f"task {task.id}  {task.status.value}\n")
-    out.write(f"  goal:      {task.goal}\n  driver:    {task.driver}\n")
+    from normalize.cli.taskinput import shown_goal
+
+    out.write(f"  goal:      {shown_goal(task.goal)}\n  driver:    {task.driver}\n")
     out.write(f"  workspace: {task.workspace}\n")
     if task.workflow:
         out.write(f"  workflow:  {task.workflow}\n")

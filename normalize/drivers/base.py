@@ -88,6 +88,8 @@ class RunContext:
     emit: Emit
     cancel: CancelToken
     interactive: bool = False
+    request_context: Callable[[dict[str, Any]], str | None] | None = None
+    """The person's `before_request` hooks: context for one model request (None: no hooks)."""
 
 
 @runtime_checkable

@@ -38,7 +38,7 @@ Rules the driver keeps:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -242,6 +242,7 @@ class LLMDriver:
         self.stuck: str | None = None
         self.played = 0  # replies the main model gave: a scripted model resumes after them
         self.played_spec = ""  # … if it is still the same model
+        self.invalid_results = 0  # results that failed the task's output schema
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> LLMDriver:
@@ -291,6 +292,7 @@ class LLMDriver:
             "played_spec": self.played_spec,
             "nested_seen": list(self.nested_seen),
             "follow_ups_seen": self.follow_ups_seen,
+            "invalid_results": self.invalid_results,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -299,6 +301,7 @@ class LLMDriver:
         self.context.restore(state.get("context") or {})
         self.facts = [str(f) for f in state.get("facts", [])]
         self.malformed = int(state.get("malformed", 0))
+        self.invalid_results = int(state.get("invalid_results", 0))
         self.done_after = state.get("done_after")
         self.turn_ok = bool(state.get("turn_ok", True))
         self.failed_command = str(state.get("failed_command", ""))
@@ -466,6 +469,8 @@ class LLMDriver:
             ctx.emit(ContextCompacted(before_chars=c.before_chars, after_chars=c.after_chars,
                                       results_compacted=c.results_compacted))
         system = self.system_prompt(ctx.workspace)
+        if task.output is not None:  # the same each turn: it stays in the cached prefix
+            system = f"{system}\n\n## Result\n{task.output.instructions()}"
         for notice in self._instruction_notices:
             ctx.emit(Notice(level="warning", message=notice))
         self._instruction_notices = []
@@ -476,6 +481,7 @@ class LLMDriver:
             # a growing history caches up to its newest message; a bounded prompt cannot
             cache_messages=not self.context.bounded, cache_key=task.id,
         )
+        request = _with_hook_context(request, task, ctx)
         try:
             reply = self._ask(request, task, ctx)
         except TurnCancelledError:
@@ -559,9 +565,28 @@ class LLMDriver:
         """`done`: close the current subtask (None: the task goes on) or end the task."""
         moved = self.context.close_subtask(summary)
         if moved is None:
-            return Decision.finish(summary or "done")
+            return self._finish(summary, ctx)
         self.context.add_feedback(moved)
         ctx.emit(Notice(message=moved))
+        return None
+
+    def _finish(self, summary: str, ctx: RunContext) -> Decision | None:
+        """End the task; with an output schema, only with a valid result (bounded retries)."""
+        contract = ctx.task.output
+        if contract is None:
+            return Decision.finish(summary or "done")
+        from normalize.structured import check
+
+        checked = check(contract, summary)
+        if checked.error is None:
+            head = summary.strip().splitlines()[0] if "\n" in summary.strip() else "done"
+            return Decision.finish(head, result=checked.value)
+        self.invalid_results += 1
+        ctx.emit(Notice(level="warning", message=checked.error))
+        if self.invalid_results > contract.retries:
+            return Decision.finish(f"no valid result: {checked.error}", status=TaskStatus.FAILED)
+        self.context.add_feedback(f"Your result was not accepted: {checked.error}. "
+                                  "Finish again with a valid result.")
         return None
 
     def on_result(self, task: Task, action: Action, result: ActionResult) -> None:
@@ -608,6 +633,22 @@ class LLMDriver:
             f"You ran `{command}` {repeats} times and got the same result each time. "
             "Running it again will not help: try something else, or finish with done."
         )
+
+
+def _with_hook_context(request: ModelRequest, task: Task, ctx: RunContext) -> ModelRequest:
+    """The request with what `before_request` hooks add, on its last message only (not kept)."""
+    if ctx.request_context is None or not request.messages:
+        return request
+    extra = ctx.request_context({"turn": task.turn, "goal": task.goal,
+                                 "last_message": request.last_message})
+    if not extra:
+        return request
+    *earlier, last = request.messages
+    content = last["content"]
+    note = f"Context from the user's hooks:\n{extra}"
+    added: Any = f"{content}\n\n{note}" if isinstance(content, str) else \
+        [*content, {"type": "text", "text": note}]
+    return replace(request, messages=[*earlier, {**last, "content": added}])
 
 
 def _script_key(spec: str) -> str:

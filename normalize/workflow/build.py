@@ -98,6 +98,22 @@ def _mcp(source: Source, servers: Any) -> None:
     parse_servers(servers, str(source.path), fail)
 
 
+def _output_schema(source: Source, value: Any) -> None:
+    from normalize.errors import UsageError
+    from normalize.structured import load_contract
+
+    try:
+        load_contract(source.path.parent / str(value), flag="output_schema")
+    except UsageError as exc:
+        raise source.check.fail("workflow.output_schema", str(exc)) from None
+
+
+def _hooks(source: Source, tables: Any) -> None:
+    from normalize.hooks import parse_hooks
+
+    parse_hooks(tables, f"{source.path}: workflow")
+
+
 WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
     "limits": _limits,
     "permissions": _permissions,
@@ -106,6 +122,8 @@ WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
     "driver": _driver,
     "vars": _vars,
     "mcp": _mcp,
+    "hooks": _hooks,
+    "output_schema": _output_schema,
 }
 """`[workflow]` keys with rules beyond their type → their check (run when the key is set)."""
 
@@ -193,6 +211,9 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
         cache=tables["cache"], retry=tables["retry"], limits=dict(wf.get("limits", {})),
         llm=wf.get("llm"), permissions=dict(wf.get("permissions", {})),
         on_interrupt=wf.get("on_interrupt"), mcp=[dict(t) for t in wf.get("mcp", [])],
+        hooks=[dict(t) for t in wf.get("hooks", [])],
+        output_schema=str(source.path.parent / wf["output_schema"])
+        if wf.get("output_schema") else None,
     )
     validator = Validator(check, plugins, (*source.stack, source.path.resolve()), load)
     try:

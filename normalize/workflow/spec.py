@@ -183,6 +183,8 @@ class WorkflowSpec:
     permissions: JSON = field(default_factory=dict)
     on_interrupt: str | None = None
     mcp: list[JSON] = field(default_factory=list)  # [[workflow.mcp]]: the MCP servers it uses
+    hooks: list[JSON] = field(default_factory=list)  # [[workflow.hooks]]: run if trusted
+    output_schema: str | None = None  # the result's JSON Schema file (beside the workflow)
     steps: Sequence[StepSpec] = field(default_factory=list)  # a StepList when read from JSON
     states: list[StateSpec] = field(default_factory=list)
     includes: JSON = field(default_factory=dict)  # nested workflow files, by path

@@ -1,0 +1,253 @@
+"""The person's hooks: programs run at points of a task's life (`[[hooks]]`, issue 28).
+
+Each hook is `{event, match, command, timeout}`. It gets one JSON object on
+stdin (shapes in the README's Hooks section, close to Claude Code's), runs in
+the workspace with a scrubbed environment, and is killed, with everything it
+started, at its timeout. A `before_action` hook blocks the action by exiting 2
+(its stderr is the reason) or by printing `{"decision": "block", "reason": …}`;
+anything else lets the action through. A hook can only block, never allow what
+the permissions refuse. Every run is a `hook_ran` event; a failing or hanging
+hook is reported and the task goes on.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from normalize.errors import ConfigError
+from normalize.events import BaseEvent, HookRan
+from normalize.sandbox.env import scrub_env
+
+__all__ = ["EVENTS", "Hook", "HookRunner", "parse_hooks"]
+
+EVENTS = ("before_action", "after_action", "before_request", "waiting", "run_end")
+KEYS = ("event", "match", "command", "timeout")
+DEFAULT_TIMEOUT = 30.0
+BLOCK_EXIT = 2
+OUTPUT_LIMIT = 64 * 1024  # what is read of a hook's stdout and stderr
+
+
+@dataclass(frozen=True)
+class Hook:
+    """One hook: when it runs, which actions it selects, what it runs, for how long."""
+
+    event: str
+    command: tuple[str, ...] | str  # an argv, or a string the shell runs
+    match: str | None = None  # a glob over the action's command text
+    timeout: float = DEFAULT_TIMEOUT
+    source: str = ""
+
+    @property
+    def shown(self) -> str:
+        return self.command if isinstance(self.command, str) else shlex.join(self.command)
+
+    def selects(self, subject: str | None) -> bool:
+        return self.match is None or subject is None or fnmatch.fnmatchcase(subject, self.match)
+
+
+def parse_hooks(tables: object, where: str) -> tuple[Hook, ...]:
+    """`[[hooks]]` tables checked one by one; a bad one is one line naming its place."""
+    if not isinstance(tables, list):
+        raise ConfigError(f"{where}: `hooks` must be an array of tables ([[hooks]])")
+    return tuple(_hook(table, f"{where}: hooks[{index}]") for index, table in enumerate(tables))
+
+
+def _hook(table: object, where: str) -> Hook:
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{where}: must be a table")
+    unknown = [key for key in table if key not in KEYS]
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; expected {', '.join(KEYS)}")
+    event = table.get("event")
+    if event not in EVENTS:
+        raise ConfigError(f"{where}: event = {event!r}: expected one of {', '.join(EVENTS)}")
+    command = table.get("command")
+    ok_list = isinstance(command, list) and command and all(isinstance(c, str) for c in command)
+    if not (ok_list or (isinstance(command, str) and command.strip())):
+        raise ConfigError(f"{where}: command must be a non-empty string or list of strings")
+    timeout = table.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise ConfigError(f"{where}: timeout = {timeout!r}: seconds, more than 0")
+    match = table.get("match")
+    if match is not None and not isinstance(match, str):
+        raise ConfigError(f"{where}: match must be a glob string")
+    argv = tuple(command) if isinstance(command, list) else str(command)
+    return Hook(event=str(event), command=argv, match=match, timeout=float(timeout),
+                source=where)
+
+
+@dataclass(frozen=True)
+class _Ran:
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    error: str | None = None
+
+
+class HookRunner:
+    """Runs a task's hooks and reports each run through `emit`."""
+
+    def __init__(self, hooks: Sequence[Hook], workspace: Path, task_id: str = "") -> None:
+        self.hooks = tuple(hooks)
+        self.workspace = workspace
+        self.task_id = task_id
+        self.emit: Callable[[BaseEvent], object] = _nowhere
+
+    def active(self, event: str) -> bool:
+        return any(hook.event == event for hook in self.hooks)
+
+    def before_action(self, action: Any) -> str | None:
+        """The reason a `before_action` hook blocks `action` (an `Action`), if one does."""
+        if not self.active("before_action"):
+            return None
+        return self.run("before_action", _action(action), action.text or action.tool)
+
+    def after_action(self, action: Any, result: Any) -> None:
+        """Tell `after_action` hooks what `action` did (`result`: an `ActionResult`)."""
+        if self.active("after_action"):
+            self.run("after_action", {**_action(action), "tool_response": {
+                "status": result.status.value, "output": result.shown[:OUTPUT_LIMIT],
+                "error": result.error, "exit_code": result.exit_code}},
+                action.text or action.tool)
+
+    def before_request(self, payload: Mapping[str, Any]) -> str | None:
+        """Context `before_request` hooks add to this one request (never kept in history)."""
+        if not self.active("before_request"):
+            return None
+        data = self._data("before_request", payload)
+        said = [_context(self._one(hook, data)) for hook in self.hooks
+                if hook.event == "before_request"]
+        return "\n\n".join(text for text in said if text) or None
+
+    def waiting(self, wait: Any, command: str) -> None:
+        """Tell `waiting` hooks what the task waits for (`wait`: a `Wait`)."""
+        if self.active("waiting"):
+            self.run("waiting", {"kind": wait.kind, "question": wait.question,
+                                 "command": command})
+
+    def run_end(self, task: Any, status: Any) -> None:
+        """Tell `run_end` hooks how the run ended (`task`: a `Task`, `status`: its status)."""
+        if self.active("run_end"):
+            usage = task.usage
+            self.run("run_end", {
+                "status": status.value, "exit_code": int(status.exit_status),
+                "summary": task.summary, "error": task.error, "turns": task.turn,
+                "cost_usd": round(usage.cost_usd, 6), "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens, "result": task.result})
+
+    def run(self, event: str, payload: Mapping[str, Any], subject: str | None = None
+            ) -> str | None:
+        """Run `event`'s hooks in order; the first block's reason (before_action only)."""
+        data = self._data(event, payload)
+        for hook in self.hooks:
+            if hook.event != event or not hook.selects(subject):
+                continue
+            ran = self._one(hook, data)
+            reason = _block_reason(ran) if event == "before_action" else None
+            if reason is not None:
+                return reason
+        return None
+
+    def _data(self, event: str, payload: Mapping[str, Any]) -> str:
+        return json.dumps({"hook_event_name": event, "task_id": self.task_id,
+                           "cwd": str(self.workspace), **payload}, default=str)
+
+    def _one(self, hook: Hook, data: str) -> _Ran:
+        """One hook run, reported as a `hook_ran` event."""
+        started = time.monotonic()
+        ran = _spawn(hook, data, self.workspace)
+        reason = _block_reason(ran) if hook.event == "before_action" else None
+        outcome = "timed_out" if ran.timed_out else "blocked" if reason is not None else \
+            "failed" if ran.error or ran.exit_code != 0 else "ok"
+        said = reason if reason is not None else ran.error or (
+            f"killed after {hook.timeout:g}s" if ran.timed_out else
+            (ran.stderr.strip()[-500:] or None) if outcome == "failed" else None)
+        self.emit(HookRan(event=hook.event, command=hook.shown, exit_code=ran.exit_code,
+                          duration=round(time.monotonic() - started, 6),
+                          outcome=outcome,  # type: ignore[arg-type]
+                          reason=said))
+        return ran
+
+
+def _nowhere(_event: BaseEvent) -> None:
+    """Where hook events go before a run hands its emitter over."""
+
+
+def _action(action: Any) -> dict[str, Any]:
+    return {"tool_name": action.tool, "tool_input": action.params, "command": action.text}
+
+
+def _context(ran: _Ran) -> str | None:
+    """What a before_request hook adds: `additional_context` of its JSON, or its plain stdout."""
+    text = ran.stdout.strip()
+    if ran.timed_out or ran.error or ran.exit_code != 0 or not text:
+        return None
+    if text.startswith("{"):
+        try:
+            said = json.loads(text)
+        except ValueError:
+            return text
+        if isinstance(said, dict):
+            extra = said.get("additional_context")
+            return str(extra) if extra else None
+    return text
+
+
+def _block_reason(ran: _Ran) -> str | None:
+    """Why a before_action hook blocked: exit 2 (stderr), or `{"decision": "block"}` on stdout."""
+    if ran.timed_out or ran.error:
+        return None
+    if ran.exit_code == BLOCK_EXIT:
+        return ran.stderr.strip() or "blocked by a hook"
+    if ran.exit_code == 0 and ran.stdout.strip().startswith("{"):
+        try:
+            said = json.loads(ran.stdout)
+        except ValueError:
+            return None
+        if isinstance(said, dict) and said.get("decision") == "block":
+            return str(said.get("reason") or "blocked by a hook")
+    return None
+
+
+def _spawn(hook: Hook, data: str, workspace: Path) -> _Ran:
+    """Run one hook in its own process group; kill the group at the timeout."""
+    argv = ["/bin/sh", "-c", hook.command] if isinstance(hook.command, str) \
+        else list(hook.command)
+    try:
+        proc = subprocess.Popen(argv, cwd=workspace, env=scrub_env(os.environ),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True, text=True,
+                                errors="replace")
+    except OSError as exc:
+        return _Ran(None, "", "", False, f"cannot start: {exc.strerror or exc}")
+    try:
+        out, err = proc.communicate(data, timeout=hook.timeout)
+        return _Ran(proc.returncode, out[:OUTPUT_LIMIT], err[:OUTPUT_LIMIT], False)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        return _Ran(None, "", "", True)
+    finally:
+        _kill(proc)
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    """Kill the hook's whole process group (what it started too) and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass

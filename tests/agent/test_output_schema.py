@@ -1,0 +1,86 @@
+"""`--output-schema`: the model is told the schema; its result is validated, retried, kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent_helpers import KEYS, cli, json_lines
+
+from normalize.testing.servers import FakeModelServer
+
+SCHEMA = {"type": "object", "required": ["count"],
+          "properties": {"count": {"type": "integer"}}}
+INVALID = 'done Counted the functions <<EOF\n{"count": "two"}\nEOF'
+VALID = 'done Counted the functions <<EOF\n{"count": 2}\nEOF'
+
+
+def _agent(repo: Path, tmp_path: Path, server: FakeModelServer) -> tuple[Path, list[str]]:
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(SCHEMA))
+    home = tmp_path / "home"
+    return home, ["agent", "count the functions in calc.py", "--output-schema", str(schema),
+                  "--json", "--model", "anthropic:claude-sonnet-4-5"]
+
+
+def test_invalid_then_valid_result_is_retried_once_and_kept(
+        repo: Path, server: FakeModelServer, tmp_path: Path) -> None:
+    server.add(INVALID, VALID)
+    home, args = _agent(repo, tmp_path, server)
+    done = cli(*args, cwd=repo, home=home, env={"ANTHROPIC_BASE_URL": server.url, **KEYS})
+
+    assert done.returncode == 0, done.stderr
+    ended = json_lines(done.stdout)[-1]
+    assert ended["type"] == "run_ended" and ended["result"] == {"count": 2}
+    assert ended["summary"] == "Counted the functions"
+    assert len(server.requests) == 2  # one retry
+    assert '"count"' in server.requests[0].body["system"][0]["text"]  # told the schema
+    retry = server.requests[1].last_message
+    assert "not accepted" in retry and "'two' is not of type 'integer'" in retry
+    shown = cli("tasks", "show", ended["task_id"], "--json", cwd=repo, home=home)
+    assert json.loads(shown.stdout)["task"]["result"] == {"count": 2}
+    report = cli("report", ended["task_id"], "-o", "-", cwd=repo, home=home)
+    assert "<h3>Result</h3>" in report.stdout and "&quot;count&quot;: 2" in report.stdout
+
+
+def test_a_model_that_never_complies_fails_with_the_validators_message(
+        repo: Path, server: FakeModelServer, tmp_path: Path) -> None:
+    server.add(INVALID, INVALID, "done no JSON at all")
+    home, args = _agent(repo, tmp_path, server)
+    done = cli(*args, cwd=repo, home=home, env={"ANTHROPIC_BASE_URL": server.url, **KEYS})
+
+    assert done.returncode == 1, done.stderr
+    ended = json_lines(done.stdout)[-1]
+    assert ended["status"] == "failed" and ended["result"] is None
+    assert "no JSON result after `done`" in ended["summary"]
+    assert len(server.requests) == 3  # the first try and two retries
+
+
+def test_a_bad_schema_file_is_one_line(repo: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    for text, expected in (("{nope", "not JSON"), ('{"type": 12}', "not a valid JSON Schema")):
+        bad.write_text(text)
+        done = cli("agent", "x", "--output-schema", str(bad), cwd=repo, home=tmp_path / "h",
+                   env=KEYS)
+        assert done.returncode == 2 and f"--output-schema {bad}: {expected}" in done.stderr
+        assert len(done.stderr.splitlines()) == 1
+
+
+def test_a_workflows_output_schema_beside_it(repo: Path, server: FakeModelServer,
+                                             tmp_path: Path) -> None:
+    flows = tmp_path / "flows"
+    flows.mkdir()
+    (flows / "schema.json").write_text(json.dumps(SCHEMA))
+    flow = flows / "count.toml"
+    flow.write_text('[workflow]\nname = "count"\noutput_schema = "schema.json"\n'
+                    '[workflow.llm]\nmodel = "anthropic:claude-sonnet-4-5"\n')
+    server.add(VALID)
+    env = {"ANTHROPIC_BASE_URL": server.url, **KEYS}
+    done = cli("run", str(flow), "--json", cwd=repo, home=tmp_path / "home", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json_lines(done.stdout)[-1]["result"] == {"count": 2}
+
+    flow.write_text(flow.read_text().replace("schema.json", "missing.json"))
+    bad = cli("run", str(flow), "--json", cwd=repo, home=tmp_path / "home", env=env)
+    assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1, bad.stderr
+    assert str(flow) in bad.stderr and "missing.json" in bad.stderr
