@@ -254,10 +254,16 @@ class Spawner:
             return outcome
         if settings.isolated:
             self._merge_back(child, settings, outcome)
-        record(ChildCollected(key=settings.key, child_id=child_id, status=outcome.status,
-                              summary=outcome.summary, cost_usd=outcome.cost_usd,
-                              applied=outcome.applied, conflicts=outcome.conflicts))
+        if not self._collected_before(child_id):  # a re-run after a crash collects it again
+            record(ChildCollected(key=settings.key, child_id=child_id, status=outcome.status,
+                                  summary=outcome.summary, cost_usd=outcome.cost_usd,
+                                  applied=outcome.applied, conflicts=outcome.conflicts))
         return outcome
+
+    def _collected_before(self, child_id: str) -> bool:
+        """Whether the parent's journal, since its last checkpoint, records collecting it."""
+        return any(e.get("type") == "child_collected" and e.get("child_id") == child_id
+                   for e in self.store.events_since(self.task))
 
     def _merge_back(self, child: Task, settings: ChildSettings, outcome: ChildOutcome) -> None:
         """Read the copy's diff, apply it (merge = apply, a child that ended well), drop it."""

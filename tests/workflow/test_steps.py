@@ -90,12 +90,12 @@ def _clock_workflow(items: int, concurrency: int) -> str:
     # slow start cannot make concurrent items look sequential; run one at a time, they would
     # wait out the deadline and the spans would not overlap
     script = ("import os, time; os.makedirs(\\\"arrived\\\", exist_ok=True); "
-              "open(os.path.join(\\\"arrived\\\", str(os.getpid())), \\\"w\\\").close(); "
+              "open(os.path.join(\\\"arrived\\\", \\\"{item}\\\"), \\\"w\\\").close(); "
               f"need = min({items}, ({{item}} // {concurrency} + 1) * {concurrency}); "
               "deadline = time.time() + 60; "
               "next(1 for _ in iter(int, 1) if len(os.listdir(\\\"arrived\\\")) >= need "
               "or time.time() > deadline or time.sleep(0.01)); "
-              "print(time.time()); time.sleep(0.3); print(time.time())")
+              "print(time.time()); time.sleep(2); print(time.time())")
     names = ", ".join(f'"{i}"' for i in range(items))
     return f"""
 [workflow]
