@@ -136,61 +136,55 @@ TIER_PREFIX = {"full": [], "landlock": restricted("docker")}
 """How a test makes normalize choose each tier on this machine."""
 
 
-class UnixListener:
+class CountingServer:
+    """A listening socket served by a thread: counts the connections, answers each `reply`."""
+
+    def __init__(self, sock: socket.socket, reply: bytes = b"") -> None:
+        self.sock, self.reply = sock, reply
+        self.sock.listen(8)
+        self.sock.settimeout(0.1)
+        self.accepted = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            if self.reply:
+                conn.sendall(self.reply)
+            conn.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+
+
+class UnixListener(CountingServer):
     """A pathname unix socket outside any workspace, counting the connections it accepts."""
 
     def __init__(self) -> None:
         self.dir = tempfile.mkdtemp(prefix="nz-sock-")
         self.path = os.path.join(self.dir, "agent.sock")
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.bind(self.path)
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.accepted = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.accepted += 1
-            conn.close()
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(self.path)
+        super().__init__(sock)
 
     def close(self) -> None:
-        self.stop.set()
-        self.thread.join()
-        self.sock.close()
+        super().close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class Listener:
+class Listener(CountingServer):
     """A loopback TCP server in a thread that counts the connections it accepts."""
 
     def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.accepted += 1
-            conn.close()
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join()
-        self.sock.close()
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        super().__init__(sock)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_support import Site, alive_with, write_action
+from sandbox_support import CountingServer, Site, alive_with, write_action
 
 from normalize.sandbox import scrub_env
 from normalize.sandbox.child import ChildPlan
@@ -194,34 +194,14 @@ def _drain(master: int, proc: subprocess.Popen[bytes], seen: bytearray) -> None:
             return
 
 
-class UnixServer:
+class UnixServer(CountingServer):
     """A pathname Unix socket server (a docker.sock stand-in) counting its connections."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.bind(str(path))
-        self.sock.listen(4)
-        self.sock.settimeout(0.1)
-        self.accepted = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.accepted += 1
-            conn.sendall(b"HTTP/1.0 200 OK\r\n\r\ndaemon-secret")
-            conn.close()
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join()
-        self.sock.close()
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        super().__init__(sock, reply=b"HTTP/1.0 200 OK\r\n\r\ndaemon-secret")
 
 
 CONNECT = ("run python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); "
