@@ -49,7 +49,7 @@ def test_budget_stops_with_exit_3_and_resume_with_more_budget_finishes(
     assert first.returncode == 3, first.stderr
     task_id = first.stderr.splitlines()[0].removeprefix("task ")
     assert f"resume with: normalize resume {task_id}" in first.stderr
-    assert "limit_reached" in first.stdout and "reached the budget" in first.stdout
+    assert "limit reached" in first.stdout and "reached the budget" in first.stdout
     saved = json.loads((home / "tasks" / f"{task_id}.json").read_text())
     assert saved["status"] == "limit_reached" and saved["turn"] == 1
     assert saved["usage"]["cost_usd"] >= 0.015
