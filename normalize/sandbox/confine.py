@@ -45,6 +45,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -305,6 +306,11 @@ def _mounts(root: str, tmpdir: str, env: Mapping[str, str], network: bool) -> _M
     wanted = {root, os.path.realpath(tmpdir)}
     if env.get("HOME"):
         wanted.add(os.path.realpath(env["HOME"]))
+    # the programs a run calls: this interpreter's environment and every PATH entry (a venv
+    # made under /tmp, as CI jobs often do, must stay runnable; Landlock keeps them read-only)
+    for place in (sys.prefix, sys.base_prefix, *env.get("PATH", "").split(os.pathsep)):
+        if place and os.path.isabs(place) and os.path.isdir(place):
+            wanted.add(os.path.realpath(place))
     if network:
         wanted.add(os.path.realpath("/etc/resolv.conf"))  # often a link into /run
     scratch = _coverable([*SCRATCH, tempfile.gettempdir()], root, wanted)
