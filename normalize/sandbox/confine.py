@@ -310,7 +310,9 @@ def _mounts(root: str, tmpdir: str, env: Mapping[str, str], network: bool) -> _M
     # made under /tmp, as CI jobs often do, must stay runnable; Landlock keeps them read-only)
     for place in (sys.prefix, sys.base_prefix, *env.get("PATH", "").split(os.pathsep)):
         if place and os.path.isabs(place) and os.path.isdir(place):
-            wanted.add(os.path.realpath(place))
+            above = os.path.dirname(os.path.realpath(place))  # a venv's bin/: the venv whole
+            venv = os.path.exists(os.path.join(above, "pyvenv.cfg"))
+            wanted.add(above if venv else os.path.realpath(place))
     if network:
         wanted.add(os.path.realpath("/etc/resolv.conf"))  # often a link into /run
     scratch = _coverable([*SCRATCH, tempfile.gettempdir()], root, wanted)

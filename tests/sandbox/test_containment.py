@@ -319,3 +319,24 @@ def test_a_data_home_inside_the_workspace_is_out_of_reach(site: Site) -> None:
     outside = site.outside / "touched"
     proc, finished = site.agent([f"run touch {outside}", "done"], extra_env=env)
     assert finished[0]["status"] == "error" and not outside.exists()  # still confined
+
+
+def test_a_venv_under_tmp_stays_runnable_while_tmp_is_emptied(tmp_path: Path) -> None:
+    """CI jobs make their venv under /tmp: the programs on PATH stay there, read-only."""
+    import os
+    import subprocess
+    import sys
+
+    from normalize.tools.run import run_process
+
+    assert str(tmp_path).startswith("/tmp/")  # where a program sees nothing of its own
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {**os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    code = "import sys; print(sys.prefix); open(sys.prefix + '/x', 'w')"
+    out = run_process(["python", "-c", code], cwd=ws, timeout=60, env=env, workspace=ws)
+    assert out.exit_code == 1 and out.output.startswith(f"{venv}\n"), out.output
+    assert "Permission denied" in out.output or "Read-only" in out.output  # seen, not written
+    assert not (venv / "x").exists()
