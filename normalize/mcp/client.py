@@ -238,7 +238,8 @@ class McpSessions:
             abi, tier = found.landlock_abi, found.tier
         try:
             confinement = confine(policy, self.workspace, abi=abi, env=os.environ,
-                                  label=f"mcp-{spec.name}", tier=tier)
+                                  label=f"mcp-{spec.name}", tier=tier,
+                                  visible=(spec.command or "", *spec.args))
         except OSError as exc:
             raise McpError(f"MCP server {spec.name!r} was not started: the sandbox could not "
                            f"be prepared ({exc.strerror or exc})") from None

@@ -47,7 +47,7 @@ import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from normalize.sandbox import landlock, seccomp
@@ -301,9 +301,10 @@ def _coverable(paths: list[str | None], root: str, keep: set[str]) -> list[str]:
     return found
 
 
-def _mounts(root: str, tmpdir: str, env: Mapping[str, str], network: bool) -> _Mounts:
+def _mounts(root: str, tmpdir: str, env: Mapping[str, str], network: bool,
+            visible: Iterable[str] = ()) -> _Mounts:
     """Scratch and socket directories to replace (never the workspace), and what to bind back."""
-    wanted = {root, os.path.realpath(tmpdir)}
+    wanted = {root, os.path.realpath(tmpdir), *_named(visible)}
     if env.get("HOME"):
         wanted.add(os.path.realpath(env["HOME"]))
     # the programs a run calls: this interpreter's environment and every PATH entry (a venv
@@ -342,9 +343,23 @@ def _hideable(hidden: set[str], root: str, tmpdir: str, mounts: _Mounts) -> list
     return found
 
 
+def _named(paths: Iterable[str]) -> set[str]:
+    """What a command the person configured names (its program, its script): the directory of
+    each absolute path that exists, or the file alone where that directory is a covered root."""
+    roots = {"/", *SCRATCH, *SOCKET_DIRS, tempfile.gettempdir()}
+    found: set[str] = set()
+    for path in paths:
+        if not os.path.isabs(path) or not os.path.exists(path):
+            continue
+        real = os.path.realpath(path)
+        where = real if os.path.isdir(real) else os.path.dirname(real)
+        found.add(real if where in roots else where)
+    return found
+
+
 def _plan(policy: SandboxPolicy, root: str, tmpdir: str, env: Mapping[str, str],
-          ruleset: landlock.Ruleset) -> ChildPlan:
-    mounts = _mounts(root, tmpdir, env, policy.network)
+          ruleset: landlock.Ruleset, visible: Iterable[str] = ()) -> ChildPlan:
+    mounts = _mounts(root, tmpdir, env, policy.network, visible)
     private = [p for p in PRIVATE_TMPFS if os.path.isdir(p)]
     hidden = _hidden(policy, env)
     hide = _hideable(hidden, root, tmpdir, mounts)
@@ -367,8 +382,11 @@ def _plan(policy: SandboxPolicy, root: str, tmpdir: str, env: Mapping[str, str],
 
 def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: int,
             env: Mapping[str, str] | None = None, label: str = "",
-            tier: SandboxTier = SandboxTier.FULL) -> Confinement:
+            tier: SandboxTier = SandboxTier.FULL, visible: Iterable[str] = ()) -> Confinement:
     """The confinement for one program; `abi` 0 with mode off gives only the scrubbed env.
+
+    `visible` names paths a command the person configured needs (an MCP server's program and
+    script): they stay readable where the child empties `/tmp` and `/run`.
 
     Raises OSError when Landlock refuses the ruleset or no seccomp filter can
     be built for this machine (the caller fails closed).
@@ -387,7 +405,7 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
         if tier is SandboxTier.LANDLOCK:
             plan = _filtered_plan(policy, ruleset)
         else:
-            plan = _plan(policy, root, tmpdir, child_env, ruleset)
+            plan = _plan(policy, root, tmpdir, child_env, ruleset, visible)
         confinement._plan = plan
         if policy.hosts and not policy.network:
             _proxied(confinement, plan, ruleset, policy.hosts)
