@@ -194,3 +194,18 @@ def test_the_approval_policy_reads_the_servers_read_only_hint(tmp_path: Path) ->
         plain = ctx(ApprovalMode.NEVER, None)
         plain.policy = allowed
         assert tools.execute(touch, plain).ok  # an allow pattern names the server
+
+
+def test_a_server_script_under_tmp_starts_though_programs_see_tmp_empty(
+        run: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The sandbox empties /tmp for what it starts; the program and script the person
+    configured stay visible (read-only), wherever they lie (here: outside the workspace)."""
+    import shutil
+
+    script = tmp_path_factory.mktemp("servers") / "fixture_server.py"
+    shutil.copy(FIXTURE_SERVER, script)
+    assert str(script).startswith("/tmp/")
+    result = run("mcp fx echo text=hi", configured=servers(fx={"command": FX[0],
+                                                               "args": [str(script)]}))
+    assert result.ok, result.error
+    assert "hi" in result.output
