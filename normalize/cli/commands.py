@@ -354,12 +354,15 @@ def net_changes(store: Any, task: Any) -> dict[str, list[int]] | None:
     (None without checkpoints: `tasks show` then sums its steps')."""
     from normalize.checkpoints.changes import TaskChanges
     from normalize.checkpoints.shadow import shown
+    from normalize.redact import Redactor, inert
 
     try:
         counts = TaskChanges.open(store, task).numstat(None)
     except NormalizeError:
         return None
-    return {shown(path): [max(a, 0), max(r, 0)] for path, (a, r) in counts.items()}
+    redactor = Redactor.for_workspace(task.workspace)  # a file name shown as every screen shows it
+    return {inert(redactor.redact(shown(path))): [max(a, 0), max(r, 0)]
+            for path, (a, r) in counts.items()}
 
 
 def _warn_store(env: Environment, store: Any) -> None:

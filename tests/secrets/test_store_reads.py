@@ -119,8 +119,9 @@ def test_a_run_that_cannot_create_its_task_names_no_id_and_leaves_nothing(
     proc = cli("run", "flow.toml", cwd=root, home=blocker / "home")
     assert proc.returncode == 2  # NORMALIZE_HOME is misconfigured: a usage error, named
     line, *_ = proc.stderr.splitlines()
-    assert line == (f"normalize: error: the data home {blocker / 'home'} cannot be made: "
-                    f"{blocker} is a file"), proc.stderr
+    assert line == (f"normalize: error: NORMALIZE_HOME={blocker / 'home'}: {blocker / 'home'} "
+                    f"cannot be created ({blocker} is not a directory); point NORMALIZE_HOME "
+                    "at a directory you can write"), proc.stderr
     assert _no_task_id(proc.stderr + proc.stdout)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "ws"]
 
