@@ -155,10 +155,9 @@ VERBS: tuple[Verb, ...] = (
         (),
         ("spawn [--isolated] [--model M] [--budget USD] [--max-turns N] [--merge apply|none] "
          "[--keep] GOAL", "spawn [--isolated] <<EOF"),
-        "starts a sub-task with its own context, model and limits (its budget comes out of "
-        "this task's); several spawns in one reply run side by side; each answers, when its "
-        "child ends, with the child's summary, status, cost and diff stat; `--isolated` works "
-        "in a copy of the workspace whose diff is applied back (`--merge none`: only reported)",
+        "a sub-task with its own context, model and limits (budget from this task's); spawns "
+        "in one reply run side by side; each answers with its summary, status, cost, diff "
+        "stat; `--isolated`: in a copy, diff applied back (`--merge none`: reported)",
         True,
         takes_body=True,
     ),
