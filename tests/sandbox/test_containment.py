@@ -63,7 +63,7 @@ def still(paths: list[Path]) -> bool:
 
 
 def test_a_daemon_and_a_background_child_end_with_their_action(site: Site) -> None:
-    token = f"leftover-{site.root.name}"
+    token = f"leftover-{site.root.parent.name}-{site.root.name}"
     proc, finished = site.agent([write_action("spawn.py", spawner()),
                                  f"run python3 spawn.py {token}", "done"])
     assert proc.returncode == 0, proc.stderr
@@ -78,7 +78,7 @@ def test_a_daemon_and_a_background_child_end_with_their_action(site: Site) -> No
 
 
 def test_the_subreaper_kills_what_is_left_without_a_namespace(tmp_path: Path) -> None:
-    token = f"subreaper-{tmp_path.name}"
+    token = f"subreaper-{tmp_path.parent.name}-{tmp_path.name}"
     (tmp_path / "spawn.py").write_text(spawner(str(tmp_path)))
     plan = ChildPlan(pid_namespace=False)  # no unshare: what the Landlock-only tier runs
     try:
@@ -117,7 +117,7 @@ def wait_for(check: Callable[[], object], timeout: float = 30) -> None:
 
 
 def test_killing_normalize_kills_the_namespace(site: Site) -> None:
-    token = f"orphan-{site.root.name}"
+    token = f"orphan-{site.root.parent.name}-{site.root.name}"
     (site.ws / "b").mkdir()
     argv = site.argv([write_action("spawn.py", spawner("b") + HOLD),
                       f"run python3 spawn.py {token}", "done"])
