@@ -72,7 +72,15 @@ from normalize.recovery import OUTCOME_UNKNOWN, Recovery, Reply, StopRun, reply_
 from normalize.sandbox import SandboxMode
 from normalize.sandbox.gitguard import GitGuard, describe, protected
 from normalize.store import TaskLock, TaskStore
-from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus
+from normalize.task import (
+    Action,
+    ActionResult,
+    Decision,
+    ResultStatus,
+    Task,
+    TaskStatus,
+    Usage,
+)
 from normalize.tools import procs
 from normalize.tools.base import ToolContext, ToolRegistry
 
@@ -284,9 +292,9 @@ class Engine(Recovery):
         if limits.max_tokens is not None and \
                 used.input_tokens + used.output_tokens >= limits.max_tokens:
             raise StopRun(TaskStatus.LIMIT, f"reached max_tokens ({limits.max_tokens})")
-        if limits.max_cost_usd is not None and used.cost_usd >= limits.max_cost_usd:
-            raise StopRun(TaskStatus.LIMIT,
-                        f"reached the budget (${used.cost_usd:.4f} of ${limits.max_cost_usd:g})")
+        if limits.max_cost_usd is not None and used.total_cost_usd >= limits.max_cost_usd:
+            raise StopRun(TaskStatus.LIMIT, f"reached the budget (${used.total_cost_usd:.4f} "
+                                            f"of ${limits.max_cost_usd:g}{_with_children(used)})")
         if limits.timeout_seconds is not None and self._elapsed(task) >= limits.timeout_seconds:
             raise StopRun(TaskStatus.LIMIT, f"reached timeout_seconds ({limits.timeout_seconds:g})")
 
@@ -618,6 +626,12 @@ def _joined(error: str | None, more: str | None) -> str | None:
     if not more:
         return error
     return f"{error}; {more}" if error else more
+
+
+def _with_children(used: Usage) -> str:
+    """`, $X of it by its sub-tasks` when children spent part of a task's budget."""
+    return f", ${used.children_cost_usd:.4f} of it by its sub-tasks" \
+        if used.children_cost_usd else ""
 
 
 def _close_journal(journal: Journal) -> None:

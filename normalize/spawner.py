@@ -17,8 +17,12 @@ in the workspace (the action ran again after a crash) is not applied twice.
 
 Limits: `MAX_CHILDREN` per task, `MAX_DEPTH`, and budgets carved from the
 parent's: a child's budget is at most what the parent has left after its own
-spending and its other children's budgets (theirs or, once ended, what they
-spent), so the children together never get more than the parent's budget.
+spending and its other children's budgets (reserved when each is made; once
+one has ended, only what it spent), so the children together never get more
+than the parent's budget. What they spent is the parent's
+`usage.children_cost_usd`, counted against its own budget, so the parent
+stops when it and its children together reach it. A budget is checked before
+each model request, so a task (a child too) can overrun it by its last one.
 """
 
 from __future__ import annotations
@@ -54,8 +58,8 @@ from normalize.task import Limits, Task, TaskConfig, TaskStatus
 Record = Callable[[BaseEvent], None]
 SetModel = Callable[[dict[str, Any], str], None]  # puts `PROVIDER:MODEL` into an `llm` table
 
-AT_REST = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.LIMIT, TaskStatus.STUCK,
-                     TaskStatus.WAITING})
+ENDED = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.LIMIT, TaskStatus.STUCK})
+AT_REST = ENDED | {TaskStatus.WAITING}
 POLL = 0.05  # seconds between looks at a child another process runs
 ATTEMPTS = 5  # runs of one child per collection (a stop, a lost race for its lock)
 
@@ -175,9 +179,7 @@ class Spawner:
             return asked
         left = ceiling - self.task.usage.cost_usd
         for other in filter(None, map(self._load, self.task.children)):
-            spent = other.usage.cost_usd
-            left -= spent if other.status in AT_REST else max(other.limits.max_cost_usd or 0,
-                                                               spent)
+            left -= _promised(other)
         if left <= 0:
             raise ToolError(f"spawn refused: the task's budget (${ceiling:g}) is spent or "
                             f"promised to its children already")
@@ -247,7 +249,8 @@ class Spawner:
         if child is None:
             return ChildOutcome(child_id, "failed", error="its task file is gone")
         outcome = ChildOutcome(child_id, child.status.value, child.summary,
-                               child.usage.cost_usd, child.turn, error=child.error)
+                               child.usage.total_cost_usd, child.turn, error=child.error)
+        self._count_spending()
         settings = child.child or ChildSettings()
         if stopped:
             outcome.error = "stopped with its parent; `resume` the parent to continue it"
@@ -259,6 +262,13 @@ class Spawner:
                                   summary=outcome.summary, cost_usd=outcome.cost_usd,
                                   applied=outcome.applied, conflicts=outcome.conflicts))
         return outcome
+
+    def _count_spending(self) -> None:
+        """The parent's `children_cost_usd`: what its children (and theirs) spent, so far."""
+        with self._lock:
+            kids = list(filter(None, map(self._load, self.task.children)))
+            self.task.usage.children_cost_usd = round(
+                sum(kid.usage.total_cost_usd for kid in kids), 8)
 
     def _collected_before(self, child_id: str) -> bool:
         """Whether the parent's journal, since its last checkpoint, records collecting it."""
@@ -283,6 +293,13 @@ class Spawner:
             outcome.applied = not outcome.conflicts
         if not settings.keep:
             isolate.remove_copy(copy_dir)
+
+
+def _promised(child: Task) -> float:
+    """What a child takes of its parent's budget: its spending once ended, else at least its own
+    budget (reserved before it starts, released to what it spent when it ends)."""
+    spent = child.usage.total_cost_usd
+    return spent if child.status in ENDED else max(child.limits.max_cost_usd or 0.0, spent)
 
 
 def _alive(pid: int) -> bool:

@@ -189,6 +189,13 @@ class Usage(Record):
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
     requests: int = 0
+    children_cost_usd: float = field(default=0.0, metadata=stored(omit_default=True))
+    """What its collected sub-tasks spent (their own `cost_usd`), counted against its budget."""
+
+    @property
+    def total_cost_usd(self) -> float:
+        """Its own cost and its children's: what counts against its budget."""
+        return self.cost_usd + self.children_cost_usd
 
     def add(self, other: Usage) -> None:
         for f in fields(self):

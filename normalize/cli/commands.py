@@ -305,8 +305,9 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
               f"elapsed: {task.elapsed:.1f}s\n")
     if task.usage.requests:
         u = task.usage
+        kids = f" (+ ${u.children_cost_usd:.4f} by sub-tasks)" if u.children_cost_usd else ""
         out.write(f"  tokens:    {u.input_tokens:,} in / {u.output_tokens:,} out   "
-                  f"cost: ${u.cost_usd:.4f}\n")
+                  f"cost: ${u.cost_usd:.4f}{kids}\n")
     if task.summary:
         out.write(f"  summary:   {task.summary}\n")
     if task.error:
@@ -344,7 +345,7 @@ def _children_lines(store: Any, children: list[str]) -> list[str]:
             lines.append(f"  {child_id}  unreadable: {exc}\n")
             continue
         goal = child.goal.splitlines()[0] if child.goal.strip() else ""
-        lines.append(f"  {child.id}  {child.status.value:<14} ${child.usage.cost_usd:.4f}  "
+        lines.append(f"  {child.id}  {child.status.value:<14} ${child.usage.total_cost_usd:.4f}  "
                      f"{goal[:60]}\n")
     return lines
 

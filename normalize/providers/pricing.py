@@ -85,7 +85,8 @@ DEFAULT_PRICES: dict[str, Price] = {
 }
 
 FREE_PROVIDERS = frozenset({"ollama", "scripted", "replay"})
-"""Providers whose models run locally or not at all: priced at zero, and known."""
+"""Providers whose models run locally or not at all: priced at zero, and known, unless a
+price is given for the model itself (`[workflow.llm.prices]`: a test prices scripted usage)."""
 
 _DATE_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
 
@@ -111,16 +112,19 @@ class CostEstimate:
 class PriceTable:
     """A price per model, with lookups that ignore provider prefixes and date suffixes."""
 
-    def __init__(self, prices: Mapping[str, Price] | None = None) -> None:
+    def __init__(self, prices: Mapping[str, Price] | None = None, *,
+                 chosen: frozenset[str] = frozenset()) -> None:
         self._prices = {normalize_model(k): v for k, v in (prices or DEFAULT_PRICES).items()}
+        self._chosen = chosen  # models priced by the configuration (`merged`)
         self.unpriced: set[str] = set()
 
     def lookup(self, model: str) -> Price | None:
         """The price of `model`, or None when the table does not know it."""
         provider = model.split(":", 1)[0].lower() if ":" in model else ""
-        if provider in FREE_PROVIDERS:
+        key = normalize_model(model)
+        if provider in FREE_PROVIDERS and key not in self._chosen:
             return FREE
-        return self._prices.get(normalize_model(model))
+        return self._prices.get(key)
 
     def estimate(self, model: str, usage: TokenCounts) -> CostEstimate:
         """The cost of `usage` on `model`; an unknown model costs 0.0 and is remembered."""
@@ -140,7 +144,8 @@ class PriceTable:
             prices[normalize_model(model)] = _price_from_config(
                 model, spec, prices.get(normalize_model(model)), file
             )
-        return PriceTable(prices)
+        chosen = self._chosen | {normalize_model(model) for model in overrides}
+        return PriceTable(prices, chosen=chosen)
 
 
 def _price_from_config(model: str, spec: Any, base: Price | None, file: str | None) -> Price:

@@ -58,6 +58,13 @@ def test_price_overrides_from_config() -> None:
     assert table.cost("my-model", MILLION) == 1.0 + 2.0 + 1.0 + 1.0
     with pytest.raises(ConfigError, match="unknown price key 'inputs'"):
         PriceTable().merged({"x": {"inputs": 1}})
+
+
+def test_a_local_model_is_free_unless_the_configuration_prices_it() -> None:
+    table = PriceTable().merged({"scripted:child": {"input": 1.0, "output": 2.0}})
+    assert table.cost("scripted:child", MILLION) == 1.0 + 2.0 + 1.0 + 1.0
+    assert table.cost("scripted:other", MILLION) == 0.0 and table.unpriced == set()
+    assert table.cost("scripted:gpt-4o", MILLION) == 0.0  # the default table prices no script
     with pytest.raises(ConfigError, match="needs input and output"):
         PriceTable().merged({"new-model": {"input": 1}})
 

@@ -86,12 +86,19 @@ def env(home: Path) -> dict[str, str]:
     return full
 
 
-def flow(path: Path, model: str, *, budget: float | None = None) -> Path:
-    """A workflow for a scripted parent: auto approvals, the model given."""
+def flow(path: Path, model: str, *, budget: float | None = None,
+         prices: dict[str, float] | None = None) -> Path:
+    """A workflow for a scripted parent: auto approvals, the model given.
+
+    `prices` (model name: USD per million tokens of every kind) prices scripted usage.
+    """
     provider, _, name = model.partition(":")
     limits = f"\n[workflow.limits]\nmax_cost_usd = {budget}\n" if budget is not None else ""
+    priced = "".join(f'"{m}" = {{input = {p}, output = {p}, cache_read = {p}, '
+                     f'cache_write = {p}}}\n' for m, p in (prices or {}).items())
+    table = f"[workflow.llm.prices]\n{priced}" if priced else ""
     path.write_text(f'[workflow]\nname = "agent"\n[workflow.llm]\nprovider = "{provider}"\n'
-                    f'model = "{name}"\n[workflow.permissions]\nmode = "yes"\n{limits}')
+                    f'model = "{name}"\n{table}[workflow.permissions]\nmode = "yes"\n{limits}')
     return path
 
 
