@@ -10,7 +10,7 @@ the child's task; `ChildOutcome` is what the parent's action gets back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from normalize.serial import Record, encode
@@ -59,6 +59,46 @@ class SpawnRequest:
     isolated: bool = False
     merge: Merge = "apply"
     keep: bool = False
+    attempts: int = 1  # best-of-N: this many isolated children try the same goal
+    pick: str = ""  # the command that judges each finished attempt in its copy (exit 0: passes)
+
+
+@dataclass
+class Attempt:
+    """One of a best-of-N spawn's children, as compared."""
+
+    number: int
+    child_id: str
+    status: str
+    cost_usd: float = 0.0
+    diff_stat: str = ""
+    diff_lines: int = 0  # lines added and removed
+    pick_exit: int | None = None  # the pick command's exit status (None: not run)
+    picked: bool = False
+
+    @property
+    def passes(self) -> bool:
+        """Whether it may be picked: it ended done, and its pick command (if any) exited 0."""
+        return self.status == "done" and self.pick_exit in (None, 0)
+
+    def row(self) -> str:
+        """One line of the side-by-side comparison."""
+        pick = "-" if self.pick_exit is None else f"exit {self.pick_exit}"
+        files = self.diff_stat.splitlines()[-1].strip() if self.diff_stat else "no changes"
+        mark = "picked" if self.picked else ""
+        return (f"#{self.number} {self.child_id}  {self.status:<13} pick: {pick:<8} "
+                f"${self.cost_usd:.4f}  {files}  {mark}").rstrip()
+
+
+PICK_RULE = ("the best attempt is one that ended done and whose pick command exited 0 "
+             "(without --pick: every attempt that ended done); among those the smallest "
+             "diff (lines added and removed), then the lowest attempt number")
+
+
+def best_attempt(attempts: list[Attempt]) -> Attempt | None:
+    """The attempt `PICK_RULE` picks, or None when none passes."""
+    passing = [a for a in attempts if a.passes]
+    return min(passing, key=lambda a: (a.diff_lines, a.number), default=None)
 
 
 @dataclass
@@ -74,6 +114,7 @@ class ChildOutcome:
     applied: bool = False
     conflicts: list[str] = field(default_factory=list)  # "FILE: hunk @@ … @@" per refusal
     error: str | None = None
+    attempts: list[Attempt] = field(default_factory=list)  # best-of-N: every attempt compared
 
     @property
     def ok(self) -> bool:
@@ -93,11 +134,32 @@ class ChildOutcome:
         if self.conflicts:
             lines.append("not applied (nothing of it): conflicts with the workspace in")
             lines += [f"  {c}" for c in self.conflicts]
+        if self.attempts:
+            lines.append(f"{len(self.attempts)} attempts (picked: ended done, pick exit 0, "
+                         f"then the smallest diff, then the first):")
+            lines += [f"  {a.row()}" for a in self.attempts]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = encode(self)
         return data
+
+
+_LATER = {"attempts": 1, "pick": ""}
+"""Request fields added later: left out of the id at their defaults, so ids stay as they were."""
+
+
+def child_id_for(parent_id: str, request: SpawnRequest) -> str:
+    """The id of the child a parent's action starts: the same every time that action runs.
+
+    The request is part of it, so a different spawn at the same place (the
+    model's new decision after `resume --rewind`) makes a new child.
+    """
+    import hashlib  # (as the store does: loaded by the writes only)
+
+    asked = {k: v for k, v in asdict(request).items() if k not in _LATER or v != _LATER[k]}
+    said = repr(sorted(asked.items()))
+    return hashlib.sha256(f"{parent_id}/{said}".encode()).hexdigest()[:8]
 
 
 class Spawner(Protocol):

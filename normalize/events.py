@@ -160,6 +160,10 @@ class ChildCollected(BaseEvent):
     cost_usd: float = 0.0
     applied: bool = False
     conflicts: list[str] = field(default_factory=list)
+    attempt: int = 0  # best-of-N: which attempt it was (0: not one)
+    pick_exit: int | None = None  # best-of-N: its pick command's exit status
+    diff_stat: str = ""
+    picked: bool = False  # best-of-N: the attempt chosen
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from normalize.cancel import CancelToken
 from normalize.drivers.base import DRIVERS, Driver, DriverServices, create_driver
 from normalize.engine import Engine, Reply, RunOutcome
-from normalize.errors import UsageError
+from normalize.errors import ToolError, UsageError
 from normalize.events import Subscriber
 from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, probe
 from normalize.spawner import Spawner, private_places
@@ -290,7 +290,31 @@ def spawner(task: Task, options: RunOptions) -> Spawner:
         flags += ["--approve", options.approve]
     limit = int(os.environ.get("NORMALIZE_MAX_CONCURRENCY") or MAX_CONCURRENCY)
     return Spawner(task, _store(options), LocalExecutor(limit), cancel=options.cancel,
-                   set_model=apply_model, flags=tuple(flags))
+                   set_model=apply_model, flags=tuple(flags), judge=pick_judge(task, options))
+
+
+def pick_judge(task: Task, options: RunOptions) -> Callable[[str, str], int]:
+    """Best-of-N's judge: a pick command run in an attempt's copy, sandboxed as its programs."""
+
+    def judge(workspace: str, command: str) -> int:
+        import shlex
+
+        from normalize.tools.run import run_process
+
+        store, root = _store(options), Path(workspace)
+        hidden = (*private_places(store.home, root), config_home())
+        policy = replace(task_permissions(task, options).sandbox_policy(),
+                         hidden=tuple(map(str, hidden)))
+        try:
+            outcome = run_process(shlex.split(command), cwd=root, timeout=options.timeout,
+                                  cancel=options.cancel, sandbox=policy, workspace=root,
+                                  label=task.id)
+        except (ToolError, ValueError):  # it could not start (or its quotes never close)
+            return 127
+        ended = outcome.exit_code is not None and not (outcome.timed_out or outcome.cancelled)
+        return outcome.exit_code if ended and outcome.exit_code is not None else -1
+
+    return judge
 
 
 def task_permissions(task: Task, options: RunOptions) -> Permissions:

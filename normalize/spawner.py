@@ -34,10 +34,11 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from normalize.attempts import best_of
 from normalize.cancel import CancelToken
 from normalize.children import (
     BUDGET_SHARE,
@@ -47,6 +48,7 @@ from normalize.children import (
     ChildOutcome,
     ChildSettings,
     SpawnRequest,
+    child_id_for,
 )
 from normalize.errors import NormalizeError, ToolError
 from normalize.events import BaseEvent, ChildCollected, ChildCreated
@@ -55,25 +57,17 @@ from normalize.store import TaskStore
 from normalize.store.ownership import pid_alive
 from normalize.task import Limits, Task, TaskConfig, TaskStatus
 
+if TYPE_CHECKING:
+    from normalize.checkpoints import isolate
+
 Record = Callable[[BaseEvent], None]
 SetModel = Callable[[dict[str, Any], str], None]  # puts `PROVIDER:MODEL` into an `llm` table
+Judge = Callable[[str, str], int]  # runs a pick command in a copy: its exit status (-1: killed)
 
 ENDED = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.LIMIT, TaskStatus.STUCK})
 AT_REST = ENDED | {TaskStatus.WAITING}
 POLL = 0.05  # seconds between looks at a child another process runs
 ATTEMPTS = 5  # runs of one child per collection (a stop, a lost race for its lock)
-
-
-def child_id_for(parent_id: str, request: SpawnRequest) -> str:
-    """The id of the child a parent's action starts: the same every time that action runs.
-
-    The request is part of it, so a different spawn at the same place (the
-    model's new decision after `resume --rewind`) makes a new child.
-    """
-    import hashlib  # (as the store does: loaded by the writes only)
-
-    said = repr(sorted(asdict(request).items()))
-    return hashlib.sha256(f"{parent_id}/{said}".encode()).hexdigest()[:8]
 
 
 def private_places(home: Path, workspace: Path) -> tuple[Path, ...]:
@@ -109,8 +103,9 @@ class Spawner:
 
     def __init__(self, task: Task, store: TaskStore, executor: Executor, *,
                  cancel: CancelToken, set_model: SetModel, flags: tuple[str, ...] = (),
-                 rules: ChildRules | None = None) -> None:
+                 rules: ChildRules | None = None, judge: Judge | None = None) -> None:
         self.task = task
+        self.judge = judge  # best-of-N's pick command, run sandboxed in an attempt's copy
         self.set_model = set_model
         self.store = store
         self.executor = executor
@@ -123,18 +118,29 @@ class Spawner:
     # -- the protocol ------------------------------------------------------
 
     def spawn(self, request: SpawnRequest, record: Record) -> ChildOutcome:
+        if request.attempts > 1:
+            return best_of(self, request, record)
+        child_id = self.make(request, record)
+        stopped = self.run(child_id)
+        return self._collect(child_id, record, stopped)
+
+    def make(self, request: SpawnRequest, record: Record) -> str:
+        """The child `request` asks for, made unless it exists (its action ran before)."""
         child_id = child_id_for(self.task.id, request)
         with self._lock:
-            if self._load(child_id) is None:
+            if self.load(child_id) is None:
                 self._create(child_id, request, record)
             if child_id not in self.task.children:
                 self.task.children.append(child_id)
-        stopped = self._run(child_id)
-        return self._collect(child_id, record, stopped)
+        return child_id
+
+    @property
+    def max_children(self) -> int:
+        return self.rules.max_children
 
     # -- making a child ------------------------------------------------------
 
-    def _load(self, child_id: str) -> Task | None:
+    def load(self, child_id: str) -> Task | None:
         try:
             return self.store.load(child_id, with_config=False)
         except NormalizeError:
@@ -172,14 +178,19 @@ class Spawner:
             self.set_model(spec.setdefault("llm", {}), model)
         return replace(self.task.config, spec=spec, follow_ups=())
 
-    def _budget(self, asked: float | None) -> float | None:
-        """The child's budget: what it asked for, within what the parent has left."""
+    def left(self) -> float | None:
+        """What the parent's budget has left for children (None: it has no budget)."""
         ceiling = self.task.limits.max_cost_usd
         if ceiling is None:
+            return None
+        kids = filter(None, map(self.load, self.task.children))
+        return ceiling - self.task.usage.cost_usd - sum(map(_promised, kids))
+
+    def _budget(self, asked: float | None) -> float | None:
+        """The child's budget: what it asked for, within what the parent has left."""
+        ceiling, left = self.task.limits.max_cost_usd, self.left()
+        if ceiling is None or left is None:
             return asked
-        left = ceiling - self.task.usage.cost_usd
-        for other in filter(None, map(self._load, self.task.children)):
-            left -= _promised(other)
         if left <= 0:
             raise ToolError(f"spawn refused: the task's budget (${ceiling:g}) is spent or "
                             f"promised to its children already")
@@ -202,10 +213,10 @@ class Spawner:
 
     # -- running it ------------------------------------------------------------
 
-    def _run(self, child_id: str) -> bool:
+    def run(self, child_id: str) -> bool:
         """Bring the child to rest: re-attach, or run it; whether the parent's stop cut it short."""
         for _ in range(ATTEMPTS):
-            child = self._load(child_id)
+            child = self.load(child_id)
             if child is None or child.status in AT_REST:
                 return False
             running = self._runner(child_id)
@@ -226,7 +237,7 @@ class Spawner:
     def _runner(self, child_id: str) -> int | None:
         """The pid of another live process running the child (one the parent started before)."""
         owner = self.store.owner(child_id)
-        child = self._load(child_id)
+        child = self.load(child_id)
         if owner is None or child is None or child.status is not TaskStatus.RUNNING:
             return None
         pid = owner[0]
@@ -245,32 +256,32 @@ class Spawner:
     # -- collecting it -----------------------------------------------------------
 
     def _collect(self, child_id: str, record: Record, stopped: bool) -> ChildOutcome:
-        child = self._load(child_id)
+        child = self.load(child_id)
         if child is None:
             return ChildOutcome(child_id, "failed", error="its task file is gone")
         outcome = ChildOutcome(child_id, child.status.value, child.summary,
                                child.usage.total_cost_usd, child.turn, error=child.error)
-        self._count_spending()
+        self.count_spending()
         settings = child.child or ChildSettings()
         if stopped:
             outcome.error = "stopped with its parent; `resume` the parent to continue it"
             return outcome
         if settings.isolated:
             self._merge_back(child, settings, outcome)
-        if not self._collected_before(child_id):  # a re-run after a crash collects it again
+        if not self.collected_before(child_id):  # a re-run after a crash collects it again
             record(ChildCollected(key=settings.key, child_id=child_id, status=outcome.status,
                                   summary=outcome.summary, cost_usd=outcome.cost_usd,
                                   applied=outcome.applied, conflicts=outcome.conflicts))
         return outcome
 
-    def _count_spending(self) -> None:
+    def count_spending(self) -> None:
         """The parent's `children_cost_usd`: what its children (and theirs) spent, so far."""
         with self._lock:
-            kids = list(filter(None, map(self._load, self.task.children)))
+            kids = list(filter(None, map(self.load, self.task.children)))
             self.task.usage.children_cost_usd = round(
                 sum(kid.usage.total_cost_usd for kid in kids), 8)
 
-    def _collected_before(self, child_id: str) -> bool:
+    def collected_before(self, child_id: str) -> bool:
         """Whether the parent's journal, since its last checkpoint, records collecting it."""
         return any(e.get("type") == "child_collected" and e.get("child_id") == child_id
                    for e in self.store.events_since(self.task))
@@ -278,21 +289,44 @@ class Spawner:
     def _merge_back(self, child: Task, settings: ChildSettings, outcome: ChildOutcome) -> None:
         """Read the copy's diff, apply it (merge = apply, a child that ended well), drop it."""
         from normalize.checkpoints import isolate
-        from normalize.checkpoints.shadow import ShadowRepo
 
         copy_dir = Path(child.workspace)
-        if not copy_dir.is_dir():
+        changes = self.changes(child)
+        if changes is None:
             outcome.error = "its copy was collected before (the parent's earlier run)"
             return
-        repo = ShadowRepo(Path(self.task.workspace), self.store.home)
-        changes = isolate.changes(repo, settings.base, copy_dir)
         outcome.diff_stat = changes.stat
         if settings.merge == "apply" and child.status is TaskStatus.DONE and not changes.empty:
-            with self._merge:
-                outcome.conflicts = isolate.apply(repo, changes.patch, copy_dir.parent)
+            outcome.conflicts = self.apply(changes, copy_dir)
             outcome.applied = not outcome.conflicts
         if not settings.keep:
             isolate.remove_copy(copy_dir)
+
+    def changes(self, child: Task) -> isolate.Changes | None:
+        """What an isolated child changed in its copy (None: its copy is gone)."""
+        from normalize.checkpoints import isolate
+        from normalize.checkpoints.shadow import ShadowRepo
+
+        settings = child.child or ChildSettings()
+        copy_dir = Path(child.workspace)
+        if not settings.isolated or not copy_dir.is_dir():
+            return None
+        repo = ShadowRepo(Path(self.task.workspace), self.store.home)
+        return isolate.changes(repo, settings.base, copy_dir)
+
+    def apply(self, changes: isolate.Changes, copy_dir: Path) -> list[str]:
+        """Apply a child's changes to the parent's workspace, all or nothing; the conflicts."""
+        from normalize.checkpoints import isolate
+        from normalize.checkpoints.shadow import ShadowRepo
+
+        repo = ShadowRepo(Path(self.task.workspace), self.store.home)
+        with self._merge:
+            return isolate.apply(repo, changes.patch, copy_dir.parent)
+
+    def copy_of(self, child_id: str) -> str:
+        """The workspace of a child (an isolated one's copy)."""
+        child = self.load(child_id)
+        return child.workspace if child is not None else ""
 
 
 def _promised(child: Task) -> float:

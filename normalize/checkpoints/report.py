@@ -22,6 +22,7 @@ from normalize.events import (
     ActionFinished,
     BaseEvent,
     CheckpointTaken,
+    ChildCollected,
     DecisionMade,
     InputReceived,
     ModelReplied,
@@ -215,12 +216,19 @@ def render_report(store: TaskStore, task: Task) -> str:
              ("turns", task.turn), ("actions", task.actions_run),
              ("elapsed", f"{task.elapsed:.1f}s"),
              ("tokens", f"{usage.input_tokens:,} in / {usage.output_tokens:,} out"),
-             ("cost", f"${usage.cost_usd:.4f}"), ("created", _when(task.created_at))]
+             ("cost", f"${usage.cost_usd:.4f}" + (f" (+ ${usage.children_cost_usd:.4f} by "
+                                                   "sub-tasks)" if usage.children_cost_usd
+                                                   else "")),
+             ("created", _when(task.created_at))]
     if task.workflow:
         facts.insert(3, ("workflow", task.workflow))
     out.append("<dl>" + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts)
                + "</dl>")
+    if task.parent:
+        out.append(f'<p>A sub-task of <a href="report-{_e(task.parent)}.html">'
+                   f"<code>{_e(task.parent)}</code></a>.</p>")
     out += _problems(turns, task)
+    out += _children(store, task, events, redactor.redact)
     out += _changed_files(turns)
     out.append("<h2>Timeline</h2>")
     runs_by_seq = sorted(runs, key=lambda e: e.seq)
@@ -231,6 +239,37 @@ def render_report(store: TaskStore, task: Task) -> str:
     out.append(_ending(task, runs_by_seq))
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _children(store: TaskStore, task: Task, events: list[BaseEvent],
+              redact: Callable[[str], str]) -> list[str]:
+    """The sub-tasks side by side, each linked to its own report (written beside this one).
+
+    Best-of-N attempts add their pick command's exit and diff stat, and which was picked.
+    """
+    if not task.children:
+        return []
+    collected = {e.child_id: e for e in events if isinstance(e, ChildCollected)}
+    rows = []
+    for child_id in task.children:
+        try:
+            child = store.load(child_id, with_config=False)
+        except NormalizeError:
+            rows.append(f"<tr><td><code>{_e(child_id)}</code></td><td colspan=6>unreadable"
+                        "</td></tr>")
+            continue
+        seen = collected.get(child_id)
+        pick = "" if seen is None or seen.pick_exit is None else f"exit {seen.pick_exit}"
+        stat = (seen.diff_stat.splitlines() or [""])[-1].strip() if seen else ""
+        mark = ("picked" if seen.picked else "applied" if seen.applied else "") if seen else ""
+        rows.append(f'<tr><td><a href="report-{_e(child.id)}.html"><code>{_e(child.id)}</code>'
+                    f'</a></td><td>{_e(f"#{seen.attempt}" if seen and seen.attempt else "")}'
+                    f"</td><td>{_e(child.status.value)}</td><td>{_e(pick)}</td>"
+                    f"<td>{_e(redact(stat))}</td><td>${child.usage.total_cost_usd:.4f}</td>"
+                    f"<td>{_e(mark)}</td><td>{_e(_first(redact(child.goal), 80))}</td></tr>")
+    return ["<h2>Sub-tasks</h2>", "<table><tr><th>task</th><th>attempt</th><th>status</th>"
+            "<th>pick</th><th>diff</th><th>cost</th><th></th><th>goal</th></tr>", *rows,
+            "</table>"]
 
 
 def _problems(turns: list[Turn], task: Task) -> list[str]:

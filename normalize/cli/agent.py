@@ -51,7 +51,8 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               context: str | None, workflow: str | None, workspace: Path | None,
               json_output: bool, quiet: bool, sandbox: str | None = None,
               network: bool | tuple[str, ...] | None = None, project_instructions: bool = True,
-              repo_map: int | None = None, output_schema: Path | None = None) -> int:
+              repo_map: int | None = None, output_schema: Path | None = None,
+              attempts: int | None = None, pick: str | None = None) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.drivers.base import DriverServices
     from normalize.drivers.llm import LLMSettings
@@ -72,7 +73,8 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         if not root.is_dir():
             raise UsageError(f"--workspace {root}: not a directory")
         spec = load_spec(workflow or DEFAULT_WORKFLOW, root)
-        model = pin_replay(model)
+        models = attempt_models(attempts, pick, model)
+        model = None if attempts else pin_replay(model)
         if context:
             from normalize.execution.context import CONTEXTS
 
@@ -90,13 +92,19 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         if spec.llm is not None or model or base_url:
             spec.llm = dict(spec.llm or {})
             apply_model(spec.llm, model, base_url)
-            settings = LLMSettings.from_config(spec.llm)
-            if not settings.spec.startswith("replay:"):
-                try:
-                    clients(settings.spec, base_url=settings.base_url)
-                except MissingKeyError:
-                    error_line(env, MISSING_KEY.format(spec=settings.spec))
-                    return int(ExitStatus.USAGE)
+            choices: list[str | None] = [*models] or [None]
+            for each in choices:
+                llm = dict(spec.llm)
+                apply_model(llm, each)
+                settings = LLMSettings.from_config(llm)
+                if not settings.spec.startswith("replay:"):
+                    try:
+                        clients(settings.spec, base_url=settings.base_url)
+                    except MissingKeyError:
+                        error_line(env, MISSING_KEY.format(spec=settings.spec))
+                        return int(ExitStatus.USAGE)
+        if attempts:
+            best_of_spec(spec, attempts, pick, models, max_turns)
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
                                         network=network)
@@ -124,3 +132,39 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         return fail(env, exc)
     finally:
         clients.close()
+
+
+def attempt_models(attempts: int | None, pick: str | None, model: str | None) -> list[str]:
+    """`--model A,B,C` for `--attempts N` (one model or none: every attempt the same)."""
+    from normalize.children import MAX_CHILDREN
+
+    models = [m.strip() for m in (model or "").split(",") if m.strip()]
+    if attempts is None:
+        if pick is not None:
+            raise UsageError("--pick goes with --attempts N")
+        if len(models) > 1:
+            raise UsageError(f"--model {model}: several models go with --attempts N")
+        return models
+    if not 2 <= attempts <= MAX_CHILDREN:
+        raise UsageError(f"--attempts {attempts}: choose 2 to {MAX_CHILDREN}")
+    if pick is not None and not pick.strip():
+        raise UsageError("--pick is empty: give the command that judges each attempt")
+    return models
+
+
+def best_of_spec(spec: Any, attempts: int, pick: str | None, models: list[str],
+                 max_turns: int | None) -> None:
+    """Make `spec` run TASK as best-of-N: one `spawn --attempts` step (see normalize.attempts).
+
+    The attempts take the spec's model settings (and `--model`'s, in turn); the
+    parent itself is a one-step workflow.
+    """
+    from normalize.workflow.spec import StepSpec
+
+    spec.vars = {**spec.vars, "attempts": str(attempts), "pick": pick or "",
+                 "models": ",".join(models), "turns": str(max_turns or "")}
+    turns = " --max-turns {turns}" if max_turns else ""
+    spec.steps = [StepSpec(name="attempts", action=(
+        f"spawn --attempts {{attempts}} --pick {{pick}} --model {{models}}{turns} "
+        "<<EOF\n{task}\nEOF"))]
+    spec.driver = "workflow"

@@ -229,6 +229,15 @@ def agent(
         "--repo-map", metavar="TOKENS",
         help="Put a repo map of about TOKENS tokens in the cached prompt (0: none).")] = None,
     commit: CommitOpt = False,
+    attempts: Annotated[int | None, typer.Option(
+        "--attempts", metavar="N",
+        help="Best-of-N: N isolated attempts side by side (with --model A,B,C the models in "
+        "turn); the best is applied, the others kept for inspection.")] = None,
+    pick: Annotated[str | None, typer.Option(
+        "--pick", metavar="COMMAND",
+        help="With --attempts: run COMMAND (sandboxed) in each finished attempt's copy. The "
+        "best attempt ended done and its COMMAND exited 0; among those the smallest diff, "
+        "then the first.")] = None,
 ) -> None:
     """A model works on TASK with normalize's commands.
 
@@ -249,7 +258,7 @@ def agent(
                      json_output=json_output, quiet=quiet, sandbox=sandbox,
                      network=_network(network, no_network),
                      project_instructions=not no_instructions,
-                     repo_map=repo_map)
+                     repo_map=repo_map, attempts=attempts, pick=pick)
     raise typer.Exit(_then_commit(env, code, commit, json_output))
 
 

@@ -106,6 +106,21 @@ def undo_changes(env: Environment, ref: str, to_step: int | None, *, force: bool
     return int(ExitStatus.FAILED) if result.refused or result.blocked else 0
 
 
+def _child_reports(store: Any, task: Any, where: Path) -> None:
+    """Each sub-task's report beside its parent's (the parent's report links them)."""
+    from normalize.checkpoints.report import render_report
+    from normalize.checkpoints.reportfile import save_report
+
+    for child_id in task.children:
+        try:
+            child = store.load(child_id)
+        except NormalizeError:
+            continue  # the parent's report says it is unreadable
+        save_report(render_report(store, child), child.id, store.home,
+                    where / f"report-{child.id}.html")
+        _child_reports(store, child, where)
+
+
 def write_report(env: Environment, ref: str, output: Path | None) -> int:
     """The task's self-contained HTML report, to `-o PATH` or under the data home."""
     from normalize.checkpoints.report import render_report
@@ -118,6 +133,7 @@ def write_report(env: Environment, ref: str, output: Path | None) -> int:
             env.stdout.write(text)
             return 0
         path = save_report(text, task.id, store.home, output)
+        _child_reports(store, task, path.parent)
     except NormalizeError as exc:
         return fail(env, exc)
     except OSError as exc:

@@ -316,7 +316,9 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
         out.write(f"  waiting:   {task.pending.question}\n")
     if task.parent:
         out.write(f"  parent:    {task.parent}\n")
-    for line in _children_lines(store, task.children):
+    collected = {e["child_id"]: e for e in store.events(task.id)
+                 if e.get("type") == "child_collected"} if task.children else {}
+    for line in _children_lines(store, task.children, collected):
         out.write(line)
     out.write("steps:\n")
     from normalize.cli.describe import SHOW_LINES, history, journal_events, step_output
@@ -335,8 +337,10 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
     return 0
 
 
-def _children_lines(store: Any, children: list[str]) -> list[str]:
-    """`tasks show`'s children: one line each with its status, cost and goal."""
+def _children_lines(store: Any, children: list[str],
+                    collected: dict[str, dict[str, Any]]) -> list[str]:
+    """`tasks show`'s children: one line each with its status, cost and goal (and, for a
+    best-of-N attempt, its number, pick exit, diff stat and whether it was picked)."""
     lines = ["children:\n"] if children else []
     for child_id in children:
         try:
@@ -346,8 +350,21 @@ def _children_lines(store: Any, children: list[str]) -> list[str]:
             continue
         goal = child.goal.splitlines()[0] if child.goal.strip() else ""
         lines.append(f"  {child.id}  {child.status.value:<14} ${child.usage.total_cost_usd:.4f}  "
-                     f"{goal[:60]}\n")
+                     f"{_attempt(collected.get(child.id))}{goal[:60]}\n")
     return lines
+
+
+def _attempt(seen: dict[str, Any] | None) -> str:
+    """A best-of-N attempt's columns: `#2 pick: exit 0  1 file changed, … picked  `."""
+    if not seen or not seen.get("attempt"):
+        return ""
+    from normalize.redact import inert
+
+    pick = seen.get("pick_exit")
+    stat = (str(seen.get("diff_stat") or "").splitlines() or ["no changes"])[-1].strip()
+    mark = "  picked" if seen.get("picked") else ""
+    return (f"#{seen['attempt']} pick: {'-' if pick is None else f'exit {pick}'}  "
+            f"{inert(stat)}{mark}  ")
 
 
 def net_changes(store: Any, task: Any) -> dict[str, list[int]] | None:

@@ -4,6 +4,10 @@ Starts a sub-task (a task with this one as its parent) and answers with its
 outcome when it ends: its summary, status, cost and diff stat. Several spawns
 in one decision run together (`concurrent`). Running one again after a crash
 finds the same child (`reattaches`): see `normalize.spawner`.
+
+`--attempts N [--pick COMMAND] [--model A,B,C]` is best-of-N: N isolated
+children try the goal side by side (the models taken in turn), COMMAND runs in
+each finished one's copy, and the best (`children.PICK_RULE`) is applied.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.base import ToolContext
 
 _VALUED = {"--model": "model", "-m": "model", "--budget": "budget", "--max-turns": "turns",
-           "--merge": "merge"}
+           "--merge": "merge", "--attempts": "attempts", "--pick": "pick"}
 _SWITCHES = {"--isolated": "isolated", "--keep": "keep"}
 
 
@@ -47,11 +51,15 @@ def parse_spawn(action: Action) -> SpawnRequest:
     text = (action.body or " ".join(goal)).strip()
     if not text:
         raise ToolError("spawn needs a goal: spawn [--isolated] GOAL")
-    return SpawnRequest(goal=text, key=action.key, model=values.get("model"),
+    attempts = _whole(_number(values, "attempts", int)) or 1
+    if values.get("pick") and attempts < 2:
+        raise ToolError("spawn: --pick goes with --attempts N (2 or more)")
+    return SpawnRequest(goal=text, key=action.key, model=values.get("model") or None,
                         budget_usd=_number(values, "budget", float),
                         max_turns=_whole(_number(values, "turns", int)),
-                        isolated="isolated" in switches, merge=_merge(values),
-                        keep="keep" in switches)
+                        isolated="isolated" in switches or attempts > 1, merge=_merge(values),
+                        keep="keep" in switches, attempts=attempts,
+                        pick=values.get("pick", "").strip())
 
 
 def _number(values: dict[str, str], name: str, kind: type[float] | type[int]) -> float | None:
@@ -61,11 +69,15 @@ def _number(values: dict[str, str], name: str, kind: type[float] | type[int]) ->
     try:
         number = kind(raw.removeprefix("$"))
     except ValueError:
-        raise ToolError(f"spawn: --{name.replace('turns', 'max-turns')} {raw!r} is not a "
+        raise ToolError(f"spawn: --{_flag(name)} {raw!r} is not a "
                         f"{'whole ' if kind is int else ''}number") from None
     if number <= 0:
-        raise ToolError(f"spawn: --{name.replace('turns', 'max-turns')} must be above 0")
+        raise ToolError(f"spawn: --{_flag(name)} must be above 0")
     return number
+
+
+def _flag(name: str) -> str:
+    return "max-turns" if name == "turns" else name
 
 
 def _whole(number: float | None) -> int | None:

@@ -27,6 +27,7 @@ LAYERS: dict[str, str] = {
     "normalize": "api",  # the package itself only (its __init__: the public API)
     "normalize.runner": "api",
     "normalize.spawner": "api",  # makes, runs and collects sub-tasks (store, checkpoints, executor)
+    "normalize.attempts": "api",  # best-of-N over the spawner: judge, pick, apply
     "normalize.fork": "api",  # a new task from another's state and checkpoint
     "normalize.drivers": "drivers",
     "normalize.drivers.base": "contract",

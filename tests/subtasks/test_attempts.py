@@ -1,0 +1,104 @@
+"""Best-of-N: `agent --attempts N --pick COMMAND`, each attempt an isolated child process."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from subtasks_support import cli, journal, needs_sandbox, script, task_state, tasks, workspace
+
+from normalize.children import Attempt, best_attempt
+
+BUGGY = "def add(a, b):\n    return a - b\n"
+TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+FIXES = {1: "return a * b", 2: "return a + b", 3: "return b - a"}  # only the second passes
+
+
+@needs_sandbox
+def test_three_attempts_only_the_second_passes_its_pick_and_it_is_applied(
+        tmp_path: Path, normalize_home: Path) -> None:
+    ws = workspace(tmp_path, {"calc.py": BUGGY, "test_calc.py": TEST})
+    models = [script(tmp_path / f"try{n}.json", [
+        f"write calc.py <<EOF\ndef add(a, b):\n    {fix}\nEOF", f"done tried {fix}"])
+        for n, fix in FIXES.items()]
+    ran = cli("agent", "--attempts", "3", "--pick", "python -m pytest -q -p no:cacheprovider",
+              "--model", ",".join(models), "--approve", "yes", "-w", str(ws), "fix add",
+              cwd=ws, home=normalize_home)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert (ws / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"  # the second's
+    parent = next(t for t in tasks(normalize_home) if not t.get("parent"))
+    kids = [task_state(normalize_home, k) for k in parent["children"]]
+    assert [k["status"] for k in kids] == ["done"] * 3
+    assert [k["summary"] for k in kids] == [f"tried {fix}" for fix in FIXES.values()]
+    collected = [e for e in journal(normalize_home, parent["id"])
+                 if e["type"] == "child_collected"]
+    assert [(e["attempt"], e["pick_exit"], e["picked"], e["applied"]) for e in collected] == [
+        (1, 1, False, False), (2, 0, True, True), (3, 1, False, False)]
+    for kid in kids:  # every copy kept for inspection, each with its own attempt in it
+        copy = Path(kid["workspace"])
+        assert copy.parent.parent == normalize_home / "copies"
+        assert FIXES[kids.index(kid) + 1] in (copy / "calc.py").read_text()
+
+    shown = cli("tasks", "show", parent["id"], cwd=ws, home=normalize_home).stdout
+    rows = [line for line in shown.splitlines() if line.startswith(tuple(
+        f"  {k['id']}  done " for k in kids))]
+    assert [re.search(r"#(\d) pick: exit (\d)", r).groups() for r in rows] == [  # type: ignore[union-attr]
+        ("1", "1"), ("2", "0"), ("3", "1")]
+    assert "picked" in rows[1] and "picked" not in rows[0] + rows[2]
+    assert all("1 file changed" in row for row in rows)
+
+    written = cli("report", parent["id"], cwd=ws, home=normalize_home)
+    assert written.returncode == 0, written.stderr
+    html = (normalize_home / "reports" / f"report-{parent['id']}.html").read_text()
+    assert "<h2>Sub-tasks</h2>" in html
+    for number, kid in enumerate(kids, 1):
+        assert f'<a href="report-{kid["id"]}.html"><code>{kid["id"]}</code></a></td>' \
+               f"<td>#{number}</td><td>done</td><td>exit {0 if number == 2 else 1}</td>" in html
+        assert (normalize_home / "reports" / f"report-{kid['id']}.html").is_file()
+    assert html.count(">picked<") == 1
+    undone = cli("undo", parent["id"], cwd=ws, home=normalize_home)
+    assert undone.returncode == 0, undone.stderr
+    assert (ws / "calc.py").read_text() == BUGGY
+
+
+def test_no_attempt_passing_applies_nothing_and_fails(
+        tmp_path: Path, normalize_home: Path) -> None:
+    ws = workspace(tmp_path, {"calc.py": BUGGY})
+    models = [script(tmp_path / f"try{n}.json", [
+        f"write calc.py <<EOF\nattempt {n}\nEOF", "done"]) for n in (1, 2)]
+    ran = cli("agent", "--attempts", "2", "--pick", "false", "--model", ",".join(models),
+              "--approve", "yes", "-w", str(ws), "fix add", cwd=ws, home=normalize_home)
+    assert ran.returncode != 0
+    assert (ws / "calc.py").read_text() == BUGGY
+    parent = next(t for t in tasks(normalize_home) if not t.get("parent"))
+    assert parent["status"] == "failed"
+    assert "no attempt passed" in ran.stdout + ran.stderr
+
+
+def row(number: int, *, status: str = "done", pick: int | None = 0, lines: int = 1) -> Attempt:
+    return Attempt(number, f"c{number}", status, diff_lines=lines, pick_exit=pick)
+
+
+@pytest.mark.parametrize(("attempts", "picked"), [
+    ([row(1, pick=1), row(2), row(3, pick=1)], 2),  # only the second passes
+    ([row(1, lines=9), row(2, lines=3), row(3, lines=3)], 2),  # smallest diff, then the first
+    ([row(1, status="failed", lines=1), row(2, lines=5)], 2),  # a failed attempt never wins
+    ([row(1, pick=None, lines=4), row(2, pick=None, lines=2)], 2),  # no --pick: done is enough
+    ([row(1, pick=1), row(2, pick=-1)], None),  # a killed pick (timeout) does not pass
+])
+def test_the_pick_rule(attempts: list[Attempt], picked: int | None) -> None:
+    best = best_attempt(attempts)
+    assert (best.number if best else None) == picked
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--attempts", "1"], "--attempts 1: choose 2 to 8"),
+    (["--pick", "pytest"], "--pick goes with --attempts N"),
+    (["--model", "scripted:a.json,scripted:b.json"], "several models go with --attempts N"),
+])
+def test_attempt_flags_are_checked_in_one_line(tmp_path: Path, normalize_home: Path,
+                                               args: list[str], message: str) -> None:
+    done = cli("agent", *args, "do it", cwd=tmp_path, home=normalize_home)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and tasks(normalize_home) == []
