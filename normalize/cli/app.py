@@ -395,6 +395,9 @@ def tasks_list(
     workspace: Annotated[Path | None, typer.Option(
         "--workspace", "-w", help="Only the tasks of this directory (`-w .`: this one).")
     ] = None,
+    flat: Annotated[bool, typer.Option(
+        "--flat", help="Sub-tasks in their own place, not indented under their parent.")]
+    = False,
 ) -> None:
     """List tasks, the last changed first (waiting tasks with their questions)."""
     if ctx.invoked_subcommand is not None:
@@ -402,7 +405,7 @@ def tasks_list(
     from normalize.cli.listing import list_tasks
 
     raise typer.Exit(list_tasks(_env(), json_output=json_output, limit=limit,
-                                show_all=show_all,
+                                show_all=show_all, flat=flat,
                                 workspace=None if workspace is None else str(workspace.resolve())))
 
 

@@ -128,9 +128,9 @@ def shown_rows(store: Any, limit: int | None = None, workspace: str | None = Non
 
 
 def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,
-               show_all: bool = False, workspace: str | None = None) -> int:
+               show_all: bool = False, workspace: str | None = None, flat: bool = False) -> int:
     """The newest `limit` tasks (the table: TABLE_ROWS unless `show_all`; JSON: all), of
-    every workspace or of `workspace` alone."""
+    every workspace or of `workspace` alone; sub-tasks under their parent unless `flat`."""
     from normalize.store import TaskStore
 
     store = TaskStore()
@@ -158,7 +158,7 @@ def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,
     # a terminal's width (or COLUMNS, asked for); a pipe's reader wants whole lines (`| grep`)
     cut_to = env.stdout_tty or "COLUMNS" in env.env
     width = shutil.get_terminal_size((100, 24)).columns if cut_to else UNCUT
-    env.stdout.write(table(store, rows, width))
+    env.stdout.write(table(store, rows, width, flat=flat))
     if total > len(rows):
         older = total - len(rows)
         env.stdout.write(f"… and {older:,} older task{'s' if older > 1 else ''} "
@@ -166,13 +166,15 @@ def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,
     return 0
 
 
-def table(store: Any, rows: list[Row], width: int) -> str:
-    """The listing as one string: a header, a line per task, its question and warnings."""
+def table(store: Any, rows: list[Row], width: int, *, flat: bool = False) -> str:
+    """The listing as one string: a header, a line per task, its question and warnings.
+
+    Sub-tasks stand indented under their parent; `flat` keeps the order of the rows."""
     room = max(width - (9 + 14 + 14 + 9 + 24 + 5), 20)
     places: dict[str, str] = {}  # a workspace as the column shows it, once per workspace
     now = time.time()
     lines = [f"{'ID':<9} {'STATUS':<14} {'DRIVER':<14} {'UPDATED':<9} {'WORKSPACE':<24} GOAL\n"]
-    for row, depth in nested(rows):
+    for row, depth in [(row, 0) for row in rows] if flat else nested(rows):
         workspace = row[WORKSPACE]
         place = places.get(workspace)
         if place is None:

@@ -133,3 +133,24 @@ def test_spawning_past_the_depth_or_count_is_refused_before_a_child_is_made(
         spawner.spawn(SpawnRequest(goal="more", key="0.0"), recorded.append)
     assert recorded == [] and parent.children == children
     assert [p.name for p in (tmp_path / "home" / "tasks").glob("*.json")] == [f"{parent.id}.json"]
+
+
+def test_tasks_nests_children_and_flat_lists_them_in_their_own_place(
+        tmp_path: Path, normalize_home: Path) -> None:
+    from subtasks_support import cli
+
+    from normalize.store import TaskStore
+
+    store = TaskStore(normalize_home, fsync=False)
+    parent = Task.new("the parent", str(tmp_path), "llm", children=["kid00001"])
+    store.create(parent)
+    store.create(Task(id="kid00001", goal="the child", workspace=str(tmp_path), driver="llm",
+                      parent=parent.id, child=ChildSettings(key="1.0")))
+    later = Task.new("a later task", str(tmp_path), "llm")
+    store.create(later)
+    nested_view = cli("tasks", cwd=tmp_path, home=normalize_home).stdout.splitlines()[1:]
+    flat_view = cli("tasks", "--flat", cwd=tmp_path, home=normalize_home).stdout.splitlines()[1:]
+    assert [line.split()[0] for line in nested_view] == [later.id, parent.id, "kid00001"]
+    assert "└ the child" in nested_view[2]
+    assert [line.split()[0] for line in flat_view] == [later.id, "kid00001", parent.id]
+    assert not any("└" in line for line in flat_view)  # the newest first, as before
