@@ -6,6 +6,11 @@ of the workspace as it was then, written from the shadow store
 (`checkpoints/isolate.py`) under `copies/NEW/`. The journal up to that state
 is copied too, so the fork resumes exactly as ID would have. Nothing of ID
 is written: not its task file, its journal, its workspace or its children.
+
+With `--in-place` the fork works in ID's workspace itself: with `--rewind
+STEP` the files ID changed are first put back as they were at STEP (refused
+as a whole, changing nothing, when a person changed one since), as a rewind
+would; ID's task file, journal and children are still not written.
 """
 
 from __future__ import annotations
@@ -13,15 +18,22 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from normalize.children import ChildSettings
 from normalize.errors import UsageError
 from normalize.store import TaskStore
 from normalize.task import Task, TaskStatus, new_task_id
 
+if TYPE_CHECKING:
+    from normalize.checkpoints.changes import TaskChanges
+    from normalize.checkpoints.record import Step
 
-def fork_task(store: TaskStore, task: Task, step: int | None = None) -> Task:
-    """A new task from `task` at step `step` (its last checkpoint when None), in its own copy."""
+
+def fork_task(store: TaskStore, task: Task, step: int | None = None, *,
+              in_place: bool = False) -> Task:
+    """A new task from `task` at step `step` (its last checkpoint when None), in its own copy
+    (or, `in_place`, in the task's workspace, its files put back to that step)."""
     from normalize.checkpoints import isolate
     from normalize.checkpoints.changes import TaskChanges
 
@@ -37,17 +49,45 @@ def fork_task(store: TaskStore, task: Task, step: int | None = None) -> Task:
         state = store.decode(task.id, json.loads(blob), source=f"step {step} of task {task.id}")
     fork = Task.from_dict(state.to_dict())
     fork.id, fork.parent, fork.children = new_task_id(), task.id, []
-    fork.child = ChildSettings(key="fork", isolated=True, merge="none", base=target.tree,
-                               origin=task.workspace)
+    fork.child = ChildSettings(key="fork", isolated=not in_place, merge="none",
+                               base=target.tree, origin=task.workspace)
     if fork.status is TaskStatus.RUNNING:
         fork.status = TaskStatus.INTERRUPTED
-    copy = store.home / "copies" / fork.id / Path(task.workspace).name
-    isolate.make_copy(changes.repo, target.tree, copy)
-    fork.workspace = str(copy)
+    if in_place:
+        fork.workspace = task.workspace
+        if step is not None:
+            _restore_in_place(store, changes, target)
+    else:
+        copy = store.home / "copies" / fork.id / Path(task.workspace).name
+        isolate.make_copy(changes.repo, target.tree, copy)
+        fork.workspace = str(copy)
     store.ensure()
     _copy_journal(store, task.id, fork)
     store.create(fork)
     return fork
+
+
+def _restore_in_place(store: TaskStore, changes: TaskChanges, target: Step) -> None:
+    """Put the files the task changed back as at `target`, all or none (the task locked)."""
+    from normalize.checkpoints.changes import plan_restore
+    from normalize.checkpoints.restore import apply_restore
+    from normalize.checkpoints.shadow import CheckpointError, shown
+
+    task = changes.task
+    todo, refused, _ = plan_restore(changes, target, force=False)
+    if refused:
+        raise UsageError(f"cannot fork task {task.id} in place at step {target.number}: "
+                         f"changed since the task last touched it: "
+                         f"{', '.join(map(shown, refused))} (fork into a copy instead)")
+    lock = store.lock(task.id)  # not while it runs
+    lock.acquire(epoch=task.epoch)
+    try:
+        _, blocked = apply_restore(changes.repo, todo)
+    finally:
+        lock.release()
+    if blocked:
+        raise CheckpointError(f"cannot fork task {task.id} in place: " + "; ".join(
+            f"refused {shown(p)}: {why}" for p, why in blocked.items()))
 
 
 def _copy_journal(store: TaskStore, source: str, fork: Task) -> None:

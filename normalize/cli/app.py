@@ -299,6 +299,9 @@ def resume(
     fork: Annotated[bool, typer.Option(
         "--fork", help="Continue a new task (its child) in a copy of the workspace, from its "
         "last step or --rewind N; the task itself is left as it is.")] = False,
+    in_place: Annotated[bool, typer.Option(
+        "--in-place", help="With --fork: the new task works in the task's own workspace (with "
+        "--rewind N, its files put back to step N first), not a copy.")] = False,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -310,7 +313,7 @@ def resume(
                                  json_output=json_output, quiet=quiet, model=model,
                                  sandbox=sandbox, network=_network(network, no_network),
                                  rewind=rewind, instruction=instruction, fork=fork,
-                                 base_url=base_url))
+                                 in_place=in_place, base_url=base_url))
 
 
 @app.command()

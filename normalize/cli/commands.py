@@ -154,8 +154,11 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 json_output: bool, quiet: bool, model: str | None = None,
                 sandbox: str | None = None, network: bool | tuple[str, ...] | None = None,
                 rewind: int | None = None, instruction: str | None = None,
-                fork: bool = False, base_url: str | None = None) -> int:
+                fork: bool = False, base_url: str | None = None,
+                in_place: bool = False) -> int:
     try:
+        if in_place and not fork:
+            raise UsageError("--in-place goes with --fork")
         if (model is not None or base_url is not None) and (driver or "llm") != "llm":
             raise UsageError(f"{'--model' if model is not None else '--base-url'} goes with "
                              "--driver llm")
@@ -171,7 +174,8 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         if fork:  # a new task in a copy, from the last step or --rewind N; the task unchanged
             from normalize.fork import fork_task
 
-            original, task = task.id, fork_task(options.store, task, rewind)
+            original, task = task.id, fork_task(options.store, task, rewind,
+                                                in_place=in_place)
             env.stderr.write(f"task {original}: forked as {task.id} in {task.workspace}\n")
         elif rewind is not None:  # files and task state back to that step (issue 15)
             from normalize.checkpoints.changes import rewind_task
