@@ -59,7 +59,7 @@ def attempt_requests(spawner: Spawner, request: SpawnRequest) -> list[SpawnReque
     models: list[str | None] = [*named] or [None]
     budget = request.budget_usd or _share(spawner, request.attempts)
     return [replace(request, key=f"{request.key}#{n}", model=models[(n - 1) % len(models)],
-                    attempts=1, pick="", isolated=True, merge="none", keep=True,
+                    attempts=1, pick="", isolated=True, merge="none",
                     budget_usd=budget)
             for n in range(1, request.attempts + 1)]
 

@@ -424,6 +424,15 @@ def tasks_show(
     raise typer.Exit(show_task(_env(), task, json_output=json_output, full=full))
 
 
+@tasks_app.command("clean")
+def tasks_clean(dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Only say which copies would go.")] = False) -> None:
+    """Remove the isolated copies no task needs (kept ones and forks' stay)."""
+    from normalize.cli.listing import clean_copies
+
+    raise typer.Exit(clean_copies(_env(), dry_run=dry_run))
+
+
 @tasks_app.command("repair")
 def tasks_repair(task: Annotated[str | None, typer.Argument(
         autocompletion=complete_task_ids, help="Only this task (default: all).")] = None) -> None:

@@ -257,3 +257,18 @@ def remove_tasks(env: Environment, task: str | None, status: str | None,
     env.stdout.write(f"{removed} {status.replace('_', ' ')} task{'' if removed == 1 else 's'} "
                      "removed\n")
     return int(ExitStatus.FAILED) if failed else 0
+
+
+def clean_copies(env: Environment, *, dry_run: bool) -> int:
+    """`tasks clean`: remove the copies no task needs, one line each; the kept ones named."""
+    from normalize.copies import sweep
+    from normalize.store import TaskStore
+
+    swept = sweep(TaskStore(), dry_run=dry_run)
+    for item in swept:
+        verb = ("would remove" if dry_run else "removed") if item.removed else "kept"
+        env.stdout.write(f"{verb} copies/{item.task_id}: {item.why}\n")
+    gone = sum(item.removed for item in swept)
+    env.stdout.write(f"{gone} cop{'y' if gone == 1 else 'ies'} "
+                     f"{'to remove' if dry_run else 'removed'}, {len(swept) - gone} kept\n")
+    return 0

@@ -28,6 +28,7 @@ LAYERS: dict[str, str] = {
     "normalize.runner": "api",
     "normalize.spawner": "api",  # makes, runs and collects sub-tasks (store, checkpoints, executor)
     "normalize.attempts": "api",  # best-of-N over the spawner: judge, pick, apply
+    "normalize.copies": "api",  # the sweep of isolated copies no task needs
     "normalize.fork": "api",  # a new task from another's state and checkpoint
     "normalize.drivers": "drivers",
     "normalize.drivers.base": "contract",

@@ -60,6 +60,9 @@ def test_three_attempts_only_the_second_passes_its_pick_and_it_is_applied(
     undone = cli("undo", parent["id"], cwd=ws, home=normalize_home)
     assert undone.returncode == 0, undone.stderr
     assert (ws / "calc.py").read_text() == BUGGY
+    cleaned = cli("tasks", "clean", cwd=ws, home=normalize_home)
+    assert "3 copies removed, 0 kept" in cleaned.stdout, cleaned.stdout
+    assert not any((normalize_home / "copies").iterdir())
 
 
 def test_no_attempt_passing_applies_nothing_and_fails(

@@ -154,3 +154,47 @@ def test_tasks_nests_children_and_flat_lists_them_in_their_own_place(
     assert "└ the child" in nested_view[2]
     assert [line.split()[0] for line in flat_view] == [later.id, "kid00001", parent.id]
     assert not any("└" in line for line in flat_view)  # the newest first, as before
+
+
+def test_tasks_clean_removes_the_copies_no_task_needs_and_keeps_the_rest(
+        tmp_path: Path, normalize_home: Path) -> None:
+    from subtasks_support import cli
+
+    from normalize.store import TaskStore
+    from normalize.task import TaskStatus
+
+    store = TaskStore(normalize_home, fsync=False)
+    ended = Task(id="parent01", goal="p", workspace=str(tmp_path), driver="llm",
+                 status=TaskStatus.DONE)
+    stopped = Task(id="parent02", goal="p", workspace=str(tmp_path), driver="llm",
+                   status=TaskStatus.INTERRUPTED)
+    kids = {  # id: (parent, status, settings), and what the sweep does with its copy
+        "collect1": ("parent01", TaskStatus.DONE, ChildSettings(isolated=True)),
+        "waits001": ("parent02", TaskStatus.DONE, ChildSettings(isolated=True)),
+        "keepme01": ("parent01", TaskStatus.DONE, ChildSettings(isolated=True, keep=True)),
+        "forked01": ("parent01", TaskStatus.DONE, ChildSettings(key="fork", isolated=True)),
+        "resumes1": ("parent01", TaskStatus.INTERRUPTED, ChildSettings(isolated=True)),
+    }
+    for task in (ended, stopped):
+        store.create(task)
+    for kid, (parent, status, settings) in kids.items():
+        copy = normalize_home / "copies" / kid / "ws"
+        copy.mkdir(parents=True)
+        (copy / "work.txt").write_text(kid)
+        store.create(Task(id=kid, goal="k", workspace=str(copy), driver="llm", parent=parent,
+                          status=status, child=settings))
+    (normalize_home / "copies" / "gone0001" / "ws").mkdir(parents=True)  # its task removed
+    before = sorted(p.name for p in (normalize_home / "copies").iterdir())
+
+    dry = cli("tasks", "clean", "--dry-run", cwd=tmp_path, home=normalize_home)
+    assert dry.returncode == 0, dry.stderr
+    assert sorted(p.name for p in (normalize_home / "copies").iterdir()) == before
+    assert "2 copies to remove, 4 kept" in dry.stdout
+    done = cli("tasks", "clean", cwd=tmp_path, home=normalize_home)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (normalize_home / "copies").iterdir()) == [
+        "forked01", "keepme01", "resumes1", "waits001"]
+    assert "removed copies/collect1: its task ended done and its parent done" in done.stdout
+    assert "removed copies/gone0001: its task is gone" in done.stdout
+    assert "kept copies/waits001: its parent parent02 is interrupted" in done.stdout
+    assert store.load("collect1").status is TaskStatus.DONE  # the task itself stays
