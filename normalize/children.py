@@ -61,6 +61,7 @@ class SpawnRequest:
     keep: bool = False
     attempts: int = 1  # best-of-N: this many isolated children try the same goal
     pick: str = ""  # the command that judges each finished attempt in its copy (exit 0: passes)
+    answer: str = ""  # a person's answer to the child's question (`resume PARENT --answer`)
 
 
 @dataclass
@@ -115,6 +116,7 @@ class ChildOutcome:
     conflicts: list[str] = field(default_factory=list)  # "FILE: hunk @@ … @@" per refusal
     error: str | None = None
     attempts: list[Attempt] = field(default_factory=list)  # best-of-N: every attempt compared
+    question: str = ""  # what a waiting child asks (its parent waits on it too)
 
     @property
     def ok(self) -> bool:
@@ -124,6 +126,8 @@ class ChildOutcome:
         """The action's output: what the model reads."""
         lines = [f"child {self.child_id} {self.status} after {self.turns} turn(s), "
                  f"${self.cost_usd:.4f}: {self.summary or '(no summary)'}"]
+        if self.question:
+            lines.append(f"it asks: {self.question}")
         if self.error:
             lines.append(f"error: {self.error}")
         if self.diff_stat:
@@ -153,11 +157,13 @@ def child_id_for(parent_id: str, request: SpawnRequest) -> str:
     """The id of the child a parent's action starts: the same every time that action runs.
 
     The request is part of it, so a different spawn at the same place (the
-    model's new decision after `resume --rewind`) makes a new child.
+    model's new decision after `resume --rewind`) makes a new child; the
+    answer to its question is not (the same child goes on with it).
     """
     import hashlib  # (as the store does: loaded by the writes only)
 
-    asked = {k: v for k, v in asdict(request).items() if k not in _LATER or v != _LATER[k]}
+    asked = {k: v for k, v in asdict(request).items()
+             if k != "answer" and (k not in _LATER or v != _LATER[k])}
     said = repr(sorted(asked.items()))
     return hashlib.sha256(f"{parent_id}/{said}".encode()).hexdigest()[:8]
 

@@ -220,6 +220,20 @@ class Recovery:
             return ""
         return f"; its process {', '.join(stopped)} was still running and has been stopped"
 
+    def _ask_child(self, task: Task, driver: Driver, ctx: RunContext, action: Action,
+                   answer: str | None) -> None:
+        """A sub-task waited: its `spawn` runs again, with the answer if one was given (the
+        child goes on with it), or without (a child answered on its own is collected)."""
+        task.pending = None
+        if answer is not None:
+            ctx.emit(InputReceived(kind="child", answer=answer))
+        again = _child_again(action, answer)
+        decision = Decision(actions=[again])
+        task.inflight = {"turn": task.turn, "decision": decision.to_dict()}
+        self._checkpoint(task, driver)
+        self._execute(task, driver, ctx, decision.actions, parallel=False)
+        self._settle(task, driver, decision)
+
     def _answer(self, task: Task, driver: Driver, ctx: RunContext, wait: Wait,
                 reply: Reply | None) -> None:
         """Turn the person's reply into the result of the action the task waited on.
@@ -230,6 +244,9 @@ class Recovery:
         """
         action = wait.action or Action("ask", {"args": [wait.question]}, text="ask")
         answer = reply_text(wait, reply)
+        if wait.kind == "child" and wait.action is not None:
+            self._ask_child(task, driver, ctx, wait.action, answer)
+            return
         if answer is None:
             ctx.emit(WaitingForInput(kind=wait.kind, question=wait.question,
                                      command=action.text or None))
@@ -258,6 +275,15 @@ class Recovery:
                                 error=result.error, preview=result.shown[:4000],
                                 cache_id=result.cache_id, data=result.data))
         driver.on_result(task, action, result)
+
+
+def _child_again(action: Action, answer: str | None) -> Action:
+    """The `spawn` a waiting child came from, to run again (same key: the same child),
+    carrying the person's answer to it if there is one."""
+    params = {k: v for k, v in action.params.items() if k != "answer"}
+    if answer is not None:
+        params["answer"] = answer
+    return Action(action.tool, params, action.text, key=action.key)
 
 
 def reply_text(wait: Wait, reply: Reply | None) -> str | None:

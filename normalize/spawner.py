@@ -121,7 +121,7 @@ class Spawner:
         if request.attempts > 1:
             return best_of(self, request, record)
         child_id = self.make(request, record)
-        stopped = self.run(child_id)
+        stopped = self.run(child_id, request.answer)
         return self._collect(child_id, record, stopped)
 
     def make(self, request: SpawnRequest, record: Record) -> str:
@@ -213,11 +213,15 @@ class Spawner:
 
     # -- running it ------------------------------------------------------------
 
-    def run(self, child_id: str) -> bool:
-        """Bring the child to rest: re-attach, or run it; whether the parent's stop cut it short."""
+    def run(self, child_id: str, answer: str = "") -> bool:
+        """Bring the child to rest: re-attach, or run it (a waiting one with `answer`, once);
+        whether the parent's stop cut it short."""
         for _ in range(ATTEMPTS):
             child = self.load(child_id)
-            if child is None or child.status in AT_REST:
+            flags = self.flags
+            if child is not None and child.status is TaskStatus.WAITING and answer:
+                flags, answer = (*flags, "--answer", answer), ""
+            elif child is None or child.status in AT_REST:
                 return False
             running = self._runner(child_id)
             if running is not None:
@@ -226,7 +230,7 @@ class Spawner:
                 continue
             log = self.store.tasks_dir / child_id / "executor.log"
             log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            handle = self.executor.submit(ChildJob(child_id, str(self.store.home), self.flags,
+            handle = self.executor.submit(ChildJob(child_id, str(self.store.home), flags,
                                                    str(log)))
             while self.executor.collect(handle, POLL) is None:
                 if self.cancel.cancelled:
@@ -265,6 +269,9 @@ class Spawner:
         settings = child.child or ChildSettings()
         if stopped:
             outcome.error = "stopped with its parent; `resume` the parent to continue it"
+            return outcome
+        if child.status is TaskStatus.WAITING:  # not collected: the parent waits on it
+            outcome.question = child.pending.question if child.pending else child.summary
             return outcome
         if settings.isolated:
             self._merge_back(child, settings, outcome)

@@ -5,6 +5,11 @@ outcome when it ends: its summary, status, cost and diff stat. Several spawns
 in one decision run together (`concurrent`). Running one again after a crash
 finds the same child (`reattaches`): see `normalize.spawner`.
 
+A child that waits for a person makes this task wait with its question
+(kind `child`); `resume PARENT --answer TEXT` runs the spawn again with the
+answer, which reaches the child (`resume CHILD --answer TEXT`); after the
+child was answered on its own, `resume PARENT` collects it.
+
 `--attempts N [--pick COMMAND] [--model A,B,C]` is best-of-N: N isolated
 children try the goal side by side (the models taken in turn), COMMAND runs in
 each finished one's copy, and the best (`children.PICK_RULE`) is applied.
@@ -16,7 +21,7 @@ from typing import ClassVar
 
 from normalize.children import Merge, SpawnRequest
 from normalize.errors import ToolError
-from normalize.task import Action, ActionResult, ResultStatus
+from normalize.task import Action, ActionResult, ResultStatus, Wait
 from normalize.tools.base import ToolContext
 
 _VALUED = {"--model": "model", "-m": "model", "--budget": "budget", "--max-turns": "turns",
@@ -54,7 +59,9 @@ def parse_spawn(action: Action) -> SpawnRequest:
     attempts = _whole(_number(values, "attempts", int)) or 1
     if values.get("pick") and attempts < 2:
         raise ToolError("spawn: --pick goes with --attempts N (2 or more)")
+    answer = action.params.get("answer")
     return SpawnRequest(goal=text, key=action.key, model=values.get("model") or None,
+                        answer=answer if isinstance(answer, str) else "",
                         budget_usd=_number(values, "budget", float),
                         max_turns=_whole(_number(values, "turns", int)),
                         isolated="isolated" in switches or attempts > 1, merge=_merge(values),
@@ -109,6 +116,10 @@ class SpawnTool:
             raise ToolError("spawn is not available in this run (no sub-tasks here)")
         outcome = ctx.children.spawn(request, ctx.on_child)
         data = outcome.to_dict()
+        if outcome.question:  # the child waits for a person: so does this task
+            return ActionResult.success(outcome.text(), data=data, wait=Wait(
+                kind="child", question=f"sub-task {outcome.child_id} asks: {outcome.question}",
+                action=action))
         if outcome.error and ctx.cancel.cancelled:
             return ActionResult(ResultStatus.CANCELLED, outcome.text(), error=outcome.error,
                                 data=data)
