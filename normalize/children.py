@@ -62,6 +62,7 @@ class SpawnRequest:
     attempts: int = 1  # best-of-N: this many isolated children try the same goal
     pick: str = ""  # the command that judges each finished attempt in its copy (exit 0: passes)
     answer: str = ""  # a person's answer to the child's question (`resume PARENT --answer`)
+    workflow: dict[str, Any] | None = None  # the child runs these steps (a workflow's item)
 
 
 @dataclass
@@ -149,7 +150,7 @@ class ChildOutcome:
         return data
 
 
-_LATER = {"attempts": 1, "pick": ""}
+_LATER: dict[str, Any] = {"attempts": 1, "pick": "", "workflow": None}
 """Request fields added later: left out of the id at their defaults, so ids stay as they were."""
 
 

@@ -161,8 +161,9 @@ class Spawner:
         if request.isolated:
             workspace, settings.base = self._copy(child_id)
         child = Task(id=child_id, goal=request.goal, workspace=workspace,
-                     driver="llm",  # a child is a model at work, whoever spawned it
-                     config=self._config(request.model),
+                     # a model at work, whoever spawned it; or a workflow's item, its steps
+                     driver="workflow" if request.workflow is not None else "llm",
+                     config=self._config(request.model, request.workflow),
                      limits=Limits(max_turns=request.max_turns or self.rules.turns,
                                    max_cost_usd=self._budget(request.budget_usd)),
                      parent=self.task.id, child=settings, workflow=self.task.workflow)
@@ -170,9 +171,10 @@ class Spawner:
                             isolated=request.isolated, workspace=workspace))
         self.store.create(child)
 
-    def _config(self, model: str | None) -> TaskConfig:
-        """The child's configuration: the parent's (permissions, model), without its follow-ups."""
-        spec = copy.deepcopy(self.task.config.spec)
+    def _config(self, model: str | None, steps: dict[str, Any] | None = None) -> TaskConfig:
+        """The child's configuration: the parent's (permissions, model), without its follow-ups;
+        `steps`, a workflow's item, in place of the parent's workflow."""
+        spec = copy.deepcopy(steps if steps is not None else self.task.config.spec)
         if model:
             spec = spec if spec is not None else {}
             self.set_model(spec.setdefault("llm", {}), model)

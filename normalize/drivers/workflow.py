@@ -32,6 +32,7 @@ from normalize.drivers.frames import (
     steps_at,
 )
 from normalize.drivers.interrupts import interrupt_policy, interrupt_question, rerun_answer
+from normalize.drivers.isolated import item_spawns, workflow_spawn
 from normalize.drivers.step_actions import (
     RESULT_KEEP,
     action_for,
@@ -231,9 +232,15 @@ class WorkflowDriver:
                     ctx.emit(Notice(message=f"step {step.name!r}: for_each found no items"))
                     self._advance()
                     return None
+                isolated = step.isolation == "isolated"  # each item a sub-task in a copy
+                if isolated and step.parallel:
+                    return self._fanout(step, items, item_spawns(self.spec, step, items, values),
+                                        step.max_concurrency)
                 if step.parallel and step.action:
-                    return self._fanout(step, items, values)
-                self._push(Frame(frame.here(), holder=not step.steps,
+                    return self._fanout(step, items, [
+                        action_for(step.action, {**values, step.as_: item}, step)
+                        for item in items], step.max_concurrency)
+                self._push(Frame(frame.here(), holder=not step.steps or isolated,
                                  loop=Loop(items, 0, step.as_)), step.name)
                 return None
             if step.until:
@@ -257,6 +264,13 @@ class WorkflowDriver:
                 return Decision(thinking=f"retry of step {step.name!r} interrupted")
             self.retry_delay = 0.0
         kind = step_kind_of(step.action)
+        if step.for_each and step.isolation == "isolated":  # one item, after the one before
+            self.pending = Pending("step")
+            item = values[step.as_]
+            return Decision(actions=item_spawns(self.spec, step, [item], values))
+        if step.workflow is not None and step.isolation == "isolated":
+            self.pending = Pending("step")  # the nested workflow as a sub-task
+            return Decision(actions=[workflow_spawn(step, self._included(step), values)])
         if step.workflow is not None:
             self._start_workflow(step, values)
             return None
@@ -284,12 +298,17 @@ class WorkflowDriver:
         if cache != root_settings(self.spec).cache:
             action.params["cache"] = dict(cache)
 
-    def _start_workflow(self, step: StepSpec, values: dict[str, Any]) -> None:
+    def _included(self, step: StepSpec) -> dict[str, Any]:
+        """The nested workflow a `workflow` step names, as loaded with this one."""
         assert step.workflow is not None
         included = self.spec.includes.get(step.workflow)
         if included is None:
             raise UsageError(f"step {step.name!r}: nested workflow {step.workflow!r} was not "
                              f"loaded with this workflow")
+        return dict(included)
+
+    def _start_workflow(self, step: StepSpec, values: dict[str, Any]) -> None:
+        included = self._included(step)
         sub_vars = {k: values[k] for k in included.get("vars", {}) if k in values}
         config = {"spec": included, "vars": sub_vars, "label": step.name}
         self.delegate = Delegate.start("workflow", config, self.services,
@@ -322,15 +341,14 @@ class WorkflowDriver:
         if self.frames:
             self._advance()
 
-    def _fanout(self, step: StepSpec, items: list[Any], values: dict[str, Any]) -> Decision:
-        actions = [action_for(step.action or "", {**values, step.as_: item}, step)
-                   for item in items]
+    def _fanout(self, step: StepSpec, items: list[Any], actions: list[Action],
+                most: int) -> Decision:
+        """One action per item, `most` at a time; their results settle the step together."""
         for action in actions:
             self._scope_cache(action, step)
         self.pending = Pending("fanout", count=len(actions),
                                items=items if step.transform else None)
-        return Decision(actions=actions, parallel=True,
-                        max_concurrency=max(1, step.max_concurrency))
+        return Decision(actions=actions, parallel=True, max_concurrency=max(1, most))
 
     def _interrupted(self, ctx: RunContext) -> Decision | None:
         """Follow `on_interrupt` for a step whose side effect has an unknown outcome."""

@@ -59,9 +59,10 @@ def parse_spawn(action: Action) -> SpawnRequest:
     attempts = _whole(_number(values, "attempts", int)) or 1
     if values.get("pick") and attempts < 2:
         raise ToolError("spawn: --pick goes with --attempts N (2 or more)")
-    answer = action.params.get("answer")
+    answer, steps = action.params.get("answer"), action.params.get("workflow")
     return SpawnRequest(goal=text, key=action.key, model=values.get("model") or None,
                         answer=answer if isinstance(answer, str) else "",
+                        workflow=steps if isinstance(steps, dict) else None,
                         budget_usd=_number(values, "budget", float),
                         max_turns=_whole(_number(values, "turns", int)),
                         isolated="isolated" in switches or attempts > 1, merge=_merge(values),

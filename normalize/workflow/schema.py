@@ -88,7 +88,7 @@ SCHEMAS: dict[str, dict[str, Checker]] = {
              "parallel": _bool, "max_concurrency": _int, "steps": _tables, "context": _str,
              "cache": _str, "retry": _str_or_table, "timeout": _num, "workflow": _str,
              "prompt": _str, "max_turns": _int, "until": _str, "max_iterations": _int,
-             "else": _tables},
+             "else": _tables, "isolation": _str, "merge": _str},
     "state": {"name": _str, "action": _str, "transitions": _tables, "terminal": _bool,
               "status": _str, "summary": _str,
               "on_entry": _str, "on_exit": _str, "capture": _str, "timeout": _num,

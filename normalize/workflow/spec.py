@@ -42,6 +42,8 @@ class StepSpec:
     until: str | None = None  # repeat the step (or its nested steps) until this holds
     max_iterations: int | None = None  # the bound of an `until` loop
     otherwise: list[StepSpec] = field(default_factory=list)  # `else`: when `condition` fails
+    isolation: str | None = None  # "isolated": each item (or the nested workflow) a sub-task
+    merge: str = "apply"  # an isolated sub-task's changes: applied, or only reported ("none")
     line: int = 0
 
     @property

@@ -1,7 +1,7 @@
 """Checking a workflow's steps and states: names, variables, commands, plugins, nesting.
 
-The rules between a step's keys are tables (`NEEDS`, `CONFLICTS`, `POSITIVE`,
-`CHOICES`, `VALUE_CHECKS`), so each rule is one line to read or change.
+The rules between a step's keys are tables (`NEEDS`, `NEEDS_ANY`, `CONFLICTS`,
+`POSITIVE`, `CHOICES`, `VALUE_CHECKS`), so each rule is one line to read or change.
 """
 
 from __future__ import annotations
@@ -107,8 +107,16 @@ NEEDS: dict[str, tuple[str, str]] = {
     "max_iterations": ("until", "`max_iterations` bounds an `until` loop; add `until`"),
     "else": ("condition", "`else` runs when `condition` does not hold; add `condition`"),
     "transform": ("capture", "`transform` shapes a captured value; add `capture`"),
+    "merge": ("isolation", "`merge` says what becomes of an isolated sub-task's changes; add "
+                           "`isolation = \"isolated\"`"),
 }
 """A step key that means nothing without another: key → (the other, the error)."""
+
+NEEDS_ANY: dict[str, tuple[tuple[str, ...], str]] = {
+    "isolation": (("for_each", "workflow"), "`isolation` makes each item of a `for_each`, or "
+                                            "a nested `workflow`, a sub-task; add one"),
+}
+"""A step key that means nothing without one of some others: key → (the others, the error)."""
 
 CONFLICTS: tuple[tuple[str, str, str], ...] = (
     ("parallel", "steps", "`parallel` fans out one `action` over the items; nested steps run "
@@ -125,6 +133,8 @@ CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
     "on_interrupt": (ON_INTERRUPT, "on_interrupt"),
     "context": (STRATEGIES["context"], "context strategy"),
     "cache": (STRATEGIES["cache"], "cache strategy"),
+    "isolation": (("shared", "isolated"), "isolation"),
+    "merge": (("apply", "none"), "merge"),
 }
 
 FIELDS = {"as": "as_"}
@@ -133,7 +143,8 @@ BUILT = frozenset({"name", "steps", "else", "retry"})
 """Step keys the validator turns into their field itself."""
 
 
-RULE_KEYS = frozenset({*NEEDS, *(blamed for blamed, _, _ in CONFLICTS), *POSITIVE, *CHOICES})
+RULE_KEYS = frozenset({*NEEDS, *NEEDS_ANY, *(blamed for blamed, _, _ in CONFLICTS), *POSITIVE,
+                       *CHOICES})
 """The keys the four tables above look at: a step with none of them passes them all."""
 
 
@@ -387,6 +398,9 @@ class Validator:
             return
         for key, (needed, message) in NEEDS.items():
             if key in item and needed not in item:
+                raise self.check.fail(f"{here}.{key}", message)
+        for key, (others, message) in NEEDS_ANY.items():
+            if key in item and not any(other in item for other in others):
                 raise self.check.fail(f"{here}.{key}", message)
         for key, other, message in CONFLICTS:
             if _given(item, key) and _given(item, other):
