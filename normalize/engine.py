@@ -471,7 +471,8 @@ class Engine(Recovery):
                 ResultStatus.BLOCKED, ResultStatus.CANCELLED) or "protected" in result.data):
             self._workspace(task, action)
         task.actions_run += 1
-        if result.wait is not None:
+        if result.wait is not None and (task.pending is None or result.wait.kind != "child"):
+            # (a second sub-task waiting in the same decision reaches the driver as a result)
             task.pending = result.wait
             ctx.emit(WaitingForInput(kind=result.wait.kind, question=result.wait.question,
                                      command=action.text or None))

@@ -118,9 +118,11 @@ class SpawnTool:
         outcome = ctx.children.spawn(request, ctx.on_child)
         data = outcome.to_dict()
         if outcome.question:  # the child waits for a person: so does this task
-            return ActionResult.success(outcome.text(), data=data, wait=Wait(
-                kind="child", question=f"sub-task {outcome.child_id} asks: {outcome.question}",
-                action=action))
+            asks = f"sub-task {outcome.child_id} asks: {outcome.question}"
+            return ActionResult(ResultStatus.ERROR, outcome.text(), data=data,
+                                error=f"{asks} (answer it: `normalize resume "
+                                      f"{outcome.child_id} --answer TEXT`)",
+                                wait=Wait(kind="child", question=asks, action=action))
         if outcome.error and ctx.cancel.cancelled:
             return ActionResult(ResultStatus.CANCELLED, outcome.text(), error=outcome.error,
                                 data=data)
