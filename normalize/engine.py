@@ -292,7 +292,7 @@ class Engine(Recovery):
         if limits.max_tokens is not None and \
                 used.input_tokens + used.output_tokens >= limits.max_tokens:
             raise StopRun(TaskStatus.LIMIT, f"reached max_tokens ({limits.max_tokens})")
-        if limits.max_cost_usd is not None and used.total_cost_usd >= limits.max_cost_usd:
+        if limits.max_cost_usd is not None and _spent(task, limits.max_cost_usd):
             raise StopRun(TaskStatus.LIMIT, f"reached the budget (${used.total_cost_usd:.4f} "
                                             f"of ${limits.max_cost_usd:g}{_with_children(used)})")
         if limits.timeout_seconds is not None and self._elapsed(task) >= limits.timeout_seconds:
@@ -627,6 +627,20 @@ def _joined(error: str | None, more: str | None) -> str | None:
     if not more:
         return error
     return f"{error}; {more}" if error else more
+
+
+def _spent(task: Task, budget: float) -> bool:
+    """Whether the task's budget is spent (with its children's spending).
+
+    A sub-task's budget is promised out of its parent's, so it stops already
+    before a request that, costing what its requests did on average, would
+    overrun it.
+    """
+    used = task.usage
+    if used.total_cost_usd >= budget:
+        return True
+    return task.parent is not None and used.requests > 0 and \
+        used.total_cost_usd + used.cost_usd / used.requests > budget
 
 
 def _with_children(used: Usage) -> str:

@@ -21,8 +21,9 @@ spending and its other children's budgets (reserved when each is made; once
 one has ended, only what it spent), so the children together never get more
 than the parent's budget. What they spent is the parent's
 `usage.children_cost_usd`, counted against its own budget, so the parent
-stops when it and its children together reach it. A budget is checked before
-each model request, so a task (a child too) can overrun it by its last one.
+stops when it and its children together reach it. A child stops before a
+request that, costing what its requests did on average, would overrun its
+budget (the engine's `_spent`), so it keeps to what it was promised.
 """
 
 from __future__ import annotations

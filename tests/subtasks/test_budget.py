@@ -49,7 +49,8 @@ def test_a_childs_budget_binds_and_its_spending_counts_against_the_parents(
     assert all(0.01 < c < 0.02 for c in costs), costs  # the prices bind scripted usage
     assert kid["status"] == "limit_reached" and "reached the budget" in kid["summary"]
     assert kid["limits"]["max_cost_usd"] == 0.04
-    assert sum(costs[:-1]) < 0.04 <= sum(costs)  # it stopped at the first request past it
+    # it stopped before the request that, costing what its requests did, would overrun it
+    assert sum(costs) <= 0.04 < sum(costs) + sum(costs) / len(costs)
     assert kid["turn"] < len(WRITES)
 
     own = sum(request_costs(normalize_home, parent["id"]))
@@ -76,7 +77,9 @@ def test_children_together_get_no_more_than_the_parent_has_left(
     for kid in kids:
         spent = request_costs(normalize_home, kid["id"])
         assert kid["status"] == "limit_reached"
-        assert sum(spent[:-1]) < kid["limits"]["max_cost_usd"] <= sum(spent)
+        assert sum(spent) <= kid["limits"]["max_cost_usd"] < sum(spent) + sum(spent) / len(spent)
+    # the children together stayed inside what the parent had left when it made them
+    assert parent["usage"]["children_cost_usd"] <= 0.1 - first
     refused = [e for e in journal(normalize_home, parent["id"])
                if e["type"] == "action_finished" and e["tool"] == "spawn"][-1]
     assert refused["status"] == "error" and "spawn refused" in refused["error"], refused
