@@ -471,15 +471,16 @@ class Engine(Recovery):
                 ResultStatus.BLOCKED, ResultStatus.CANCELLED) or "protected" in result.data):
             self._workspace(task, action)
         task.actions_run += 1
-        if result.wait is not None and (task.pending is None or result.wait.kind != "child"):
-            # (a second sub-task waiting in the same decision reaches the driver as a result)
+        if result.wait is None:
+            driver.on_result(task, action, result)
+        elif task.pending is None or result.wait.kind != "child":
             task.pending = result.wait
             ctx.emit(WaitingForInput(kind=result.wait.kind, question=result.wait.question,
                                      command=action.text or None))
             if self.hooks is not None:
                 self.hooks.waiting(result.wait, action.text)
-            return
-        driver.on_result(task, action, result)
+        # (a second sub-task waiting in the same decision waits with the first: the answer's
+        # resume runs its spawn again too, `Recovery._ask_child`)
 
     # -- checkpoints and the exit door -----------------------------------
 

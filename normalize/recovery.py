@@ -223,16 +223,28 @@ class Recovery:
     def _ask_child(self, task: Task, driver: Driver, ctx: RunContext, action: Action,
                    answer: str | None) -> None:
         """A sub-task waited: its `spawn` runs again, with the answer if one was given (the
-        child goes on with it), or without (a child answered on its own is collected)."""
+        child goes on with it), or without (a child answered on its own is collected); and so
+        do the other spawns of that decision whose children waited too."""
         task.pending = None
         if answer is not None:
             ctx.emit(InputReceived(kind="child", answer=answer))
-        again = _child_again(action, answer)
-        decision = Decision(actions=[again])
+        others = [_child_again(other, None) for other in self._waiting_with(task, action.key)]
+        decision = Decision(actions=[_child_again(action, answer), *others])
         task.inflight = {"turn": task.turn, "decision": decision.to_dict()}
         self._checkpoint(task, driver)
         self._execute(task, driver, ctx, decision.actions, parallel=False)
         self._settle(task, driver, decision)
+
+    def _waiting_with(self, task: Task, key: str) -> list[Action]:
+        """The other spawns of the last decision whose sub-tasks waited too (oldest first)."""
+        events = [e for e in self.store.tail(task.id, 2000) if e.get("turn") == task.turn - 1
+                  and e.get("tool") == "spawn" and e.get("key") != key]
+        started = {e["key"]: e["action"] for e in events
+                   if e.get("type") == "action_started" and isinstance(e.get("action"), dict)}
+        waited = {e["key"]: bool((e.get("data") or {}).get("question")) for e in events
+                  if e.get("type") == "action_finished"}  # (the last word on each key)
+        return [Action.from_dict(started[k]) for k, asks in waited.items()
+                if asks and k in started]
 
     def _answer(self, task: Task, driver: Driver, ctx: RunContext, wait: Wait,
                 reply: Reply | None) -> None:

@@ -58,3 +58,33 @@ def test_a_waiting_childs_question_is_the_parents_and_an_answer_reaches_it(
     assert collected == [one, two]  # each once, after it ended
     assert [e["type"] for e in events].count("child_created") == 2
     assert task_state(normalize_home, parent)["status"] == "done"
+
+
+def test_two_children_waiting_at_once_are_asked_one_after_the_other(
+        tmp_path: Path, normalize_home: Path) -> None:
+    ws = workspace(tmp_path, {"a.txt": "a\n"})
+    both = "parallel\n" + "\n".join(spawn_asking(tmp_path, n) for n in ("one", "two"))
+    parent_model = script(tmp_path / "parent.json", [both, "done both painted"])
+    wf = flow(tmp_path / "parent.toml", parent_model)
+    first = cli("run", str(wf), "--goal", "paint", "-w", str(ws), cwd=ws, home=normalize_home)
+    assert first.returncode == 4, first.stdout + first.stderr
+    parent = next(t["id"] for t in tasks(normalize_home) if not t.get("parent"))
+    one, two = task_state(normalize_home, parent)["children"]
+    assert {task_state(normalize_home, k)["status"] for k in (one, two)} == {"waiting"}
+    asked = task_state(normalize_home, parent)["pending"]["question"]
+    assert asked == f"sub-task {one} asks: Which colour for one?"
+
+    second = cli("resume", parent, "--answer", "red", cwd=ws, home=normalize_home)
+    assert second.returncode == 4, second.stdout + second.stderr  # the other one asks now
+    assert task_state(normalize_home, parent)["pending"]["question"] == \
+        f"sub-task {two} asks: Which colour for two?"
+    assert (ws / "one.txt").exists() and not (ws / "two.txt").exists()
+    last = cli("resume", parent, "--answer", "blue", cwd=ws, home=normalize_home)
+    assert last.returncode == 0, last.stdout + last.stderr
+    assert (ws / "two.txt").read_text() == "painted\n"
+    answers = {k: [e["answer"] for e in journal(normalize_home, k)
+                   if e["type"] == "input_received"] for k in (one, two)}
+    assert answers == {one: ["red"], two: ["blue"]}  # each its own answer, once
+    collected = [e["child_id"] for e in journal(normalize_home, parent)
+                 if e["type"] == "child_collected"]
+    assert collected == [one, two]
