@@ -127,6 +127,9 @@ class ChildOutcome:
         """The action's output: what the model reads."""
         lines = [f"child {self.child_id} {self.status} after {self.turns} turn(s), "
                  f"${self.cost_usd:.4f}: {self.summary or '(no summary)'}"]
+        picked = [a for a in self.attempts if a.picked]
+        if picked:  # best-of-N: which attempt this is, first
+            lines[0] = f"attempt #{picked[0].number} of {len(self.attempts)} picked: {lines[0]}"
         if self.question:
             lines.append(f"it asks: {self.question}")
         if self.error:

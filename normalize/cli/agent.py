@@ -161,10 +161,14 @@ def best_of_spec(spec: Any, attempts: int, pick: str | None, models: list[str],
     """
     from normalize.workflow.spec import StepSpec
 
+    if spec.driver != "llm":
+        raise UsageError(f"--attempts runs a workflow a model drives; {spec.name} is driven by "
+                         f"{spec.driver}")
     spec.vars = {**spec.vars, "attempts": str(attempts), "pick": pick or "",
                  "models": ",".join(models), "turns": str(max_turns or "")}
     turns = " --max-turns {turns}" if max_turns else ""
     spec.steps = [StepSpec(name="attempts", action=(
         f"spawn --attempts {{attempts}} --pick {{pick}} --model {{models}}{turns} "
-        "<<EOF\n{task}\nEOF"))]
+        "<<EOF\n{task}\nEOF"), capture="picked", transform=r"regex:^(attempt #[^\n]*)"),
+        StepSpec(name="end", action="done {picked}")]
     spec.driver = "workflow"

@@ -131,6 +131,8 @@ class Step:
     workflow: str | None = None
     context: str | None = None
     cache: str | None = None
+    isolation: str | None = None  # "isolated": each item (or the nested workflow) a sub-task
+    merge: str | None = None  # an isolated sub-task's changes: "apply" (default) or "none"
 
 
 class Sequence:
@@ -245,7 +247,8 @@ class _Compiler:
              transform=step.transform, condition=self.condition(step.condition),
              for_each=self.source(step.for_each), on_error=step.on_error,
              timeout=step.timeout, context=step.context, cache=step.cache, retry=retry,
-             max_concurrency=step.max_concurrency)
+             max_concurrency=step.max_concurrency, isolation=step.isolation,
+             merge=step.merge)
         if step.for_each is not None:
             if step.as_:
                 table["as"] = step.as_

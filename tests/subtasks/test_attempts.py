@@ -30,6 +30,8 @@ def test_three_attempts_only_the_second_passes_its_pick_and_it_is_applied(
     parent = next(t for t in tasks(normalize_home) if not t.get("parent"))
     kids = [task_state(normalize_home, k) for k in parent["children"]]
     assert [k["status"] for k in kids] == ["done"] * 3
+    assert parent["summary"] == (f"attempt #2 of 3 picked: child {kids[1]['id']} done after "
+                                 "2 turn(s), $0.0000: tried return a + b")
     assert [k["summary"] for k in kids] == [f"tried {fix}" for fix in FIXES.values()]
     collected = [e for e in journal(normalize_home, parent["id"])
                  if e["type"] == "child_collected"]

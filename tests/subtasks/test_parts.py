@@ -198,3 +198,13 @@ def test_tasks_clean_removes_the_copies_no_task_needs_and_keeps_the_rest(
     assert "removed copies/gone0001: its task is gone" in done.stdout
     assert "kept copies/waits001: its parent parent02 is interrupted" in done.stdout
     assert store.load("collect1").status is TaskStatus.DONE  # the task itself stays
+
+
+def test_a_python_flow_step_takes_isolation_and_merge(tmp_path: Path) -> None:
+    from normalize.workflow.flow import Step, compile_flow
+
+    spec = compile_flow(Step("write {f} <<EOF\nx\nEOF", name="each", for_each="files:*.txt",
+                             as_="f", parallel=True, isolation="isolated", merge="none"),
+                        base_dir=tmp_path)
+    step = spec.steps[0]
+    assert (step.isolation, step.merge, step.parallel) == ("isolated", "none", True)
