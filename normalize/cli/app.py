@@ -427,7 +427,7 @@ def tasks_show(
 @tasks_app.command("clean")
 def tasks_clean(dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Only say which copies would go.")] = False) -> None:
-    """Remove the isolated copies no task needs (kept ones and forks' stay)."""
+    """Remove the isolated copies no task needs."""
     from normalize.cli.listing import clean_copies
 
     raise typer.Exit(clean_copies(_env(), dry_run=dry_run))
