@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from normalize.mcp.config import ServerSpec
     from normalize.permissions import Permissions
     from normalize.sandbox import SandboxPolicy
+    from normalize.telemetry import RunTracing
 
 
 @dataclass
@@ -63,6 +64,7 @@ class RunOptions:
     fsync: bool = True
     project_instructions: bool = True  # AGENTS.md / CLAUDE.md into the prompt (new tasks)
     output: OutputContract | None = None  # --output-schema: the result's schema (new tasks)
+    tracing: RunTracing | None = None  # --otel: spans of every run (and the children's context)
 
 
 def _store(options: RunOptions) -> TaskStore:
@@ -288,9 +290,13 @@ def spawner(task: Task, options: RunOptions) -> Spawner:
             flags += ["--network", host]
     if options.approve:
         flags += ["--approve", options.approve]
+    tracing = options.tracing
+    if tracing is not None:
+        flags.append("--otel")
     limit = int(os.environ.get("NORMALIZE_MAX_CONCURRENCY") or MAX_CONCURRENCY)
     return Spawner(task, _store(options), LocalExecutor(limit), cancel=options.cancel,
-                   set_model=apply_model, flags=tuple(flags))
+                   set_model=apply_model, flags=tuple(flags),
+                   child_env=tracing.child_env if tracing is not None else None)
 
 
 def task_permissions(task: Task, options: RunOptions) -> Permissions:
@@ -491,6 +497,8 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
         _lend_repo_map(driver, task, store)
         notes = [] if resumed else list(task.config.permission_notes)
         subscribers = list(options.subscribers)
+        if options.tracing is not None:
+            subscribers.append(options.tracing)
         engine = Engine(store, tools, tool_ctx, cancel=options.cancel,
                         subscribers=subscribers, interactive=options.interactive)
         engine.workspace_checkpoints = workspace_checkpoints(task, store)

@@ -51,7 +51,8 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               context: str | None, workflow: str | None, workspace: Path | None,
               json_output: bool, quiet: bool, sandbox: str | None = None,
               network: bool | tuple[str, ...] | None = None, project_instructions: bool = True,
-              repo_map: int | None = None, output_schema: Path | None = None) -> int:
+              repo_map: int | None = None, output_schema: Path | None = None,
+              otel: bool = False) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.drivers.base import DriverServices
     from normalize.drivers.llm import LLMSettings
@@ -99,7 +100,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
                     return int(ExitStatus.USAGE)
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
-                                        network=network)
+                                        network=network, otel=otel)
         options.services = DriverServices(read_line=options.services.read_line,
                                           model_factory=clients)
         options.project_instructions = project_instructions
