@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agent_helpers import KEYS, cli, json_lines
 
 from normalize.testing.servers import FakeModelServer, Reply
@@ -215,3 +216,52 @@ def test_before_request_hook_adds_context_to_that_request_only(
     assert "build status note number 2" in second
     assert "build status note number 1" not in second  # transient: not kept in the history
     assert [e["event"] for e in _ran(events)] == ["before_request", "before_request"]
+
+
+COMPACTING = """[workflow]
+name = "compacting"
+[workflow.vars]
+goal = "{task}"
+[workflow.llm]
+model = "anthropic:claude-sonnet-4-5"
+[workflow.context]
+strategy = "conversation"
+compact_after_chars = 2000
+"""
+VETO = RECORD + """sys.stderr.write("keep my context whole")
+sys.exit(2)
+"""
+
+
+@pytest.mark.parametrize("vetoed", [True, False])
+def test_a_before_compact_hook_can_veto_a_compaction(
+        repo: Path, server: FakeModelServer, tmp_path: Path, vetoed: bool) -> None:
+    for name in ("alpha", "beta", "gamma"):
+        (repo / f"{name}.txt").write_text("".join(f"{name} line {n}\n" for n in range(200)))
+    flow = tmp_path / "compacting.toml"
+    flow.write_text(COMPACTING)
+    site = _setup(tmp_path, repo, server)
+    seen = site.hook("before_compact", VETO if vetoed else RECORD)
+    server.add("view alpha.txt", "view beta.txt", "view gamma.txt", "done read them")
+    done = cli("agent", "read the files", "--workflow", str(flow), "--json", "--approve", "yes",
+               "--sandbox", "off", cwd=repo, home=tmp_path / "home",
+               env={"ANTHROPIC_BASE_URL": server.url, "NORMALIZE_CONFIG": str(site.config),
+                    **KEYS})
+    events = json_lines(done.stdout)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(seen.read_text())
+    assert data["hook_event_name"] == "before_compact" and data["trigger"] == "auto"
+    assert data["before_chars"] > data["compact_after_chars"] == 2000
+    assert data["results_compacted"] >= 1 and data["after_chars"] < data["before_chars"]
+    last = json.dumps(server.requests[3].body["messages"])
+    compacted = [e for e in events if e["type"] == "context_compacted"]
+    notices = [e["message"] for e in events if e["type"] == "notice"]
+    if vetoed:
+        assert [(e["event"], e["outcome"], e["reason"]) for e in _ran(events)] == [
+            ("before_compact", "blocked", "keep my context whole")]
+        assert not compacted and "alpha line 150" in last  # the first result, whole
+        assert any("a before_compact hook said no: keep my context whole" in n
+                   for n in notices), notices
+    else:
+        assert [(e["event"], e["outcome"]) for e in _ran(events)] == [("before_compact", "ok")]
+        assert compacted and "alpha line 150" not in last
