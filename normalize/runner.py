@@ -190,15 +190,19 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
 
 
 def _output(spec: WorkflowSpec, options: RunOptions) -> OutputContract | None:
-    """The result's schema: `--output-schema`, else the workflow's `output_schema`."""
-    if options.output is not None or not spec.output_schema:
-        return options.output
-    from normalize.structured import load_contract
+    """The result's schema: `--output-schema`, else the workflow's `output_schema`; with the
+    workflow's `output_retries` (or `--output-retries`, put there) when it sets them."""
+    contract = options.output
+    if contract is None and spec.output_schema:
+        from normalize.structured import load_contract
 
-    if spec.driver != "llm":
-        raise UsageError(f"{spec.path}: output_schema needs a workflow a model drives "
-                         f"(this one's driver is {spec.driver})")
-    return load_contract(Path(spec.output_schema), flag=f"{spec.path}: output_schema")
+        if spec.driver != "llm":
+            raise UsageError(f"{spec.path}: output_schema needs a workflow a model drives "
+                             f"(this one's driver is {spec.driver})")
+        contract = load_contract(Path(spec.output_schema), flag=f"{spec.path}: output_schema")
+    if contract is not None and spec.output_retries is not None:
+        contract = replace(contract, retries=spec.output_retries)
+    return contract
 
 
 def mcp_servers(spec: WorkflowSpec, options: RunOptions) -> tuple[list[ServerSpec], list[str]]:

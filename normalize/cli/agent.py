@@ -52,7 +52,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               json_output: bool, quiet: bool, sandbox: str | None = None,
               network: bool | tuple[str, ...] | None = None, project_instructions: bool = True,
               repo_map: int | None = None, output_schema: Path | None = None,
-              otel: bool = False) -> int:
+              output_retries: int | None = None, otel: bool = False) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.drivers.base import DriverServices
     from normalize.drivers.llm import LLMSettings
@@ -73,6 +73,9 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         if not root.is_dir():
             raise UsageError(f"--workspace {root}: not a directory")
         spec = load_spec(workflow or DEFAULT_WORKFLOW, root)
+        from normalize.cli.commands import set_output_retries
+
+        set_output_retries(spec, output_retries, output_schema)
         model = pin_replay(model)
         if context:
             from normalize.execution.context import CONTEXTS

@@ -60,6 +60,9 @@ CommitOpt = Annotated[bool, typer.Option(
 OutputSchemaOpt = Annotated[Path | None, typer.Option(
     "--output-schema", metavar="FILE",
     help="A JSON Schema the model's final result must meet (it ends with `done` and the JSON).")]
+OutputRetriesOpt = Annotated[int | None, typer.Option(
+    "--output-retries", metavar="N", min=0, max=20,
+    help="How often an invalid result goes back to the model (default 2).")]
 OtelOpt = Annotated[bool, typer.Option(
     "--otel", help="Export OpenTelemetry traces (to OTEL_EXPORTER_OTLP_ENDPOINT, else "
     "localhost:4318); on by itself when that variable is set.")]
@@ -186,6 +189,7 @@ def run(
     quiet: QuietOpt = False,
     commit: CommitOpt = False,
     output_schema: OutputSchemaOpt = None,
+    output_retries: OutputRetriesOpt = None,
     otel: OtelOpt = False,
 ) -> None:
     """Run a workflow file (steps, a state machine, or a model loop)."""
@@ -197,7 +201,7 @@ def run(
                         json_output=json_output, quiet=quiet, model=model,
                         base_url=base_url, sandbox=sandbox,
                         network=_network(network, no_network), output_schema=output_schema,
-                        otel=otel)
+                        output_retries=output_retries, otel=otel)
     raise typer.Exit(_then_commit(env, code, commit, json_output))
 
 
@@ -209,6 +213,7 @@ def agent(
     task_file: Annotated[Path | None, typer.Option(
         "--task-file", metavar="FILE", help="Read the task from FILE.")] = None,
     output_schema: OutputSchemaOpt = None,
+    output_retries: OutputRetriesOpt = None,
     model: ModelOpt = None,
     base_url: Annotated[str | None, typer.Option("--base-url",
                                                  help="Base URL of the model server.")] = None,
@@ -255,7 +260,7 @@ def agent(
                      json_output=json_output, quiet=quiet, sandbox=sandbox,
                      network=_network(network, no_network),
                      project_instructions=not no_instructions,
-                     repo_map=repo_map, otel=otel)
+                     repo_map=repo_map, output_retries=output_retries, otel=otel)
     raise typer.Exit(_then_commit(env, code, commit, json_output))
 
 

@@ -122,6 +122,16 @@ def pin_replay(model: str | None) -> str | None:
     return f"replay:{TaskStore().resolve(ref)}"
 
 
+def set_output_retries(spec: Any, retries: int | None, schema: Path | None) -> None:
+    """`--output-retries N` into the workflow's spec; refused where no result has a schema."""
+    if retries is None:
+        return
+    if schema is None and not spec.output_schema:
+        raise UsageError(f"--output-retries {retries}: goes with --output-schema (or a workflow "
+                         f"with output_schema)")
+    spec.output_retries = retries
+
+
 def contract_for(driver: str, path: Path) -> OutputContract:
     """The `--output-schema` contract, for a workflow a model drives (it gives the result)."""
     from normalize.structured import load_contract
@@ -137,7 +147,8 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  dry_run: bool, json_output: bool, quiet: bool, model: str | None = None,
                  base_url: str | None = None, sandbox: str | None = None,
                  network: bool | tuple[str, ...] | None = None,
-                 output_schema: Path | None = None, otel: bool = False) -> int:
+                 output_schema: Path | None = None, output_retries: int | None = None,
+                 otel: bool = False) -> int:
     from normalize.runner import apply_model, load_spec, parse_vars, run_task, start_task
 
     try:
@@ -149,6 +160,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         if model or base_url:
             spec.llm = dict(spec.llm or {})
             apply_model(spec.llm, model, base_url)
+        set_output_retries(spec, output_retries, output_schema)
         if dry_run:
             from normalize.cli.plan import print_plan, print_plan_json
 
