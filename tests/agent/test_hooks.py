@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -265,3 +267,47 @@ def test_a_before_compact_hook_can_veto_a_compaction(
     else:
         assert [(e["event"], e["outcome"]) for e in _ran(events)] == [("before_compact", "ok")]
         assert compacted and "alpha line 150" not in last
+
+
+ENVIRONMENT = RECORD.replace("json.dumps(data)", "json.dumps(dict(__import__('os').environ))")
+SPAWN_AND_HANG = """import pathlib, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+pathlib.Path({out!r}).write_text(str(child.pid))
+time.sleep(600)
+"""
+
+
+def test_a_hook_runs_with_a_scrubbed_environment(
+        repo: Path, server: FakeModelServer, tmp_path: Path) -> None:
+    site = _setup(tmp_path, repo, server)
+    seen = site.hook("run_end", ENVIRONMENT)
+    code, _events = site.agent("done nothing to do")
+    assert code == 0
+    environment = json.loads(seen.read_text())
+    assert environment.get("PATH") and "ANTHROPIC_API_KEY" not in environment
+    assert not any(value == KEYS["ANTHROPIC_API_KEY"] for value in environment.values())
+
+
+def test_a_hanging_hook_is_killed_with_what_it_started(
+        repo: Path, server: FakeModelServer, tmp_path: Path) -> None:
+    site = _setup(tmp_path, repo, server)
+    started = site.hook("run_end", SPAWN_AND_HANG, timeout=2)
+    code, events = site.agent("done nothing to do")
+    assert code == 0 and _ran(events)[0]["outcome"] == "timed_out"
+    pid = int(started.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survived = _alive(pid)
+    if survived:  # never leave it behind, whatever the verdict
+        os.kill(pid, signal.SIGKILL)
+    assert not survived, f"the hook's child {pid} outlived it"
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for init counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
