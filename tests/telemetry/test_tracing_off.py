@@ -81,3 +81,16 @@ def test_an_endpoint_without_the_packages_is_said_and_the_task_runs(tmp_path: Pa
         "normalize: warning: OTEL_EXPORTER_OTLP_ENDPOINT is set, but tracing needs "
         "OpenTelemetry, and opentelemetry is not installed; no traces (pip install "
         "'normalize[otel]')")
+
+
+def test_a_tracing_backends_key_never_reaches_a_program_and_is_redacted() -> None:
+    from normalize.redact import Redactor
+    from normalize.sandbox import scrub_env
+
+    env = {"OTEL_EXPORTER_OTLP_HEADERS": "x-honeycomb-team=hc4k3y9876543",
+           "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "authorization=Basic dXNlcjpwYXNz",
+           "OTEL_SERVICE_NAME": "mine", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}
+    assert scrub_env(env) == {"OTEL_SERVICE_NAME": "mine",
+                              "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}
+    redactor = Redactor.for_workspace(".", env, walk=False)
+    assert "hc4k3y9876543" not in redactor.redact("headers: x-honeycomb-team=hc4k3y9876543")
