@@ -68,3 +68,20 @@ def test_a_run_that_ends_first_ends_its_open_spans_in_error() -> None:
     by_name = {s.name: s for s in memory.get_finished_spans()}
     assert by_name["execute_tool run"].status.description == "the run ended before the action did"
     assert by_name["execute_tool run"].end_time == by_name["run"].end_time == 3_000_000_000
+
+
+def test_a_failed_run_and_a_retried_request_end_in_error() -> None:
+    from opentelemetry.trace import StatusCode
+
+    from normalize.events import ModelRequested, ModelRetried
+
+    tracing, memory = traced()
+    tracing(RunStarted(task_id="t1", ts=1.0, driver="llm"))
+    tracing(ModelRequested(task_id="t1", ts=2.0, turn=0, model="m"))
+    tracing(ModelRetried(task_id="t1", ts=3.0, attempt=1, reason="overloaded (529)"))
+    tracing(RunEnded(task_id="t1", ts=4.0, status="failed", error="the model gave up"))
+    by_name = {s.name: s for s in memory.get_finished_spans()}
+    assert by_name["chat m"].status.status_code is StatusCode.ERROR
+    assert by_name["chat m"].status.description == "overloaded (529)"
+    assert by_name["run"].status.status_code is StatusCode.ERROR
+    assert by_name["run"].status.description == "the model gave up"
