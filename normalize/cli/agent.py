@@ -54,7 +54,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               repo_map: int | None = None, output_schema: Path | None = None,
               output_retries: int | None = None, otel: bool = False) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
-    from normalize.drivers.base import DriverServices
+    from normalize.contract.driver import DriverServices
     from normalize.drivers.llm import LLMSettings
     from normalize.runner import apply_model, load_spec, start_task
 

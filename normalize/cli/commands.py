@@ -25,7 +25,7 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
                 network: bool | tuple[str, ...] | None = None, otel: bool = False
                 ) -> tuple[Any, Any]:
     """The RunOptions a command runs under (terminal, approvals, prompt, traces), its renderer."""
-    from normalize.drivers.base import DriverServices
+    from normalize.contract.driver import DriverServices
     from normalize.runner import RunOptions
     from normalize.tools.approval import ApprovalMode
 
