@@ -76,6 +76,7 @@ class Tracing:
         self._tracer = provider.get_tracer("normalize")
         self._parent: Context | None = _PROPAGATOR.extract({"traceparent": parent}) \
             if parent else None
+        self._outer = {"TRACEPARENT": parent} if parent else {}
         self._redact = redact or redact_text
         self._lock = threading.RLock()
         self._task_id = ""
@@ -249,12 +250,13 @@ class Tracing:
         self._children[event.child_id] = _carrier(span)
 
     def child_env(self, child_id: str) -> dict[str, str]:
-        """The environment that makes a sub-task's run a child of the action that spawned it."""
+        """The environment that makes a sub-task's run a child of the action that spawned it
+        (of the run, when no action said so; of this process's own parent, outside a run)."""
         with self._lock:
             found = self._children.get(child_id)
             if found is None and self._run is not None:
                 found = _carrier(self._run)
-            return dict(found or {})
+            return dict(found or self._outer)
 
     # -- the rest: marks on the span that is open ---------------------------------------------
 

@@ -46,6 +46,7 @@ def test_text_reaching_the_subscriber_unredacted_is_redacted_in_the_spans() -> N
 
 def test_a_traceparent_makes_the_run_a_child_and_a_spawn_hands_its_own_on() -> None:
     tracing, memory = traced(parent=OUTER)
+    assert tracing.child_env("c0") == {"TRACEPARENT": OUTER}  # outside a run: the outer trace
     tracing(RunStarted(task_id="t1", ts=1.0, goal="g", driver="llm"))
     tracing(ActionStarted(task_id="t1", ts=2.0, key="0.0", tool="spawn", command="spawn x"))
     tracing(ChildCreated(task_id="t1", ts=2.5, key="0.0", child_id="c1"))
