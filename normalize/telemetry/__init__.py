@@ -64,5 +64,9 @@ def start_tracing(environ: Mapping[str, str], *,
     except ImportError as exc:
         raise UsageError(f"tracing needs OpenTelemetry, and {exc.name} is not installed",
                          hint=INSTALL_HINT) from None
+    import atexit
+
     provider, watch = otlp_provider(environ, traces_endpoint(environ))
-    return Tracing(provider, parent=environ.get("TRACEPARENT"), redact=redact, watch=watch)
+    tracing = Tracing(provider, parent=environ.get("TRACEPARENT"), redact=redact, watch=watch)
+    atexit.register(tracing.close)  # spans still open end, in error, and leave
+    return tracing

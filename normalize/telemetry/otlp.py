@@ -84,6 +84,7 @@ def otlp_provider(environ: Mapping[str, str], endpoint: str) -> tuple[TracerProv
     exporter = WatchedExporter(OTLPSpanExporter(timeout=timeout), watch)
     named = environ.get("OTEL_SERVICE_NAME") or "service.name=" in environ.get(
         "OTEL_RESOURCE_ATTRIBUTES", "")
-    provider = TracerProvider(resource=Resource.create({} if named else {"service.name": SERVICE}))
+    provider = TracerProvider(resource=Resource.create({} if named else {"service.name": SERVICE}),
+                              shutdown_on_exit=False)  # `Tracing.close` does, at exit
     provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=SCHEDULE_MS))
     return provider, watch

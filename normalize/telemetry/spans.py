@@ -18,6 +18,7 @@ the same way, so a child process's run sits under its parent's `spawn`.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -279,7 +280,11 @@ class Tracing:
         return self.provider.force_flush(FLUSH_MS)
 
     def close(self) -> None:
-        """Flush and stop the export (the process is ending)."""
+        """End what is still open (in error: the process ended first), flush, stop exporting."""
+        with self._lock:
+            if self._run is not None:
+                self._run.set_status(Status(StatusCode.ERROR, "the process ended before the run"))
+            self._close_open(time.time())
         self.provider.shutdown()
 
     def problem(self) -> str | None:

@@ -86,3 +86,16 @@ def test_a_failed_run_and_a_retried_request_end_in_error() -> None:
     assert by_name["chat m"].status.description == "overloaded (529)"
     assert by_name["run"].status.status_code is StatusCode.ERROR
     assert by_name["run"].status.description == "the model gave up"
+
+
+def test_closing_ends_a_run_still_open_in_error_and_sends_it() -> None:
+    from opentelemetry.trace import StatusCode
+
+    tracing, memory = traced()
+    tracing(RunStarted(task_id="t1", ts=1.0, driver="llm"))
+    tracing(ActionStarted(task_id="t1", ts=2.0, key="0.0", tool="run", command="run x"))
+    tracing.close()
+    by_name = {s.name: s for s in memory.get_finished_spans()}
+    assert set(by_name) == {"run", "turn 1", "execute_tool run"}
+    assert by_name["run"].status.status_code is StatusCode.ERROR
+    assert by_name["run"].status.description == "the process ended before the run"
