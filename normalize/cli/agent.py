@@ -52,6 +52,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               json_output: bool, quiet: bool, sandbox: str | None = None,
               network: bool | tuple[str, ...] | None = None, project_instructions: bool = True,
               repo_map: int | None = None, output_schema: Path | None = None,
+              output_retries: int | None = None, otel: bool = False,
               attempts: int | None = None, pick: str | None = None) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.contract.driver import DriverServices
@@ -73,6 +74,9 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         if not root.is_dir():
             raise UsageError(f"--workspace {root}: not a directory")
         spec = load_spec(workflow or DEFAULT_WORKFLOW, root)
+        from normalize.cli.commands import set_output_retries
+
+        set_output_retries(spec, output_retries, output_schema)
         models = attempt_models(attempts, pick, model)
         model = None if attempts else pin_replay(model)
         if context:
@@ -107,7 +111,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
             best_of_spec(spec, attempts, pick, models, max_turns)
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
-                                        network=network)
+                                        network=network, otel=otel)
         options.services = DriverServices(read_line=options.services.read_line,
                                           model_factory=clients)
         options.project_instructions = project_instructions
