@@ -142,11 +142,13 @@ def test_tasks_nests_children_and_flat_lists_them_in_their_own_place(
     from normalize.store import TaskStore
 
     store = TaskStore(normalize_home, fsync=False)
-    parent = Task.new("the parent", str(tmp_path), "llm", children=["kid00001"])
+    at = {"created_at": 1.8e9, "updated_at": 1.8e9}  # a second apart: the listing's order
+    parent = Task.new("the parent", str(tmp_path), "llm", children=["kid00001"], **at)
     store.create(parent)
     store.create(Task(id="kid00001", goal="the child", workspace=str(tmp_path), driver="llm",
-                      parent=parent.id, child=ChildSettings(key="1.0")))
-    later = Task.new("a later task", str(tmp_path), "llm")
+                      parent=parent.id, child=ChildSettings(key="1.0"),
+                      **{k: v + 1 for k, v in at.items()}))
+    later = Task.new("a later task", str(tmp_path), "llm", **{k: v + 2 for k, v in at.items()})
     store.create(later)
     nested_view = cli("tasks", cwd=tmp_path, home=normalize_home).stdout.splitlines()[1:]
     flat_view = cli("tasks", "--flat", cwd=tmp_path, home=normalize_home).stdout.splitlines()[1:]
