@@ -69,7 +69,9 @@ def test_two_children_waiting_at_once_are_asked_one_after_the_other(
     first = cli("run", str(wf), "--goal", "paint", "-w", str(ws), cwd=ws, home=normalize_home)
     assert first.returncode == 4, first.stdout + first.stderr
     parent = next(t["id"] for t in tasks(normalize_home) if not t.get("parent"))
-    one, two = task_state(normalize_home, parent)["children"]
+    kids = {task_state(normalize_home, k)["goal"]: k
+            for k in task_state(normalize_home, parent)["children"]}
+    one, two = kids["paint one"], kids["paint two"]  # (made side by side, in either order)
     assert {task_state(normalize_home, k)["status"] for k in (one, two)} == {"waiting"}
     asked = task_state(normalize_home, parent)["pending"]["question"]
     assert asked == f"sub-task {one} asks: Which colour for one?"
@@ -87,4 +89,4 @@ def test_two_children_waiting_at_once_are_asked_one_after_the_other(
     assert answers == {one: ["red"], two: ["blue"]}  # each its own answer, once
     collected = [e["child_id"] for e in journal(normalize_home, parent)
                  if e["type"] == "child_collected"]
-    assert collected == [one, two]
+    assert collected == [one, two]  # in the order they were answered
