@@ -54,7 +54,6 @@ from normalize.events import (
     ActionFinished,
     ActionStarted,
     BaseEvent,
-    CheckpointSaved,
     DecisionMade,
     Emitter,
     Journal,
@@ -63,6 +62,7 @@ from normalize.events import (
     RunEnded,
     RunStarted,
     Subscriber,
+    TaskSaved,
     WaitingForInput,
 )
 from normalize.faults import crash_point
@@ -483,7 +483,7 @@ class Engine(Recovery):
         size = self.store.save(task, lock=self._lock, full=False)
         self._inflight_saved = None if task.inflight is None else \
             (copy.deepcopy(task.driver_state), task.journal_offset)
-        self._emitter.emit(CheckpointSaved(turn=task.turn, bytes=size))
+        self._emitter.emit(TaskSaved(turn=task.turn, bytes=size))
         if task.inflight is None:
             self._workspace(task)
 

@@ -179,7 +179,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
             task = rewind_task(options.store, task, rewind)
         if instruction is not None:
             follow_up(task, instruction)  # a finished task goes on with the new instruction
-        elif task.status.value == "done":
+        elif not task.status.resumable:
             raise _already_done(task.id)
         if max_turns is not None and max_turns <= task.turn:
             raise UsageError(f"--max-turns {max_turns}: task {task.id} has already run "
@@ -223,7 +223,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
 def _resumable(ref: str) -> str:
     """The id `ref` names, unless that task is done (`UsageError`): read from its state alone."""
     from normalize.store import TaskStore
-    from normalize.task import SCHEMA_VERSION
+    from normalize.task import SCHEMA_VERSION, TaskStatus
 
     store = TaskStore()
     task_id = store.resolve(ref)
@@ -231,8 +231,9 @@ def _resumable(ref: str) -> str:
         state = store.state(task_id)
     except ValueError:  # damaged: resume's own load says so, and moves it aside
         return task_id
-    done = state.get("status") == "done" and state.get("schema_version") == SCHEMA_VERSION
-    if done:
+    status = str(state.get("status"))
+    known = status in TaskStatus.__members__.values()
+    if known and not TaskStatus(status).resumable and state.get("schema_version") == SCHEMA_VERSION:
         raise _already_done(task_id)
     return task_id
 

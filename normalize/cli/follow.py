@@ -6,9 +6,10 @@ from typing import Any
 
 from normalize.cli.console import Environment, SignalCancel
 from normalize.cli.outcome import finish, stopping_note
+from normalize.task import TaskStatus
 
 FOLLOW_UP_PROMPT = "follow-up (an empty line or Ctrl-D leaves) › "
-FOLLOWABLE = frozenset({"done", "failed", "stuck", "limit_reached"})
+FOLLOWABLE = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.STUCK, TaskStatus.LIMIT})
 
 
 def follow_ups(env: Environment, outcome: Any, options: Any, read: Any, *,
@@ -24,7 +25,7 @@ def follow_ups(env: Environment, outcome: Any, options: Any, read: Any, *,
     from normalize.runner import follow_up
 
     code = int(outcome.exit_status)
-    while outcome.status.value in FOLLOWABLE:
+    while outcome.status in FOLLOWABLE:
         leftover = leftover_lines(options)
         if leftover:
             line = "\n".join(leftover)

@@ -19,16 +19,18 @@ def finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) -> 
     close = getattr(renderer, "close", None)
     if close is not None:
         close()
+    from normalize.task import TaskStatus
+
     task = outcome.task
     env.task_id = task.id
-    if outcome.status.value == "waiting" and task.pending is not None:
+    if outcome.status is TaskStatus.WAITING and task.pending is not None:
         how = REPLY_FLAGS.get(task.pending.kind, "--answer TEXT")
         if json_output:  # the events carry the question; a person reads this line
             env.stderr.write(f"task {task.id} is waiting: {shown_question(task)}\n")
         target = env.stderr if json_output else env.stdout
         target.write(f"  continue with: normalize resume {task.id} {how}\n")
-    elif outcome.status.value in ("interrupted", "limit_reached") or (
-            outcome.status.value == "failed" and task.error):
+    elif outcome.status in (TaskStatus.INTERRUPTED, TaskStatus.LIMIT) or (
+            outcome.status is TaskStatus.FAILED and task.error):
         env.stderr.write(f"  resume with: normalize resume {task.id}{_limit_hint(task)}\n")
     return int(outcome.exit_status)
 
@@ -39,7 +41,9 @@ REPLY_FLAGS = {"approval": "--answer yes|no", "interrupt": "--answer yes|no",
 
 def _limit_hint(task: Any) -> str:
     """The flag that lifts the limit a task stopped at (`--budget` for a budget, …)."""
-    if task.status.value != "limit_reached":
+    from normalize.task import TaskStatus
+
+    if task.status is not TaskStatus.LIMIT:
         return ""
     reason = f"{task.summary} {task.error or ''}"
     if "budget" in reason:

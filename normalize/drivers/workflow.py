@@ -23,10 +23,10 @@ from typing import Any, ClassVar
 
 from normalize.contract.driver import DriverServices, RunContext
 from normalize.drivers.frames import (
+    ForEach,
     Frame,
+    InFlight,
     Interrupted,
-    Loop,
-    Pending,
     Repeat,
     holders,
     steps_at,
@@ -87,7 +87,7 @@ class WorkflowDriver:
         self.attempt = 1
         self.retry_delay = 0.0
         self.failure: str | None = None
-        self.pending: Pending | None = None  # the step whose actions are out
+        self.pending: InFlight | None = None  # the step whose actions are out
         self.interrupted: Interrupted | None = None  # a step result whose outcome is unknown
         self.delegate: Delegate | None = None
 
@@ -115,7 +115,7 @@ class WorkflowDriver:
         self.attempt = int(state.get("attempt", 1))
         self.retry_delay = float(state.get("retry_delay", 0.0))
         self.failure = state.get("failure")
-        self.pending = Pending.from_dict(pending) if (pending := state.get("pending")) else None
+        self.pending = InFlight.from_dict(pending) if (pending := state.get("pending")) else None
         self.interrupted = Interrupted.from_dict(cut) if (cut := state.get("interrupted")) \
             else None
         delegate = state.get("delegate")
@@ -234,7 +234,7 @@ class WorkflowDriver:
                 if step.parallel and step.action:
                     return self._fanout(step, items, values)
                 self._push(Frame(frame.here(), holder=not step.steps,
-                                 loop=Loop(items, 0, step.as_)), step.name)
+                                 loop=ForEach(items, 0, step.as_)), step.name)
                 return None
             if step.until:
                 self._push(Frame(frame.here(), holder=not step.steps,
@@ -275,7 +275,7 @@ class WorkflowDriver:
         if action.tool == "done":
             return Decision.finish(" ".join(action.args) or "done")
         self._scope_cache(action, step)
-        self.pending = Pending("step")
+        self.pending = InFlight("step")
         return Decision(actions=[action])
 
     def _scope_cache(self, action: Action, step: StepSpec) -> None:
@@ -327,7 +327,7 @@ class WorkflowDriver:
                    for item in items]
         for action in actions:
             self._scope_cache(action, step)
-        self.pending = Pending("fanout", count=len(actions),
+        self.pending = InFlight("fanout", count=len(actions),
                                items=items if step.transform else None)
         return Decision(actions=actions, parallel=True,
                         max_concurrency=max(1, step.max_concurrency))
@@ -342,7 +342,7 @@ class WorkflowDriver:
         policy = interrupt_policy(step.on_interrupt, self.spec.on_interrupt,
                                   interactive=ctx.interactive)
         if policy == "ask":
-            self.pending = Pending("interrupt")
+            self.pending = InFlight("interrupt")
             command = self.interrupted.command or step.action or step.name
             return Decision(actions=[interrupt_question(f"step {step.name!r}", command)])
         result = ActionResult.from_dict(self.interrupted.result)
