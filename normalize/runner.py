@@ -64,6 +64,10 @@ class RunOptions:
     project_instructions: bool = True  # AGENTS.md / CLAUDE.md into the prompt (new tasks)
     output: OutputContract | None = None  # --output-schema: the result's schema (new tasks)
 
+    def task_store(self) -> TaskStore:
+        """The store this run's tasks live in (the default one, made on first use)."""
+        return _store(self)
+
 
 def _store(options: RunOptions) -> TaskStore:
     if options.store is None:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from normalize.cli.commands import pin_replay, run_options, set_limits
 from normalize.cli.console import Environment, error_line, fail, prompt_reader
 from normalize.cli.follow import after_run, run_at_terminal
 from normalize.cli.outcome import finish
 from normalize.errors import ExitStatus, MissingKeyError, NormalizeError, UsageError
+
+if TYPE_CHECKING:
+    from normalize.providers.base import ModelClient
 
 DEFAULT_WORKFLOW = "dwim"
 
@@ -25,9 +28,9 @@ class _Clients:
     """A model factory that keeps the clients it made, so each is made (and checked) once."""
 
     def __init__(self) -> None:
-        self.made: dict[tuple[str, str | None], Any] = {}
+        self.made: dict[tuple[str, str | None], ModelClient] = {}
 
-    def __call__(self, spec: str, *, base_url: str | None = None, **opts: Any) -> Any:
+    def __call__(self, spec: str, *, base_url: str | None = None, **opts: Any) -> ModelClient:
         from normalize.providers.registry import create_client
 
         key = (spec, base_url)

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from normalize.cli.console import Environment, fail
 from normalize.cli.describe import plural
 from normalize.errors import ExitStatus, NormalizeError
 
+if TYPE_CHECKING:
+    from normalize.store import TaskStore
+    from normalize.task import Task
 
-def _open(ref: str) -> tuple[Any, Any]:
+
+def _open(ref: str) -> tuple[TaskStore, Task]:
     from normalize.store import TaskStore
 
     store = TaskStore()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from normalize.cli.approve import approver
 from normalize.cli.console import (
     Environment,
+    Renderer,
     SignalCancel,
     fail,
     held,
@@ -19,10 +21,17 @@ from normalize.cli.outcome import REPLY_FLAGS, finish, shown_question, stopping_
 from normalize.errors import ExitStatus, NormalizeError, UsageError
 from normalize.structured import OutputContract
 
+if TYPE_CHECKING:
+    from normalize.engine import Reply
+    from normalize.events import ActionFinished, Subscriber
+    from normalize.runner import RunOptions
+    from normalize.store import TaskStore
+    from normalize.task import Task, Wait
+
 
 def run_options(env: Environment, *, workspace: Path | None, json_output: bool, quiet: bool,
                 approve: str | None = None, sandbox: str | None = None,
-                network: bool | tuple[str, ...] | None = None) -> tuple[Any, Any]:
+                network: bool | tuple[str, ...] | None = None) -> tuple[RunOptions, Renderer]:
     """The RunOptions a command runs under (terminal, approvals, prompt) and its renderer."""
     from normalize.contract.driver import DriverServices
     from normalize.runner import RunOptions
@@ -35,13 +44,13 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
     _check_sandbox(env, sandbox)
     from normalize.cli.render import cache_reader, make_renderer
 
-    holder: list[Any] = []
+    holder: list[RunOptions] = []
     renderer = make_renderer(env, json_output=json_output, quiet=quiet,
                              full_text=cache_reader(lambda: holder[0].store if holder else None))
     interactive = env.stdin_tty and env.stdout_tty and not json_output
 
-    def current() -> Any:  # the renderer showing the run now (a follow-up run has its own)
-        return holder[0].subscribers[0] if holder and holder[0].subscribers else renderer
+    def current() -> Subscriber:  # the renderer showing the run now (a follow-up has its own)
+        return next(iter(holder[0].subscribers), renderer) if holder else renderer
 
     read = held(line_reader(env), current)
     options = RunOptions(
@@ -73,7 +82,7 @@ def _check_sandbox(env: Environment, sandbox: str | None) -> None:
                          "your full rights (only the environment is scrubbed)\n")
 
 
-def set_limits(task: Any, *, max_turns: int | None = None, budget: float | None = None) -> None:
+def set_limits(task: Task, *, max_turns: int | None = None, budget: float | None = None) -> None:
     """`--max-turns` (the total) and `--budget`, for the driver the task now runs with only."""
     if max_turns is None and budget is None:
         return
@@ -171,12 +180,12 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         if fork:  # a new task in a copy, from the last step or --rewind N; the task unchanged
             from normalize.fork import fork_task
 
-            original, task = task.id, fork_task(options.store, task, rewind)
+            original, task = task.id, fork_task(options.task_store(), task, rewind)
             env.stderr.write(f"task {original}: forked as {task.id} in {task.workspace}\n")
         elif rewind is not None:  # files and task state back to that step (issue 15)
             from normalize.checkpoints.changes import rewind_task
 
-            task = rewind_task(options.store, task, rewind)
+            task = rewind_task(options.task_store(), task, rewind)
         if instruction is not None:
             follow_up(task, instruction)  # a finished task goes on with the new instruction
         elif not task.status.resumable:
@@ -205,7 +214,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 env.stderr.write(f"task {task.id}: handing over from {previous} to {driver} "
                                  f"at turn {task.turn}\n")
                 if driver == "user":
-                    _show_recent(env, task.id, options.store)
+                    _show_recent(env, task.id, options.task_store())
         elif model is not None or base_url is not None:
             switch_model(task, model, base_url)
         set_limits(task, max_turns=max_turns, budget=budget)
@@ -243,7 +252,8 @@ def _already_done(task_id: str) -> UsageError:
                       f'normalize resume {task_id} "NEXT INSTRUCTION"')
 
 
-def _check_reply(task: Any, reply: Any, reply_text: Any) -> None:
+def _check_reply(task: Task, reply: Reply,
+                 reply_text: Callable[[Wait, Reply | None], str | None]) -> None:
     """A reply flag must answer what the task waits for: one clear line otherwise."""
     pending = task.pending
     if pending is None:
@@ -254,7 +264,7 @@ def _check_reply(task: Any, reply: Any, reply_text: Any) -> None:
                          f"{REPLY_FLAGS.get(pending.kind, '--answer TEXT')}")
 
 
-def _show_recent(env: Environment, task_id: str, store: Any, limit: int = 5) -> None:
+def _show_recent(env: Environment, task_id: str, store: TaskStore, limit: int = 5) -> None:
     """The last few actions, so the person taking over knows where the task stands."""
     from normalize.cli.describe import journal_events, recent_actions
 
@@ -263,11 +273,13 @@ def _show_recent(env: Environment, task_id: str, store: Any, limit: int = 5) -> 
     env.stderr.write("  type commands (e.g. `view .`, `run pytest`), `done` to finish\n")
 
 
-def _ask_pending(env: Environment, task: Any) -> Any:
+def _ask_pending(env: Environment, task: Task) -> Reply | None:
     from normalize.engine import Reply
 
     read = line_reader(env)
     pending = task.pending
+    if pending is None:
+        return None
     if pending.kind == "approval":
         reply = approver(env, lambda: None)(pending.question)
         return Reply(approve=reply in ("yes", "always"))
@@ -321,7 +333,7 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
     out.write("steps:\n")
     from normalize.cli.describe import SHOW_LINES, history, journal_events, step_output
 
-    def output(event: Any) -> list[str]:
+    def output(event: ActionFinished) -> list[str]:
         whole = None
         if full and event.cache_id:
             from normalize.cli.render import cache_reader
@@ -335,7 +347,7 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
     return 0
 
 
-def _children_lines(store: Any, children: list[str]) -> list[str]:
+def _children_lines(store: TaskStore, children: list[str]) -> list[str]:
     """`tasks show`'s children: one line each with its status, cost and goal."""
     lines = ["children:\n"] if children else []
     for child_id in children:
@@ -350,7 +362,7 @@ def _children_lines(store: Any, children: list[str]) -> list[str]:
     return lines
 
 
-def net_changes(store: Any, task: Any) -> dict[str, list[int]] | None:
+def net_changes(store: TaskStore, task: Task) -> dict[str, list[int]] | None:
     """The task's `+/-` lines per file from before it to now, as `diff --stat` counts them
     (None without checkpoints: `tasks show` then sums its steps')."""
     from normalize.checkpoints.changes import TaskChanges
@@ -366,7 +378,7 @@ def net_changes(store: Any, task: Any) -> dict[str, list[int]] | None:
             for path, (a, r) in counts.items()}
 
 
-def _warn_store(env: Environment, store: Any) -> None:
+def _warn_store(env: Environment, store: TaskStore) -> None:
     for warning in store.warnings:
         env.stderr.write(f"normalize: warning: {warning}\n")
 

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from normalize.cli.console import Environment
 from normalize.errors import ExitStatus
@@ -29,6 +29,9 @@ from normalize.store.index import (
     WORKSPACE,
     Row,
 )
+
+if TYPE_CHECKING:
+    from normalize.store import StoreProblem, TaskStore
 
 AGES = (("d", 86400), ("h", 3600), ("m", 60))
 UNCUT = 1 << 20  # a width that cuts no goal
@@ -57,7 +60,7 @@ def age(ts: float, now: float) -> str:
     return f"{int(seconds)}s ago"
 
 
-def orphaned(store: Any, row: Row) -> int | None:
+def orphaned(store: TaskStore, row: Row) -> int | None:
     """The pid of the dead process a `running` task was left by, if it is gone."""
     if row[STATUS] != "running":
         return None
@@ -85,8 +88,8 @@ def newest_first(rows: list[Row], workspace: str | None = None) -> list[Row]:
                   reverse=True)
 
 
-def shown_rows(store: Any, limit: int | None = None, workspace: str | None = None
-               ) -> tuple[list[Row], int, list[Any]]:
+def shown_rows(store: TaskStore, limit: int | None = None, workspace: str | None = None
+               ) -> tuple[list[Row], int, list[StoreProblem]]:
     """The store's newest `limit` task rows (all by default), their shown strings redacted
     and inert, and how many rows there are in all.
 
@@ -166,7 +169,7 @@ def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,
     return 0
 
 
-def table(store: Any, rows: list[Row], width: int) -> str:
+def table(store: TaskStore, rows: list[Row], width: int) -> str:
     """The listing as one string: a header, a line per task, its question and warnings."""
     room = max(width - (9 + 14 + 14 + 9 + 24 + 5), 20)
     places: dict[str, str] = {}  # a workspace as the column shows it, once per workspace

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from normalize.cli.console import Environment
+from normalize.cli.console import Environment, Renderer
+
+if TYPE_CHECKING:
+    from normalize.engine import RunOutcome
+    from normalize.task import Task
 
 
-def shown_question(task: Any) -> str:
+def shown_question(task: Task) -> str:
     """The question a task waits on, redacted: the task is exact, what is shown is not."""
     from normalize.redact import Redactor
 
-    return Redactor.for_workspace(task.workspace).redact(task.pending.question)
+    question = task.pending.question if task.pending is not None else ""
+    return Redactor.for_workspace(task.workspace).redact(question)
 
 
-def finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) -> int:
+def finish(env: Environment, outcome: RunOutcome, renderer: Renderer, json_output: bool) -> int:
     """Close the renderer, say how to go on with the task; the exit status."""
-    close = getattr(renderer, "close", None)
-    if close is not None:
-        close()
+    renderer.close()
     from normalize.task import TaskStatus
 
     task = outcome.task
@@ -39,7 +43,7 @@ REPLY_FLAGS = {"approval": "--answer yes|no", "interrupt": "--answer yes|no",
                "question": "--answer TEXT"}
 
 
-def _limit_hint(task: Any) -> str:
+def _limit_hint(task: Task) -> str:
     """The flag that lifts the limit a task stopped at (`--budget` for a budget, …)."""
     from normalize.task import TaskStatus
 
@@ -57,7 +61,7 @@ STOPPING = ("normalize: {name}: stopping — the running action is cancelled and
             "saved as interrupted (press again to stop at once)")
 
 
-def stopping_note(env: Environment) -> Any:
+def stopping_note(env: Environment) -> Callable[[str], None]:
     """What the first Ctrl-C says; on its own line, never over the live view's status line."""
 
     def note(name: str) -> None:
