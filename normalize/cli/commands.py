@@ -10,87 +10,19 @@ from typing import TYPE_CHECKING
 from normalize.cli.approve import approver
 from normalize.cli.console import (
     Environment,
-    Renderer,
-    SignalCancel,
     fail,
-    held,
     line_reader,
     prompt_reader,
 )
-from normalize.cli.outcome import REPLY_FLAGS, finish, shown_question, stopping_note
+from normalize.cli.launch import run_options, set_limits, start, to_the_end, workspace_root
+from normalize.cli.outcome import REPLY_FLAGS, shown_question
 from normalize.errors import ExitStatus, NormalizeError, UsageError
-from normalize.structured import OutputContract
 
 if TYPE_CHECKING:
     from normalize.engine import Reply
-    from normalize.events import ActionFinished, Subscriber
-    from normalize.runner import RunOptions
+    from normalize.events import ActionFinished
     from normalize.store import TaskStore
     from normalize.task import Task, Wait
-
-
-def run_options(env: Environment, *, workspace: Path | None, json_output: bool, quiet: bool,
-                approve: str | None = None, sandbox: str | None = None,
-                network: bool | tuple[str, ...] | None = None) -> tuple[RunOptions, Renderer]:
-    """The RunOptions a command runs under (terminal, approvals, prompt) and its renderer."""
-    from normalize.contract.driver import DriverServices
-    from normalize.runner import RunOptions
-    from normalize.tools.approval import ApprovalMode
-
-    modes = [m.value for m in ApprovalMode]
-    if approve is not None and approve not in modes:
-        raise UsageError(f"--approve {approve}: unknown approval mode (choose from "
-                         f"{', '.join(modes)})")
-    _check_sandbox(env, sandbox)
-    from normalize.cli.render import cache_reader, make_renderer
-
-    holder: list[RunOptions] = []
-    renderer = make_renderer(env, json_output=json_output, quiet=quiet,
-                             full_text=cache_reader(lambda: holder[0].store if holder else None))
-    interactive = env.stdin_tty and env.stdout_tty and not json_output
-
-    def current() -> Subscriber:  # the renderer showing the run now (a follow-up has its own)
-        return next(iter(holder[0].subscribers), renderer) if holder else renderer
-
-    read = held(line_reader(env), current)
-    options = RunOptions(
-        workspace=(workspace or Path.cwd()).resolve(),
-        subscribers=[renderer],
-        interactive=interactive,
-        approve=approve,
-        sandbox=sandbox,
-        network=network,
-        approver=approver(env, current) if interactive else None,
-        asker=(lambda q: read(f"{q}\n> ")) if interactive else None,
-    )
-    holder.append(options)
-    options.services = DriverServices(read_line=prompt_reader(
-        env, lambda: options.workspace, current=current, cancel=options.cancel))
-    return options, renderer
-
-
-def _check_sandbox(env: Environment, sandbox: str | None) -> None:
-    """Refuse an unknown `--sandbox` before any task exists; warn about `--sandbox off`."""
-    from normalize.sandbox import SandboxMode
-
-    modes = [m.value for m in SandboxMode]
-    if sandbox is not None and sandbox not in modes:
-        raise UsageError(f"--sandbox {sandbox}: unknown sandbox mode (choose from "
-                         f"{', '.join(modes)})")
-    if sandbox == SandboxMode.OFF:
-        env.stderr.write("normalize: warning: --sandbox off: programs run unconfined, with "
-                         "your full rights (only the environment is scrubbed)\n")
-
-
-def set_limits(task: Task, *, max_turns: int | None = None, budget: float | None = None) -> None:
-    """`--max-turns` (the total) and `--budget`, for the driver the task now runs with only."""
-    if max_turns is None and budget is None:
-        return
-    if max_turns is not None:
-        task.limits.max_turns = max_turns
-    if budget is not None:
-        task.limits.max_cost_usd = budget
-    task.limits.driver = task.driver
 
 
 def pin_replay(model: str | None) -> str | None:
@@ -105,28 +37,16 @@ def pin_replay(model: str | None) -> str | None:
     return f"replay:{TaskStore().resolve(ref)}"
 
 
-def contract_for(driver: str, path: Path) -> OutputContract:
-    """The `--output-schema` contract, for a workflow a model drives (it gives the result)."""
-    from normalize.structured import load_contract
-
-    if driver != "llm":
-        raise UsageError(f"--output-schema {path}: needs a workflow a model drives "
-                         f"(this one's driver is {driver})")
-    return load_contract(path)
-
-
 def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  workspace: Path | None, max_turns: int | None, approve: str | None,
                  dry_run: bool, json_output: bool, quiet: bool, model: str | None = None,
                  base_url: str | None = None, sandbox: str | None = None,
                  network: bool | tuple[str, ...] | None = None,
                  output_schema: Path | None = None) -> int:
-    from normalize.runner import apply_model, load_spec, parse_vars, run_task, start_task
+    from normalize.runner import apply_model, load_spec, parse_vars
 
     try:
-        root = (workspace or Path.cwd()).resolve()
-        if not root.is_dir():
-            raise UsageError(f"--workspace {root}: not a directory")
+        root = workspace_root(workspace)
         spec = load_spec(ref, root, parse_vars(pairs))
         model = pin_replay(model)
         if model or base_url:
@@ -140,20 +60,9 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
                                         network=network)
-        if output_schema is not None:
-            options.output = contract_for(spec.driver, output_schema)
-        task = start_task(spec, goal, options)
-        set_limits(task, max_turns=max_turns)
-        if json_output or quiet:  # otherwise the run's first line names it
-            env.stderr.write(f"task {task.id}\n")
-        from normalize.cli.sandbox import report_tier
-        from normalize.cli.trust import report_ignored
-
-        report_ignored(env, task)
-        report_tier(env, task, options)
-        with SignalCancel(options.cancel, notify=stopping_note(env)):
-            outcome = run_task(task, options)
-        return finish(env, outcome, renderer, json_output)
+        task = start(env, spec, goal, options, output_schema=output_schema,
+                     max_turns=max_turns, named=json_output or quiet)
+        return to_the_end(env, task, options, renderer, json_output=json_output, typed=False)
     except NormalizeError as exc:
         return fail(env, exc)
 
@@ -218,13 +127,11 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         elif model is not None or base_url is not None:
             switch_model(task, model, base_url)
         set_limits(task, max_turns=max_turns, budget=budget)
-        from normalize.cli.follow import after_run, run_at_terminal
-
-        outcome = run_at_terminal(env, task, options, renderer, resumed=True, reply=reply)
-        code = finish(env, outcome, renderer, json_output)
         ask = options.interactive and not quiet and task.driver == "llm"  # as after `agent`
-        return after_run(env, outcome, options, code, prompt_reader(
-            env, lambda: options.workspace, cancel=options.cancel) if ask else None)
+        return to_the_end(env, task, options, renderer, json_output=json_output, resumed=True,
+                          reply=reply, read=prompt_reader(
+                              env, lambda: options.workspace, cancel=options.cancel)
+                          if ask else None)
     except NormalizeError as exc:
         return fail(env, exc)
 

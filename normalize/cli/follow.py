@@ -56,14 +56,15 @@ def leftover_lines(options: RunOptions) -> list[str]:
 
 
 def run_at_terminal(env: Environment, task: Task, options: RunOptions, renderer: Renderer, *,
-                    resumed: bool = False, reply: Reply | None = None) -> RunOutcome:
-    """`run_task` with Ctrl-C wired to the cancel token and, when a model drives the task,
-    lines typed at a terminal queued for it."""
+                    resumed: bool = False, reply: Reply | None = None,
+                    typed: bool = True) -> RunOutcome:
+    """`run_task` with Ctrl-C wired to the cancel token and, when a model drives the task
+    (and `typed`), lines typed at a terminal queued for it."""
     from normalize.cli.typeahead import typed_lines
     from normalize.runner import run_task
 
     with SignalCancel(options.cancel, notify=stopping_note(env)), \
-            typed_lines(env, options, renderer, model=task.driver == "llm"):
+            typed_lines(env, options, renderer, model=typed and task.driver == "llm"):
         return run_task(task, options, resumed=resumed, reply=reply)
 
 
