@@ -29,6 +29,7 @@ from normalize.store.index import (
     WORKSPACE,
     Row,
 )
+from normalize.task import TaskStatus
 
 if TYPE_CHECKING:
     from normalize.store import StoreProblem, TaskStore
@@ -62,7 +63,7 @@ def age(ts: float, now: float) -> str:
 
 def orphaned(store: TaskStore, row: Row) -> int | None:
     """The pid of the dead process a `running` task was left by, if it is gone."""
-    if row[STATUS] != "running":
+    if row[STATUS] != TaskStatus.RUNNING:
         return None
     from normalize.store.taskstore import pid_alive
 
@@ -104,7 +105,8 @@ def shown_rows(store: TaskStore, limit: int | None = None, workspace: str | None
     rows = newest_first(rows, workspace)
     total = len(rows)
     if limit is not None:  # older tasks that wait for a person or run stay in view
-        rows = rows[:limit] + [r for r in rows[limit:] if r[STATUS] in ("waiting", "running")]
+        live = (TaskStatus.WAITING, TaskStatus.RUNNING)
+        rows = rows[:limit] + [r for r in rows[limit:] if r[STATUS] in live]
     by_workspace: dict[str, list[Row]] = {}
     for row in rows:
         workspace = row[WORKSPACE] or ""
@@ -189,7 +191,7 @@ def table(store: TaskStore, rows: list[Row], width: int) -> str:
                      f"{age(row[UPDATED] or 0.0, now):<9} {place:<24} {cut(goal, room)}\n")
         if row[QUESTION] is not None:
             lines.append(f"{'':<9} ? {row[QUESTION]}\n")
-        if row[STATUS] == "running":
+        if row[STATUS] == TaskStatus.RUNNING:
             gone = orphaned(store, row)
             if gone is not None:
                 lines.append(f"{'':<9} ! its process ({gone}) is gone; `normalize resume "
@@ -223,7 +225,9 @@ def nested(rows: list[Row]) -> list[tuple[Row, int]]:
     return out
 
 
-STATUSES = ("waiting", "running", "done", "failed", "interrupted", "limit_reached", "stuck")
+STATUSES = tuple(status.value for status in (
+    TaskStatus.WAITING, TaskStatus.RUNNING, TaskStatus.DONE, TaskStatus.FAILED,
+    TaskStatus.INTERRUPTED, TaskStatus.LIMIT, TaskStatus.STUCK))
 
 
 def remove_tasks(env: Environment, task: str | None, status: str | None,
