@@ -219,7 +219,9 @@ class Engine:
         return RunContext(task=task, workspace=self.tool_ctx.workspace, emit=emitter.emit,
                           cancel=self.cancel, interactive=self.interactive,
                           request_context=None if self.hooks is None or not self.hooks.active(
-                              "before_request") else self.hooks.before_request)
+                              "before_request") else self.hooks.before_request,
+                          compact_veto=None if self.hooks is None or not self.hooks.active(
+                              "before_compact") else self.hooks.before_compact)
 
     def _begin(self, task: Task, driver: Driver, ctx: RunContext, resumed: bool,
                reply: Reply | None) -> None:

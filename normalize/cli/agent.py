@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from normalize.cli.commands import pin_replay
 from normalize.cli.console import Environment, error_line, fail, prompt_reader
-from normalize.cli.launch import run_options, start, to_the_end, workspace_root
+from normalize.cli.launch import (
+    run_options,
+    set_output_retries,
+    start,
+    to_the_end,
+    workspace_root,
+)
 from normalize.errors import ExitStatus, MissingKeyError, NormalizeError, UsageError
 
 if TYPE_CHECKING:
@@ -53,7 +59,8 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               context: str | None, workflow: str | None, workspace: Path | None,
               json_output: bool, quiet: bool, sandbox: str | None = None,
               network: bool | tuple[str, ...] | None = None, project_instructions: bool = True,
-              repo_map: int | None = None, output_schema: Path | None = None) -> int:
+              repo_map: int | None = None, output_schema: Path | None = None,
+              output_retries: int | None = None, otel: bool = False) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.contract.driver import DriverServices
     from normalize.drivers.llm import LLMSettings
@@ -72,6 +79,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
             raise UsageError(f"--budget {budget:g}: must be more than 0 (USD)")
         root = workspace_root(workspace)
         spec = load_spec(workflow or DEFAULT_WORKFLOW, root)
+        set_output_retries(spec, output_retries, output_schema)
         model = pin_replay(model)
         if context:
             from normalize.execution.context import CONTEXTS
@@ -99,7 +107,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
                     return int(ExitStatus.USAGE)
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
-                                        network=network)
+                                        network=network, otel=otel)
         options.services = DriverServices(read_line=options.services.read_line,
                                           model_factory=clients)
         options.project_instructions = project_instructions

@@ -14,7 +14,14 @@ from normalize.cli.console import (
     line_reader,
     prompt_reader,
 )
-from normalize.cli.launch import run_options, set_limits, start, to_the_end, workspace_root
+from normalize.cli.launch import (
+    run_options,
+    set_limits,
+    set_output_retries,
+    start,
+    to_the_end,
+    workspace_root,
+)
 from normalize.cli.outcome import REPLY_FLAGS, shown_question
 from normalize.errors import ExitStatus, NormalizeError, UsageError
 
@@ -42,7 +49,8 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  dry_run: bool, json_output: bool, quiet: bool, model: str | None = None,
                  base_url: str | None = None, sandbox: str | None = None,
                  network: bool | tuple[str, ...] | None = None,
-                 output_schema: Path | None = None) -> int:
+                 output_schema: Path | None = None, output_retries: int | None = None,
+                 otel: bool = False) -> int:
     from normalize.runner import apply_model, load_spec, parse_vars
 
     try:
@@ -52,6 +60,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         if model or base_url:
             spec.llm = dict(spec.llm or {})
             apply_model(spec.llm, model, base_url)
+        set_output_retries(spec, output_retries, output_schema)
         if dry_run:
             from normalize.cli.plan import print_plan, print_plan_json
 
@@ -59,7 +68,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
             return 0
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
-                                        network=network)
+                                        network=network, otel=otel)
         task = start(env, spec, goal, options, output_schema=output_schema,
                      max_turns=max_turns, named=json_output or quiet)
         return to_the_end(env, task, options, renderer, json_output=json_output, typed=False)
@@ -72,7 +81,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 json_output: bool, quiet: bool, model: str | None = None,
                 sandbox: str | None = None, network: bool | tuple[str, ...] | None = None,
                 rewind: int | None = None, instruction: str | None = None,
-                fork: bool = False, base_url: str | None = None) -> int:
+                fork: bool = False, base_url: str | None = None, otel: bool = False) -> int:
     try:
         if (model is not None or base_url is not None) and (driver or "llm") != "llm":
             raise UsageError(f"{'--model' if model is not None else '--base-url'} goes with "
@@ -84,7 +93,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
 
         options, renderer = run_options(env, workspace=None, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
-                                        network=network)
+                                        network=network, otel=otel)
         task = open_task(ref, options)
         if fork:  # a new task in a copy, from the last step or --rewind N; the task unchanged
             from normalize.fork import fork_task

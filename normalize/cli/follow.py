@@ -59,13 +59,19 @@ def run_at_terminal(env: Environment, task: Task, options: RunOptions, renderer:
                     resumed: bool = False, reply: Reply | None = None,
                     typed: bool = True) -> RunOutcome:
     """`run_task` with Ctrl-C wired to the cancel token and, when a model drives the task
-    (and `typed`), lines typed at a terminal queued for it."""
+    (and `typed`), lines typed at a terminal queued for it; traces that could not be sent are
+    said once."""
     from normalize.cli.typeahead import typed_lines
     from normalize.runner import run_task
 
     with SignalCancel(options.cancel, notify=stopping_note(env)), \
             typed_lines(env, options, renderer, model=typed and task.driver == "llm"):
-        return run_task(task, options, resumed=resumed, reply=reply)
+        outcome = run_task(task, options, resumed=resumed, reply=reply)
+    problem = options.tracing.problem() if options.tracing is not None else None
+    if problem:  # said once: later runs of this process drop their spans at once
+        env.stderr.write(f"normalize: warning: {problem}\n")
+        env.stderr.flush()
+    return outcome
 
 
 def after_run(env: Environment, outcome: RunOutcome, options: RunOptions, code: int,

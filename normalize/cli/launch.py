@@ -28,13 +28,15 @@ if TYPE_CHECKING:
     from normalize.runner import RunOptions
     from normalize.structured import OutputContract
     from normalize.task import Task
+    from normalize.telemetry import RunTracing
     from normalize.workflow.spec import WorkflowSpec
 
 
 def run_options(env: Environment, *, workspace: Path | None, json_output: bool, quiet: bool,
                 approve: str | None = None, sandbox: str | None = None,
-                network: bool | tuple[str, ...] | None = None) -> tuple[RunOptions, Renderer]:
-    """The RunOptions a command runs under (terminal, approvals, prompt) and its renderer."""
+                network: bool | tuple[str, ...] | None = None, otel: bool = False
+                ) -> tuple[RunOptions, Renderer]:
+    """The RunOptions a command runs under (terminal, approvals, prompt, traces), its renderer."""
     from normalize.contract.driver import DriverServices
     from normalize.runner import RunOptions
     from normalize.tools.approval import ApprovalMode
@@ -66,9 +68,34 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
         asker=(lambda q: read(f"{q}\n> ")) if interactive else None,
     )
     holder.append(options)
+    options.tracing = tracing(env, otel)
     options.services = DriverServices(read_line=prompt_reader(
         env, lambda: options.workspace, current=current, cancel=options.cancel))
     return options, renderer
+
+
+def tracing(env: Environment, flag: bool) -> RunTracing | None:
+    """The run's tracing when `--otel` or an OTLP endpoint asks for it; None otherwise.
+
+    With only the variable set and OpenTelemetry absent, one line says so and
+    the task runs untraced; `--otel` then refuses (the person asked for it).
+    """
+    from normalize.telemetry import tracing_wanted
+
+    if not tracing_wanted(flag, env.env):
+        return None
+    from normalize.redact import Redactor
+    from normalize.telemetry import start_tracing
+
+    try:
+        return start_tracing(env.env, redact=Redactor.for_workspace(".", env.env,
+                                                                     walk=False).redact)
+    except UsageError as exc:
+        if flag:
+            raise
+        env.stderr.write(f"normalize: warning: OTEL_EXPORTER_OTLP_ENDPOINT is set, but {exc}; "
+                         f"no traces ({exc.hint})\n")
+        return None
 
 
 def _check_sandbox(env: Environment, sandbox: str | None) -> None:
@@ -101,6 +128,16 @@ def set_limits(task: Task, *, max_turns: int | None = None, budget: float | None
     if budget is not None:
         task.limits.max_cost_usd = budget
     task.limits.driver = task.driver
+
+
+def set_output_retries(spec: WorkflowSpec, retries: int | None, schema: Path | None) -> None:
+    """`--output-retries N` into the workflow's spec; refused where no result has a schema."""
+    if retries is None:
+        return
+    if schema is None and not spec.output_schema:
+        raise UsageError(f"--output-retries {retries}: goes with --output-schema (or a workflow "
+                         f"with output_schema)")
+    spec.output_retries = retries
 
 
 def contract_for(driver: str, path: Path) -> OutputContract:

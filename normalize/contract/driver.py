@@ -90,6 +90,8 @@ class RunContext:
     interactive: bool = False
     request_context: Callable[[dict[str, Any]], str | None] | None = None
     """The person's `before_request` hooks: context for one model request (None: no hooks)."""
+    compact_veto: Callable[[dict[str, Any]], str | None] | None = None
+    """The person's `before_compact` hooks: a reason not to compact the context (None: none)."""
 
 
 @runtime_checkable

@@ -130,7 +130,7 @@ def test_every_builtin_driver_implements_the_whole_contract() -> None:
 
 def test_drivers_are_not_lent_the_tools() -> None:
     assert [f.name for f in dataclasses.fields(RunContext)] == [
-        "task", "workspace", "emit", "cancel", "interactive", "request_context"]
+        "task", "workspace", "emit", "cancel", "interactive", "request_context", "compact_veto"]
 
 
 def test_a_workflow_naming_a_broken_driver_says_why_before_running(tmp_path: Path) -> None:
