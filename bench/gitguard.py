@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from normalize.sandbox.gitguard import GitGuard, Snapshot
+from normalize.sandbox.gitguard import GitGuard, GitSnapshot
 
 
 def build(root: Path, files: int, per_dir: int) -> None:
@@ -48,7 +48,7 @@ def build(root: Path, files: int, per_dir: int) -> None:
     (root / ".normalize" / "workflows" / "w.toml").write_text("[workflow]\nname = 'w'\n")
 
 
-def timed(fn: Callable[[], Snapshot], repeat: int) -> tuple[str, Snapshot]:
+def timed(fn: Callable[[], GitSnapshot], repeat: int) -> tuple[str, GitSnapshot]:
     """Median wall and CPU milliseconds of `repeat` calls, and the last call's value."""
     wall, cpu = [], []
     for _ in range(repeat):
@@ -79,12 +79,12 @@ def main() -> None:
         deep = root / "node_modules" / "pkg3" / "lib4" / "mod5"
         made = iter(range(args.repeat))
 
-        def after_change() -> Snapshot:
+        def after_change() -> GitSnapshot:
             subprocess.run(["git", "init", "-q", str(deep / f"new{next(made)}")], check=True)
             return guard.snapshot()
 
         changed, _ = timed(after_change, args.repeat)  # git init's own time left in: see below
-        def init_only() -> Snapshot:
+        def init_only() -> GitSnapshot:
             subprocess.run(["git", "init", "-q", str(deep / "x")], check=True)
             return snap
 

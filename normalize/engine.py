@@ -19,10 +19,10 @@ starts. A graceful stop (one Ctrl-C, SIGTERM) that cuts a side effect short
 leaves it exactly as a kill would, started and never finished
 (`_leave_unknown`), so both kinds of stop leave its outcome unknown. An
 action the parser rejected (its body never closed) is answered with the
-reason and never run. On resume, `Recovery` (normalize/recovery.py) settles
-what the last process left. A run that ends with its decision still in
-flight saves the state of the in-flight checkpoint, so those results are
-never fed to the driver twice.
+reason and never run. On resume, the engine's `Recovery` (normalize/recovery.py)
+settles what the last process left, through the engine's own steps. A run
+that ends with its decision still in flight saves the state of the in-flight
+checkpoint, so those results are never fed to the driver twice.
 
 Hand-over: each driver's state is kept under its name (`task.driver_states`).
 A driver that takes a task over from another starts fresh; if it has an
@@ -51,10 +51,8 @@ from normalize.errors import (
     TaskLockedError,
 )
 from normalize.events import (
-    ActionFinished,
     ActionStarted,
     BaseEvent,
-    CheckpointSaved,
     DecisionMade,
     Emitter,
     Journal,
@@ -63,12 +61,21 @@ from normalize.events import (
     RunEnded,
     RunStarted,
     Subscriber,
+    TaskSaved,
     WaitingForInput,
 )
 from normalize.faults import crash_point
 from normalize.hooks import HookRunner
 from normalize.intents import rejection
-from normalize.recovery import OUTCOME_UNKNOWN, Recovery, Reply, StopRun, reply_text
+from normalize.recovery import (
+    OUTCOME_UNKNOWN,
+    Recovery,
+    Reply,
+    StopRun,
+    action_finished,
+    read_only,
+    reply_text,
+)
 from normalize.sandbox import SandboxMode
 from normalize.sandbox.gitguard import GitGuard, describe, protected
 from normalize.store import TaskLock, TaskStore
@@ -109,7 +116,7 @@ def limits_bind(task: Task, driver: Driver) -> bool:
     return bool(getattr(driver, "bound_by_limits", True))
 
 
-class Engine(Recovery):
+class Engine:
     """Runs a task with a driver until it ends, waits, or is stopped."""
 
     def __init__(
@@ -138,6 +145,7 @@ class Engine(Recovery):
         self._written: dict[str, set[str]] = {}  # action key -> paths its programs wrote
         self._guard: GitGuard | None = None
         self.hooks: HookRunner | None = None  # the person's hooks (the runner sets them)
+        self._recovery = Recovery(store, tools, steps=self)
 
     # -- the loop --------------------------------------------------------
 
@@ -249,9 +257,9 @@ class Engine(Recovery):
                 adopt(self._history(task))
         warned = self._warn(warned)
         if resumed:
-            self._recover(task, driver, ctx, reply)
+            self._recovery.recover(task, driver, ctx, reply)
         self._warn(warned)
-        self._checkpoint(task, driver)
+        self.checkpoint(task, driver)
         self._workspace(task, start=True)
 
     def _history(self, task: Task, limit: int = 20) -> list[dict[str, Any]]:
@@ -315,27 +323,27 @@ class Engine(Recovery):
                               summary=decision.summary))
         if side_effects:  # the checkpoint (fsynced) holds the decision: no journal fsync here
             task.inflight = {"turn": turn, "decision": decision.to_dict()}
-            self._checkpoint(task, driver)
-        self._execute(task, driver, ctx, decision.actions, decision.parallel,
+            self.checkpoint(task, driver)
+        self.execute(task, driver, ctx, decision.actions, decision.parallel,
                       fanout=decision.max_concurrency)
-        self._settle(task, driver, decision)
+        self.settle(task, driver, decision)
 
-    def _settle(self, task: Task, driver: Driver, decision: Decision) -> None:
+    def settle(self, task: Task, driver: Driver, decision: Decision) -> None:
         """Close a decision: count the turn, checkpoint, end the run if it said done."""
         task.turn += 1
         task.inflight = None
         if task.pending is not None:
-            self._checkpoint(task, driver)
+            self.checkpoint(task, driver)
             raise StopRun(TaskStatus.WAITING, task.pending.question)
         if self.cancel.cancelled:
             raise StopRun(TaskStatus.INTERRUPTED, "interrupted", self.cancel.reason or None)
-        self._checkpoint(task, driver)
+        self.checkpoint(task, driver)
         if decision.done:
             task.summary = decision.summary or task.summary
             task.result = decision.result if decision.result is not None else task.result
             raise StopRun(decision.status, task.summary or decision.status.value)
 
-    def _execute(self, task: Task, driver: Driver, ctx: RunContext, actions: list[Action],
+    def execute(self, task: Task, driver: Driver, ctx: RunContext, actions: list[Action],
                  parallel: bool, skip: frozenset[str] = frozenset(), fanout: int = 0) -> None:
         """Run actions in order; consecutive read-only ones together when `parallel`.
 
@@ -353,7 +361,7 @@ class Engine(Recovery):
                         why = "not run: " + ("the task is waiting" if task.pending else
                                              "the run was interrupted" if self.cancel.cancelled
                                              else "an earlier action failed")
-                        self._finish(task, driver, ctx, action,
+                        self.finish(task, driver, ctx, action,
                                      ActionResult(ResultStatus.CANCELLED, error=why))
                 return
             group = [actions[index]]
@@ -378,7 +386,7 @@ class Engine(Recovery):
             cut = [a for a, r in zip(todo, results, strict=True) if self._cut_short(a, r)]
             for action, result in zip(todo, results, strict=True):
                 if action not in cut:
-                    self._finish(task, driver, ctx, action, result)
+                    self.finish(task, driver, ctx, action, result)
                 if not parallel and result.status in (ResultStatus.ERROR, ResultStatus.BLOCKED):
                     failed = True
             if cut:
@@ -452,6 +460,13 @@ class Engine(Recovery):
             self.hooks.after_action(action, result)
         return result
 
+    def _read_only(self, action: Action) -> bool:
+        return read_only(self.tools, action)
+
+    def approve(self, keys: set[str]) -> None:
+        """The actions (by key) a person already approved: they run without asking again."""
+        self._approved = set(keys)
+
     def _git_guard(self) -> GitGuard | None:
         """The `.git` fingerprint check, when programs may write the workspace."""
         if self.tool_ctx.sandbox.mode is not SandboxMode.WORKSPACE:
@@ -460,15 +475,10 @@ class Engine(Recovery):
             self._guard = GitGuard(self.tool_ctx.workspace, (self.store.home,))
         return self._guard
 
-    def _finish(self, task: Task, driver: Driver, ctx: RunContext, action: Action,
+    def finish(self, task: Task, driver: Driver, ctx: RunContext, action: Action,
                 result: ActionResult) -> None:
         """Record an action's end, hand it to the driver, and note a wait it raised."""
-        ctx.emit(ActionFinished(turn=task.turn, key=action.key, tool=action.tool,
-                                command=action.text, status=result.status.value,
-                                duration=round(result.duration, 6), exit_code=result.exit_code,
-                                error=result.error, preview=result.shown[:4000],
-                                cache_id=result.cache_id, data=result.data),
-                 durable=not self._read_only(action))
+        ctx.emit(action_finished(task.turn, action, result), durable=not self._read_only(action))
         if not self._read_only(action) and (result.status not in (
                 ResultStatus.BLOCKED, ResultStatus.CANCELLED) or "protected" in result.data):
             self._workspace(task, action)
@@ -486,7 +496,7 @@ class Engine(Recovery):
 
     # -- checkpoints and the exit door -----------------------------------
 
-    def _checkpoint(self, task: Task, driver: Driver) -> None:
+    def checkpoint(self, task: Task, driver: Driver) -> None:
         assert self._emitter is not None and self._lock is not None
         journal = self._emitter.journal
         task.driver_state = driver.snapshot()
@@ -495,7 +505,7 @@ class Engine(Recovery):
         size = self.store.save(task, lock=self._lock, full=False)
         self._inflight_saved = None if task.inflight is None else \
             (copy.deepcopy(task.driver_state), task.journal_offset)
-        self._emitter.emit(CheckpointSaved(turn=task.turn, bytes=size))
+        self._emitter.emit(TaskSaved(turn=task.turn, bytes=size))
         if task.inflight is None:
             self._workspace(task)
 

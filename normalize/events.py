@@ -179,7 +179,10 @@ class ActionInterrupted(BaseEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
-class CheckpointSaved(BaseEvent):
+class TaskSaved(BaseEvent):
+    """The task file was written at a quiescent point (`bytes`: its size); the JSON type
+    keeps its first name. The workspace's own checkpoints are `CheckpointTaken`."""
+
     type: Literal["checkpoint_saved"] = "checkpoint_saved"
     turn: int = 0
     bytes: int = 0
@@ -347,7 +350,7 @@ Event = (
     RunStarted | StepStarted | DecisionMade | ActionStarted | ActionFinished | ProcessStarted
     | ChildCreated | ChildCollected | ActionInterrupted
     | CheckpointTaken | TaskRewound
-    | CheckpointSaved | WaitingForInput | InputReceived | ModelRequested | TextDelta
+    | TaskSaved | WaitingForInput | InputReceived | ModelRequested | TextDelta
     | ThinkingDelta | ModelReplied | ModelRetried | FallbackUsed | LoopDetected
     | ContextCompacted | Notice | HookRan | RunEnded
 )
@@ -358,7 +361,7 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
         RunStarted, StepStarted, DecisionMade, ActionStarted, ActionFinished, ProcessStarted,
         ChildCreated, ChildCollected, ActionInterrupted,
         CheckpointTaken, TaskRewound,
-        CheckpointSaved, WaitingForInput, InputReceived, ModelRequested, TextDelta,
+        TaskSaved, WaitingForInput, InputReceived, ModelRequested, TextDelta,
         ThinkingDelta, ModelReplied, ModelRetried, FallbackUsed, LoopDetected,
         ContextCompacted, Notice, HookRan, RunEnded,
     )

@@ -27,7 +27,7 @@ from normalize.task import Task, TaskStatus, new_task_id
 
 if TYPE_CHECKING:
     from normalize.checkpoints.changes import TaskChanges
-    from normalize.checkpoints.record import Step
+    from normalize.checkpoints.record import WorkspaceStep
 
 
 def fork_task(store: TaskStore, task: Task, step: int | None = None, *,
@@ -67,7 +67,7 @@ def fork_task(store: TaskStore, task: Task, step: int | None = None, *,
     return fork
 
 
-def _restore_in_place(store: TaskStore, changes: TaskChanges, target: Step) -> None:
+def _restore_in_place(store: TaskStore, changes: TaskChanges, target: WorkspaceStep) -> None:
     """Put the files the task changed back as at `target`, all or none (the task locked)."""
     from normalize.checkpoints.changes import plan_restore
     from normalize.checkpoints.restore import apply_restore

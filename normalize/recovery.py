@@ -1,7 +1,7 @@
 """Resuming a task: settle what the last process left, then hand the loop back.
 
 The last process may have left a pending wait (a question, an approval) and a
-decision still in flight (`task.inflight`). `Recovery._recover` answers the
+decision still in flight (`task.inflight`). `Recovery.recover` answers the
 wait from the person's `Reply`, feeds the in-flight decision's finished
 results back to the driver, and turns a side effect that started but never
 finished into an `interrupted` result ("outcome unknown") — unless its tool
@@ -19,15 +19,16 @@ A graceful stop (one Ctrl-C, SIGTERM) that cuts a side effect short leaves it
 exactly as a hard kill does, started and not finished (see the engine's
 `_leave_unknown`): one rule for every interruption.
 
-`Recovery` is a part of `Engine` (a mixin): it uses the engine's steps
-(`_execute`, `_finish`, `_settle`, `_checkpoint`) and leaves the run through
-`StopRun`, which the engine turns into `finalize`.
+The engine holds a `Recovery` and calls `recover` as a resumed run begins.
+Recovery runs what is left through the engine's own steps (`Steps`: execute,
+finish, settle, checkpoint, approve), handed to it when it is made, and leaves
+the run through `StopRun`, which the engine turns into `finalize`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from normalize.contract.driver import Driver, RunContext
 from normalize.events import (
@@ -83,43 +84,106 @@ class StopRun(Exception):
         self.error = error
 
 
+def read_only(tools: ToolRegistry, action: Action) -> bool:
+    """Whether `action` cannot change anything: a read-only tool, or one the parser rejected."""
+    return rejection(action) is not None or tools.is_read_only(action)
+
+
+def reattaches(tools: ToolRegistry, action: Action) -> bool:
+    """Whether a cut-short side effect runs again on resume, finding its own work (`spawn`)."""
+    return rejection(action) is None and tools.reattaches(action)
+
+
+def action_finished(turn: int, action: Action, result: ActionResult) -> ActionFinished:
+    """The `action_finished` event of `action`, which ended as `result`."""
+    return ActionFinished(turn=turn, key=action.key, tool=action.tool, command=action.text,
+                          status=result.status.value, duration=round(result.duration, 6),
+                          exit_code=result.exit_code, error=result.error,
+                          preview=result.shown[:4000], cache_id=result.cache_id,
+                          data=result.data)
+
+
+class Steps(Protocol):
+    """The engine's steps that recovery runs a decision's rest through."""
+
+    def execute(self, task: Task, driver: Driver, ctx: RunContext, actions: list[Action],
+                parallel: bool, skip: frozenset[str] = frozenset(), fanout: int = 0) -> None:
+        """Run `actions` (those in `skip` left out) as a decision's actions run."""
+        ...
+
+    def finish(self, task: Task, driver: Driver, ctx: RunContext, action: Action,
+               result: ActionResult) -> None:
+        """Record an action's end and hand it to the driver."""
+        ...
+
+    def settle(self, task: Task, driver: Driver, decision: Decision) -> None:
+        """Close a decision: count the turn, checkpoint, end the run if it said done."""
+        ...
+
+    def checkpoint(self, task: Task, driver: Driver) -> None:
+        """Save the task (with the driver's state) at a quiescent point."""
+        ...
+
+    def approve(self, keys: set[str]) -> None:
+        """The actions (by key) a person already approved: they run without asking."""
+        ...
+
+
 class Recovery:
-    """The resume half of the engine (see the module docstring)."""
+    """Settles what a stopped run left, through the engine's steps (see the module docstring)."""
 
-    store: TaskStore
-    tools: ToolRegistry
-    _approved: set[str]
+    def __init__(self, store: TaskStore, tools: ToolRegistry, steps: Steps) -> None:
+        self.store = store
+        self.tools = tools
+        self.steps = steps
 
-    # the engine's steps, which recovery reuses
-    def _execute(self, task: Task, driver: Driver, ctx: RunContext, actions: list[Action],
-                 parallel: bool, skip: frozenset[str] = frozenset(), fanout: int = 0) -> None:
-        raise NotImplementedError  # abstract: the Engine defines it
-
-    def _finish(self, task: Task, driver: Driver, ctx: RunContext, action: Action,
-                result: ActionResult) -> None:
-        raise NotImplementedError  # abstract: the Engine defines it
-
-    def _settle(self, task: Task, driver: Driver, decision: Decision) -> None:
-        raise NotImplementedError  # abstract: the Engine defines it
-
-    def _checkpoint(self, task: Task, driver: Driver) -> None:
-        raise NotImplementedError  # abstract: the Engine defines it
-
-    def _read_only(self, action: Action) -> bool:
-        """Whether `action` cannot change anything: a read-only tool, or one the parser rejected."""
-        return rejection(action) is not None or self.tools.is_read_only(action)
-
-    def _reattaches(self, action: Action) -> bool:
-        """Whether a cut-short side effect runs again on resume, finding its own work (`spawn`)."""
-        return rejection(action) is None and self.tools.reattaches(action)
-
-    def _recover(self, task: Task, driver: Driver, ctx: RunContext, reply: Reply | None) -> None:
+    def recover(self, task: Task, driver: Driver, ctx: RunContext, reply: Reply | None) -> None:
         """Settle what the last process left: a pending wait, an in-flight decision."""
         if task.pending is not None:
             self._answer(task, driver, ctx, task.pending, reply)
         if task.inflight is None:
             return
         decision = Decision.from_dict(task.inflight["decision"])
+        finished, started, children = self._journaled(task)
+        redecide = redecides(driver) and unseen_trouble(self.tools, decision, finished, started)
+        done_keys: set[str] = set()
+        for action in decision.actions:
+            if action.key in finished:
+                event = finished[action.key]
+                result = ActionResult(ResultStatus(event["status"]), output=event["preview"],
+                                      exit_code=event.get("exit_code"), error=event.get("error"),
+                                      cache_id=event.get("cache_id"), data=event.get("data", {}))
+                driver.on_result(task, action, result)
+                done_keys.add(action.key)
+            elif action.key in started and reattaches(self.tools, action):
+                ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
+                                           read_only=False, rerun=True))
+            elif action.key in started and not read_only(self.tools, action):
+                ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
+                                           read_only=False, rerun=False))
+                shown = action.text or action.tool
+                stopped = self._stop_survivors(ctx, children.get(action.key, []))
+                result = ActionResult(ResultStatus.INTERRUPTED,
+                                      output=f"`{shown}`: {OUTCOME_UNKNOWN}{stopped}",
+                                      error=OUTCOME_UNKNOWN + stopped,
+                                      data={"outcome": "unknown"})
+                self.steps.finish(task, driver, ctx, action, result)
+                done_keys.add(action.key)
+            elif action.key in started:
+                ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
+                                           read_only=True, rerun=not redecide))
+        if redecide:
+            self._report_unrun(task, driver, ctx, decision, done_keys, started)
+            self.steps.settle(task, driver, decision)
+            return
+        self.steps.approve(set(task.inflight.get("approved", [])))
+        self.steps.execute(task, driver, ctx, decision.actions, decision.parallel,
+                           skip=frozenset(done_keys), fanout=decision.max_concurrency)
+        self.steps.settle(task, driver, decision)
+
+    def _journaled(self, task: Task) -> tuple[dict[str, dict[str, Any]], set[str],
+                                               dict[str, list[dict[str, Any]]]]:
+        """Since the last checkpoint: the finished actions, the started ones, their processes."""
         finished: dict[str, dict[str, Any]] = {}
         started: set[str] = set()
         children: dict[str, list[dict[str, Any]]] = {}
@@ -130,60 +194,7 @@ class Recovery:
                 started.add(event["key"])
             elif event.get("type") == "process_started":
                 children.setdefault(event["key"], []).append(event)
-        redecide = redecides(driver) and self._unseen_trouble(decision, finished, started)
-        done_keys: set[str] = set()
-        for action in decision.actions:
-            if action.key in finished:
-                event = finished[action.key]
-                result = ActionResult(ResultStatus(event["status"]), output=event["preview"],
-                                      exit_code=event.get("exit_code"), error=event.get("error"),
-                                      cache_id=event.get("cache_id"), data=event.get("data", {}))
-                driver.on_result(task, action, result)
-                done_keys.add(action.key)
-            elif action.key in started and self._reattaches(action):
-                ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
-                                           read_only=False, rerun=True))
-            elif action.key in started and not self._read_only(action):
-                ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
-                                           read_only=False, rerun=False))
-                shown = action.text or action.tool
-                stopped = self._stop_survivors(ctx, children.get(action.key, []))
-                result = ActionResult(ResultStatus.INTERRUPTED,
-                                      output=f"`{shown}`: {OUTCOME_UNKNOWN}{stopped}",
-                                      error=OUTCOME_UNKNOWN + stopped,
-                                      data={"outcome": "unknown"})
-                self._finish(task, driver, ctx, action, result)
-                done_keys.add(action.key)
-            elif action.key in started:
-                ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
-                                           read_only=True, rerun=not redecide))
-        if redecide:
-            self._report_unrun(task, driver, ctx, decision, done_keys, started)
-            self._settle(task, driver, decision)
-            return
-        self._approved = set(task.inflight.get("approved", []))
-        self._execute(task, driver, ctx, decision.actions, decision.parallel,
-                      skip=frozenset(done_keys), fanout=decision.max_concurrency)
-        self._settle(task, driver, decision)
-
-    def _unseen_trouble(self, decision: Decision, finished: dict[str, dict[str, Any]],
-                        started: set[str]) -> bool:
-        """Whether the stop left what the decider must see before more of its decision runs.
-
-        That is a side effect whose outcome is unknown, or (in an in-order
-        decision) an action that failed, which would have stopped the rest.
-        When every action that started also finished well, the rest runs as it
-        would have without the stop.
-        """
-        for action in decision.actions:
-            if action.key in finished:
-                failed = finished[action.key].get("status") in ("error", "blocked")
-                if failed and not decision.parallel:
-                    return True
-            elif action.key in started and not self._read_only(action) and \
-                    not self._reattaches(action):
-                return True
-        return False
+        return finished, started, children
 
     def _report_unrun(self, task: Task, driver: Driver, ctx: RunContext, decision: Decision,
                       done_keys: set[str], started: set[str]) -> None:
@@ -197,7 +208,8 @@ class Recovery:
             if action.key in done_keys:
                 continue
             why = (NOT_FINISHED if action.key in started else NOT_STARTED)
-            self._finish(task, driver, ctx, action, ActionResult(ResultStatus.CANCELLED, error=why))
+            self.steps.finish(task, driver, ctx, action,
+                              ActionResult(ResultStatus.CANCELLED, error=why))
 
     def _stop_survivors(self, ctx: RunContext, spawned: list[dict[str, Any]]) -> str:
         """Stop the children of an interrupted action that outlived the last process.
@@ -231,9 +243,9 @@ class Recovery:
         others = [_child_again(other, None) for other in self._waiting_with(task, action.key)]
         decision = Decision(actions=[_child_again(action, answer), *others])
         task.inflight = {"turn": task.turn, "decision": decision.to_dict()}
-        self._checkpoint(task, driver)
-        self._execute(task, driver, ctx, decision.actions, parallel=False)
-        self._settle(task, driver, decision)
+        self.steps.checkpoint(task, driver)
+        self.steps.execute(task, driver, ctx, decision.actions, False)
+        self.steps.settle(task, driver, decision)
 
     def _waiting_with(self, task: Task, key: str) -> list[Action]:
         """The other spawns of the last decision whose sub-tasks waited too (oldest first)."""
@@ -272,20 +284,16 @@ class Recovery:
                 decision = Decision(actions=[approved])
                 task.inflight = {"turn": task.turn, "decision": decision.to_dict(),
                                  "approved": [approved.key]}
-                self._approved = {approved.key}
-                self._checkpoint(task, driver)
-                self._execute(task, driver, ctx, decision.actions, parallel=False)
-                self._settle(task, driver, decision)
+                self.steps.approve({approved.key})
+                self.steps.checkpoint(task, driver)
+                self.steps.execute(task, driver, ctx, decision.actions, parallel=False)
+                self.steps.settle(task, driver, decision)
                 return
             result = ActionResult.blocked("denied by the user")
         else:
             result = ActionResult.success(f"The user answered: {answer}",
                                           data={"question": wait.question, "answer": answer})
-        ctx.emit(ActionFinished(turn=task.turn, key=action.key, tool=action.tool,
-                                command=action.text, status=result.status.value,
-                                duration=round(result.duration, 6), exit_code=result.exit_code,
-                                error=result.error, preview=result.shown[:4000],
-                                cache_id=result.cache_id, data=result.data))
+        ctx.emit(action_finished(task.turn, action, result))
         driver.on_result(task, action, result)
 
 
@@ -296,6 +304,26 @@ def _child_again(action: Action, answer: str | None) -> Action:
     if answer is not None:
         params["answer"] = answer
     return Action(action.tool, params, action.text, key=action.key)
+
+
+def unseen_trouble(tools: ToolRegistry, decision: Decision,
+                   finished: dict[str, dict[str, Any]], started: set[str]) -> bool:
+    """Whether the stop left what the decider must see before more of its decision runs.
+
+    That is a side effect whose outcome is unknown, or (in an in-order
+    decision) an action that failed, which would have stopped the rest.
+    When every action that started also finished well, the rest runs as it
+    would have without the stop.
+    """
+    for action in decision.actions:
+        if action.key in finished:
+            failed = finished[action.key].get("status") in ("error", "blocked")
+            if failed and not decision.parallel:
+                return True
+        elif action.key in started and not read_only(tools, action) and \
+                not reattaches(tools, action):
+            return True
+    return False
 
 
 def reply_text(wait: Wait, reply: Reply | None) -> str | None:

@@ -66,6 +66,10 @@ class RunOptions:
     output: OutputContract | None = None  # --output-schema: the result's schema (new tasks)
     tracing: RunTracing | None = None  # --otel: spans of every run (and the children's context)
 
+    def task_store(self) -> TaskStore:
+        """The store this run's tasks live in (the default one, made on first use)."""
+        return _store(self)
+
 
 def _store(options: RunOptions) -> TaskStore:
     if options.store is None:

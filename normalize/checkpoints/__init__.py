@@ -9,8 +9,14 @@ left; `report.py` renders a task's self-contained HTML report and
 `reportfile.py` says where it is written.
 """
 
-from normalize.checkpoints.record import Step, WorkspaceCheckpoints, read_steps
+from normalize.checkpoints.record import WorkspaceCheckpoints, WorkspaceStep, read_steps
 from normalize.checkpoints.shadow import CheckpointError, Settings, ShadowRepo
 
-__all__ = ["CheckpointError", "Settings", "ShadowRepo", "Step", "WorkspaceCheckpoints",
-           "read_steps"]
+__all__ = [
+           "CheckpointError",
+           "Settings",
+           "ShadowRepo",
+           "WorkspaceCheckpoints",
+           "WorkspaceStep",
+           "read_steps",
+]

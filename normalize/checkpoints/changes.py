@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from normalize.checkpoints.record import Step, WorkspaceCheckpoints, read_steps, task_ref
+from normalize.checkpoints.record import WorkspaceCheckpoints, WorkspaceStep, read_steps, task_ref
 from normalize.checkpoints.restore import (
     UndoIntent,
     apply_restore,
@@ -46,7 +46,7 @@ class TaskChanges:
 
     task: Task
     repo: ShadowRepo
-    steps: list[Step]
+    steps: list[WorkspaceStep]
 
     @classmethod
     def open(cls, store: TaskStore, task: Task) -> TaskChanges:
@@ -57,14 +57,14 @@ class TaskChanges:
                              "they existed, or with NORMALIZE_CHECKPOINTS=off)")
         return cls(task, repo, steps)
 
-    def step(self, number: int) -> Step:
+    def step(self, number: int) -> WorkspaceStep:
         for step in self.steps:
             if step.number == number:
                 return step
         last = self.steps[-1].number
         raise UsageError(f"step {number}: task {self.task.id} has steps 0 to {last}")
 
-    def previous(self, step: Step) -> Step:
+    def previous(self, step: WorkspaceStep) -> WorkspaceStep:
         index = self.steps.index(step)
         return self.steps[index - 1] if index else step
 
@@ -226,7 +226,7 @@ def _entries(repo: ShadowRepo, trees: dict[str, str]) -> dict[str, Entry | None]
     return out
 
 
-def plan_restore(changes: TaskChanges, target: Step, *, force: bool
+def plan_restore(changes: TaskChanges, target: WorkspaceStep, *, force: bool
                  ) -> tuple[dict[str, Entry | None], list[str], list[str]]:
     """Which files to put back as at `target`: (path -> entry, refused, unchanged).
 
@@ -250,7 +250,8 @@ def plan_restore(changes: TaskChanges, target: Step, *, force: bool
     return todo, refused, unchanged
 
 
-def _intent(changes: TaskChanges, target: Step, todo: dict[str, Entry | None]) -> UndoIntent:
+def _intent(changes: TaskChanges, target: WorkspaceStep,
+            todo: dict[str, Entry | None]) -> UndoIntent:
     workspace = changes.repo.workspace
     return UndoIntent(task=changes.task.id, target=target.number,
                       paths={p: encode(e) for p, e in todo.items()},

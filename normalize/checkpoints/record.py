@@ -55,7 +55,7 @@ def task_ref(task_id: str) -> str:
 
 
 @dataclass
-class Step:
+class WorkspaceStep:
     """One workspace checkpoint of a task."""
 
     number: int
@@ -73,7 +73,7 @@ class Step:
     mid_turn: bool = False  # later steps of the same turn came before its task state
 
     @classmethod
-    def from_meta(cls, commit: str, meta: dict[str, Any]) -> Step:
+    def from_meta(cls, commit: str, meta: dict[str, Any]) -> WorkspaceStep:
         return cls(number=int(meta.get("step", 0)), commit=commit, tree=str(meta["tree"]),
                    kind=str(meta.get("kind", "action")), turn=int(meta.get("turn", 0)),
                    key=str(meta.get("key", "")), tool=str(meta.get("tool", "")),
@@ -87,12 +87,12 @@ class Step:
         return self.kind in ("action", "undo", "rewind")
 
 
-def read_steps(repo: ShadowRepo, task_id: str) -> list[Step]:
+def read_steps(repo: ShadowRepo, task_id: str) -> list[WorkspaceStep]:
     """The task's checkpoints, oldest first; the task states attached to their steps."""
     if repo.read_ref(task_ref(task_id)) is None:
         return []
-    steps: list[Step] = []
-    waiting: list[Step] = []  # action steps whose turn has not settled yet
+    steps: list[WorkspaceStep] = []
+    waiting: list[WorkspaceStep] = []  # action steps whose turn has not settled yet
     for commit, meta in repo.log(task_ref(task_id)):
         if meta.get("kind") == "state":
             for earlier in waiting[:-1]:
@@ -101,7 +101,7 @@ def read_steps(repo: ShadowRepo, task_id: str) -> list[Step]:
                 earlier.state = meta.get("state")
             waiting = []
             continue
-        step = Step.from_meta(commit, meta)
+        step = WorkspaceStep.from_meta(commit, meta)
         steps.append(step)
         if step.kind == "action":
             waiting.append(step)

@@ -20,7 +20,7 @@ import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 STATUS_WORDS = {0: "done", 1: "failed", 2: "usage error", 3: "limit reached",
                 4: "waiting for an answer", 5: "stuck", 130: "interrupted"}
@@ -118,7 +118,7 @@ def _events(path: Path) -> list[dict[str, Any]]:
     return events
 
 
-def _normalize(*args: str, stdout: Any, stderr: Any) -> int:
+def _normalize(*args: str, stdout: TextIO, stderr: TextIO) -> int:
     proc = subprocess.run([sys.executable, "-m", "normalize.cli.app", *args],
                           stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, check=False)
     return proc.returncode

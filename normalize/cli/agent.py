@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from normalize.cli.commands import pin_replay, run_options, set_limits
+from normalize.cli.commands import pin_replay
 from normalize.cli.console import Environment, error_line, fail, prompt_reader
-from normalize.cli.follow import after_run, run_at_terminal
-from normalize.cli.outcome import finish
+from normalize.cli.launch import (
+    run_options,
+    set_output_retries,
+    start,
+    to_the_end,
+    workspace_root,
+)
 from normalize.errors import ExitStatus, MissingKeyError, NormalizeError, UsageError
+
+if TYPE_CHECKING:
+    from normalize.providers.base import ModelClient
 
 DEFAULT_WORKFLOW = "dwim"
 
@@ -25,9 +33,9 @@ class _Clients:
     """A model factory that keeps the clients it made, so each is made (and checked) once."""
 
     def __init__(self) -> None:
-        self.made: dict[tuple[str, str | None], Any] = {}
+        self.made: dict[tuple[str, str | None], ModelClient] = {}
 
-    def __call__(self, spec: str, *, base_url: str | None = None, **opts: Any) -> Any:
+    def __call__(self, spec: str, *, base_url: str | None = None, **opts: Any) -> ModelClient:
         from normalize.providers.registry import create_client
 
         key = (spec, base_url)
@@ -57,7 +65,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.contract.driver import DriverServices
     from normalize.drivers.llm import LLMSettings
-    from normalize.runner import apply_model, load_spec, start_task
+    from normalize.runner import apply_model, load_spec
 
     clients = _Clients()
     try:
@@ -70,12 +78,8 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
             raise UsageError("TASK is empty: say what the agent should do")
         if budget is not None and budget <= 0:
             raise UsageError(f"--budget {budget:g}: must be more than 0 (USD)")
-        root = (workspace or Path.cwd()).resolve()
-        if not root.is_dir():
-            raise UsageError(f"--workspace {root}: not a directory")
+        root = workspace_root(workspace)
         spec = load_spec(workflow or DEFAULT_WORKFLOW, root)
-        from normalize.cli.commands import set_output_retries
-
         set_output_retries(spec, output_retries, output_schema)
         models = attempt_models(attempts, pick, model)
         model = None if attempts else pin_replay(model)
@@ -115,23 +119,10 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         options.services = DriverServices(read_line=options.services.read_line,
                                           model_factory=clients)
         options.project_instructions = project_instructions
-        if output_schema is not None:
-            from normalize.cli.commands import contract_for
-
-            options.output = contract_for(spec.driver, output_schema)
-        task = start_task(spec, goal, options)
-        set_limits(task, max_turns=max_turns, budget=budget)
-        if json_output or quiet:  # otherwise the run's first line names it
-            env.stderr.write(f"task {task.id}\n")
-            env.stderr.flush()
-        from normalize.cli.sandbox import report_tier
-        from normalize.cli.trust import report_ignored
-
-        report_ignored(env, task)
-        report_tier(env, task, options)
-        outcome = run_at_terminal(env, task, options, renderer)
-        code = finish(env, outcome, renderer, json_output)
-        return after_run(env, outcome, options, code, None if quiet else read)
+        task = start(env, spec, goal, options, output_schema=output_schema,
+                     max_turns=max_turns, budget=budget, named=json_output or quiet)
+        return to_the_end(env, task, options, renderer, json_output=json_output,
+                          read=None if quiet else read)
     except NormalizeError as exc:
         return fail(env, exc)
     finally:

@@ -12,11 +12,14 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from normalize.errors import ExitStatus, NormalizeError
+
+if TYPE_CHECKING:
+    from normalize.cli.console import Environment
 
 app = typer.Typer(
     name="normalize",
@@ -92,7 +95,7 @@ def _main(
     and people."""
 
 
-def _env() -> Any:
+def _env() -> "Environment":
     from normalize.cli.console import Environment
 
     return Environment()
@@ -274,7 +277,7 @@ def agent(
     raise typer.Exit(_then_commit(env, code, commit, json_output))
 
 
-def _then_commit(env: Any, code: int, commit: bool, json_output: bool) -> int:
+def _then_commit(env: "Environment", code: int, commit: bool, json_output: bool) -> int:
     """After a done task, `--commit` makes its branch (`normalize commit ID`)."""
     if not commit or code != 0 or env.task_id is None:
         return code

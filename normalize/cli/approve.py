@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from typing import Any
 
-from normalize.cli.console import Environment, hold_of, line_reader
+from normalize.cli.console import Current, Environment, hold_of, line_reader
 from normalize.tools.approval import Question
 
 CHOICES = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
@@ -20,7 +19,7 @@ ROOM = 8
 """Lines of the terminal kept for the question and the lines around it."""
 
 
-def approver(env: Environment, current: Callable[[], Any]) -> Callable[[str], str]:
+def approver(env: Environment, current: Current) -> Callable[[str], str]:
     """Ask a person about an action; the renderer `current()` shows is held while asking."""
     read = line_reader(env)
     hold = hold_of(current)

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from normalize.cli.console import Environment, fail
 from normalize.cli.describe import plural
 from normalize.errors import ExitStatus, NormalizeError
 
+if TYPE_CHECKING:
+    from normalize.store import TaskStore
+    from normalize.task import Task
 
-def _open(ref: str) -> tuple[Any, Any]:
+
+def _open(ref: str) -> tuple[TaskStore, Task]:
     from normalize.store import TaskStore
 
     store = TaskStore()
@@ -106,7 +110,7 @@ def undo_changes(env: Environment, ref: str, to_step: int | None, *, force: bool
     return int(ExitStatus.FAILED) if result.refused or result.blocked else 0
 
 
-def _child_reports(store: Any, task: Any, where: Path) -> None:
+def _child_reports(store: TaskStore, task: Task, where: Path) -> None:
     """Each sub-task's report beside its parent's (the parent's report links them)."""
     from normalize.checkpoints.report import render_report
     from normalize.checkpoints.reportfile import save_report

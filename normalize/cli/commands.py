@@ -3,111 +3,33 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from normalize.cli.approve import approver
 from normalize.cli.console import (
     Environment,
-    SignalCancel,
     fail,
-    held,
     line_reader,
     prompt_reader,
 )
-from normalize.cli.outcome import REPLY_FLAGS, finish, shown_question, stopping_note
+from normalize.cli.launch import (
+    run_options,
+    set_limits,
+    set_output_retries,
+    start,
+    to_the_end,
+    workspace_root,
+)
+from normalize.cli.outcome import REPLY_FLAGS, shown_question
 from normalize.errors import ExitStatus, NormalizeError, UsageError
-from normalize.structured import OutputContract
 
-
-def run_options(env: Environment, *, workspace: Path | None, json_output: bool, quiet: bool,
-                approve: str | None = None, sandbox: str | None = None,
-                network: bool | tuple[str, ...] | None = None, otel: bool = False
-                ) -> tuple[Any, Any]:
-    """The RunOptions a command runs under (terminal, approvals, prompt, traces), its renderer."""
-    from normalize.contract.driver import DriverServices
-    from normalize.runner import RunOptions
-    from normalize.tools.approval import ApprovalMode
-
-    modes = [m.value for m in ApprovalMode]
-    if approve is not None and approve not in modes:
-        raise UsageError(f"--approve {approve}: unknown approval mode (choose from "
-                         f"{', '.join(modes)})")
-    _check_sandbox(env, sandbox)
-    from normalize.cli.render import cache_reader, make_renderer
-
-    holder: list[Any] = []
-    renderer = make_renderer(env, json_output=json_output, quiet=quiet,
-                             full_text=cache_reader(lambda: holder[0].store if holder else None))
-    interactive = env.stdin_tty and env.stdout_tty and not json_output
-
-    def current() -> Any:  # the renderer showing the run now (a follow-up run has its own)
-        return holder[0].subscribers[0] if holder and holder[0].subscribers else renderer
-
-    read = held(line_reader(env), current)
-    options = RunOptions(
-        workspace=(workspace or Path.cwd()).resolve(),
-        subscribers=[renderer],
-        interactive=interactive,
-        approve=approve,
-        sandbox=sandbox,
-        network=network,
-        approver=approver(env, current) if interactive else None,
-        asker=(lambda q: read(f"{q}\n> ")) if interactive else None,
-    )
-    holder.append(options)
-    options.tracing = tracing(env, otel)
-    options.services = DriverServices(read_line=prompt_reader(
-        env, lambda: options.workspace, current=current, cancel=options.cancel))
-    return options, renderer
-
-
-def tracing(env: Environment, flag: bool) -> Any:
-    """The run's tracing when `--otel` or an OTLP endpoint asks for it; None otherwise.
-
-    With only the variable set and OpenTelemetry absent, one line says so and
-    the task runs untraced; `--otel` then refuses (the person asked for it).
-    """
-    from normalize.telemetry import tracing_wanted
-
-    if not tracing_wanted(flag, env.env):
-        return None
-    from normalize.redact import Redactor
-    from normalize.telemetry import start_tracing
-
-    try:
-        return start_tracing(env.env, redact=Redactor.for_workspace(".", env.env,
-                                                                     walk=False).redact)
-    except UsageError as exc:
-        if flag:
-            raise
-        env.stderr.write(f"normalize: warning: OTEL_EXPORTER_OTLP_ENDPOINT is set, but {exc}; "
-                         f"no traces ({exc.hint})\n")
-        return None
-
-
-def _check_sandbox(env: Environment, sandbox: str | None) -> None:
-    """Refuse an unknown `--sandbox` before any task exists; warn about `--sandbox off`."""
-    from normalize.sandbox import SandboxMode
-
-    modes = [m.value for m in SandboxMode]
-    if sandbox is not None and sandbox not in modes:
-        raise UsageError(f"--sandbox {sandbox}: unknown sandbox mode (choose from "
-                         f"{', '.join(modes)})")
-    if sandbox == SandboxMode.OFF:
-        env.stderr.write("normalize: warning: --sandbox off: programs run unconfined, with "
-                         "your full rights (only the environment is scrubbed)\n")
-
-
-def set_limits(task: Any, *, max_turns: int | None = None, budget: float | None = None) -> None:
-    """`--max-turns` (the total) and `--budget`, for the driver the task now runs with only."""
-    if max_turns is None and budget is None:
-        return
-    if max_turns is not None:
-        task.limits.max_turns = max_turns
-    if budget is not None:
-        task.limits.max_cost_usd = budget
-    task.limits.driver = task.driver
+if TYPE_CHECKING:
+    from normalize.engine import Reply
+    from normalize.events import ActionFinished
+    from normalize.store import TaskStore
+    from normalize.task import Task, Wait
 
 
 def pin_replay(model: str | None) -> str | None:
@@ -122,26 +44,6 @@ def pin_replay(model: str | None) -> str | None:
     return f"replay:{TaskStore().resolve(ref)}"
 
 
-def set_output_retries(spec: Any, retries: int | None, schema: Path | None) -> None:
-    """`--output-retries N` into the workflow's spec; refused where no result has a schema."""
-    if retries is None:
-        return
-    if schema is None and not spec.output_schema:
-        raise UsageError(f"--output-retries {retries}: goes with --output-schema (or a workflow "
-                         f"with output_schema)")
-    spec.output_retries = retries
-
-
-def contract_for(driver: str, path: Path) -> OutputContract:
-    """The `--output-schema` contract, for a workflow a model drives (it gives the result)."""
-    from normalize.structured import load_contract
-
-    if driver != "llm":
-        raise UsageError(f"--output-schema {path}: needs a workflow a model drives "
-                         f"(this one's driver is {driver})")
-    return load_contract(path)
-
-
 def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  workspace: Path | None, max_turns: int | None, approve: str | None,
                  dry_run: bool, json_output: bool, quiet: bool, model: str | None = None,
@@ -149,12 +51,10 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  network: bool | tuple[str, ...] | None = None,
                  output_schema: Path | None = None, output_retries: int | None = None,
                  otel: bool = False) -> int:
-    from normalize.runner import apply_model, load_spec, parse_vars, run_task, start_task
+    from normalize.runner import apply_model, load_spec, parse_vars
 
     try:
-        root = (workspace or Path.cwd()).resolve()
-        if not root.is_dir():
-            raise UsageError(f"--workspace {root}: not a directory")
+        root = workspace_root(workspace)
         spec = load_spec(ref, root, parse_vars(pairs))
         model = pin_replay(model)
         if model or base_url:
@@ -169,20 +69,9 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
                                         network=network, otel=otel)
-        if output_schema is not None:
-            options.output = contract_for(spec.driver, output_schema)
-        task = start_task(spec, goal, options)
-        set_limits(task, max_turns=max_turns)
-        if json_output or quiet:  # otherwise the run's first line names it
-            env.stderr.write(f"task {task.id}\n")
-        from normalize.cli.sandbox import report_tier
-        from normalize.cli.trust import report_ignored
-
-        report_ignored(env, task)
-        report_tier(env, task, options)
-        with SignalCancel(options.cancel, notify=stopping_note(env)):
-            outcome = run_task(task, options)
-        return finish(env, outcome, renderer, json_output)
+        task = start(env, spec, goal, options, output_schema=output_schema,
+                     max_turns=max_turns, named=json_output or quiet)
+        return to_the_end(env, task, options, renderer, json_output=json_output, typed=False)
     except NormalizeError as exc:
         return fail(env, exc)
 
@@ -212,16 +101,16 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         if fork:  # a new task in a copy, from the last step or --rewind N; the task unchanged
             from normalize.fork import fork_task
 
-            original, task = task.id, fork_task(options.store, task, rewind,
+            original, task = task.id, fork_task(options.task_store(), task, rewind,
                                                 in_place=in_place)
             env.stderr.write(f"task {original}: forked as {task.id} in {task.workspace}\n")
         elif rewind is not None:  # files and task state back to that step (issue 15)
             from normalize.checkpoints.changes import rewind_task
 
-            task = rewind_task(options.store, task, rewind)
+            task = rewind_task(options.task_store(), task, rewind)
         if instruction is not None:
             follow_up(task, instruction)  # a finished task goes on with the new instruction
-        elif task.status.value == "done":
+        elif not task.status.resumable:
             raise _already_done(task.id)
         if max_turns is not None and max_turns <= task.turn:
             raise UsageError(f"--max-turns {max_turns}: task {task.id} has already run "
@@ -247,17 +136,15 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 env.stderr.write(f"task {task.id}: handing over from {previous} to {driver} "
                                  f"at turn {task.turn}\n")
                 if driver == "user":
-                    _show_recent(env, task.id, options.store)
+                    _show_recent(env, task.id, options.task_store())
         elif model is not None or base_url is not None:
             switch_model(task, model, base_url)
         set_limits(task, max_turns=max_turns, budget=budget)
-        from normalize.cli.follow import after_run, run_at_terminal
-
-        outcome = run_at_terminal(env, task, options, renderer, resumed=True, reply=reply)
-        code = finish(env, outcome, renderer, json_output)
         ask = options.interactive and not quiet and task.driver == "llm"  # as after `agent`
-        return after_run(env, outcome, options, code, prompt_reader(
-            env, lambda: options.workspace, cancel=options.cancel) if ask else None)
+        return to_the_end(env, task, options, renderer, json_output=json_output, resumed=True,
+                          reply=reply, read=prompt_reader(
+                              env, lambda: options.workspace, cancel=options.cancel)
+                          if ask else None)
     except NormalizeError as exc:
         return fail(env, exc)
 
@@ -265,7 +152,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
 def _resumable(ref: str) -> str:
     """The id `ref` names, unless that task is done (`UsageError`): read from its state alone."""
     from normalize.store import TaskStore
-    from normalize.task import SCHEMA_VERSION
+    from normalize.task import SCHEMA_VERSION, TaskStatus
 
     store = TaskStore()
     task_id = store.resolve(ref)
@@ -273,8 +160,9 @@ def _resumable(ref: str) -> str:
         state = store.state(task_id)
     except ValueError:  # damaged: resume's own load says so, and moves it aside
         return task_id
-    done = state.get("status") == "done" and state.get("schema_version") == SCHEMA_VERSION
-    if done:
+    status = str(state.get("status"))
+    known = status in TaskStatus.__members__.values()
+    if known and not TaskStatus(status).resumable and state.get("schema_version") == SCHEMA_VERSION:
         raise _already_done(task_id)
     return task_id
 
@@ -284,7 +172,8 @@ def _already_done(task_id: str) -> UsageError:
                       f'normalize resume {task_id} "NEXT INSTRUCTION"')
 
 
-def _check_reply(task: Any, reply: Any, reply_text: Any) -> None:
+def _check_reply(task: Task, reply: Reply,
+                 reply_text: Callable[[Wait, Reply | None], str | None]) -> None:
     """A reply flag must answer what the task waits for: one clear line otherwise."""
     pending = task.pending
     if pending is None:
@@ -295,7 +184,7 @@ def _check_reply(task: Any, reply: Any, reply_text: Any) -> None:
                          f"{REPLY_FLAGS.get(pending.kind, '--answer TEXT')}")
 
 
-def _show_recent(env: Environment, task_id: str, store: Any, limit: int = 5) -> None:
+def _show_recent(env: Environment, task_id: str, store: TaskStore, limit: int = 5) -> None:
     """The last few actions, so the person taking over knows where the task stands."""
     from normalize.cli.describe import journal_events, recent_actions
 
@@ -304,11 +193,13 @@ def _show_recent(env: Environment, task_id: str, store: Any, limit: int = 5) -> 
     env.stderr.write("  type commands (e.g. `view .`, `run pytest`), `done` to finish\n")
 
 
-def _ask_pending(env: Environment, task: Any) -> Any:
+def _ask_pending(env: Environment, task: Task) -> Reply | None:
     from normalize.engine import Reply
 
     read = line_reader(env)
     pending = task.pending
+    if pending is None:
+        return None
     if pending.kind == "approval":
         reply = approver(env, lambda: None)(pending.question)
         return Reply(approve=reply in ("yes", "always"))
@@ -365,7 +256,7 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
     out.write("steps:\n")
     from normalize.cli.describe import SHOW_LINES, history, journal_events, step_output
 
-    def output(event: Any) -> list[str]:
+    def output(event: ActionFinished) -> list[str]:
         whole = None
         if full and event.cache_id:
             from normalize.cli.render import cache_reader
@@ -379,7 +270,7 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
     return 0
 
 
-def _children_lines(store: Any, children: list[str],
+def _children_lines(store: TaskStore, children: list[str],
                     collected: dict[str, dict[str, Any]]) -> list[str]:
     """`tasks show`'s children: one line each with its status, cost and goal (and, for a
     best-of-N attempt, its number, pick exit, diff stat and whether it was picked)."""
@@ -409,7 +300,7 @@ def _attempt(seen: dict[str, Any] | None) -> str:
             f"{inert(stat)}{mark}  ")
 
 
-def net_changes(store: Any, task: Any) -> dict[str, list[int]] | None:
+def net_changes(store: TaskStore, task: Task) -> dict[str, list[int]] | None:
     """The task's `+/-` lines per file from before it to now, as `diff --stat` counts them
     (None without checkpoints: `tasks show` then sums its steps')."""
     from normalize.checkpoints.changes import TaskChanges
@@ -425,7 +316,7 @@ def net_changes(store: Any, task: Any) -> dict[str, list[int]] | None:
             for path, (a, r) in counts.items()}
 
 
-def _warn_store(env: Environment, store: Any) -> None:
+def _warn_store(env: Environment, store: TaskStore) -> None:
     for warning in store.warnings:
         env.stderr.write(f"normalize: warning: {warning}\n")
 

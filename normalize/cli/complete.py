@@ -52,7 +52,7 @@ def resumable_task_ids(incomplete: str) -> list[str]:
 
 def drivers(incomplete: str) -> list[str]:
     """The built-in drivers' names (plugins' drivers are listed by `normalize plugins`)."""
-    return [name for name in sorted(BUILTIN_DRIVERS) if name.startswith(incomplete)]
+    return [name for name in BUILTIN_DRIVERS if name.startswith(incomplete)]
 
 
 def workflows(incomplete: str, cwd: Path | None = None) -> list[str]:

@@ -10,10 +10,29 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TextIO
 
 from normalize.cancel import CancelToken
 from normalize.errors import NormalizeError
+
+if TYPE_CHECKING:
+    from normalize.events import BaseEvent, Subscriber
+
+
+class Renderer(Protocol):
+    """What shows a run (JSON lines, plain lines, the live view): each event, then `close`."""
+
+    def __call__(self, event: BaseEvent) -> None:
+        """Show one event of the run."""
+        ...
+
+    def close(self) -> None:
+        """The run ended: leave the terminal as a shell expects it."""
+        ...
+
+
+Current = Callable[[], "Subscriber | None"]
+"""The renderer showing the run at this moment (a follow-up run has its own), if any."""
 
 
 @dataclass
@@ -45,7 +64,7 @@ class Environment:
         return not self.stdout_tty or self.env.get("TERM", "") == "dumb"
 
 
-def _isatty(stream: Any) -> bool:
+def _isatty(stream: TextIO) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
@@ -200,7 +219,7 @@ def line_reader(env: Environment) -> Callable[[str], str | None]:
 Reader = Callable[[str], str | None]
 
 
-def held(read: Reader, current: Callable[[], Any]) -> Reader:
+def held(read: Reader, current: Current) -> Reader:
     """`read`, with the live view taken down while the person types.
 
     `current()` is the renderer showing the run at the time of the prompt (a
@@ -218,7 +237,7 @@ def held(read: Reader, current: Callable[[], Any]) -> Reader:
 
 
 def prompt_reader(env: Environment, workspace: Callable[[], Path], *,
-                  current: Callable[[], Any] = lambda: None,
+                  current: Current = lambda: None,
                   cancel: CancelToken | None = None) -> Reader:
     """The user driver's reader: prompt-toolkit at a terminal, plain lines from a pipe.
 
@@ -243,7 +262,7 @@ def prompt_reader(env: Environment, workspace: Callable[[], Path], *,
     return read
 
 
-def hold_of(current: Callable[[], Any]) -> Callable[[], contextlib.AbstractContextManager[None]]:
+def hold_of(current: Current) -> Callable[[], contextlib.AbstractContextManager[None]]:
     def hold() -> contextlib.AbstractContextManager[None]:
         method = getattr(current(), "hold", None)
         return method() if method is not None else contextlib.nullcontext()

@@ -32,6 +32,7 @@ from normalize.events import (
     event_from_dict,
 )
 from normalize.redact import inert_obj
+from normalize.task import TaskStatus
 
 MARKS = {"success": "✓", "error": "✗", "blocked": "⊘", "cancelled": "⊘", "interrupted": "?"}
 
@@ -135,7 +136,7 @@ def pending_ask(event: ActionFinished) -> bool:
 
 def ending_summary(event: RunEnded) -> str:
     """The summary a run's ending shows; a waiting run's question is on screen already."""
-    return "" if event.status == "waiting" else event.summary
+    return "" if event.status == TaskStatus.WAITING else event.summary
 
 
 def summary_line(event: RunEnded, resumed: bool = False) -> str:
@@ -151,7 +152,8 @@ def summary_line(event: RunEnded, resumed: bool = False) -> str:
 
 def ending_title(event: RunEnded) -> str:
     """`✓ done`, or `■ failed`: the head of the summary panel."""
-    return f"{MARKS['success'] if event.status == 'done' else '■'} {status_word(event.status)}"
+    mark = MARKS["success"] if event.status == TaskStatus.DONE else "■"
+    return f"{mark} {status_word(event.status)}"
 
 
 def status_word(status: str) -> str:

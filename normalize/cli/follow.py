@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from normalize.cli.console import Environment, SignalCancel
+from normalize.cli.console import Environment, Reader, Renderer, SignalCancel
 from normalize.cli.outcome import finish, stopping_note
+from normalize.task import TaskStatus
+
+if TYPE_CHECKING:
+    from normalize.engine import Reply, RunOutcome
+    from normalize.runner import RunOptions
+    from normalize.task import Task
 
 FOLLOW_UP_PROMPT = "follow-up (an empty line or Ctrl-D leaves) › "
-FOLLOWABLE = frozenset({"done", "failed", "stuck", "limit_reached"})
+FOLLOWABLE = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.STUCK, TaskStatus.LIMIT})
 
 
-def follow_ups(env: Environment, outcome: Any, options: Any, read: Any, *,
+def follow_ups(env: Environment, outcome: RunOutcome, options: RunOptions, read: Reader, *,
                json_output: bool = False) -> int:
     """After a task ends at a terminal, offer follow-up instructions until an empty line.
 
@@ -24,10 +30,10 @@ def follow_ups(env: Environment, outcome: Any, options: Any, read: Any, *,
     from normalize.runner import follow_up
 
     code = int(outcome.exit_status)
-    while outcome.status.value in FOLLOWABLE:
+    while outcome.status in FOLLOWABLE:
         leftover = leftover_lines(options)
         if leftover:
-            line = "\n".join(leftover)
+            line: str | None = "\n".join(leftover)
             env.stderr.write(f"normalize: continuing with what you typed: {' / '.join(leftover)}\n")
             env.stderr.flush()
         else:
@@ -43,21 +49,23 @@ def follow_ups(env: Environment, outcome: Any, options: Any, read: Any, *,
     return code
 
 
-def leftover_lines(options: Any) -> list[str]:
+def leftover_lines(options: RunOptions) -> list[str]:
     """Lines typed during the last run that reached no turn of the model."""
     inbox = options.services.inbox
     return list(inbox.drain()) if inbox is not None else []
 
 
-def run_at_terminal(env: Environment, task: Any, options: Any, renderer: Any, *,
-                    resumed: bool = False, reply: Any = None) -> Any:
-    """`run_task` with Ctrl-C wired to the cancel token and, when a model drives the task,
-    lines typed at a terminal queued for it; traces that could not be sent are said once."""
+def run_at_terminal(env: Environment, task: Task, options: RunOptions, renderer: Renderer, *,
+                    resumed: bool = False, reply: Reply | None = None,
+                    typed: bool = True) -> RunOutcome:
+    """`run_task` with Ctrl-C wired to the cancel token and, when a model drives the task
+    (and `typed`), lines typed at a terminal queued for it; traces that could not be sent are
+    said once."""
     from normalize.cli.typeahead import typed_lines
     from normalize.runner import run_task
 
     with SignalCancel(options.cancel, notify=stopping_note(env)), \
-            typed_lines(env, options, renderer, model=task.driver == "llm"):
+            typed_lines(env, options, renderer, model=typed and task.driver == "llm"):
         outcome = run_task(task, options, resumed=resumed, reply=reply)
     problem = options.tracing.problem() if options.tracing is not None else None
     if problem:  # said once: later runs of this process drop their spans at once
@@ -66,7 +74,8 @@ def run_at_terminal(env: Environment, task: Any, options: Any, renderer: Any, *,
     return outcome
 
 
-def after_run(env: Environment, outcome: Any, options: Any, code: int, read: Any) -> int:
+def after_run(env: Environment, outcome: RunOutcome, options: RunOptions, code: int,
+              read: Reader | None) -> int:
     """Offer follow-ups when `read` can ask for them, else report lines nobody read."""
     if read is not None:
         return follow_ups(env, outcome, options, read)

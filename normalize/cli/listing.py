@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from normalize.cli.console import Environment
 from normalize.errors import ExitStatus
@@ -29,6 +29,10 @@ from normalize.store.index import (
     WORKSPACE,
     Row,
 )
+from normalize.task import TaskStatus
+
+if TYPE_CHECKING:
+    from normalize.store import StoreProblem, TaskStore
 
 AGES = (("d", 86400), ("h", 3600), ("m", 60))
 UNCUT = 1 << 20  # a width that cuts no goal
@@ -57,9 +61,9 @@ def age(ts: float, now: float) -> str:
     return f"{int(seconds)}s ago"
 
 
-def orphaned(store: Any, row: Row) -> int | None:
+def orphaned(store: TaskStore, row: Row) -> int | None:
     """The pid of the dead process a `running` task was left by, if it is gone."""
-    if row[STATUS] != "running":
+    if row[STATUS] != TaskStatus.RUNNING:
         return None
     from normalize.store.taskstore import pid_alive
 
@@ -85,8 +89,8 @@ def newest_first(rows: list[Row], workspace: str | None = None) -> list[Row]:
                   reverse=True)
 
 
-def shown_rows(store: Any, limit: int | None = None, workspace: str | None = None
-               ) -> tuple[list[Row], int, list[Any]]:
+def shown_rows(store: TaskStore, limit: int | None = None, workspace: str | None = None
+               ) -> tuple[list[Row], int, list[StoreProblem]]:
     """The store's newest `limit` task rows (all by default), their shown strings redacted
     and inert, and how many rows there are in all.
 
@@ -101,7 +105,8 @@ def shown_rows(store: Any, limit: int | None = None, workspace: str | None = Non
     rows = newest_first(rows, workspace)
     total = len(rows)
     if limit is not None:  # older tasks that wait for a person or run stay in view
-        rows = rows[:limit] + [r for r in rows[limit:] if r[STATUS] in ("waiting", "running")]
+        live = (TaskStatus.WAITING, TaskStatus.RUNNING)
+        rows = rows[:limit] + [r for r in rows[limit:] if r[STATUS] in live]
     by_workspace: dict[str, list[Row]] = {}
     for row in rows:
         workspace = row[WORKSPACE] or ""
@@ -166,7 +171,7 @@ def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,
     return 0
 
 
-def table(store: Any, rows: list[Row], width: int, *, flat: bool = False) -> str:
+def table(store: TaskStore, rows: list[Row], width: int, *, flat: bool = False) -> str:
     """The listing as one string: a header, a line per task, its question and warnings.
 
     Sub-tasks stand indented under their parent; `flat` keeps the order of the rows."""
@@ -188,7 +193,7 @@ def table(store: Any, rows: list[Row], width: int, *, flat: bool = False) -> str
                      f"{age(row[UPDATED] or 0.0, now):<9} {place:<24} {cut(goal, room)}\n")
         if row[QUESTION] is not None:
             lines.append(f"{'':<9} ? {row[QUESTION]}\n")
-        if row[STATUS] == "running":
+        if row[STATUS] == TaskStatus.RUNNING:
             gone = orphaned(store, row)
             if gone is not None:
                 lines.append(f"{'':<9} ! its process ({gone}) is gone; `normalize resume "
@@ -222,7 +227,9 @@ def nested(rows: list[Row]) -> list[tuple[Row, int]]:
     return out
 
 
-STATUSES = ("waiting", "running", "done", "failed", "interrupted", "limit_reached", "stuck")
+STATUSES = tuple(status.value for status in (
+    TaskStatus.WAITING, TaskStatus.RUNNING, TaskStatus.DONE, TaskStatus.FAILED,
+    TaskStatus.INTERRUPTED, TaskStatus.LIMIT, TaskStatus.STUCK))
 
 
 def remove_tasks(env: Environment, task: str | None, status: str | None,

@@ -2,33 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from normalize.cli.console import Environment
+from normalize.cli.console import Environment, Renderer
+
+if TYPE_CHECKING:
+    from normalize.engine import RunOutcome
+    from normalize.task import Task
 
 
-def shown_question(task: Any) -> str:
+def shown_question(task: Task) -> str:
     """The question a task waits on, redacted: the task is exact, what is shown is not."""
     from normalize.redact import Redactor
 
-    return Redactor.for_workspace(task.workspace).redact(task.pending.question)
+    question = task.pending.question if task.pending is not None else ""
+    return Redactor.for_workspace(task.workspace).redact(question)
 
 
-def finish(env: Environment, outcome: Any, renderer: Any, json_output: bool) -> int:
+def finish(env: Environment, outcome: RunOutcome, renderer: Renderer, json_output: bool) -> int:
     """Close the renderer, say how to go on with the task; the exit status."""
-    close = getattr(renderer, "close", None)
-    if close is not None:
-        close()
+    renderer.close()
+    from normalize.task import TaskStatus
+
     task = outcome.task
     env.task_id = task.id
-    if outcome.status.value == "waiting" and task.pending is not None:
+    if outcome.status is TaskStatus.WAITING and task.pending is not None:
         how = REPLY_FLAGS.get(task.pending.kind, "--answer TEXT")
         if json_output:  # the events carry the question; a person reads this line
             env.stderr.write(f"task {task.id} is waiting: {shown_question(task)}\n")
         target = env.stderr if json_output else env.stdout
         target.write(f"  continue with: normalize resume {task.id} {how}\n")
-    elif outcome.status.value in ("interrupted", "limit_reached") or (
-            outcome.status.value == "failed" and task.error):
+    elif outcome.status in (TaskStatus.INTERRUPTED, TaskStatus.LIMIT) or (
+            outcome.status is TaskStatus.FAILED and task.error):
         env.stderr.write(f"  resume with: normalize resume {task.id}{_limit_hint(task)}\n")
     return int(outcome.exit_status)
 
@@ -37,9 +43,11 @@ REPLY_FLAGS = {"approval": "--answer yes|no", "interrupt": "--answer yes|no",
                "question": "--answer TEXT"}
 
 
-def _limit_hint(task: Any) -> str:
+def _limit_hint(task: Task) -> str:
     """The flag that lifts the limit a task stopped at (`--budget` for a budget, …)."""
-    if task.status.value != "limit_reached":
+    from normalize.task import TaskStatus
+
+    if task.status is not TaskStatus.LIMIT:
         return ""
     reason = f"{task.summary} {task.error or ''}"
     if "budget" in reason:
@@ -53,7 +61,7 @@ STOPPING = ("normalize: {name}: stopping — the running action is cancelled and
             "saved as interrupted (press again to stop at once)")
 
 
-def stopping_note(env: Environment) -> Any:
+def stopping_note(env: Environment) -> Callable[[str], None]:
     """What the first Ctrl-C says; on its own line, never over the live view's status line."""
 
     def note(name: str) -> None:

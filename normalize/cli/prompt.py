@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
@@ -26,6 +26,12 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
 from normalize.intents import VERBS, command_reference, verb_for
+
+if TYPE_CHECKING:
+    from prompt_toolkit.input import Input
+    from prompt_toolkit.output import Output
+
+    from normalize.tools.code.symbols import Symbol
 
 HELP_WORDS = frozenset({"help", "?"})
 BODY_PROMPT = "… "
@@ -56,7 +62,7 @@ class CommandCompleter(Completer):
 
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
-        self._outlines: dict[Path, tuple[float, list[Any]]] = {}
+        self._outlines: dict[Path, tuple[float, list[Symbol]]] = {}
 
     def get_completions(self, document: Document,
                         complete_event: CompleteEvent) -> Iterator[Completion]:
@@ -119,7 +125,7 @@ class CommandCompleter(Completer):
                 more = "/" if symbol.children else ""
                 yield prefix + symbol.name + more, f"{symbol.name}{more}  ({symbol.kind})"
 
-    def _outline(self, path: Path) -> list[Any]:
+    def _outline(self, path: Path) -> list[Symbol]:
         try:
             stat = path.stat()
             if stat.st_size > MAX_OUTLINE_BYTES:
@@ -152,8 +158,8 @@ class PromptReader:
         out: TextIO | None = None,
         hold: Callable[[], AbstractContextManager[None]] | None = None,
         on_interrupt: Callable[[], None] | None = None,
-        input: Any = None,
-        output: Any = None,
+        input: Input | None = None,
+        output: Output | None = None,
     ) -> None:
         self.out = out
         self.hold = hold or contextlib.nullcontext

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from normalize.cli.console import Environment, flush_out, write_out
 
@@ -79,7 +79,10 @@ from normalize.events import (
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
+    from rich.spinner import Spinner
     from rich.text import Text
+
+    from normalize.cli.typeahead import TypeAhead
 
 STYLES = {"success": "green", "error": "red", "blocked": "yellow", "cancelled": "yellow",
           "interrupted": "yellow"}
@@ -137,7 +140,7 @@ class Results:
         return result_body(text, self.rows() - 4, event.cache_id)
 
 
-def paused(reader: Any) -> contextlib.AbstractContextManager[None]:
+def paused(reader: TypeAhead | None) -> contextlib.AbstractContextManager[None]:
     """The type-ahead `reader` paused (it gives the terminal back), or nothing when None."""
     return reader.paused() if reader is not None else contextlib.nullcontext()
 
@@ -151,11 +154,11 @@ class PlainRenderer:
         self.quiet = quiet
         self.results = results or Results()
         self._lock = threading.Lock()
-        self.input: Any = None
+        self.input: TypeAhead | None = None
         self.changes: dict[str, list[int]] = {}  # path -> [+, -] this run
         self.resumed = False
 
-    def attach_input(self, reader: Any) -> None:
+    def attach_input(self, reader: TypeAhead | None) -> None:
         """The terminal reader to pause while a prompt has the terminal (or None)."""
         self.input = reader
 
@@ -261,7 +264,7 @@ class LiveRenderer:
         self.clock = clock
         self.state = ViewState()
         self._queue: list[RenderableType] = []
-        self._spinners: dict[str, Any] = {}
+        self._spinners: dict[str, Spinner] = {}
         self._lock = threading.Lock()  # guards state and queue; held only briefly
         self._draw = threading.RLock()  # one drawer at a time
         self._started = False
@@ -269,9 +272,9 @@ class LiveRenderer:
         self._ended = False
         self._ticker: threading.Thread | None = None
         self._stop = threading.Event()
-        self.input: Any = None
+        self.input: TypeAhead | None = None
 
-    def attach_input(self, reader: Any) -> None:
+    def attach_input(self, reader: TypeAhead | None) -> None:
         """The terminal reader to pause while a prompt has the terminal (or None)."""
         self.input = reader
         with self._lock:

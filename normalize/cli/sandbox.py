@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from normalize.cli.console import Environment
+
+if TYPE_CHECKING:
+    from normalize.runner import RunOptions
+    from normalize.task import Task
 
 
 def check(env: Environment, *, json_output: bool) -> int:
@@ -47,7 +51,7 @@ def check(env: Environment, *, json_output: bool) -> int:
     return 0
 
 
-def report_tier(env: Environment, task: Any, options: Any) -> None:
+def report_tier(env: Environment, task: Task, options: RunOptions) -> None:
     """One stderr line when the task's programs run in a tier weaker than full."""
     from normalize.runner import tier_notice
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from normalize.cli.console import Environment, fail
 from normalize.errors import NormalizeError, UsageError
+
+if TYPE_CHECKING:
+    from normalize.task import Task
 
 
 def trust(env: Environment, files: list[Path], *, remove: bool, show: bool) -> int:
@@ -47,7 +50,7 @@ def _state(path: Path, digest: str) -> str:
         return "missing"
 
 
-def report_ignored(env: Environment, task: Any) -> None:
+def report_ignored(env: Environment, task: Task) -> None:
     """One stderr line per permission a workspace file asked for and did not get."""
     for note in task.config.permission_notes:
         env.stderr.write(f"normalize: {note}\n")

@@ -29,7 +29,12 @@ import select
 import termios
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from normalize.cli.console import Environment, Renderer
+    from normalize.contract.driver import LineQueue
+    from normalize.runner import RunOptions
 
 Show = Callable[[str, int], None]
 """Told the line being typed and how many lines wait for the model, after every change."""
@@ -48,7 +53,7 @@ class TypeAhead:
     `edit=False` leaves the terminal in canonical mode and takes whole lines.
     """
 
-    def __init__(self, fd: int, queue: Any, *, edit: bool, show: Show | None = None) -> None:
+    def __init__(self, fd: int, queue: LineQueue, *, edit: bool, show: Show | None = None) -> None:
         self.fd = fd
         self.queue = queue
         self.edit = edit
@@ -169,7 +174,8 @@ class TypeAhead:
 
 
 @contextlib.contextmanager
-def typed_lines(env: Any, options: Any, renderer: Any, *, model: bool = True) -> Iterator[Any]:
+def typed_lines(env: Environment, options: RunOptions, renderer: Renderer, *,
+                model: bool = True) -> Iterator[LineQueue | None]:
     """While the block runs, lines typed at the terminal queue for the model.
 
     Yields the queue (a `LineQueue`, also lent to the driver as the `inbox`
@@ -198,7 +204,7 @@ def typed_lines(env: Any, options: Any, renderer: Any, *, model: bool = True) ->
         attach(None)
 
 
-def report_unsent(env: Any, task_id: str, lines: list[str]) -> None:
+def report_unsent(env: Environment, task_id: str, lines: list[str]) -> None:
     """Say which typed lines no turn of the model read: never dropped silently."""
     if lines:
         env.stderr.write(f"normalize: not sent (the run had ended): {' / '.join(lines)}; "

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from normalize.cli.console import Environment, fail
 from normalize.errors import ConfigError, ExitStatus, NormalizeError
 
+if TYPE_CHECKING:
+    from normalize.workflow.spec import StepSpec, WorkflowSpec
 
-def _load(path: Path, variables: dict[str, str] | None = None) -> Any:
+
+def _load(path: Path, variables: dict[str, str] | None = None) -> WorkflowSpec:
     from normalize.workflow.loader import load_workflow
 
     return load_workflow(path, overrides=variables)
@@ -104,7 +108,7 @@ def validate_workflows(env: Environment, refs: list[str], *, workspace: Path | N
     return int(ExitStatus.USAGE) if failures else 0
 
 
-def _count_steps(steps: list[Any]) -> int:
+def _count_steps(steps: Sequence[StepSpec]) -> int:
     return sum(1 + _count_steps(s.steps) + _count_steps(s.otherwise) for s in steps)
 
 

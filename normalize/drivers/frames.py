@@ -1,7 +1,7 @@
 """The workflow driver's state as data: its stack of frames, what it waits for.
 
 A frame says which step list, which step in it, which loop item or `until`
-iteration; `Pending` is the step whose actions are out, `Interrupted` a step
+iteration; `InFlight` is the step whose actions are out, `Interrupted` a step
 whose side effect was cut off.
 
 All of it snapshots to plain JSON through `normalize.serial`. Task files
@@ -50,7 +50,7 @@ class Hop(Record):
 
 
 @dataclass
-class Loop(Record):
+class ForEach(Record):
     """A `for_each` in progress: its items, the current one's index, its variable name.
 
     The items are computed once, when the loop starts; the snapshot hands
@@ -100,7 +100,7 @@ class Frame(Record):
     pc: int = 0
     scope: JSON = field(default_factory=lambda: ScopeState().to_dict())
     holder: bool = field(default=False, metadata=stored(omit_default=True))
-    loop: Loop | None = field(default=None, metadata=stored(omit_default=True))
+    loop: ForEach | None = field(default=None, metadata=stored(omit_default=True))
     repeat: Repeat | None = field(default=None, metadata=stored(omit_default=True))
 
     def here(self, branch: Branch = "then") -> tuple[Hop, ...]:
@@ -126,7 +126,7 @@ def holders(steps: Sequence[StepSpec], path: tuple[Hop, ...]) -> list[StepSpec]:
 
 
 @dataclass
-class Pending(Record):
+class InFlight(Record):
     """The actions of a step that are out: one step's, a fan-out's, or an interrupt question's.
 
     Its JSON shape is the one task files have always had.

@@ -23,10 +23,10 @@ from typing import Any, ClassVar
 
 from normalize.contract.driver import DriverServices, RunContext
 from normalize.drivers.frames import (
+    ForEach,
     Frame,
+    InFlight,
     Interrupted,
-    Loop,
-    Pending,
     Repeat,
     holders,
     steps_at,
@@ -89,7 +89,7 @@ class WorkflowDriver:
         self.attempt = 1
         self.retry_delay = 0.0
         self.failure: str | None = None
-        self.pending: Pending | None = None  # the step whose actions are out
+        self.pending: InFlight | None = None  # the step whose actions are out
         self.interrupted: Interrupted | None = None  # a step result whose outcome is unknown
         self.delegate: Delegate | None = None
 
@@ -117,7 +117,7 @@ class WorkflowDriver:
         self.attempt = int(state.get("attempt", 1))
         self.retry_delay = float(state.get("retry_delay", 0.0))
         self.failure = state.get("failure")
-        self.pending = Pending.from_dict(pending) if (pending := state.get("pending")) else None
+        self.pending = InFlight.from_dict(pending) if (pending := state.get("pending")) else None
         self.interrupted = Interrupted.from_dict(cut) if (cut := state.get("interrupted")) \
             else None
         delegate = state.get("delegate")
@@ -242,7 +242,7 @@ class WorkflowDriver:
                         action_for(step.action, {**values, step.as_: item}, step)
                         for item in items], step.max_concurrency)
                 self._push(Frame(frame.here(), holder=not step.steps or isolated,
-                                 loop=Loop(items, 0, step.as_)), step.name)
+                                 loop=ForEach(items, 0, step.as_)), step.name)
                 return None
             if step.until:
                 self._push(Frame(frame.here(), holder=not step.steps,
@@ -266,11 +266,11 @@ class WorkflowDriver:
             self.retry_delay = 0.0
         kind = step_kind_of(step.action)
         if step.for_each and step.isolation == "isolated":  # one item, after the one before
-            self.pending = Pending("step")
+            self.pending = InFlight("step")
             item = values[step.as_]
             return Decision(actions=item_spawns(self.spec, step, [item], values))
         if step.workflow is not None and step.isolation == "isolated":
-            self.pending = Pending("step")  # the nested workflow as a sub-task
+            self.pending = InFlight("step")  # the nested workflow as a sub-task
             return Decision(actions=[workflow_spawn(step, self._included(step), values)])
         if step.workflow is not None:
             self._start_workflow(step, values)
@@ -290,7 +290,7 @@ class WorkflowDriver:
         if action.tool == "done":
             return Decision.finish(" ".join(action.args) or "done")
         self._scope_cache(action, step)
-        self.pending = Pending("step")
+        self.pending = InFlight("step")
         return Decision(actions=[action])
 
     def _scope_cache(self, action: Action, step: StepSpec) -> None:
@@ -347,7 +347,7 @@ class WorkflowDriver:
         """One action per item, `most` at a time; their results settle the step together."""
         for action in actions:
             self._scope_cache(action, step)
-        self.pending = Pending("fanout", count=len(actions),
+        self.pending = InFlight("fanout", count=len(actions),
                                items=items if step.transform else None)
         return Decision(actions=actions, parallel=True, max_concurrency=max(1, most))
 
@@ -361,7 +361,7 @@ class WorkflowDriver:
         policy = interrupt_policy(step.on_interrupt, self.spec.on_interrupt,
                                   interactive=ctx.interactive)
         if policy == "ask":
-            self.pending = Pending("interrupt")
+            self.pending = InFlight("interrupt")
             command = self.interrupted.command or step.action or step.name
             return Decision(actions=[interrupt_question(f"step {step.name!r}", command)])
         result = ActionResult.from_dict(self.interrupted.result)

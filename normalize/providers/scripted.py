@@ -23,7 +23,7 @@ from normalize.faults import crash_point
 from normalize.providers.base import ModelEvent, ModelRequest, TurnCancelledError, one_line
 from normalize.providers.synthetic import PromptCache, synthetic_turn
 
-Step = str | Callable[[ModelRequest], str] | BaseException
+ScriptedTurn = str | Callable[[ModelRequest], str] | BaseException
 
 
 class ScriptExhaustedError(ProviderError, AssertionError):
@@ -35,9 +35,9 @@ class ScriptedModel:
 
     name = "scripted"
 
-    def __init__(self, steps: Iterable[Step] = (), *, model: str = "scripted") -> None:
+    def __init__(self, steps: Iterable[ScriptedTurn] = (), *, model: str = "scripted") -> None:
         self.model = model
-        self.steps: list[Step] = list(steps)
+        self.steps: list[ScriptedTurn] = list(steps)
         self.requests: list[ModelRequest] = []
         self._next = 0
         self._lock = threading.Lock()
@@ -46,7 +46,7 @@ class ScriptedModel:
     def __repr__(self) -> str:
         return f"ScriptedModel(model={self.model!r}, steps={len(self.steps)}, used={self._next})"
 
-    def add(self, *steps: Step) -> None:
+    def add(self, *steps: ScriptedTurn) -> None:
         """Append steps to the script."""
         with self._lock:
             self.steps.extend(steps)
@@ -116,7 +116,7 @@ class ScriptedModel:
         return cls(steps, model=model or path.stem)
 
 
-def _step_from_data(item: Any, path: Path, number: int) -> Step:
+def _step_from_data(item: Any, path: Path, number: int) -> ScriptedTurn:
     """A reply string, or `{"text": ...}`, or `{"error": ..., "retryable": bool}`."""
     if isinstance(item, str):
         return item
@@ -130,7 +130,7 @@ def _step_from_data(item: Any, path: Path, number: int) -> Step:
     )
 
 
-def _describe(step: Step) -> str:
+def _describe(step: ScriptedTurn) -> str:
     if isinstance(step, str):
         return repr(step if len(step) <= 40 else step[:39] + "…")
     if isinstance(step, BaseException):

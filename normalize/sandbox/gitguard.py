@@ -58,8 +58,16 @@ from normalize.fsopen import open_dir
 from normalize.helpers import trusted_path, trusted_program
 from normalize.task import ActionResult, ResultStatus
 
-__all__ = ["Change", "GitGuard", "RepoWalk", "Snapshot", "describe", "fingerprint", "protected",
-           "restore"]
+__all__ = [
+    "Change",
+    "GitGuard",
+    "GitSnapshot",
+    "RepoWalk",
+    "describe",
+    "fingerprint",
+    "protected",
+    "restore",
+]
 
 PROTECTED = frozenset({".git", ".normalize"})
 GIT_FILES = ("config", "config.worktree", "commondir", "gitdir")
@@ -269,7 +277,7 @@ def fingerprint(root: str, found: list[str]) -> dict[str, Watched]:
 
 
 @dataclass
-class Snapshot:
+class GitSnapshot:
     """The protected roots found and the watched state of each."""
 
     roots: list[str] = field(default_factory=list)
@@ -285,7 +293,7 @@ def _same(a: Watched, b: Watched) -> bool:
     return (a.kind, a.mode, a.digest) == (b.kind, b.mode, b.digest)
 
 
-def restore(root: str, before: Snapshot, after: Snapshot) -> list[Change]:
+def restore(root: str, before: GitSnapshot, after: GitSnapshot) -> list[Change]:
     """Put every protected root of `before` back as it was; remove new ones unless inert."""
     changes: list[Change] = []
     for rel in sorted(set(before.roots) | set(after.roots)):
@@ -441,12 +449,12 @@ class GitGuard:
         self.walk = RepoWalk(workspace, skip)
         self._lock = threading.Lock()
         self._running = 0
-        self._base: Snapshot | None = None
+        self._base: GitSnapshot | None = None
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self) -> GitSnapshot:
         """The protected roots and their watched state, now."""
         roots = self.walk.find()
-        return Snapshot(roots, fingerprint(self.walk.root, roots))
+        return GitSnapshot(roots, fingerprint(self.walk.root, roots))
 
     def before(self) -> None:
         """An action is about to start."""

@@ -12,7 +12,7 @@ from typing import Any
 from normalize.contract.driver import DriverServices
 from normalize.engine import RunOutcome
 from normalize.events import BaseEvent
-from normalize.providers.scripted import Step
+from normalize.providers.scripted import ScriptedTurn
 from normalize.runner import RunOptions, load_spec, run_task, start_task
 from normalize.store import TaskStore
 from normalize.testing import ScriptedModel
@@ -47,7 +47,7 @@ class Done:
         return [e for e in self.events if e.type == kind]
 
 
-def run_scripted(workspace: Path, home: Path, *replies: Step, **run_options: Any) -> Done:
+def run_scripted(workspace: Path, home: Path, *replies: ScriptedTurn, **run_options: Any) -> Done:
     """Run the dwim workflow with a scripted model (side effects approved) to its end."""
     store = TaskStore(home, fsync=False)
     events: list[BaseEvent] = []

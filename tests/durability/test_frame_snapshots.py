@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from durability_support import cli, task_file
 
-from normalize.drivers.frames import Frame, Hop, Interrupted, Loop, Pending, Repeat
+from normalize.drivers.frames import ForEach, Frame, Hop, InFlight, Interrupted, Repeat
 from normalize.drivers.workflow import WorkflowDriver
 from normalize.task import kept_value
 from normalize.workflow.spec import WorkflowSpec
@@ -61,7 +61,7 @@ def test_old_and_new_frame_shapes_read_as_the_same_frame() -> None:
            "loop": {"items": ["a", "b"], "i": 1, "as": "x"}}
     frame = Frame.from_dict(old)
     assert frame == Frame((Hop(1), Hop(0), Hop(2, "else")), 2, {"name": "s"}, holder=True,
-                          loop=Loop(["a", "b"], 1, "x"))
+                          loop=ForEach(["a", "b"], 1, "x"))
     plain = json.dumps(frame.to_dict(), default=kept_value)  # as the store encodes it
     assert Frame.from_dict(json.loads(plain)) == frame
 
@@ -96,7 +96,7 @@ def test_restoring_the_old_state_changes_nothing_but_the_frame_paths() -> None:
 def test_a_fanout_and_an_interruption_round_trip_through_json() -> None:
     spec = WorkflowSpec(name="w", path="w.toml", driver="workflow")
     driver = WorkflowDriver(spec)
-    driver.pending = Pending("fanout", [{"status": "success"}], count=3, items=["a", "b", "c"])
+    driver.pending = InFlight("fanout", [{"status": "success"}], count=3, items=["a", "b", "c"])
     driver.interrupted = Interrupted({"status": "interrupted", "output": ""}, "run make")
     again = WorkflowDriver(spec)
     again.restore(json.loads(json.dumps(driver.snapshot(), default=kept_value)))
@@ -112,7 +112,7 @@ def test_a_loops_checkpoint_holds_its_position_not_its_items(tmp_path: Path) -> 
     sizes = {}
     for count in (100, 10_000):
         driver = WorkflowDriver(spec)
-        driver.frames.append(Frame((Hop(0),), 0, loop=Loop([f"item-{i}" for i in range(count)],
+        driver.frames.append(Frame((Hop(0),), 0, loop=ForEach([f"item-{i}" for i in range(count)],
                                                           count - 1, "x")))
         task = Task.new("g", str(tmp_path), "workflow")
         task.driver_state = driver.snapshot()

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from normalize.recovery import Recovery
+from normalize.recovery import unseen_trouble
 from normalize.task import Action, Decision
 from normalize.tools import default_tools
+from normalize.tools.base import ToolRegistry
 
 
-def engine(tmp_path: Path) -> Recovery:
+def tools(tmp_path: Path) -> ToolRegistry:
     del tmp_path
-    recovery = Recovery()
-    recovery.tools = default_tools()
-    return recovery
+    return default_tools()
 
 
 def decision(parallel: bool = False) -> Decision:
@@ -25,17 +24,17 @@ def decision(parallel: bool = False) -> Decision:
 
 def test_a_side_effect_started_and_not_finished_is_trouble(tmp_path: Path) -> None:
     done = {"0.0": {"status": "success"}}
-    assert engine(tmp_path)._unseen_trouble(decision(), done, {"0.0", "0.1"})
+    assert unseen_trouble(tools(tmp_path), decision(), done, {"0.0", "0.1"})
 
 
 def test_a_failure_in_an_in_order_decision_is_trouble(tmp_path: Path) -> None:
     failed = {"0.0": {"status": "error"}}
-    assert engine(tmp_path)._unseen_trouble(decision(), failed, {"0.0"})
-    assert not engine(tmp_path)._unseen_trouble(decision(parallel=True), failed, {"0.0"})
+    assert unseen_trouble(tools(tmp_path), decision(), failed, {"0.0"})
+    assert not unseen_trouble(tools(tmp_path), decision(parallel=True), failed, {"0.0"})
 
 
 def test_a_stop_between_actions_that_finished_well_is_no_trouble(tmp_path: Path) -> None:
     done = {"0.0": {"status": "success"}, "0.1": {"status": "success"}}
-    assert not engine(tmp_path)._unseen_trouble(decision(), done, {"0.0", "0.1"})
+    assert not unseen_trouble(tools(tmp_path), decision(), done, {"0.0", "0.1"})
     # a read that never finished changed nothing: it simply runs again
-    assert not engine(tmp_path)._unseen_trouble(decision(), {}, {"0.0"})
+    assert not unseen_trouble(tools(tmp_path), decision(), {}, {"0.0"})
