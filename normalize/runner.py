@@ -28,6 +28,7 @@ from normalize.spawner import Spawner, private_places
 from normalize.store import TaskStore
 from normalize.store.paths import config_home
 from normalize.structured import OutputContract
+from normalize.tables import CacheSettings, LLMTable, given
 from normalize.task import Limits, Task, TaskConfig
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
 from normalize.workflow.spec import WorkflowSpec
@@ -134,7 +135,7 @@ def resolve_permissions(spec: WorkflowSpec, options: RunOptions) -> Permissions:
         shadowed = _shown(spec.shadowed, options.workspace)
         perms = replace(perms, notes=(f"ignored {shadowed}: {UNTRUSTED_HINT}; running the "
                                       f"{spec.origin} workflow {spec.name!r} ({where}) instead",))
-    perms = perms.overlay(spec.permissions, where, trusted=spec.origin != "workspace")
+    perms = perms.overlay(given(spec.permissions), where, trusted=spec.origin != "workspace")
     return command_line(perms, options)
 
 
@@ -166,7 +167,7 @@ def sandbox_policy(options: RunOptions, permissions: Mapping[str, Any], *,
 def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
                limits: Limits | None = None) -> Task:
     """A new task that runs `spec` in the workspace."""
-    limits = limits or Limits.from_dict(spec.limits)
+    limits = limits or replace(spec.limits)
     perms = resolve_permissions(spec, options)
     refuse_unconfined(perms.sandbox_policy(), perms.mode, options.interactive)  # before a task
     refuse_state_in_workspace(perms.sandbox_policy(), options.workspace, _store(options).home)
@@ -246,10 +247,9 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
 
     store = _store(options)
     workspace = Path(task.workspace)
-    cache_conf = dict(task.config.spec_table.get("cache") or {})
-    strategy = cache_conf.pop("strategy", "persistent")
-    cache = make_cache(strategy, directory=store.cache_dir(task.id), redact=store.redact,
-                       **cache_conf)
+    table = CacheSettings.from_dict(task.config.spec_table.get("cache") or {})
+    cache = make_cache(table.strategy or "persistent", directory=store.cache_dir(task.id),
+                       redact=store.redact, **table.options())
     caches = CacheSet(cache, store.cache_dir(task.id), redact=store.redact)
     perms = task_permissions(task, options)
     policy = ApprovalPolicy.from_config(perms.approval_config(),
@@ -370,6 +370,14 @@ def refuse_unconfined(sandbox: SandboxPolicy, approve: str, interactive: bool) -
 
 def make_driver(task: Task, options: RunOptions) -> Driver:
     return create_driver(task.driver, task.config.to_driver_json(), driver_services(options))
+
+
+def with_model(llm: LLMTable | None, model: str | None, base_url: str | None = None
+               ) -> LLMTable:
+    """A workflow's typed `llm` table with a `PROVIDER:MODEL` spec and a base URL put in."""
+    table: dict[str, Any] = llm.to_dict() if llm is not None else {}
+    apply_model(table, model, base_url)
+    return LLMTable.from_config(table)
 
 
 def apply_model(llm: dict[str, Any], model: str | None, base_url: str | None = None) -> None:

@@ -54,6 +54,7 @@ class Shape:
     """How a whole class is stored, when it differs from a JSON object of its fields."""
 
     as_list: bool = False  # its fields in order, as a JSON array
+    omit_defaults: bool = False  # every field left out while it equals its default
     upgrade: Codec | None = None  # an older stored shape to today's, before decoding
 
 
@@ -200,7 +201,7 @@ def _encoder(planned: tuple[_Field, ...], shape: Shape) -> Codec:
             continue
         value = f"wrap{i}(v)" if how.wrap is not None else "v" if f.enc is _same else f"enc{i}(v)"
         lines.append(f"    v = obj.{f.name}")
-        if how.omit_default:
+        if how.omit_default or shape.omit_defaults:
             lines.append(f"    if not v == default{i}:")
             lines.append(f"        out[{key}] = {value}")
         else:

@@ -112,7 +112,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  base_url: str | None = None, sandbox: str | None = None,
                  network: bool | tuple[str, ...] | None = None,
                  output_schema: Path | None = None) -> int:
-    from normalize.runner import apply_model, load_spec, parse_vars, run_task, start_task
+    from normalize.runner import load_spec, parse_vars, run_task, start_task, with_model
 
     try:
         root = (workspace or Path.cwd()).resolve()
@@ -121,8 +121,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         spec = load_spec(ref, root, parse_vars(pairs))
         model = pin_replay(model)
         if model or base_url:
-            spec.llm = dict(spec.llm or {})
-            apply_model(spec.llm, model, base_url)
+            spec.llm = with_model(spec.llm, model, base_url)
         if dry_run:
             from normalize.cli.plan import print_plan, print_plan_json
 

@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from normalize.errors import ConfigError
-from normalize.sandbox.hosts import check_host
+from normalize.keys import parse_table
+from normalize.tables import WORKFLOW_TABLES
 from normalize.workflow.check import Checker
-from normalize.workflow.schema import BUILTIN_VARS, NAME_RE, ON_INTERRUPT, STATE_VARS, STRATEGIES
+from normalize.workflow.schema import BUILTIN_VARS, NAME_RE, ON_INTERRUPT, STATE_VARS
 from normalize.workflow.spec import WorkflowSpec
 from normalize.workflow.validate import LoadNested, Plugins, Validator
-
-APPROVAL_MODES = ("ask", "auto", "yes", "never")
 
 
 @dataclass
@@ -32,24 +31,10 @@ class Source:
     label: str | None = None
 
 
-def _limits(source: Source, limits: Any) -> None:
-    source.check.table(limits, "limits", "workflow.limits")
-    for key, value in limits.items():
-        if value <= 0:
-            raise source.check.fail(f"workflow.limits.{key}",
-                                    f"{key} must be positive, not {value}")
-
-
-def _permissions(source: Source, perms: Any) -> None:
-    source.check.table(perms, "permissions", "workflow.permissions")
-    source.check.choice(perms.get("mode"), APPROVAL_MODES, "workflow.permissions.mode",
-                        "approval mode")
-    hosts = perms.get("network")
-    for host in hosts if isinstance(hosts, list) else []:
-        try:
-            check_host(host)
-        except ValueError as exc:
-            raise source.check.fail("workflow.permissions.network", f"network {exc}") from None
+def _table(source: Source, name: str, value: Any) -> Any:
+    """`[workflow.NAME]` checked against its declared keys (`"flat"`: `{strategy = "flat"}`)."""
+    table = {"strategy": value} if isinstance(value, str) else value
+    return parse_table(WORKFLOW_TABLES[name], table, f"workflow.{name}", source.check.fail)
 
 
 def _on_interrupt(source: Source, value: Any) -> None:
@@ -57,10 +42,10 @@ def _on_interrupt(source: Source, value: Any) -> None:
 
 
 def _llm(source: Source, llm: Any) -> None:
+    """What the declarations cannot say: the provider is registered, the prompt file exists."""
     from normalize.providers.registry import PROVIDERS
 
     check = source.check
-    check.table(llm, "llm", "workflow.llm")
     check.choice(llm.get("provider"), tuple(sorted(PROVIDERS)), "workflow.llm.provider",
                  "provider")
     if "system_prompt_file" in llm:
@@ -115,8 +100,6 @@ def _hooks(source: Source, tables: Any) -> None:
 
 
 WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
-    "limits": _limits,
-    "permissions": _permissions,
     "on_interrupt": _on_interrupt,
     "llm": _llm,
     "driver": _driver,
@@ -125,22 +108,15 @@ WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
     "hooks": _hooks,
     "output_schema": _output_schema,
 }
-"""`[workflow]` keys with rules beyond their type → their check (run when the key is set)."""
+"""`[workflow]` keys with rules beyond their type → their check (run when the key is set).
+
+The typed sub-tables (`WORKFLOW_TABLES`) are checked first, against their declarations."""
 
 
-def _strategy_tables(check: Checker, wf: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """`context`, `cache` and `retry` as tables (`"flat"` is `{strategy = "flat"}`), checked."""
-    tables: dict[str, dict[str, Any]] = {}
-    for name, choices in STRATEGIES.items():
-        value = wf.get(name, {})
-        if isinstance(value, str):
-            value = {"strategy": value}
-        check.table(value, name, f"workflow.{name}")
-        check.choice(value.get("strategy"), choices, f"workflow.{name}.strategy",
-                     f"{name} strategy")
-        tables[name] = value
-    check.retry_values(tables["retry"], "workflow.retry")
-    return tables
+def _tables(source: Source, wf: Mapping[str, Any]) -> dict[str, Any]:
+    """Every `[workflow.NAME]` sub-table as its typed value (`llm` only when given)."""
+    return {name: _table(source, name, wf.get(name, {}))
+            for name in WORKFLOW_TABLES if name != "llm" or wf.get("llm") is not None}
 
 
 def _variables(check: Checker, wf: Mapping[str, Any],
@@ -198,7 +174,7 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
     wf = dict(source.data.get("workflow", {}))
     check.table(wf, "workflow", "workflow")
     _steps_table(source, wf)
-    tables = _strategy_tables(check, wf)
+    tables = _tables(source, wf)
     for key, check_key in WORKFLOW_KEYS.items():
         if key in wf:
             check_key(source, wf[key])
@@ -208,8 +184,8 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
         path=str(source.path) if source.label is None else source.label,
         driver="workflow", description=wf.get("description", ""),
         version=wf.get("version", 1), vars=variables, context=tables["context"],
-        cache=tables["cache"], retry=tables["retry"], limits=dict(wf.get("limits", {})),
-        llm=wf.get("llm"), permissions=dict(wf.get("permissions", {})),
+        cache=tables["cache"], retry=tables["retry"], limits=tables["limits"],
+        llm=tables.get("llm"), permissions=tables["permissions"],
         on_interrupt=wf.get("on_interrupt"), mcp=[dict(t) for t in wf.get("mcp", [])],
         hooks=[dict(t) for t in wf.get("hooks", [])],
         output_schema=str(source.path.parent / wf["output_schema"])
