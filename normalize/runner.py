@@ -206,18 +206,17 @@ def mcp_servers(spec: WorkflowSpec, options: RunOptions) -> tuple[list[ServerSpe
     A server names a program to start, so an untrusted workspace workflow's
     servers are left out (with a note), as any widening it asks for is.
     """
-    from normalize.mcp.config import parse_servers
     from normalize.permissions import UNTRUSTED_HINT, load_mcp_servers
 
     servers = {server.name: server for server in load_mcp_servers()}
     ignored: list[str] = []
     if spec.mcp:
-        where = _shown(spec.path, options.workspace)
         if spec.origin == "workspace":
-            names = ", ".join(str(t.get("name")) for t in spec.mcp)
+            where = _shown(spec.path, options.workspace)
+            names = ", ".join(server.name for server in spec.mcp)
             ignored.append(f"ignored [[workflow.mcp]] {names} from {where}: {UNTRUSTED_HINT}")
         else:
-            servers.update((s.name, s) for s in parse_servers(spec.mcp, where))
+            servers.update((server.name, server) for server in spec.mcp)
     return list(servers.values()), ignored
 
 
@@ -542,11 +541,11 @@ def run_flow(root: object, *, goal: str = "", options: RunOptions | None = None,
 
 def _announcer(engine: Engine, notes: list[str]) -> Subscriber:
     """Emits the ignored permissions as warnings right after `run_started`, once."""
-    from normalize.events import BaseEvent, Notice, RunStarted
+    from normalize.events import Event, Notice, RunStarted
 
     pending = list(notes)
 
-    def announce(event: BaseEvent) -> None:
+    def announce(event: Event) -> None:
         if isinstance(event, RunStarted) and pending:
             for message in pending:
                 engine.emit(Notice(level="warning", message=message))

@@ -6,8 +6,9 @@ from a plan made once per class. A class subclasses `Record` for `to_dict` /
 `from_dict`. The few places where the JSON differs from the fields are
 declared, never written by hand: per field, `stored(...)` (another key,
 left out when it equals its default, stored as a wrapper such as `Kept`,
-written as a fixed value); per class, `serial_shape = Shape(...)` (written as a JSON
-array, an older stored shape upgraded before decoding).
+written as a fixed value, not written at all); per class, `serial_shape =
+Shape(...)` (written as a JSON array, every field left out at its default,
+an older stored shape upgraded before decoding).
 
 Values typed `Any`, and dicts and lists of them, pass through as they are
 (the JSON goes straight to the store's encoder; a `Kept` inside one reaches
@@ -42,6 +43,7 @@ class Stored:
     wrap: Codec | None = None  # stores the value as this instead (`Kept`: written beside the task)
     unwrap: Codec | None = None  # applied to the stored value before decoding
     fixed: Callable[[], Any] | None = None  # always written as this (a schema version)
+    transient: bool = False  # never written; read back as its default (what a run derives)
 
 
 def stored(**how: Any) -> dict[str, Stored]:
@@ -176,6 +178,8 @@ def _plan(cls: type) -> _Plan:
         if not f.init:
             continue
         how = f.metadata.get(_META) or _PLAIN
+        if how.transient:
+            continue
         enc, dec = _codec(hints[f.name])
         planned.append(_Field(f.name, how.key or f.name, enc, dec, how, _default(f)))
     shape = getattr(cls, "serial_shape", Shape())

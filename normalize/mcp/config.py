@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from normalize.errors import ConfigError
+from normalize.serial import Record
 
 __all__ = ["DEFAULT_TIMEOUT", "KEYS", "ServerSpec", "parse_server", "parse_servers"]
 
@@ -35,8 +36,12 @@ SANDBOXES = ("workspace", "read-only", "off")
 
 
 @dataclass(frozen=True)
-class ServerSpec:
-    """One configured MCP server: how to reach it and which of its tools the model sees."""
+class ServerSpec(Record):
+    """One configured MCP server: how to reach it and which of its tools the model sees.
+
+    Checked once, where it is configured (`parse_server`); stored and read
+    back by its fields (`normalize.serial`).
+    """
 
     name: str
     command: str = ""
@@ -62,16 +67,6 @@ class ServerSpec:
 
     def exposes(self, tool: str) -> bool:
         return self.tools is None or tool in self.tools
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["args"], data["env"] = list(self.args), dict(self.env)
-        data["tools"] = None if self.tools is None else list(self.tools)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ServerSpec:
-        return parse_server(data, str(data.get("origin") or "recorded MCP servers"))
 
 
 Fail = Callable[[str, str], ConfigError]

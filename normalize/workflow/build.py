@@ -13,6 +13,7 @@ from typing import Any
 
 from normalize.errors import ConfigError
 from normalize.keys import parse_table
+from normalize.mcp.config import ServerSpec, parse_servers
 from normalize.tables import WORKFLOW_TABLES
 from normalize.workflow.check import Checker
 from normalize.workflow.schema import BUILTIN_VARS, NAME_RE, ON_INTERRUPT, STATE_VARS
@@ -71,16 +72,14 @@ def _vars(source: Source, variables: Any) -> None:
                                     f"{{{key}}} is built in; pick another name")
 
 
-def _mcp(source: Source, servers: Any) -> None:
-    from normalize.mcp.config import parse_servers
-
+def _mcp(source: Source, servers: Any) -> tuple[ServerSpec, ...]:
     for index, table in enumerate(servers):
         source.check.table(table, "mcp", f"workflow.mcp.{index}")
 
     def fail(index: int, key: str, message: str) -> ConfigError:
         return source.check.fail(f"workflow.mcp.{index}.{key}", message)
 
-    parse_servers(servers, str(source.path), fail)
+    return tuple(parse_servers(servers, str(source.path), fail))
 
 
 def _output_schema(source: Source, value: Any) -> None:
@@ -99,7 +98,7 @@ def _hooks(source: Source, tables: Any) -> None:
     parse_hooks(tables, f"{source.path}: workflow")
 
 
-WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
+WORKFLOW_KEYS: dict[str, Callable[[Source, Any], Any]] = {
     "on_interrupt": _on_interrupt,
     "llm": _llm,
     "driver": _driver,
@@ -108,7 +107,8 @@ WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
     "hooks": _hooks,
     "output_schema": _output_schema,
 }
-"""`[workflow]` keys with rules beyond their type → their check (run when the key is set).
+"""`[workflow]` keys with rules beyond their type → their check (run when the key is set),
+which gives the key's value as the spec keeps it (or None: the file's value, as it is).
 
 The typed sub-tables (`WORKFLOW_TABLES`) are checked first, against their declarations."""
 
@@ -175,9 +175,8 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
     check.table(wf, "workflow", "workflow")
     _steps_table(source, wf)
     tables = _tables(source, wf)
-    for key, check_key in WORKFLOW_KEYS.items():
-        if key in wf:
-            check_key(source, wf[key])
+    checked = {key: check_key(source, wf[key]) for key, check_key in WORKFLOW_KEYS.items()
+               if key in wf}
     variables = _variables(check, wf, overrides)
     spec = WorkflowSpec(
         name=wf.get("name", source.path.stem),
@@ -186,7 +185,7 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
         version=wf.get("version", 1), vars=variables, context=tables["context"],
         cache=tables["cache"], retry=tables["retry"], limits=tables["limits"],
         llm=tables.get("llm"), permissions=tables["permissions"],
-        on_interrupt=wf.get("on_interrupt"), mcp=[dict(t) for t in wf.get("mcp", [])],
+        on_interrupt=wf.get("on_interrupt"), mcp=checked.get("mcp", ()),
         hooks=[dict(t) for t in wf.get("hooks", [])],
         output_schema=str(source.path.parent / wf["output_schema"])
         if wf.get("output_schema") else None,

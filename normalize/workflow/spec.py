@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Self, overload
 
+from normalize.mcp.config import ServerSpec
 from normalize.serial import Record, Shape, decode, encode
 from normalize.tables import (
     CacheSettings,
@@ -160,7 +161,7 @@ class WorkflowSpec(Record):
     llm: LLMTable | None = None
     permissions: PermissionsTable = field(default_factory=PermissionsTable)
     on_interrupt: str | None = None
-    mcp: list[JSON] = field(default_factory=list)  # [[workflow.mcp]]: the MCP servers it uses
+    mcp: tuple[ServerSpec, ...] = ()  # [[workflow.mcp]]: the MCP servers it uses
     hooks: list[JSON] = field(default_factory=list)  # [[workflow.hooks]]: run if trusted
     output_schema: str | None = None  # the result's JSON Schema file (beside the workflow)
     steps: Sequence[StepSpec] = field(default_factory=list)  # a StepList when read from JSON
