@@ -53,10 +53,10 @@ from normalize.errors import (
 from normalize.events import (
     ActionFinished,
     ActionStarted,
-    BaseEvent,
     CheckpointSaved,
     DecisionMade,
     Emitter,
+    Event,
     Journal,
     Notice,
     ProcessStarted,
@@ -64,6 +64,7 @@ from normalize.events import (
     RunStarted,
     Subscriber,
     WaitingForInput,
+    decode_events,
 )
 from normalize.faults import crash_point
 from normalize.hooks import HookRunner
@@ -246,10 +247,10 @@ class Engine(Recovery):
 
     def _history(self, task: Task, limit: int = 20) -> list[dict[str, Any]]:
         """The task's last finished actions, for a driver taking it over (`adopt`)."""
-        events = [e for e in self.store.tail(task.id, 400) if e.get("type") == "action_finished"]
-        return [{"command": e.get("command") or e.get("tool", ""), "tool": e.get("tool", ""),
-                 "status": e.get("status", ""), "output": e.get("preview", ""),
-                 "error": e.get("error")} for e in events[-limit:]]
+        events = [e for e in decode_events(self.store.tail(task.id, 400))
+                  if isinstance(e, ActionFinished)]
+        return [{"command": e.command or e.tool, "tool": e.tool, "status": e.status,
+                 "output": e.preview, "error": e.error} for e in events[-limit:]]
 
     def _warn(self, start: int) -> int:
         """Announce the store's warnings from index `start` (a torn journal line, …)."""
@@ -422,7 +423,7 @@ class Engine(Recovery):
             def wrote(paths: set[str]) -> None:  # traced programs: what they wrote
                 self._written.setdefault(action.key, set()).update(paths)
 
-            def child(event: BaseEvent) -> None:  # a sub-task made or collected
+            def child(event: Event) -> None:  # a sub-task made or collected
                 ctx.emit(event, durable=True)
 
             tool_ctx = replace(self.tool_ctx, on_spawn=spawned, on_writes=wrote, on_child=child)
@@ -565,7 +566,7 @@ class Engine(Recovery):
         """Emit the ending; a journal that cannot take it is dropped, the watchers still hear it."""
         if self._emitter is None:
             return
-        ending: list[BaseEvent] = [Notice(level="error", message=trace)] if trace else []
+        ending: list[Event] = [Notice(level="error", message=trace)] if trace else []
         ending.append(RunEnded(status=status.value, exit_code=int(status.exit_status),
                                summary=task.summary, error=error, turns=task.turn,
                                actions=task.actions_run,
@@ -607,7 +608,7 @@ class Engine(Recovery):
             finally:
                 self.cancel.reset()
 
-    def emit(self, event: BaseEvent) -> None:
+    def emit(self, event: Event) -> None:
         """Emit through the running task's emitter (for code driving the engine)."""
         if self._emitter is not None:
             self._emitter.emit(event)

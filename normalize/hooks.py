@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from normalize.errors import ConfigError
-from normalize.events import BaseEvent, HookRan
+from normalize.events import Event, HookRan
 from normalize.sandbox.env import scrub_env
 
 __all__ = ["EVENTS", "Hook", "HookRunner", "parse_hooks"]
@@ -102,7 +102,7 @@ class HookRunner:
         self.hooks = tuple(hooks)
         self.workspace = workspace
         self.task_id = task_id
-        self.emit: Callable[[BaseEvent], object] = _nowhere
+        self.emit: Callable[[Event], object] = _nowhere
 
     def active(self, event: str) -> bool:
         return any(hook.event == event for hook in self.hooks)
@@ -180,7 +180,7 @@ class HookRunner:
         return ran
 
 
-def _nowhere(_event: BaseEvent) -> None:
+def _nowhere(_event: Event) -> None:
     """Where hook events go before a run hands its emitter over."""
 
 

@@ -45,13 +45,13 @@ from normalize.children import (
     SpawnRequest,
 )
 from normalize.errors import NormalizeError, ToolError
-from normalize.events import BaseEvent, ChildCollected, ChildCreated
+from normalize.events import ChildCollected, ChildCreated, Event, decode_events
 from normalize.execution.executor import ChildJob, Executor
 from normalize.store import TaskStore
 from normalize.store.ownership import pid_alive
 from normalize.task import Limits, Task, TaskConfig, TaskStatus
 
-Record = Callable[[BaseEvent], None]
+Record = Callable[[Event], None]
 SetModel = Callable[[dict[str, Any], str], None]  # puts `PROVIDER:MODEL` into an `llm` table
 
 AT_REST = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.LIMIT, TaskStatus.STUCK,
@@ -262,8 +262,8 @@ class Spawner:
 
     def _collected_before(self, child_id: str) -> bool:
         """Whether the parent's journal, since its last checkpoint, records collecting it."""
-        return any(e.get("type") == "child_collected" and e.get("child_id") == child_id
-                   for e in self.store.events_since(self.task))
+        return any(isinstance(e, ChildCollected) and e.child_id == child_id
+                   for e in decode_events(self.store.events_since(self.task)))
 
     def _merge_back(self, child: Task, settings: ChildSettings, outcome: ChildOutcome) -> None:
         """Read the copy's diff, apply it (merge = apply, a child that ended well), drop it."""

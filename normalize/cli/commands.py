@@ -327,7 +327,8 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
             whole = cache_reader(lambda: store)(task.id, event.cache_id)
         return step_output(event, full_text=whole, lines=None if full else SHOW_LINES)
 
-    for line in history(journal_events(events), output, net_changes(store, task)):
+    for line in history(journal_events(events, unknown=True), output,
+                        net_changes(store, task)):
         out.write(line + "\n")
     _warn_store(env, store)
     return 0
