@@ -240,15 +240,14 @@ def open_task(ref: str, options: RunOptions) -> Task:
 
 def tool_context(task: Task, options: RunOptions) -> ToolContext:
     """The guard, cache and policy a task's actions run under."""
-    from normalize.execution.cache import CacheSet, make_cache
+    from normalize.execution.cache import CacheSet, cache_from
     from normalize.tools.approval import ApprovalPolicy
     from normalize.tools.guard import WorkspaceGuard
 
     store = _store(options)
     workspace = Path(task.workspace)
     table = CacheSettings.from_dict(task.config.spec_table.get("cache") or {})
-    cache = make_cache(table.strategy or "persistent", directory=store.cache_dir(task.id),
-                       redact=store.redact, **table.options())
+    cache = cache_from(table, directory=store.cache_dir(task.id), redact=store.redact)
     caches = CacheSet(cache, store.cache_dir(task.id), redact=store.redact)
     perms = task_permissions(task, options)
     policy = ApprovalPolicy.from_config(perms.approval_config(),
