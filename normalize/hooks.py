@@ -20,13 +20,14 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from normalize.errors import ConfigError
 from normalize.events import Event, HookRan
 from normalize.sandbox.env import scrub_env
+from normalize.serial import Record, stored
 
 __all__ = ["EVENTS", "Hook", "HookRunner", "parse_hooks"]
 
@@ -37,12 +38,21 @@ BLOCK_EXIT = 2
 OUTPUT_LIMIT = 64 * 1024  # what is read of a hook's stdout and stderr
 
 
+def _argv(value: list[str] | str) -> tuple[str, ...] | str:
+    return tuple(value) if isinstance(value, list) else value
+
+
 @dataclass(frozen=True)
-class Hook:
-    """One hook: when it runs, which actions it selects, what it runs, for how long."""
+class Hook(Record):
+    """One hook: when it runs, which actions it selects, what it runs, for how long.
+
+    Checked once where it is configured (`parse_hooks`); a workflow's hooks are
+    stored with its spec and read back by their fields.
+    """
 
     event: str
-    command: tuple[str, ...] | str  # an argv, or a string the shell runs
+    command: tuple[str, ...] | str = field(  # an argv, or a string the shell runs
+        metadata=stored(unwrap=_argv))
     match: str | None = None  # a glob over the action's command text
     timeout: float = DEFAULT_TIMEOUT
     source: str = ""

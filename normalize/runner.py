@@ -512,7 +512,7 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
 
 def task_hooks(task: Task) -> tuple[HookRunner | None, list[str]]:
     """The user's hooks, then a trusted workflow's; an untrusted workflow's are left out, said."""
-    from normalize.hooks import HookRunner, parse_hooks
+    from normalize.hooks import Hook, HookRunner
     from normalize.permissions import UNTRUSTED_HINT, load_user_hooks
 
     hooks = list(load_user_hooks())
@@ -521,8 +521,8 @@ def task_hooks(task: Task) -> tuple[HookRunner | None, list[str]]:
     if tables and spec.get("origin") == "workspace":
         where = _shown(str(spec.get("path", "")), Path(task.workspace))
         notes.append(f"ignored {len(tables)} hook(s) of {where}: {UNTRUSTED_HINT}")
-    elif tables:
-        hooks.extend(parse_hooks(tables, f"{spec.get('path')}: workflow"))
+    elif tables:  # checked when the workflow was loaded
+        hooks.extend(Hook.from_dict(table) for table in tables)
     runner = HookRunner(hooks, Path(task.workspace), task.id) if hooks else None
     return runner, notes
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from normalize.errors import ConfigError
+from normalize.hooks import Hook, parse_hooks
 from normalize.keys import parse_table
 from normalize.mcp.config import ServerSpec, parse_servers
 from normalize.tables import WORKFLOW_TABLES
@@ -92,10 +93,8 @@ def _output_schema(source: Source, value: Any) -> None:
         raise source.check.fail("workflow.output_schema", str(exc)) from None
 
 
-def _hooks(source: Source, tables: Any) -> None:
-    from normalize.hooks import parse_hooks
-
-    parse_hooks(tables, f"{source.path}: workflow")
+def _hooks(source: Source, tables: Any) -> tuple[Hook, ...]:
+    return parse_hooks(tables, f"{source.path}: workflow")
 
 
 WORKFLOW_KEYS: dict[str, Callable[[Source, Any], Any]] = {
@@ -186,7 +185,7 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
         cache=tables["cache"], retry=tables["retry"], limits=tables["limits"],
         llm=tables.get("llm"), permissions=tables["permissions"],
         on_interrupt=wf.get("on_interrupt"), mcp=checked.get("mcp", ()),
-        hooks=[dict(t) for t in wf.get("hooks", [])],
+        hooks=checked.get("hooks", ()),
         output_schema=str(source.path.parent / wf["output_schema"])
         if wf.get("output_schema") else None,
     )

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Self, overload
 
+from normalize.hooks import Hook
 from normalize.mcp.config import ServerSpec
 from normalize.serial import Record, Shape, decode, encode
 from normalize.tables import (
@@ -162,7 +163,7 @@ class WorkflowSpec(Record):
     permissions: PermissionsTable = field(default_factory=PermissionsTable)
     on_interrupt: str | None = None
     mcp: tuple[ServerSpec, ...] = ()  # [[workflow.mcp]]: the MCP servers it uses
-    hooks: list[JSON] = field(default_factory=list)  # [[workflow.hooks]]: run if trusted
+    hooks: tuple[Hook, ...] = ()  # [[workflow.hooks]]: run if trusted
     output_schema: str | None = None  # the result's JSON Schema file (beside the workflow)
     steps: Sequence[StepSpec] = field(default_factory=list)  # a StepList when read from JSON
     states: list[StateSpec] = field(default_factory=list)
