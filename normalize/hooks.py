@@ -20,19 +20,19 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any
 
 from normalize.errors import ConfigError
 from normalize.events import Event, HookRan
+from normalize.keys import NUM, STR, STR_OR_STRS, declared, key
 from normalize.sandbox.env import scrub_env
-from normalize.serial import Record, stored
+from normalize.serial import Record
 
 __all__ = ["EVENTS", "Hook", "HookRunner", "parse_hooks"]
 
 EVENTS = ("before_action", "after_action", "before_request", "waiting", "run_end")
-KEYS = ("event", "match", "command", "timeout")
 DEFAULT_TIMEOUT = 30.0
 BLOCK_EXIT = 2
 OUTPUT_LIMIT = 64 * 1024  # what is read of a hook's stdout and stderr
@@ -42,7 +42,7 @@ def _argv(value: list[str] | str) -> tuple[str, ...] | str:
     return tuple(value) if isinstance(value, list) else value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Hook(Record):
     """One hook: when it runs, which actions it selects, what it runs, for how long.
 
@@ -50,12 +50,16 @@ class Hook(Record):
     stored with its spec and read back by their fields.
     """
 
-    event: str
-    command: tuple[str, ...] | str = field(  # an argv, or a string the shell runs
-        metadata=stored(unwrap=_argv))
-    match: str | None = None  # a glob over the action's command text
-    timeout: float = DEFAULT_TIMEOUT
-    source: str = ""
+    event: str = key(MISSING, STR, f"when it runs: {', '.join(f'`{e}`' for e in EVENTS)}",
+                     omit_default=False)
+    match: str | None = key(None, STR, "a glob over the action's command text (not set: "
+                                       "every action)", omit_default=False)
+    command: tuple[str, ...] | str = key(MISSING, STR_OR_STRS, "an argv, or a string the "
+                                                                "shell runs",
+                                         omit_default=False, unwrap=_argv)
+    timeout: float = key(DEFAULT_TIMEOUT, NUM, "seconds; then it is killed, with all it "
+                                               "started", omit_default=False)
+    source: str = ""  # where it was configured (not a key)
 
     @property
     def shown(self) -> str:
@@ -63,6 +67,10 @@ class Hook(Record):
 
     def selects(self, subject: str | None) -> bool:
         return self.match is None or subject is None or fnmatch.fnmatchcase(subject, self.match)
+
+
+KEYS = tuple(declared(Hook))
+"""The keys of a `[[hooks]]` table (`Hook` declares them, with their types)."""
 
 
 def parse_hooks(tables: object, where: str) -> tuple[Hook, ...]:

@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 from normalize.errors import ConfigError
 from normalize.serial import Stored
 
-__all__ = ["BOOL", "INT", "NUM", "STR", "STRS", "TABLE", "Key", "Kind", "Rule", "at_least",
-           "between", "declared", "docs_table", "key", "not_negative", "one_of", "out_of_bounds",
-           "parse_table", "positive", "type_name"]
+__all__ = ["BOOL", "INT", "NUM", "STR", "STRS", "STR_OR_STRS", "TABLE", "Key", "Kind", "Rule",
+           "at_least", "between", "check_table", "declared", "docs_table", "key",
+           "not_negative", "one_of", "out_of_bounds", "parse_table", "positive", "type_name"]
 
 T = TypeVar("T")
 Fail = Callable[[str, str], ConfigError]
@@ -58,6 +58,7 @@ TABLE = Kind("a table", lambda v: isinstance(v, dict))
 STRS = Kind("a list of strings", _strs)
 FLAG_OR_NUM = Kind("a boolean or a number", lambda v: isinstance(v, bool | int | float))
 FLAG_OR_STRS = Kind("a boolean or a list of hosts", lambda v: isinstance(v, bool) or _strs(v))
+STR_OR_STRS = Kind("a string or a list of strings", lambda v: isinstance(v, str) or _strs(v))
 
 
 @dataclass(frozen=True)
@@ -116,16 +117,21 @@ class Key:
 
 
 def key(default: Any, kind: Kind, doc: str, rule: Rule | None = None, *,
-        factory: Callable[[], Any] | None = None, omit_default: bool = True) -> Any:
+        factory: Callable[[], Any] | None = None, omit_default: bool = True,
+        unwrap: Callable[[Any], Any] | None = None) -> Any:
     """A field declared as a key: `max_turns: int | None = key(None, INT, "…", positive())`.
 
-    Stored, the key is left out while it equals its default (unless `omit_default=False`).
+    `default` may be `dataclasses.MISSING` (a key the table must give). Stored,
+    the key is left out while it equals its default (unless `omit_default=False`);
+    `unwrap` turns its stored JSON back into the field's type (`serial.stored`).
     """
     meta: dict[str, Any] = {_META: Key(kind, doc, rule)}
-    if omit_default:
-        meta["normalize.serial"] = Stored(omit_default=True)
+    if omit_default or unwrap is not None:
+        meta["normalize.serial"] = Stored(omit_default=omit_default, unwrap=unwrap)
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
+    if default is dataclasses.MISSING:
+        return dataclasses.field(metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -167,13 +173,12 @@ def out_of_bounds(cls: type, name: str, value: Any) -> str | None:
     return rule.bound
 
 
-def parse_table(cls: type[T], table: Mapping[str, Any], where: str, fail: Fail | None = None,
-                *, name: Callable[[str], str] = repr) -> T:
-    """`table` checked against the keys `cls` declares, as a `cls`.
+def check_table(cls: type, table: Mapping[str, Any], where: str, fail: Fail | None = None,
+                *, name: Callable[[str], str] = repr) -> dict[str, Any]:
+    """The keys of `table` checked against those `cls` declares (None values left out).
 
     `where` is the table's key path (`workflow.llm`); `fail` locates an error
-    (default: a plain one); `name` says how a message names a key. A key
-    given as None is left at its default.
+    (default: a plain one); `name` says how a message names a key.
     """
     make = fail or (lambda _path, message: ConfigError(message))
     keys = declared(cls)
@@ -190,7 +195,13 @@ def parse_table(cls: type[T], table: Mapping[str, Any], where: str, fail: Fail |
         if problem:
             raise make(f"{where}.{given}", problem)
         values[given] = value
-    return cls(**_typed(cls, values))
+    return values
+
+
+def parse_table(cls: type[T], table: Mapping[str, Any], where: str, fail: Fail | None = None,
+                *, name: Callable[[str], str] = repr) -> T:
+    """`table` checked against the keys `cls` declares (`check_table`), as a `cls`."""
+    return cls(**_typed(cls, check_table(cls, table, where, fail, name=name)))
 
 
 def _typed(cls: type, values: dict[str, Any]) -> dict[str, Any]:
@@ -208,7 +219,9 @@ def _as(tp: Any, value: Any) -> Any:
 
 
 def _shown(value: Any) -> str:
-    if value is None or value == () or value == {}:
+    if value is dataclasses.MISSING:
+        return "required"
+    if value is None or value in ((), {}, ""):
         return "—"
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
@@ -218,7 +231,8 @@ def _shown(value: Any) -> str:
 
 
 def docs_table(tables: Mapping[str, type]) -> str:
-    """The Markdown rows of every declared key: table, key, type, default, rule, meaning."""
+    """The Markdown rows of every declared key: table (as written: `[workflow.llm]`), key,
+    type, default, rule, meaning."""
     rows = ["| table | key | type | default | allowed | what it does |",
             "|---|---|---|---|---|---|"]
     for table, cls in tables.items():
@@ -226,8 +240,8 @@ def docs_table(tables: Mapping[str, type]) -> str:
         for field_name, spec in declared(cls).items():
             f = defaults[field_name]
             default = f.default if f.default_factory is dataclasses.MISSING \
-                else f.default_factory()
+                else f.default_factory()  # (MISSING for a required key)
             rule = spec.rule.doc if spec.rule is not None else ""
-            rows.append(f"| `[{table}]` | `{field_name}` | {spec.kind.name} | "
+            rows.append(f"| `{table}` | `{field_name}` | {spec.kind.name} | "
                         f"{_shown(default)} | {rule} | {spec.doc} |")
     return "\n".join(rows)

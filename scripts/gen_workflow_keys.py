@@ -3,9 +3,9 @@
     python scripts/gen_workflow_keys.py           # rewrite the table in README.md
     python scripts/gen_workflow_keys.py --check   # exit 1 if it is stale (a test runs this)
 
-The rows come from `normalize.tables.WORKFLOW_TABLES` (each key's type,
-default, rule and line of docs, declared once with `normalize.keys.key`);
-the loader checks a file against the same declarations.
+The rows come from `normalize.tables.WORKFLOW_TABLES`, `ServerSpec` and
+`Hook` (each key's type, default, rule and line of docs, declared once with
+`normalize.keys.key`); the loader checks a file against the same declarations.
 """
 
 from __future__ import annotations
@@ -22,10 +22,13 @@ END = "<!-- end of workflow keys -->"
 
 def table() -> str:
     """The Markdown table of every declared key."""
+    from normalize.hooks import Hook
     from normalize.keys import docs_table
+    from normalize.mcp.config import ServerSpec
     from normalize.tables import WORKFLOW_TABLES
 
-    return docs_table({f"workflow.{name}": cls for name, cls in WORKFLOW_TABLES.items()})
+    tables = {f"[workflow.{name}]": cls for name, cls in WORKFLOW_TABLES.items()}
+    return docs_table({**tables, "[[workflow.mcp]]": ServerSpec, "[[workflow.hooks]]": Hook})
 
 
 def rendered(text: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from normalize.errors import ConfigError
 from normalize.hooks import Hook, parse_hooks
-from normalize.keys import parse_table
+from normalize.keys import check_table, parse_table
 from normalize.mcp.config import ServerSpec, parse_servers
 from normalize.tables import WORKFLOW_TABLES
 from normalize.workflow.check import Checker
@@ -74,8 +74,8 @@ def _vars(source: Source, variables: Any) -> None:
 
 
 def _mcp(source: Source, servers: Any) -> tuple[ServerSpec, ...]:
-    for index, table in enumerate(servers):
-        source.check.table(table, "mcp", f"workflow.mcp.{index}")
+    for index, table in enumerate(servers):  # keys and types, as `ServerSpec` declares them
+        check_table(ServerSpec, table, f"workflow.mcp.{index}", source.check.fail)
 
     def fail(index: int, key: str, message: str) -> ConfigError:
         return source.check.fail(f"workflow.mcp.{index}.{key}", message)

@@ -61,6 +61,4 @@ SCHEMAS: dict[str, dict[str, Checker]] = {
               "on_entry": _str, "on_exit": _str, "capture": _str, "timeout": _num,
               "on_interrupt": _str, "workflow": _str, "prompt": _str, "max_turns": _int},
     "transition": {"condition": _str, "next": _str},
-    "mcp": {"name": _str, "command": _str, "args": _strs, "env": _table, "url": _str,
-            "timeout": _num, "tools": _strs, "sandbox": _str, "network": _bool},
 }
