@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from normalize.errors import ConfigError
+from normalize.keys import declared
 from normalize.sandbox import SandboxMode, SandboxPolicy
 from normalize.sandbox.hosts import check_host, covered
 from normalize.serial import Record, stored
 from normalize.store.paths import config_home
+from normalize.tables import PermissionsTable
 
 if TYPE_CHECKING:
     from normalize.hooks import Hook
@@ -42,7 +44,8 @@ MODES = ("never", "ask", "auto", "yes")
 """Approval modes, strictest first."""
 SANDBOXES = ("read-only", "workspace", "off")
 """Sandbox modes, strictest first."""
-KEYS = ("mode", "allow", "deny", "allow_shell", "network", "sandbox", "env_allow")
+KEYS = tuple(declared(PermissionsTable))
+"""The keys of a permissions table (declared once, with their types, in `normalize.tables`)."""
 APPROVAL_KEYS = ("mode", "allow", "deny", "allow_shell")
 UNTRUSTED_HINT = "untrusted workspace file; `normalize trust FILE` to allow"
 
