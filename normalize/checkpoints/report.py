@@ -15,21 +15,35 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any
+from typing import Any, assert_never
 
 from normalize.errors import NormalizeError
 from normalize.events import (
     ActionFinished,
+    ActionInterrupted,
+    ActionStarted,
+    CheckpointSaved,
     CheckpointTaken,
+    ChildCollected,
+    ChildCreated,
+    ContextCompacted,
     DecisionMade,
     Event,
+    FallbackUsed,
+    HookRan,
     InputReceived,
+    LoopDetected,
     ModelReplied,
     ModelRequested,
+    ModelRetried,
     Notice,
+    ProcessStarted,
     RunEnded,
     RunStarted,
+    StepStarted,
     TaskRewound,
+    TextDelta,
+    ThinkingDelta,
     UnknownEvent,
     WaitingForInput,
     decode_events,
@@ -143,8 +157,13 @@ def group_turns(events: Iterable[Event]) -> tuple[list[Turn], list[Event]]:
                     continue
                 turn = current
                 turn.other.append(event)
+            case (CheckpointTaken() | StepStarted() | ActionStarted() | ProcessStarted()
+                  | ActionInterrupted() | ChildCreated() | ChildCollected() | CheckpointSaved()
+                  | TextDelta() | ThinkingDelta() | ModelRetried() | FallbackUsed()
+                  | LoopDetected() | ContextCompacted() | HookRan()):
+                continue  # the turn's actions and tokens say enough
             case _:
-                continue
+                assert_never(event)
         turn.ended = max(turn.ended, event.ts)
         turn.rewound = turn.rewound or is_rewound
     return turns, runs
