@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from normalize.cancel import CancelToken
-from normalize.drivers.base import Driver, RunContext
+from normalize.contract.driver import Driver, RunContext
 from normalize.errors import (
     ExitStatus,
     NormalizeError,

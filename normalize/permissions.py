@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from normalize.errors import ConfigError
+from normalize.homes import config_home
 from normalize.keys import declared
 from normalize.sandbox import SandboxMode, SandboxPolicy
 from normalize.sandbox.hosts import check_host, covered
 from normalize.serial import Record, stored
-from normalize.store.paths import config_home
 from normalize.tables import PermissionsTable
 
 if TYPE_CHECKING:

@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from normalize.cancel import CancelToken
-from normalize.drivers.base import DRIVERS, Driver, DriverServices, create_driver
+from normalize.contract.driver import DRIVERS, Driver, DriverServices, create_driver
 from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
+from normalize.homes import config_home
 from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, probe
 from normalize.spawner import Spawner, private_places
 from normalize.store import TaskStore
-from normalize.store.paths import config_home
 from normalize.structured import OutputContract
 from normalize.tables import CacheSettings, LLMTable, given
 from normalize.task import Limits, Task, TaskConfig

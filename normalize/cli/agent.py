@@ -54,7 +54,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               network: bool | tuple[str, ...] | None = None, project_instructions: bool = True,
               repo_map: int | None = None, output_schema: Path | None = None) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
-    from normalize.drivers.base import DriverServices
+    from normalize.contract.driver import DriverServices
     from normalize.drivers.llm import LLMSettings
     from normalize.keys import out_of_bounds
     from normalize.runner import load_spec, start_task, with_model

@@ -94,7 +94,7 @@ def _env() -> Any:
 
 def _driver_help() -> str:
     """The --driver help with every registered driver (entry points read, nothing imported)."""
-    from normalize.drivers.builtin import BUILTIN_DRIVERS
+    from normalize.contract.builtin import BUILTIN_DRIVERS
     from normalize.plugins import advertised_names
 
     names = sorted({*BUILTIN_DRIVERS, *advertised_names("normalize.drivers")})
@@ -675,7 +675,7 @@ def main(argv: list[str] | None = None) -> int:
             reconfigure(errors="backslashreplace")
     try:
         if COMPLETE_VAR not in os.environ:  # (a TAB press reads no task, and stays light)
-            from normalize.store.paths import settle_homes
+            from normalize.homes import settle_homes
 
             settle_homes()  # a relative NORMALIZE_HOME means the directory it meant here
         # standalone_mode=False: click returns a command's `typer.Exit` code instead of exiting

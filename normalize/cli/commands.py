@@ -24,7 +24,7 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
                 approve: str | None = None, sandbox: str | None = None,
                 network: bool | tuple[str, ...] | None = None) -> tuple[Any, Any]:
     """The RunOptions a command runs under (terminal, approvals, prompt) and its renderer."""
-    from normalize.drivers.base import DriverServices
+    from normalize.contract.driver import DriverServices
     from normalize.runner import RunOptions
     from normalize.tools.approval import ApprovalMode
 

@@ -42,7 +42,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from normalize.drivers.base import DriverServices, LineQueue, RunContext
+from normalize.contract.driver import DriverServices, LineQueue, RunContext
 from normalize.errors import ConfigError, NormalizeError
 from normalize.events import (
     ContextCompacted,

@@ -57,7 +57,7 @@ def _llm(source: Source, llm: Any) -> None:
 
 
 def _driver(source: Source, driver: Any) -> None:
-    from normalize.drivers.base import DRIVERS
+    from normalize.contract.driver import DRIVERS
 
     if driver not in DRIVERS:
         raise source.check.fail("workflow.driver", f"unknown driver {driver!r} "

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from checkpoint_helpers import cli
 
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.engine import Reply
 from normalize.events import UnknownEvent, event_from_dict
 from normalize.runner import RunOptions, load_spec, run_task, start_task

@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.events import ActionFinished, BaseEvent
 from normalize.runner import RunOptions, load_spec, parse_vars, run_task, start_task
 from normalize.store import TaskStore

@@ -13,7 +13,7 @@ import pytest
 from wf_support import Runner
 
 from normalize.cancel import CancelToken
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.errors import ConfigError
 from normalize.testing import ScriptedModel
 from normalize.workflow.loader import load_workflow

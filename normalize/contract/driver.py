@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 from normalize.cancel import CancelToken
-from normalize.drivers.builtin import BUILTIN_DRIVERS
+from normalize.contract.builtin import BUILTIN_DRIVERS
 from normalize.errors import UsageError
 from normalize.events import Emit
 from normalize.plugins import PluginGroup
