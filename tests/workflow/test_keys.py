@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -123,6 +122,6 @@ def test_the_readme_table_is_the_one_the_declarations_generate() -> None:
         assert f"| `[workflow.{table}]` | `{key}` |" in readme
 
 
-def test_every_declared_key_has_a_line_of_docs(tmp_path: Path) -> None:
+def test_every_declared_key_has_a_line_of_docs() -> None:
     for table, key in KEYS:
         assert declared(WORKFLOW_TABLES[table])[key].doc.strip(), f"{table}.{key}"
