@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
@@ -135,8 +136,9 @@ def key(default: Any, kind: Kind, doc: str, rule: Rule | None = None, *,
     return dataclasses.field(default=default, metadata=meta)
 
 
+@functools.cache
 def declared(cls: type) -> dict[str, Key]:
-    """The keys `cls` declares, by name, in order."""
+    """The keys `cls` declares, by name, in order (read once per class)."""
     return {f.name: f.metadata[_META] for f in dataclasses.fields(cls) if _META in f.metadata}
 
 
@@ -206,8 +208,13 @@ def parse_table(cls: type[T], table: Mapping[str, Any], where: str, fail: Fail |
 
 def _typed(cls: type, values: dict[str, Any]) -> dict[str, Any]:
     """TOML values as the fields' types: arrays as tuples where declared, numbers as written."""
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     return {k: _as(hints[k], v) for k, v in values.items()}
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
 
 
 def _as(tp: Any, value: Any) -> Any:
