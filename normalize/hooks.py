@@ -22,13 +22,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from normalize.errors import ConfigError
-from normalize.events import Event, HookRan
 from normalize.keys import NUM, STR, STR_OR_STRS, declared, key
 from normalize.sandbox.env import scrub_env
 from normalize.serial import Record
+
+if TYPE_CHECKING:  # the events (and the redaction they load) only once a hook runs
+    from normalize.events import Event
 
 __all__ = ["EVENTS", "Hook", "HookRunner", "parse_hooks"]
 
@@ -183,6 +185,8 @@ class HookRunner:
 
     def _one(self, hook: Hook, data: str) -> _Ran:
         """One hook run, reported as a `hook_ran` event."""
+        from normalize.events import HookRan  # here: loading a workflow's hooks stays light
+
         started = time.monotonic()
         ran = _spawn(hook, data, self.workspace)
         reason = _block_reason(ran) if hook.event == "before_action" else None
