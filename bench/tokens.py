@@ -210,6 +210,8 @@ def run_strategy(strategy: str, turns: int, work: Path) -> dict[str, Any]:
     from normalize.events import BaseEvent
     from normalize.runner import RunOptions, load_spec, run_task, start_task
     from normalize.store import TaskStore
+    from normalize.tables import ContextSettings
+    from normalize.task import Limits
     from normalize.testing import ScriptedModel
 
     repo = make_repo(work / strategy / "repo")
@@ -221,8 +223,8 @@ def run_strategy(strategy: str, turns: int, work: Path) -> dict[str, Any]:
         services=DriverServices(model_factory=lambda *_args, **_opts: model),
     )
     spec = load_spec("dwim", repo)
-    spec.context = {"strategy": strategy}
-    spec.limits = {"max_turns": turns + 5}
+    spec.context = ContextSettings(strategy=strategy)
+    spec.limits = Limits(max_turns=turns + 5)
     task = start_task(spec, "Review the shop package: read every module, tidy the "
                       "docstrings, and check that each module imports.", options)
     outcome = run_task(task, options)
@@ -391,11 +393,14 @@ def review_script() -> list[str]:
 def review_strategy(strategy: str, work: Path, sdist: Path, repo_map: int = 0) -> dict[str, Any]:
     """The review story under `strategy` (with a repo map of `repo_map` tokens), at the server."""
     import os
+    from dataclasses import replace
 
     from normalize.contract.driver import DriverServices
     from normalize.events import BaseEvent
     from normalize.runner import RunOptions, load_spec, run_task, start_task
     from normalize.store import TaskStore
+    from normalize.tables import ContextSettings, LLMTable
+    from normalize.task import Limits
     from normalize.testing.servers import FakeModelServer
 
     label = f"{strategy} + repo_map {repo_map}" if repo_map else strategy
@@ -412,10 +417,10 @@ def review_strategy(strategy: str, work: Path, sdist: Path, repo_map: int = 0) -
                 store=TaskStore(work / f"{where}-home", fsync=False),
                 services=DriverServices(config_dir=work / "no-config"))
             spec = load_spec("dwim", repo)
-            spec.llm = {**(spec.llm or {}), "provider": "anthropic", "model": REVIEW_MODEL,
-                        "fallback": []}
-            spec.context = {"strategy": strategy, "repo_map": repo_map}
-            spec.limits = {"max_turns": len(replies) + 5}
+            spec.llm = replace(spec.llm or LLMTable(), provider="anthropic",
+                               model=REVIEW_MODEL, fallback=())
+            spec.context = ContextSettings(strategy=strategy, repo_map=repo_map)
+            spec.limits = Limits(max_turns=len(replies) + 5)
             task = start_task(spec, REVIEW_GOAL, options)
             outcome = run_task(task, options)
         finally:

@@ -28,10 +28,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from normalize.checkpoints.isolate import Changes
-    from normalize.events import BaseEvent
+    from normalize.events import Event
     from normalize.task import Task
 
-    Record = Callable[[BaseEvent], None]
+    Record = Callable[[Event], None]
 
 
 class Spawner(Protocol):

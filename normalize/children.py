@@ -18,7 +18,7 @@ from normalize.serial import Record, encode
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from normalize.events import BaseEvent
+    from normalize.events import Event
 
 Merge = Literal["apply", "none"]
 
@@ -179,5 +179,5 @@ class Spawner(Protocol):
     creation before it starts, its outcome when collected).
     """
 
-    def spawn(self, request: SpawnRequest, record: Callable[[BaseEvent], None]) -> ChildOutcome:
+    def spawn(self, request: SpawnRequest, record: Callable[[Event], None]) -> ChildOutcome:
         ...

@@ -51,10 +51,11 @@ from normalize.errors import (
     TaskLockedError,
 )
 from normalize.events import (
+    ActionFinished,
     ActionStarted,
-    BaseEvent,
     DecisionMade,
     Emitter,
+    Event,
     Journal,
     Notice,
     ProcessStarted,
@@ -63,6 +64,7 @@ from normalize.events import (
     Subscriber,
     TaskSaved,
     WaitingForInput,
+    decode_events,
 )
 from normalize.faults import crash_point
 from normalize.hooks import HookRunner
@@ -264,10 +266,10 @@ class Engine:
 
     def _history(self, task: Task, limit: int = 20) -> list[dict[str, Any]]:
         """The task's last finished actions, for a driver taking it over (`adopt`)."""
-        events = [e for e in self.store.tail(task.id, 400) if e.get("type") == "action_finished"]
-        return [{"command": e.get("command") or e.get("tool", ""), "tool": e.get("tool", ""),
-                 "status": e.get("status", ""), "output": e.get("preview", ""),
-                 "error": e.get("error")} for e in events[-limit:]]
+        events = [e for e in decode_events(self.store.tail(task.id, 400))
+                  if isinstance(e, ActionFinished)]
+        return [{"command": e.command or e.tool, "tool": e.tool, "status": e.status,
+                 "output": e.preview, "error": e.error} for e in events[-limit:]]
 
     def _warn(self, start: int) -> int:
         """Announce the store's warnings from index `start` (a torn journal line, …)."""
@@ -440,7 +442,7 @@ class Engine:
             def wrote(paths: set[str]) -> None:  # traced programs: what they wrote
                 self._written.setdefault(action.key, set()).update(paths)
 
-            def child(event: BaseEvent) -> None:  # a sub-task made or collected
+            def child(event: Event) -> None:  # a sub-task made or collected
                 ctx.emit(event, durable=True)
 
             tool_ctx = replace(self.tool_ctx, on_spawn=spawned, on_writes=wrote, on_child=child)
@@ -587,7 +589,7 @@ class Engine:
         """Emit the ending; a journal that cannot take it is dropped, the watchers still hear it."""
         if self._emitter is None:
             return
-        ending: list[BaseEvent] = [Notice(level="error", message=trace)] if trace else []
+        ending: list[Event] = [Notice(level="error", message=trace)] if trace else []
         ending.append(RunEnded(status=status.value, exit_code=int(status.exit_status),
                                summary=task.summary, error=error, turns=task.turn,
                                actions=task.actions_run,
@@ -629,7 +631,7 @@ class Engine:
             finally:
                 self.cancel.reset()
 
-    def emit(self, event: BaseEvent) -> None:
+    def emit(self, event: Event) -> None:
         """Emit through the running task's emitter (for code driving the engine)."""
         if self._emitter is not None:
             self._emitter.emit(event)

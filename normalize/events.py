@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from normalize.fsutil import json_bytes
 from normalize.redact import inert_obj
@@ -346,14 +346,47 @@ class RunEnded(BaseEvent):
     result: Any = None  # the validated structured result (`--output-schema`), else None
 
 
+_STAMPS = ("type", "task_id", "seq", "ts", "v")
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnknownEvent(BaseEvent):
+    """A journaled event of a type this version does not know (a newer one's): kept whole.
+
+    `data` holds its other fields as written; `to_dict` gives the line back
+    as it was, so reading and writing a journal never loses it.
+    """
+
+    data: dict[str, Any] = field(default_factory=dict)
+    version: int = EVENT_VERSION  # its `v`
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.data, "type": self.type, "task_id": self.task_id, "seq": self.seq,
+                "ts": self.ts, "v": self.version}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> UnknownEvent:
+        seq, ts, version = data.get("seq", 0), data.get("ts", 0.0), data.get("v", EVENT_VERSION)
+        return cls(type=str(data.get("type", "")), task_id=str(data.get("task_id", "")),
+                   seq=seq if _is_int(seq) else 0,
+                   ts=float(ts) if isinstance(ts, int | float) else 0.0,
+                   version=version if _is_int(version) else EVENT_VERSION,
+                   data={k: v for k, v in data.items() if k not in _STAMPS})
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 Event = (
     RunStarted | StepStarted | DecisionMade | ActionStarted | ActionFinished | ProcessStarted
     | ChildCreated | ChildCollected | ActionInterrupted
     | CheckpointTaken | TaskRewound
     | TaskSaved | WaitingForInput | InputReceived | ModelRequested | TextDelta
     | ThinkingDelta | ModelReplied | ModelRetried | FallbackUsed | LoopDetected
-    | ContextCompacted | Notice | HookRan | RunEnded
+    | ContextCompacted | Notice | HookRan | RunEnded | UnknownEvent
 )
+"""Every event: a `match` over it that misses a case fails type-checking (`assert_never`)."""
 
 EVENT_TYPES: dict[str, type[BaseEvent]] = {
     cls.__dataclass_fields__["type"].default: cls  # type: ignore[misc]
@@ -368,15 +401,31 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
 }
 
 
-def event_from_dict(data: dict[str, Any]) -> BaseEvent:
+def event_from_dict(data: Mapping[str, Any]) -> Event:
     """Rebuild an event from its JSON form; unknown fields are dropped (newer writers).
 
-    An unknown type is a KeyError, a value of the wrong shape a TypeError.
+    A type this version does not know is an `UnknownEvent` holding the data;
+    a value of the wrong shape is a TypeError (a line without a `type` too).
     """
+    kind = data.get("type")
+    if not isinstance(kind, str):
+        raise TypeError(f"an event needs a `type`, not {kind!r}")
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:
+        return UnknownEvent.from_dict(data)
     try:
-        return EVENT_TYPES[data["type"]].from_dict(data)
-    except ValueError as exc:
-        raise TypeError(f"{data.get('type')}: {exc}") from None
+        return cls.from_dict(data)  # type: ignore[return-value]  # every class is in `Event`
+    except (KeyError, ValueError) as exc:
+        raise TypeError(f"{kind}: {exc}") from None
+
+
+def decode_events(raw: Iterable[Mapping[str, Any]]) -> Iterator[Event]:
+    """A journal's lines as events (unknown types kept as `UnknownEvent`; broken lines skipped)."""
+    for data in raw:
+        try:
+            yield event_from_dict(data)
+        except TypeError:
+            continue
 
 
 class Journal(Protocol):
@@ -385,16 +434,20 @@ class Journal(Protocol):
     def append(self, event: BaseEvent, *, durable: bool = False) -> None: ...
 
 
-Subscriber = Callable[[BaseEvent], None]
+Subscriber = Callable[[Event], None]
+"""What watches a run: it is handed every event, and dispatches on the union (`match`)."""
 
 
 class Emit(Protocol):
     """The signature of `Emitter.emit`, handed to drivers."""
 
-    def __call__(self, event: BaseEvent, *, durable: bool = False) -> BaseEvent: ...
+    def __call__(self, event: Event, *, durable: bool = False) -> Event: ...
 
 
-def _stamp(event: BaseEvent, **stamps: Any) -> BaseEvent:
+E = TypeVar("E", bound=BaseEvent)
+
+
+def _stamp(event: E, **stamps: Any) -> E:
     """A copy of a frozen event with its stamps set (what `dataclasses.replace` does, minus
     re-running `__init__`: this runs for every event)."""
     copy = object.__new__(type(event))
@@ -430,7 +483,7 @@ class Emitter:
         self._subscribers.append(subscriber)
         return lambda: self._detach(subscriber)
 
-    def emit(self, event: BaseEvent, *, durable: bool = False) -> BaseEvent:
+    def emit(self, event: Event, *, durable: bool = False) -> Event:
         """Stamp, journal (fsynced when `durable`) and fan out `event`, in seq order."""
         with self._lock:
             deltas = self._deltas
@@ -466,7 +519,7 @@ class Emitter:
                     f"{type(exc).__name__}: {exc}")))
         return stamped
 
-    def _fan_out(self, event: BaseEvent) -> list[tuple[Subscriber, Exception]]:
+    def _fan_out(self, event: Event) -> list[tuple[Subscriber, Exception]]:
         """Give `event` to each subscriber; detach and return the ones that raised."""
         failed: list[tuple[Subscriber, Exception]] = []
         for subscriber in list(self._subscribers):

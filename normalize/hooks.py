@@ -21,34 +21,50 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from normalize.errors import ConfigError
-from normalize.events import BaseEvent, HookRan
+from normalize.keys import NUM, STR, STR_OR_STRS, declared, key
 from normalize.sandbox.env import scrub_env
+from normalize.serial import Record
+
+if TYPE_CHECKING:  # the events (and the redaction they load) only once a hook runs
+    from normalize.events import Event
 
 __all__ = ["EVENTS", "Hook", "HookRunner", "parse_hooks"]
 
 EVENTS = ("before_action", "after_action", "before_request", "before_compact", "waiting",
           "run_end")
 BLOCKING = frozenset({"before_action", "before_compact"})  # the events whose hooks may say no
-KEYS = ("event", "match", "command", "timeout")
 DEFAULT_TIMEOUT = 30.0
 BLOCK_EXIT = 2
 OUTPUT_LIMIT = 64 * 1024  # what is read of a hook's stdout and stderr
 
 
-@dataclass(frozen=True)
-class Hook:
-    """One hook: when it runs, which actions it selects, what it runs, for how long."""
+def _argv(value: list[str] | str) -> tuple[str, ...] | str:
+    return tuple(value) if isinstance(value, list) else value
 
-    event: str
-    command: tuple[str, ...] | str  # an argv, or a string the shell runs
-    match: str | None = None  # a glob over the action's command text
-    timeout: float = DEFAULT_TIMEOUT
-    source: str = ""
+
+@dataclass(frozen=True, kw_only=True)
+class Hook(Record):
+    """One hook: when it runs, which actions it selects, what it runs, for how long.
+
+    Checked once where it is configured (`parse_hooks`); a workflow's hooks are
+    stored with its spec and read back by their fields.
+    """
+
+    event: str = key(MISSING, STR, f"when it runs: {', '.join(f'`{e}`' for e in EVENTS)}",
+                     omit_default=False)
+    match: str | None = key(None, STR, "a glob over the action's command text (not set: "
+                                       "every action)", omit_default=False)
+    command: tuple[str, ...] | str = key(MISSING, STR_OR_STRS, "an argv, or a string the "
+                                                                "shell runs",
+                                         omit_default=False, unwrap=_argv)
+    timeout: float = key(DEFAULT_TIMEOUT, NUM, "seconds; then it is killed, with all it "
+                                               "started", omit_default=False)
+    source: str = ""  # where it was configured (not a key)
 
     @property
     def shown(self) -> str:
@@ -56,6 +72,10 @@ class Hook:
 
     def selects(self, subject: str | None) -> bool:
         return self.match is None or subject is None or fnmatch.fnmatchcase(subject, self.match)
+
+
+KEYS = tuple(declared(Hook))
+"""The keys of a `[[hooks]]` table (`Hook` declares them, with their types)."""
 
 
 def parse_hooks(tables: object, where: str) -> tuple[Hook, ...]:
@@ -105,7 +125,7 @@ class HookRunner:
         self.hooks = tuple(hooks)
         self.workspace = workspace
         self.task_id = task_id
-        self.emit: Callable[[BaseEvent], object] = _nowhere
+        self.emit: Callable[[Event], object] = _nowhere
 
     def active(self, event: str) -> bool:
         return any(hook.event == event for hook in self.hooks)
@@ -174,6 +194,8 @@ class HookRunner:
 
     def _one(self, hook: Hook, data: str) -> _Ran:
         """One hook run, reported as a `hook_ran` event."""
+        from normalize.events import HookRan  # here: loading a workflow's hooks stays light
+
         started = time.monotonic()
         ran = _spawn(hook, data, self.workspace)
         reason = _block_reason(ran) if hook.event in BLOCKING else None
@@ -189,7 +211,7 @@ class HookRunner:
         return ran
 
 
-def _nowhere(_event: BaseEvent) -> None:
+def _nowhere(_event: Event) -> None:
     """Where hook events go before a run hands its emitter over."""
 
 

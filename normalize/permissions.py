@@ -26,8 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from normalize.errors import ConfigError
 from normalize.homes import config_home
+from normalize.keys import declared
 from normalize.sandbox import SandboxMode, SandboxPolicy
 from normalize.sandbox.hosts import check_host, covered
+from normalize.serial import Record, stored
+from normalize.tables import PermissionsTable
 
 if TYPE_CHECKING:
     from normalize.hooks import Hook
@@ -41,40 +44,37 @@ MODES = ("never", "ask", "auto", "yes")
 """Approval modes, strictest first."""
 SANDBOXES = ("read-only", "workspace", "off")
 """Sandbox modes, strictest first."""
-KEYS = ("mode", "allow", "deny", "allow_shell", "network", "sandbox", "env_allow")
+KEYS = tuple(declared(PermissionsTable))
+"""The keys of a permissions table (declared once, with their types, in `normalize.tables`)."""
 APPROVAL_KEYS = ("mode", "allow", "deny", "allow_shell")
 UNTRUSTED_HINT = "untrusted workspace file; `normalize trust FILE` to allow"
 
 
+def _hosts_out(value: bool | tuple[str, ...]) -> bool | list[str]:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _hosts_in(value: bool | list[str]) -> bool | tuple[str, ...]:
+    return tuple(value) if isinstance(value, list) else value
+
+
 @dataclass(frozen=True)
-class Permissions:
-    """The resolved permissions of a run (plain data, recorded in the task)."""
+class Permissions(Record):
+    """The resolved permissions of a run (plain data, recorded in the task by its fields)."""
 
     mode: str = "auto"
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     allow_shell: bool = False
-    network: bool | tuple[str, ...] = False
+    network: bool | tuple[str, ...] = field(
+        default=False, metadata=stored(wrap=_hosts_out, unwrap=_hosts_in))
     """False, True (every host) or the only hosts programs reach."""
     sandbox: str = SandboxMode.WORKSPACE.value
     env_allow: tuple[str, ...] = ()
-    hosts_ask: bool = False
+    hosts_ask: bool = field(default=False, metadata=stored(omit_default=True))
     """The host list narrowed a `true` from a workspace file: it asks in auto, as `true` does."""
-    notes: tuple[str, ...] = field(default=(), compare=False)  # what was ignored, and why
-
-    def to_dict(self) -> dict[str, Any]:
-        network = list(self.network) if isinstance(self.network, tuple) else self.network
-        out = {"mode": self.mode, "allow": list(self.allow), "deny": list(self.deny),
-               "allow_shell": self.allow_shell, "network": network,
-               "sandbox": self.sandbox, "env_allow": list(self.env_allow)}
-        return {**out, "hosts_ask": True} if self.hosts_ask else out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], where: str = "recorded permissions"
-                  ) -> Permissions:
-        table = dict(data)
-        hosts_ask = table.pop("hosts_ask", False) is True  # recorded only, never a file's key
-        return replace(Permissions().overlay(table, where), hosts_ask=hosts_ask)
+    notes: tuple[str, ...] = field(default=(), compare=False, metadata=stored(transient=True))
+    """What was ignored, and why (said when the run starts; not recorded)."""
 
     def approval_config(self) -> dict[str, Any]:
         """The table `ApprovalPolicy.from_config` takes."""

@@ -28,15 +28,18 @@ the run through `StopRun`, which the engine turns into `finalize`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from normalize.contract.driver import Driver, RunContext
 from normalize.events import (
     ActionFinished,
     ActionInterrupted,
+    ActionStarted,
     InputReceived,
     Notice,
+    ProcessStarted,
     WaitingForInput,
+    decode_events,
 )
 from normalize.intents import rejection
 from normalize.store import TaskStore
@@ -150,9 +153,9 @@ class Recovery:
         for action in decision.actions:
             if action.key in finished:
                 event = finished[action.key]
-                result = ActionResult(ResultStatus(event["status"]), output=event["preview"],
-                                      exit_code=event.get("exit_code"), error=event.get("error"),
-                                      cache_id=event.get("cache_id"), data=event.get("data", {}))
+                result = ActionResult(ResultStatus(event.status), output=event.preview,
+                                      exit_code=event.exit_code, error=event.error,
+                                      cache_id=event.cache_id, data=event.data)
                 driver.on_result(task, action, result)
                 done_keys.add(action.key)
             elif action.key in started and reattaches(self.tools, action):
@@ -181,19 +184,20 @@ class Recovery:
                            skip=frozenset(done_keys), fanout=decision.max_concurrency)
         self.steps.settle(task, driver, decision)
 
-    def _journaled(self, task: Task) -> tuple[dict[str, dict[str, Any]], set[str],
-                                               dict[str, list[dict[str, Any]]]]:
+    def _journaled(self, task: Task) -> tuple[dict[str, ActionFinished], set[str],
+                                               dict[str, list[ProcessStarted]]]:
         """Since the last checkpoint: the finished actions, the started ones, their processes."""
-        finished: dict[str, dict[str, Any]] = {}
+        finished: dict[str, ActionFinished] = {}
         started: set[str] = set()
-        children: dict[str, list[dict[str, Any]]] = {}
-        for event in self.store.events_since(task):
-            if event.get("type") == "action_finished":
-                finished[event["key"]] = event
-            elif event.get("type") == "action_started":
-                started.add(event["key"])
-            elif event.get("type") == "process_started":
-                children.setdefault(event["key"], []).append(event)
+        children: dict[str, list[ProcessStarted]] = {}
+        for event in decode_events(self.store.events_since(task)):
+            match event:
+                case ActionFinished():
+                    finished[event.key] = event
+                case ActionStarted():
+                    started.add(event.key)
+                case ProcessStarted():
+                    children.setdefault(event.key, []).append(event)
         return finished, started, children
 
     def _report_unrun(self, task: Task, driver: Driver, ctx: RunContext, decision: Decision,
@@ -211,7 +215,7 @@ class Recovery:
             self.steps.finish(task, driver, ctx, action,
                               ActionResult(ResultStatus.CANCELLED, error=why))
 
-    def _stop_survivors(self, ctx: RunContext, spawned: list[dict[str, Any]]) -> str:
+    def _stop_survivors(self, ctx: RunContext, spawned: list[ProcessStarted]) -> str:
         """Stop the children of an interrupted action that outlived the last process.
 
         Only when that process is gone: a live owner (one whose lock was lost)
@@ -219,15 +223,14 @@ class Recovery:
         """
         stopped = []
         for event in spawned:
-            pid = int(event["pid"])
-            owner = int(event.get("owner") or 0)
-            if owner and procs.same_process_alive(owner, event.get("owner_started")):
+            pid, owner = event.pid, event.owner
+            if owner and procs.same_process_alive(owner, event.owner_started):
                 continue
-            if procs.same_process_alive(pid, event.get("started")):
+            if procs.same_process_alive(pid, event.started):
                 procs.stop_group(pid)
                 stopped.append(str(pid))
                 ctx.emit(Notice(level="warning", message=f"stopped process {pid}, left running "
-                                                         f"by the interrupted `{event['key']}`"))
+                                                         f"by the interrupted `{event.key}`"))
         if not stopped:
             return ""
         return f"; its process {', '.join(stopped)} was still running and has been stopped"
@@ -307,7 +310,7 @@ def _child_again(action: Action, answer: str | None) -> Action:
 
 
 def unseen_trouble(tools: ToolRegistry, decision: Decision,
-                   finished: dict[str, dict[str, Any]], started: set[str]) -> bool:
+                   finished: dict[str, ActionFinished], started: set[str]) -> bool:
     """Whether the stop left what the decider must see before more of its decision runs.
 
     That is a side effect whose outcome is unknown, or (in an in-order
@@ -317,7 +320,7 @@ def unseen_trouble(tools: ToolRegistry, decision: Decision,
     """
     for action in decision.actions:
         if action.key in finished:
-            failed = finished[action.key].get("status") in ("error", "blocked")
+            failed = finished[action.key].status in ("error", "blocked")
             if failed and not decision.parallel:
                 return True
         elif action.key in started and not read_only(tools, action) and \

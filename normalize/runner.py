@@ -28,6 +28,7 @@ from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, probe
 from normalize.spawner import Spawner, private_places
 from normalize.store import TaskStore
 from normalize.structured import OutputContract
+from normalize.tables import CacheSettings, LLMTable, given
 from normalize.task import Limits, Task, TaskConfig
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
 from normalize.workflow.spec import WorkflowSpec
@@ -140,7 +141,7 @@ def resolve_permissions(spec: WorkflowSpec, options: RunOptions) -> Permissions:
         shadowed = _shown(spec.shadowed, options.workspace)
         perms = replace(perms, notes=(f"ignored {shadowed}: {UNTRUSTED_HINT}; running the "
                                       f"{spec.origin} workflow {spec.name!r} ({where}) instead",))
-    perms = perms.overlay(spec.permissions, where, trusted=spec.origin != "workspace")
+    perms = perms.overlay(given(spec.permissions), where, trusted=spec.origin != "workspace")
     return command_line(perms, options)
 
 
@@ -172,7 +173,7 @@ def sandbox_policy(options: RunOptions, permissions: Mapping[str, Any], *,
 def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
                limits: Limits | None = None) -> Task:
     """A new task that runs `spec` in the workspace."""
-    limits = limits or Limits.from_dict(spec.limits)
+    limits = limits or replace(spec.limits)
     perms = resolve_permissions(spec, options)
     refuse_unconfined(perms.sandbox_policy(), perms.mode, options.interactive)  # before a task
     refuse_state_in_workspace(perms.sandbox_policy(), options.workspace, _store(options).home)
@@ -215,18 +216,17 @@ def mcp_servers(spec: WorkflowSpec, options: RunOptions) -> tuple[list[ServerSpe
     A server names a program to start, so an untrusted workspace workflow's
     servers are left out (with a note), as any widening it asks for is.
     """
-    from normalize.mcp.config import parse_servers
     from normalize.permissions import UNTRUSTED_HINT, load_mcp_servers
 
     servers = {server.name: server for server in load_mcp_servers()}
     ignored: list[str] = []
     if spec.mcp:
-        where = _shown(spec.path, options.workspace)
         if spec.origin == "workspace":
-            names = ", ".join(str(t.get("name")) for t in spec.mcp)
+            where = _shown(spec.path, options.workspace)
+            names = ", ".join(server.name for server in spec.mcp)
             ignored.append(f"ignored [[workflow.mcp]] {names} from {where}: {UNTRUSTED_HINT}")
         else:
-            servers.update((s.name, s) for s in parse_servers(spec.mcp, where))
+            servers.update((server.name, server) for server in spec.mcp)
     return list(servers.values()), ignored
 
 
@@ -250,16 +250,14 @@ def open_task(ref: str, options: RunOptions) -> Task:
 
 def tool_context(task: Task, options: RunOptions) -> ToolContext:
     """The guard, cache and policy a task's actions run under."""
-    from normalize.execution.cache import CacheSet, make_cache
+    from normalize.execution.cache import CacheSet, cache_from
     from normalize.tools.approval import ApprovalPolicy
     from normalize.tools.guard import WorkspaceGuard
 
     store = _store(options)
     workspace = Path(task.workspace)
-    cache_conf = dict(task.config.spec_table.get("cache") or {})
-    strategy = cache_conf.pop("strategy", "persistent")
-    cache = make_cache(strategy, directory=store.cache_dir(task.id), redact=store.redact,
-                       **cache_conf)
+    table = CacheSettings.from_dict(task.config.spec_table.get("cache") or {})
+    cache = cache_from(table, directory=store.cache_dir(task.id), redact=store.redact)
     caches = CacheSet(cache, store.cache_dir(task.id), redact=store.redact)
     perms = task_permissions(task, options)
     policy = ApprovalPolicy.from_config(perms.approval_config(),
@@ -410,6 +408,14 @@ def make_driver(task: Task, options: RunOptions) -> Driver:
     return create_driver(task.driver, task.config.to_driver_json(), driver_services(options))
 
 
+def with_model(llm: LLMTable | None, model: str | None, base_url: str | None = None
+               ) -> LLMTable:
+    """A workflow's typed `llm` table with a `PROVIDER:MODEL` spec and a base URL put in."""
+    table: dict[str, Any] = llm.to_dict() if llm is not None else {}
+    apply_model(table, model, base_url)
+    return LLMTable.from_config(table)
+
+
 def apply_model(llm: dict[str, Any], model: str | None, base_url: str | None = None) -> None:
     """Put a `PROVIDER:MODEL` spec and a base URL into a workflow's `llm` table."""
     from normalize.drivers.llm import LLMSettings, names_provider
@@ -546,7 +552,7 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
 
 def task_hooks(task: Task) -> tuple[HookRunner | None, list[str]]:
     """The user's hooks, then a trusted workflow's; an untrusted workflow's are left out, said."""
-    from normalize.hooks import HookRunner, parse_hooks
+    from normalize.hooks import Hook, HookRunner
     from normalize.permissions import UNTRUSTED_HINT, load_user_hooks
 
     hooks = list(load_user_hooks())
@@ -555,8 +561,8 @@ def task_hooks(task: Task) -> tuple[HookRunner | None, list[str]]:
     if tables and spec.get("origin") == "workspace":
         where = _shown(str(spec.get("path", "")), Path(task.workspace))
         notes.append(f"ignored {len(tables)} hook(s) of {where}: {UNTRUSTED_HINT}")
-    elif tables:
-        hooks.extend(parse_hooks(tables, f"{spec.get('path')}: workflow"))
+    elif tables:  # checked when the workflow was loaded
+        hooks.extend(Hook.from_dict(table) for table in tables)
     runner = HookRunner(hooks, Path(task.workspace), task.id) if hooks else None
     return runner, notes
 
@@ -574,11 +580,11 @@ def run_flow(root: object, *, goal: str = "", options: RunOptions | None = None,
 
 def _announcer(engine: Engine, notes: list[str]) -> Subscriber:
     """Emits the ignored permissions as warnings right after `run_started`, once."""
-    from normalize.events import BaseEvent, Notice, RunStarted
+    from normalize.events import Event, Notice, RunStarted
 
     pending = list(notes)
 
-    def announce(event: BaseEvent) -> None:
+    def announce(event: Event) -> None:
         if isinstance(event, RunStarted) and pending:
             for message in pending:
                 engine.emit(Notice(level="warning", message=message))

@@ -6,8 +6,9 @@ from a plan made once per class. A class subclasses `Record` for `to_dict` /
 `from_dict`. The few places where the JSON differs from the fields are
 declared, never written by hand: per field, `stored(...)` (another key,
 left out when it equals its default, stored as a wrapper such as `Kept`,
-written as a fixed value); per class, `serial_shape = Shape(...)` (written as a JSON
-array, an older stored shape upgraded before decoding).
+written as a fixed value, not written at all); per class, `serial_shape =
+Shape(...)` (written as a JSON array, every field left out at its default,
+an older stored shape upgraded before decoding).
 
 Values typed `Any`, and dicts and lists of them, pass through as they are
 (the JSON goes straight to the store's encoder; a `Kept` inside one reaches
@@ -42,6 +43,7 @@ class Stored:
     wrap: Codec | None = None  # stores the value as this instead (`Kept`: written beside the task)
     unwrap: Codec | None = None  # applied to the stored value before decoding
     fixed: Callable[[], Any] | None = None  # always written as this (a schema version)
+    transient: bool = False  # never written; read back as its default (what a run derives)
 
 
 def stored(**how: Any) -> dict[str, Stored]:
@@ -54,6 +56,7 @@ class Shape:
     """How a whole class is stored, when it differs from a JSON object of its fields."""
 
     as_list: bool = False  # its fields in order, as a JSON array
+    omit_defaults: bool = False  # every field left out while it equals its default
     upgrade: Codec | None = None  # an older stored shape to today's, before decoding
 
 
@@ -175,6 +178,8 @@ def _plan(cls: type) -> _Plan:
         if not f.init:
             continue
         how = f.metadata.get(_META) or _PLAIN
+        if how.transient:
+            continue
         enc, dec = _codec(hints[f.name])
         planned.append(_Field(f.name, how.key or f.name, enc, dec, how, _default(f)))
     shape = getattr(cls, "serial_shape", Shape())
@@ -200,7 +205,7 @@ def _encoder(planned: tuple[_Field, ...], shape: Shape) -> Codec:
             continue
         value = f"wrap{i}(v)" if how.wrap is not None else "v" if f.enc is _same else f"enc{i}(v)"
         lines.append(f"    v = obj.{f.name}")
-        if how.omit_default:
+        if how.omit_default or shape.omit_defaults:
             lines.append(f"    if not v == default{i}:")
             lines.append(f"        out[{key}] = {value}")
         else:

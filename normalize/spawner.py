@@ -52,7 +52,7 @@ from normalize.children import (
     child_id_for,
 )
 from normalize.errors import NormalizeError, ToolError
-from normalize.events import BaseEvent, ChildCollected, ChildCreated
+from normalize.events import ChildCollected, ChildCreated, Event, decode_events
 from normalize.execution.executor import ChildJob, Executor
 from normalize.store import TaskStore
 from normalize.store.ownership import pid_alive
@@ -61,7 +61,7 @@ from normalize.task import Limits, Task, TaskConfig, TaskStatus
 if TYPE_CHECKING:
     from normalize.checkpoints import isolate
 
-Record = Callable[[BaseEvent], None]
+Record = Callable[[Event], None]
 SetModel = Callable[[dict[str, Any], str], None]  # puts `PROVIDER:MODEL` into an `llm` table
 Judge = Callable[[str, str], int]  # runs a pick command in a copy: its exit status (-1: killed)
 
@@ -296,8 +296,8 @@ class Spawner:
 
     def collected_before(self, child_id: str) -> bool:
         """Whether the parent's journal, since its last checkpoint, records collecting it."""
-        return any(e.get("type") == "child_collected" and e.get("child_id") == child_id
-                   for e in self.store.events_since(self.task))
+        return any(isinstance(e, ChildCollected) and e.child_id == child_id
+                   for e in decode_events(self.store.events_since(self.task)))
 
     def _merge_back(self, child: Task, settings: ChildSettings, outcome: ChildOutcome) -> None:
         """Read the copy's diff, apply it (merge = apply, a child that ended well), drop it."""

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from normalize.children import ChildSettings
 from normalize.errors import ExitStatus
+from normalize.keys import INT, NUM, key, positive
 from normalize.serial import Record, Shape, copied, stored
 from normalize.structured import OutputContract
 
@@ -202,21 +203,27 @@ class Usage(Record):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
 
+_POSITIVE = positive("{key} must be positive, not {value}")
+
 
 @dataclass
 class Limits(Record):
-    """Ceilings on one task; `None` means unbounded.
+    """Ceilings on one task (`[workflow.limits]`); `None` means unbounded.
 
     `driver` names the driver they were set for (`--max-turns` on the command
     line); then they bind that driver only. Without it they bind every driver
     that is bound by limits (a person at the prompt is not).
     """
 
-    max_turns: int | None = None
-    max_tokens: int | None = None
-    max_cost_usd: float | None = None
-    timeout_seconds: float | None = None
-    driver: str | None = None
+    max_turns: int | None = key(None, INT, "model turns (or steps) at most", _POSITIVE,
+                                omit_default=False)
+    max_tokens: int | None = key(None, INT, "tokens in all at most", _POSITIVE,
+                                 omit_default=False)
+    max_cost_usd: float | None = key(None, NUM, "dollars in all at most", _POSITIVE,
+                                     omit_default=False)
+    timeout_seconds: float | None = key(None, NUM, "seconds of the run at most", _POSITIVE,
+                                        omit_default=False)
+    driver: str | None = None  # not a key of the file: `--max-turns` binds one driver
 
 
 

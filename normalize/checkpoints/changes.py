@@ -33,7 +33,7 @@ from normalize.checkpoints.restore import (
 )
 from normalize.checkpoints.shadow import CheckpointError, Entry, ShadowRepo, shown
 from normalize.errors import UsageError
-from normalize.events import BaseEvent, CheckpointTaken, Emitter, TaskRewound
+from normalize.events import CheckpointTaken, Emitter, Event, TaskRewound
 from normalize.store import TaskStore, atomic_write_bytes, ckptlog
 from normalize.task import Task
 
@@ -329,7 +329,7 @@ def record_step(store: TaskStore, task: Task, kind: str, target: int, paths: lis
     return event
 
 
-def journal_event(store: TaskStore, task: Task, event: BaseEvent) -> BaseEvent:
+def journal_event(store: TaskStore, task: Task, event: Event) -> Event:
     """Append one event to the task's journal, stamped after its last one (lock held)."""
     journal = store.journal(task.id)
     try:

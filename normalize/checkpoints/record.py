@@ -41,7 +41,7 @@ from normalize.checkpoints.shadow import (
     shown,
     write_private,
 )
-from normalize.events import BaseEvent, CheckpointTaken, Notice
+from normalize.events import CheckpointTaken, Event, Notice
 from normalize.fsutil import json_bytes
 from normalize.task import Action, Task
 
@@ -142,7 +142,7 @@ class WorkspaceCheckpoints:
     # -- the hooks ---------------------------------------------------------
 
     def take(self, task: Task, action: Action | None = None, *,
-             written: set[str] | None = None) -> list[BaseEvent]:
+             written: set[str] | None = None) -> list[Event]:
         """Record the workspace now: after `action`, or at the start of a run.
 
         `written` (absolute paths), when the action's programs were traced, keeps
@@ -154,7 +154,7 @@ class WorkspaceCheckpoints:
         except Exception as exc:  # never the task's problem
             return self._failed(exc)
 
-    def before(self, task: Task, action: Action) -> list[BaseEvent]:
+    def before(self, task: Task, action: Action) -> list[Event]:
         """Record the workspace just before a side effect, so its step counts only its own."""
         try:
             with self._locked():
@@ -163,7 +163,7 @@ class WorkspaceCheckpoints:
             return self._failed(exc)
         return []
 
-    def settle(self, task: Task) -> list[BaseEvent]:
+    def settle(self, task: Task) -> list[Event]:
         """Keep the task's saved state with its last steps (at a quiescent checkpoint)."""
         if task.id not in self._pending:
             return []
@@ -189,7 +189,7 @@ class WorkspaceCheckpoints:
     # -- the work ------------------------------------------------------------
 
     def _take(self, task: Task, action: Action | None,
-              written: set[str] | None = None) -> list[BaseEvent]:
+              written: set[str] | None = None) -> list[Event]:
         with self._locked():
             tip = self._tip(task.id)
             first = task.id not in self._tips or tip is None
@@ -226,7 +226,7 @@ class WorkspaceCheckpoints:
             commit = self.repo.commit(root, tip[0] if tip else None, meta)
             self.repo.set_ref(task_ref(task.id), commit)
             self._tips[task.id] = (commit, number, snap.tree)
-        events: list[BaseEvent] = [
+        events: list[Event] = [
             Notice(message=f"cleared a git lock a dead process left in the shadow store: {p}")
             for p in self._cleared]
         self._cleared = []
@@ -292,7 +292,7 @@ class WorkspaceCheckpoints:
             self._cleared += clear_stale(self.repo.root, self.repo.git_dir)
             yield
 
-    def _failed(self, exc: BaseException) -> list[BaseEvent]:
+    def _failed(self, exc: BaseException) -> list[Event]:
         if isinstance(exc, Timeout):
             why = "another task in this workspace held the checkpoint lock too long"
         elif isinstance(exc, CheckpointError):
@@ -330,13 +330,13 @@ class _Unavailable(WorkspaceCheckpoints):
         self._warned = False
 
     def take(self, task: Task, action: Action | None = None, *,  # noqa: ARG002
-             written: set[str] | None = None) -> list[BaseEvent]:  # noqa: ARG002
+             written: set[str] | None = None) -> list[Event]:  # noqa: ARG002
         return self._failed(self.error)
 
-    def before(self, task: Task, action: Action) -> list[BaseEvent]:  # noqa: ARG002
+    def before(self, task: Task, action: Action) -> list[Event]:  # noqa: ARG002
         return []
 
-    def settle(self, task: Task) -> list[BaseEvent]:  # noqa: ARG002
+    def settle(self, task: Task) -> list[Event]:  # noqa: ARG002
         return []
 
 

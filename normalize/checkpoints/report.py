@@ -15,24 +15,38 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any
+from typing import Any, assert_never
 
 from normalize.errors import NormalizeError
 from normalize.events import (
     ActionFinished,
-    BaseEvent,
+    ActionInterrupted,
+    ActionStarted,
     CheckpointTaken,
     ChildCollected,
+    ChildCreated,
+    ContextCompacted,
     DecisionMade,
+    Event,
+    FallbackUsed,
+    HookRan,
     InputReceived,
+    LoopDetected,
     ModelReplied,
     ModelRequested,
+    ModelRetried,
     Notice,
+    ProcessStarted,
     RunEnded,
     RunStarted,
+    StepStarted,
     TaskRewound,
+    TaskSaved,
+    TextDelta,
+    ThinkingDelta,
+    UnknownEvent,
     WaitingForInput,
-    event_from_dict,
+    decode_events,
 )
 from normalize.redact import inert
 from normalize.sandbox.hosts import hosts_line
@@ -73,7 +87,7 @@ class Turn:
     prose: list[str] = field(default_factory=list)
     actions: list[ActionFinished] = field(default_factory=list)
     checkpoints: list[CheckpointTaken] = field(default_factory=list)
-    other: list[BaseEvent] = field(default_factory=list)
+    other: list[Event] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
@@ -87,23 +101,17 @@ def _e(text: Any) -> str:
     return escape(inert(str(text)), quote=True)
 
 
-def _events(store: TaskStore, task: Task, redact: Callable[[Any], Any]) -> list[BaseEvent]:
-    out: list[BaseEvent] = []
-    for data in store.events(task.id):
-        try:
-            out.append(event_from_dict(redact(data)))
-        except (KeyError, TypeError):
-            continue
-    return out
+def _events(store: TaskStore, task: Task, redact: Callable[[Any], Any]) -> list[Event]:
+    return list(decode_events(redact(data) for data in store.events(task.id)))
 
 
-def group_turns(events: Iterable[BaseEvent]) -> tuple[list[Turn], list[BaseEvent]]:
+def group_turns(events: Iterable[Event]) -> tuple[list[Turn], list[Event]]:
     """The turns in journal order, and the run-level events (starts, ends, rewinds)."""
     events = list(events)
     rewound: list[tuple[int, int]] = [(e.after_seq, e.seq) for e in events
                                       if isinstance(e, TaskRewound)]
     turns: list[Turn] = []
-    runs: list[BaseEvent] = []
+    runs: list[Event] = []
     current: Turn | None = None
 
     def turn_for(number: int, ts: float) -> Turn:
@@ -143,14 +151,19 @@ def group_turns(events: Iterable[BaseEvent]) -> tuple[list[Turn], list[BaseEvent
             case CheckpointTaken() if event.kind in ("action", "undo", "rewind"):
                 turn = turn_for(event.turn, event.ts)
                 turn.checkpoints.append(event)
-            case WaitingForInput() | InputReceived() | Notice():
+            case WaitingForInput() | InputReceived() | Notice() | UnknownEvent():
                 if current is None:
                     runs.append(event)
                     continue
                 turn = current
                 turn.other.append(event)
+            case (CheckpointTaken() | StepStarted() | ActionStarted() | ProcessStarted()
+                  | ActionInterrupted() | ChildCreated() | ChildCollected() | TaskSaved()
+                  | TextDelta() | ThinkingDelta() | ModelRetried() | FallbackUsed()
+                  | LoopDetected() | ContextCompacted() | HookRan()):
+                continue  # the turn's actions and tokens say enough
             case _:
-                continue
+                assert_never(event)
         turn.ended = max(turn.ended, event.ts)
         turn.rewound = turn.rewound or is_rewound
     return turns, runs
@@ -241,7 +254,7 @@ def render_report(store: TaskStore, task: Task) -> str:
     return "\n".join(out) + "\n"
 
 
-def _children(store: TaskStore, task: Task, events: list[BaseEvent],
+def _children(store: TaskStore, task: Task, events: list[Event],
               redact: Callable[[str], str]) -> list[str]:
     """The sub-tasks side by side, each linked to its own report (written beside this one).
 
@@ -316,7 +329,7 @@ def _first(text: str, width: int = 120) -> str:
 INPUT_LABELS = {"typed": "typed while the model worked", "follow_up": "follow-up instruction"}
 
 
-def _run_event(event: BaseEvent) -> str:
+def _run_event(event: Event) -> str:
     match event:
         case RunStarted():
             how = "resumed" if event.resumed else "started"
@@ -337,6 +350,9 @@ def _run_event(event: BaseEvent) -> str:
             return f'<p class="wait">↳ {label}: {_e(event.answer)}</p>'
         case Notice() if event.level != "info":
             return f'<p class="meta">! {_e(_first(event.message, 300))}</p>'
+        case UnknownEvent():
+            return (f'<p class="meta">· {_e(_first(event.type, 60))}: an event this version '
+                    f"of normalize does not know</p>")
     return ""
 
 
@@ -402,7 +418,7 @@ def _turn(turn: Turn, diffs: dict[int, str]) -> str:
     return "\n".join(out)
 
 
-def _ending(task: Task, runs: list[BaseEvent]) -> str:
+def _ending(task: Task, runs: list[Event]) -> str:
     ended = [e for e in runs if isinstance(e, RunEnded)]
     out = ["<h2>How it ended</h2>"]
     if ended:

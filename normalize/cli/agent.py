@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +66,9 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.contract.driver import DriverServices
     from normalize.drivers.llm import LLMSettings
-    from normalize.runner import apply_model, load_spec
+    from normalize.keys import out_of_bounds
+    from normalize.runner import load_spec, with_model
+    from normalize.tables import ContextSettings
 
     clients = _Clients()
     try:
@@ -89,22 +92,17 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
             if context not in CONTEXTS:
                 raise UsageError(f"--context {context}: unknown strategy "
                                  f"(choose from {', '.join(sorted(CONTEXTS))})")
-            spec.context = {**spec.context, "strategy": context}
+            spec.context = replace(spec.context, strategy=context)
         if repo_map is not None:
-            from normalize.workflow.schema import out_of_range
-
-            problem = out_of_range("context", "repo_map", repo_map)
+            problem = out_of_bounds(ContextSettings, "repo_map", repo_map)
             if problem:
                 raise UsageError(f"--repo-map {repo_map}: {problem} (tokens; 0 leaves it out)")
-            spec.context = {**spec.context, "repo_map": repo_map}
+            spec.context = replace(spec.context, repo_map=repo_map)
         if spec.llm is not None or model or base_url:
-            spec.llm = dict(spec.llm or {})
-            apply_model(spec.llm, model, base_url)
+            spec.llm = with_model(spec.llm, model, base_url)
             choices: list[str | None] = [*models] or [None]
             for each in choices:
-                llm = dict(spec.llm)
-                apply_model(llm, each)
-                settings = LLMSettings.from_config(llm)
+                settings = LLMSettings.of(with_model(spec.llm, each))
                 if not settings.spec.startswith("replay:"):
                     try:
                         clients(settings.spec, base_url=settings.base_url)

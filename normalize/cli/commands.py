@@ -51,15 +51,14 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  network: bool | tuple[str, ...] | None = None,
                  output_schema: Path | None = None, output_retries: int | None = None,
                  otel: bool = False) -> int:
-    from normalize.runner import apply_model, load_spec, parse_vars
+    from normalize.runner import load_spec, parse_vars, with_model
 
     try:
         root = workspace_root(workspace)
         spec = load_spec(ref, root, parse_vars(pairs))
         model = pin_replay(model)
         if model or base_url:
-            spec.llm = dict(spec.llm or {})
-            apply_model(spec.llm, model, base_url)
+            spec.llm = with_model(spec.llm, model, base_url)
         set_output_retries(spec, output_retries, output_schema)
         if dry_run:
             from normalize.cli.plan import print_plan, print_plan_json
@@ -264,7 +263,8 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
             whole = cache_reader(lambda: store)(task.id, event.cache_id)
         return step_output(event, full_text=whole, lines=None if full else SHOW_LINES)
 
-    for line in history(journal_events(events), output, net_changes(store, task)):
+    for line in history(journal_events(events, unknown=True), output,
+                        net_changes(store, task)):
         out.write(line + "\n")
     _warn_store(env, store)
     return 0

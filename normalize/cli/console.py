@@ -16,13 +16,13 @@ from normalize.cancel import CancelToken
 from normalize.errors import NormalizeError
 
 if TYPE_CHECKING:
-    from normalize.events import BaseEvent, Subscriber
+    from normalize.events import Event, Subscriber
 
 
 class Renderer(Protocol):
     """What shows a run (JSON lines, plain lines, the live view): each event, then `close`."""
 
-    def __call__(self, event: BaseEvent) -> None:
+    def __call__(self, event: Event) -> None:
         """Show one event of the run."""
         ...
 

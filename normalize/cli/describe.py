@@ -9,27 +9,37 @@ No rich here: `tasks show` and the plain renderer stay light.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, assert_never
 
 from normalize.events import (
     ActionFinished,
     ActionInterrupted,
     ActionStarted,
-    BaseEvent,
     CheckpointTaken,
+    ChildCollected,
+    ChildCreated,
     ContextCompacted,
     DecisionMade,
+    Event,
     FallbackUsed,
+    HookRan,
     InputReceived,
     LoopDetected,
+    ModelReplied,
+    ModelRequested,
     ModelRetried,
     Notice,
+    ProcessStarted,
     RunEnded,
     RunStarted,
     StepStarted,
     TaskRewound,
+    TaskSaved,
+    TextDelta,
+    ThinkingDelta,
+    UnknownEvent,
     WaitingForInput,
-    event_from_dict,
+    decode_events,
 )
 from normalize.redact import inert_obj
 from normalize.task import TaskStatus
@@ -254,6 +264,11 @@ def waiting_line(event: WaitingForInput) -> str:
     return f"? waiting for an answer: {event.question}"
 
 
+def unknown_line(event: UnknownEvent) -> str:
+    """An event of a newer normalize, named (its fields are kept in the journal)."""
+    return f"{first_line(event.type, 60)}: an event this version of normalize does not know"
+
+
 def question_line(event: WaitingForInput) -> str:
     return f"? {event.question}"
 
@@ -267,7 +282,7 @@ def answer_line(event: InputReceived, width: int = 100) -> str:
     return f"  ↳ {ANSWER_LABELS.get(event.kind, '')}{first_line(event.answer, width)}"
 
 
-def message(event: BaseEvent) -> Line | None:
+def message(event: Event) -> Line | None:
     """The one-liners both views show the same way (notices, retries, fallbacks, loops)."""
     match event:
         case Notice(level="error"):
@@ -290,8 +305,8 @@ def message(event: BaseEvent) -> Line | None:
     return None
 
 
-def describe(event: BaseEvent) -> str | None:
-    """The plain renderer's line(s) for an event, or None for noise."""
+def describe(event: Event) -> str | None:
+    """The plain renderer's line(s) for an event, or None for noise (every kind named)."""
     match event:
         case RunStarted():
             return plain(run_started(event, 100))
@@ -312,27 +327,32 @@ def describe(event: BaseEvent) -> str | None:
             return waiting_line(event)
         case InputReceived():
             return answer_line(event)
-        case DecisionMade() if event.thinking:
-            return f"  {first_line(event.thinking, 120)}"
-        case ContextCompacted():
-            return None  # the live view's footnote; too chatty for a log
+        case DecisionMade():
+            return f"  {first_line(event.thinking, 120)}" if event.thinking else None
         case RunEnded():
             return summary_line(event)
-    line = message(event)
-    return None if line is None else f"  {line.text}"
+        case Notice() | FallbackUsed() | ModelRetried() | LoopDetected():
+            line = message(event)
+            return None if line is None else f"  {line.text}"
+        case (ContextCompacted()  # the live view's footnote; too chatty for a log
+              | ActionStarted() | ProcessStarted() | ChildCreated() | ChildCollected()
+              | TaskSaved() | CheckpointTaken() | TaskRewound() | ModelRequested()
+              | TextDelta() | ThinkingDelta() | ModelReplied() | HookRan() | UnknownEvent()):
+            return None
+        case _:
+            assert_never(event)
 
 
 # -- a task's journal, read back -------------------------------------------------------------
 
 
-def journal_events(raw: Iterable[dict[str, Any]]) -> Iterator[BaseEvent]:
+def journal_events(raw: Iterable[dict[str, Any]], *, unknown: bool = False
+                   ) -> Iterator[Event]:
     """Events from a journal's dicts, their text inert (a journal written before normalize
-    made it so may hold escapes); a kind this version does not know is skipped."""
-    for data in raw:
-        try:
-            yield event_from_dict(inert_obj(data))
-        except (KeyError, TypeError):
-            continue
+    made it so may hold escapes); a kind this version does not know is skipped, or kept as
+    an `UnknownEvent` with `unknown` (`tasks show` names it)."""
+    events = decode_events(inert_obj(data) for data in raw)
+    return events if unknown else (e for e in events if not isinstance(e, UnknownEvent))
 
 
 SHOW_LINES = 8  # lines of each step's output `tasks show` prints (`--full`: all of it)
@@ -351,7 +371,7 @@ def step_output(event: ActionFinished, *, full_text: str | None = None,
     return [*out, *(f"      {line}" for line in body)]
 
 
-def history(events: Iterable[BaseEvent],
+def history(events: Iterable[Event],
             output: Callable[[ActionFinished], list[str]] | None = None,
             net: dict[str, list[int]] | None = None) -> list[str]:
     """The steps of `tasks show`: steps, actions (and `output` under each), inputs, resumptions,
@@ -392,6 +412,8 @@ def history(events: Iterable[BaseEvent],
                 rewind_line = len(out)
                 out.append(f"  ↺ rewound to step {event.step}: the actions above it since "
                            "were undone")
+            case UnknownEvent():
+                out.append(f"  · {unknown_line(event)}")
     if not actions:
         out.append("  (no actions yet)")
     totals: dict[str, list[int]] = {}
@@ -449,7 +471,7 @@ def changed_files(totals: dict[str, list[int]], limit: int = 20) -> list[str]:
     return lines
 
 
-def recent_actions(events: Iterable[BaseEvent], limit: int = 5) -> list[str]:
+def recent_actions(events: Iterable[Event], limit: int = 5) -> list[str]:
     """The last few actions, marked and named, for the person taking a task over."""
     finished = [e for e in events if isinstance(e, ActionFinished)]
     return [f"  {outcome_mark(e)} {command_label(e, 70)}" for e in finished[-limit:]]

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, assert_never
 
 from normalize.cli.console import Environment, flush_out, write_out
 
@@ -62,18 +62,29 @@ from normalize.events import (
     ActionFinished,
     ActionInterrupted,
     ActionStarted,
-    BaseEvent,
     CheckpointTaken,
+    ChildCollected,
+    ChildCreated,
+    ContextCompacted,
     DecisionMade,
+    Event,
+    FallbackUsed,
+    HookRan,
     InputReceived,
+    LoopDetected,
     ModelReplied,
     ModelRequested,
     ModelRetried,
+    Notice,
+    ProcessStarted,
     RunEnded,
     RunStarted,
     StepStarted,
+    TaskRewound,
+    TaskSaved,
     TextDelta,
     ThinkingDelta,
+    UnknownEvent,
     WaitingForInput,
 )
 
@@ -102,7 +113,7 @@ class JsonRenderer:
         self.out = out or sys.stdout
         self._lock = threading.Lock()
 
-    def __call__(self, event: BaseEvent) -> None:
+    def __call__(self, event: Event) -> None:
         line = event.to_json() + "\n"
         with self._lock:
             write_out(self.out, line)
@@ -124,7 +135,7 @@ class Results:
         self.rows = rows or (lambda: 40)
         self.on = False
 
-    def seen(self, event: BaseEvent) -> None:
+    def seen(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             self.on = event.driver == USER_DRIVER
 
@@ -168,7 +179,7 @@ class PlainRenderer:
         with paused(self.input):
             yield
 
-    def __call__(self, event: BaseEvent) -> None:
+    def __call__(self, event: Event) -> None:
         self.results.seen(event)
         if isinstance(event, CheckpointTaken):
             add_changes(self.changes, event)
@@ -291,7 +302,7 @@ class LiveRenderer:
 
     # -- events: state changes only ------------------------------------------------------
 
-    def __call__(self, event: BaseEvent) -> None:
+    def __call__(self, event: Event) -> None:
         self.results.seen(event)
         if isinstance(event, TextDelta | ThinkingDelta):
             with self._lock:
@@ -308,7 +319,7 @@ class LiveRenderer:
         else:
             self._start()
 
-    def _apply(self, event: BaseEvent) -> None:
+    def _apply(self, event: Event) -> None:
         from rich.text import Text
 
         s = self.state
@@ -371,13 +382,19 @@ class LiveRenderer:
             case RunEnded():
                 s.running.clear()
                 add(summary_panel(event, s.changes, s.resumed))
-            case _:
+            case ModelRetried() | Notice() | FallbackUsed() | LoopDetected() | ContextCompacted():
                 if isinstance(event, ModelRetried):  # the streamed text so far is void
                     s.text.clear()
                     s.thinking.clear()
                 line = message(event)
                 if line is not None:
                     add(Text(line.text, style="yellow" if line.warning else "dim"))
+            case (ModelRequested() | ProcessStarted() | ChildCreated() | ChildCollected()
+                  | TaskSaved() | TaskRewound() | TextDelta() | ThinkingDelta()
+                  | HookRan() | UnknownEvent()):
+                pass
+            case _:
+                assert_never(event)
 
     # -- drawing -------------------------------------------------------------------------
 

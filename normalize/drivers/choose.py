@@ -12,7 +12,6 @@ reads it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from normalize.contract.driver import DriverServices, RunContext
@@ -21,6 +20,7 @@ from normalize.events import ModelRequested, Notice
 from normalize.execution.context.results import bounded, neutralise, new_marker
 from normalize.providers.base import ModelRequest, close_client, complete
 from normalize.providers.pricing import DEFAULT_TABLE
+from normalize.tables import LLMTable
 from normalize.task import ActionResult, Task
 
 OUTPUT_TAIL = 3_000
@@ -64,10 +64,10 @@ def _question(state: str, result: ActionResult | None, targets: list[str],
 
 
 def choose_next(task: Task, ctx: RunContext, services: DriverServices,
-                llm: Mapping[str, Any] | None, state: str, result: ActionResult | None,
+                llm: LLMTable | None, state: str, result: ActionResult | None,
                 targets: list[str]) -> str | None:
     """Ask the model which of `targets` follows `state`; None when it never names one."""
-    settings = LLMSettings.from_config(llm or {})
+    settings = LLMSettings.of(llm)
     prices = DEFAULT_TABLE.merged(settings.prices) if settings.prices else DEFAULT_TABLE
     if services.model_factory is not None:
         client = services.model_factory(settings.spec, base_url=settings.base_url)

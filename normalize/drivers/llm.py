@@ -38,7 +38,7 @@ Rules the driver keeps:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -60,6 +60,7 @@ from normalize.execution.context import make_context
 from normalize.execution.context.base import ContextStrategy
 from normalize.execution.context.results import Prompt, bounded, neutralise, signature
 from normalize.intents import parse
+from normalize.keys import parse_table
 from normalize.providers import base as model_events
 from normalize.providers.base import (
     MODEL_RETRY,
@@ -72,6 +73,7 @@ from normalize.providers.base import (
 )
 from normalize.providers.pricing import DEFAULT_TABLE, PriceTable
 from normalize.retry import RetryPolicy
+from normalize.tables import ContextSettings, LLMTable
 from normalize.task import Action, ActionResult, Decision, Task, TaskStatus, Usage
 
 ModelFactory = Callable[..., ModelClient]
@@ -87,49 +89,15 @@ CORRECTIVE_NOTE = (
     "when the task is finished. Write each command on its own line, without backticks."
 )
 
-@dataclass(frozen=True)
-class LLMSettings:
-    """The `[workflow.llm]` table, checked."""
-
-    provider: str = "anthropic"
-    model: str = "claude-sonnet-4-5"
-    fallback: tuple[str, ...] = ()
-    base_url: str | None = None
-    thinking: bool = False
-    max_actions: int = 5
-    allow_parallel: bool = True
-    max_tokens: int = 4096
-    temperature: float | None = None
-    system_prompt: str | None = None
-    system_prompt_file: str | None = None
-    prices: Mapping[str, Any] = field(default_factory=dict)
+class LLMSettings(LLMTable):
+    """The `[workflow.llm]` table, checked, with the model specs it names."""
 
     @classmethod
-    def from_config(cls, table: Mapping[str, Any]) -> LLMSettings:
-        """Settings from a `[workflow.llm]` table; a bad key or type is a ConfigError."""
-        from normalize.workflow.schema import SCHEMAS, TYPE_NAMES
-
-        allowed = SCHEMAS["llm"]  # the same keys and types a workflow file may use
-        names = {f.name for f in fields(cls)}
-        values: dict[str, Any] = {}
-        for key, value in table.items():
-            check = allowed.get(key)
-            if check is None:
-                raise ConfigError(f"workflow.llm: unknown key {key!r} "
-                                  f"(expected {', '.join(allowed)})")
-            if value is None:
-                continue
-            if not check(value):
-                raise ConfigError(f"workflow.llm.{key} must be {TYPE_NAMES[check]}")
-            if key in names:
-                values[key] = value
-        if "fallback" in values:
-            values["fallback"] = tuple(str(m) for m in values["fallback"])
-        if "temperature" in values:
-            values["temperature"] = float(values["temperature"])
-        if values.get("max_actions", 1) < 1 or values.get("max_tokens", 1) < 1:
-            raise ConfigError("workflow.llm: max_actions and max_tokens must be at least 1")
-        return cls(**values)
+    def of(cls, table: LLMTable | None) -> LLMSettings:
+        """The settings of a workflow's typed table (the defaults when it has none)."""
+        if table is None:
+            return cls()
+        return cls(**{f.name: getattr(table, f.name) for f in fields(table)})
 
     @property
     def spec(self) -> str:
@@ -139,6 +107,14 @@ class LLMSettings:
     @property
     def fallback_specs(self) -> list[str]:
         return [qualify(m, self.spec.split(":", 1)[0]) for m in self.fallback]
+
+
+def _context(table: Mapping[str, Any] | str) -> ContextSettings:
+    """The `context` table of a driver's JSON config, checked against its declared keys."""
+    if isinstance(table, str):
+        table = {"strategy": table}
+    return parse_table(ContextSettings, table, "context",
+                       name=lambda k: f"context {k}" if k == "repo_map" else repr(k))
 
 
 def names_provider(model: str) -> bool:
@@ -249,19 +225,11 @@ class LLMDriver:
         """Build from a task's driver config (see the module docstring)."""
         spec = config.get("spec") or {}
         settings = LLMSettings.from_config(spec.get("llm") or config.get("llm") or {})
-        context_conf = dict(spec.get("context") or config.get("context") or {})
-        repo_map = context_conf.pop("repo_map", 0)
-        if isinstance(repo_map, bool) or not isinstance(repo_map, int):
-            raise ConfigError(f"context repo_map must be an integer, not {repo_map!r}")
-        from normalize.workflow.schema import out_of_range
-
-        problem = out_of_range("context", "repo_map", repo_map)
-        if problem:
-            raise ConfigError(f"context repo_map {problem}, not {repo_map}")
+        context = _context(spec.get("context") or config.get("context") or {})
         variables = {**(spec.get("vars") or {}), **(config.get("vars") or {})}
         goal = config.get("goal") or variables.get("goal")
         path = spec.get("path")
-        return cls(settings, context=make_context(**context_conf),
+        return cls(settings, context=make_context(context.strategy, **context.options()),
                    goal=str(goal) if goal else None, variables=variables,
                    model_factory=services.model_factory,
                    retry=services.model_retry or MODEL_RETRY,
@@ -271,7 +239,7 @@ class LLMDriver:
                    config_dir=services.config_dir,
                    follow_ups=[str(f) for f in config.get("follow_ups") or []],
                    inbox=services.inbox,
-                   repo_map_tokens=repo_map)
+                   repo_map_tokens=context.repo_map or 0)
 
     # -- state -------------------------------------------------------------
 

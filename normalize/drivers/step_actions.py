@@ -13,6 +13,7 @@ from typing import Any
 from normalize.errors import ConfigError, UsageError
 from normalize.execution.scope import ROOT_CACHE, ROOT_CONTEXT, ROOT_RETRY, Resolved
 from normalize.intents import parse_command, verb_for
+from normalize.tables import LLMTable, given
 from normalize.task import Action
 from normalize.workflow.argv import bind_command
 from normalize.workflow.interpolate import interpolate
@@ -86,7 +87,7 @@ def step_kind_of(text: str | None) -> str | None:
 
 
 def delegate_config(kind: str, text: str, values: dict[str, Any], *, name: str,
-                    prompt: str | None, max_turns: int | None, llm: dict[str, Any] | None,
+                    prompt: str | None, max_turns: int | None, llm: LLMTable | None,
                     settings: Resolved, notes: str) -> dict[str, Any]:
     """What a step kind's sub-driver is built from (plain JSON, kept for resume)."""
     words = fill(text, values, f"step {name!r}").split(None, 1)
@@ -95,14 +96,15 @@ def delegate_config(kind: str, text: str, values: dict[str, Any], *, name: str,
     plain = {k: v for k, v in values.items() if isinstance(v, str | int | float | bool | list)}
     return {"kind": kind, "name": name, "args": args, "prompt": prompt_text,
             "goal": prompt_text or args or str(values.get("task", "")),
-            "max_turns": max_turns, "llm": llm, "context": settings.context,
+            "max_turns": max_turns, "llm": None if llm is None else llm.to_dict(),
+            "context": settings.context,
             "cache": settings.cache, "retry": settings.retry, "notes": notes, "vars": plain}
 
 
 def root_settings(spec: WorkflowSpec) -> Resolved:
     """The workflow's own strategies (`[workflow.context]`, `.cache`, `.retry`)."""
     return Resolved(
-        context=spec.context.get("strategy", ROOT_CONTEXT),
-        cache=dict(spec.cache) if spec.cache else {"strategy": ROOT_CACHE},
-        retry=dict(spec.retry) if spec.retry else {"strategy": ROOT_RETRY},
+        context=spec.context.strategy or ROOT_CONTEXT,
+        cache=given(spec.cache) or {"strategy": ROOT_CACHE},
+        retry=given(spec.retry) or {"strategy": ROOT_RETRY},
     )

@@ -35,7 +35,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from normalize.errors import ConfigError
 from normalize.fsutil import private_dirs
+from normalize.keys import parse_table
 from normalize.redact import redact as _shape_redact  # without a redactor: shapes only
+from normalize.tables import CACHE_STRATEGIES, CacheSettings
 
 Redact = Callable[[str], str]
 
@@ -46,10 +48,11 @@ __all__ = [
     "PersistentCache",
     "ResultCache",
     "build_preview",
+    "cache_from",
     "make_cache",
 ]
 
-STRATEGIES = ("none", "memory", "persistent")
+STRATEGIES = CACHE_STRATEGIES
 DEFAULT_PREVIEW_LINES = 20
 DEFAULT_PREVIEW_CHARS = 2_000
 DEFAULT_ASKED_LINES = 400
@@ -553,16 +556,6 @@ class PersistentCache(_SizedByIntent):
             total -= sizes[n]
 
 
-_OPTION_TYPES: dict[str, tuple[type, ...]] = {
-    "preview_lines": (int,),
-    "preview_chars": (int,),
-    "asked_lines": (int,),
-    "asked_chars": (int,),
-    "ttl_seconds": (int, float),
-    "max_bytes": (int,),
-}
-
-
 def make_cache(
     strategy: str,
     *,
@@ -573,24 +566,22 @@ def make_cache(
 ) -> ResultCache:
     """A cache for a `[workflow.cache]` table: `strategy` plus its options.
 
-    `preview_length` (the workflow key) is accepted as `preview_chars`. A bad
-    strategy, an unknown option or a wrong type is a `ConfigError` naming it.
+    The table is checked against the keys `CacheSettings` declares (a bad
+    strategy, an unknown option or a wrong type is a `ConfigError` naming it).
     """
-    if strategy not in STRATEGIES:
-        raise ConfigError(
-            f"unknown cache strategy {strategy!r} (expected one of {', '.join(STRATEGIES)})"
-        )
+    settings = parse_table(CacheSettings, {**options, "strategy": strategy}, "cache",
+                           name=lambda key: f"cache {key}")
+    return cache_from(settings, directory=directory, memory_ids=memory_ids, redact=redact)
+
+
+def cache_from(settings: CacheSettings, *, directory: Path | str | None = None,
+               memory_ids: Iterator[int] | None = None, redact: Redact | None = None,
+               ) -> ResultCache:
+    """The cache a typed `[workflow.cache]` table asks for (its strategy: `persistent` if unset)."""
+    strategy = settings.strategy or "persistent"
+    options = settings.options()
     if "preview_length" in options:
         options["preview_chars"] = options.pop("preview_length")
-    for key, value in options.items():
-        allowed = _OPTION_TYPES.get(key)
-        if allowed is None:
-            raise ConfigError(
-                f"unknown cache option {key!r} (expected preview_length, preview_lines, "
-                f"asked_lines, asked_chars, ttl_seconds or max_bytes)"
-            )
-        if value is not None and (isinstance(value, bool) or not isinstance(value, allowed)):
-            raise ConfigError(f"cache {key} must be a number, not {value!r}")
     preview = {k: options[k] for k in ("preview_lines", "preview_chars", "asked_lines",
                                        "asked_chars") if k in options}
     if strategy == "none":
@@ -641,10 +632,10 @@ class CacheSet:
         with self._lock:
             cache = self._scoped.get(key)
             if cache is None:
-                options = dict(table)
-                strategy = str(options.pop("strategy", "persistent"))
-                cache = make_cache(strategy, directory=self.directory,
-                                   memory_ids=self._memory_ids, redact=self.redact, **options)
+                settings = parse_table(CacheSettings, table, "cache",
+                                       name=lambda name: f"cache {name}")
+                cache = cache_from(settings, directory=self.directory,
+                                   memory_ids=self._memory_ids, redact=self.redact)
                 self._scoped[key] = cache
             return cache
 

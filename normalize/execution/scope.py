@@ -28,11 +28,12 @@ from typing import Any
 from normalize.errors import ConfigError
 from normalize.retry import RetryPolicy
 from normalize.serial import Record
+from normalize.tables import CONTEXT_STRATEGIES
 
 ROOT_CONTEXT = "task_tree"
 ROOT_CACHE = "persistent"
 ROOT_RETRY = "none"
-CONTEXT_STRATEGIES = ("task_tree", "task_list", "flat", "conversation", "none")
+
 HISTORY_LIMIT = 20
 PREVIEW_CHARS = 200
 

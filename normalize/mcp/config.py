@@ -21,33 +21,46 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, dataclass
 from typing import Any
 
 from normalize.errors import ConfigError
+from normalize.keys import BOOL, NUM, STR, STRS, TABLE, declared, key
+from normalize.serial import Record
 
 __all__ = ["DEFAULT_TIMEOUT", "KEYS", "ServerSpec", "parse_server", "parse_servers"]
 
 DEFAULT_TIMEOUT = 30.0
-KEYS = ("name", "command", "args", "env", "url", "timeout", "tools", "sandbox", "network")
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 SANDBOXES = ("workspace", "read-only", "off")
 
 
 @dataclass(frozen=True)
-class ServerSpec:
-    """One configured MCP server: how to reach it and which of its tools the model sees."""
+class ServerSpec(Record):
+    """One configured MCP server: how to reach it and which of its tools the model sees.
 
-    name: str
-    command: str = ""
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
-    url: str = ""
-    timeout: float = DEFAULT_TIMEOUT
-    tools: tuple[str, ...] | None = None  # None: every tool the server lists
-    sandbox: str | None = None  # None: the run's sandbox mode
-    network: bool | None = None  # None: the run's network setting
-    origin: str = ""  # where it was configured (a file), for messages
+    Checked once, where it is configured (`parse_server`); stored and read
+    back by its fields (`normalize.serial`).
+    """
+
+    name: str = key(MISSING, STR, "how the model names it: `mcp NAME TOOL …`",
+                    omit_default=False)
+    command: str = key("", STR, "a stdio server: the program normalize starts (sandboxed)",
+                       omit_default=False)
+    args: tuple[str, ...] = key((), STRS, "its arguments", omit_default=False)
+    env: Mapping[str, str] = key(None, TABLE, "added to its (scrubbed) environment",
+                                 factory=dict, omit_default=False)
+    url: str = key("", STR, "a streamable-HTTP server's address (instead of `command`)",
+                   omit_default=False)
+    timeout: float = key(DEFAULT_TIMEOUT, NUM, "seconds, for starting and for each call",
+                         omit_default=False)
+    tools: tuple[str, ...] | None = key(None, STRS, "the tools the model sees (not set: all)",
+                                        omit_default=False)
+    sandbox: str | None = key(None, STR, "`workspace`, `read-only` or `off` (not set: the "
+                                         "run's)", omit_default=False)
+    network: bool | None = key(None, BOOL, "whether it may reach the network (not set: the "
+                                           "run's)", omit_default=False)
+    origin: str = ""  # where it was configured (a file), for messages (not a key)
 
     @property
     def transport(self) -> str:
@@ -63,16 +76,9 @@ class ServerSpec:
     def exposes(self, tool: str) -> bool:
         return self.tools is None or tool in self.tools
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["args"], data["env"] = list(self.args), dict(self.env)
-        data["tools"] = None if self.tools is None else list(self.tools)
-        return data
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ServerSpec:
-        return parse_server(data, str(data.get("origin") or "recorded MCP servers"))
-
+KEYS = tuple(declared(ServerSpec))
+"""The keys of a server table (`ServerSpec` declares them, with their types)."""
 
 Fail = Callable[[str, str], ConfigError]
 
@@ -84,10 +90,10 @@ def _default_fail(where: str) -> Fail:
 def parse_server(table: Mapping[str, Any], where: str, fail: Fail | None = None) -> ServerSpec:
     """One server table, checked; a `ConfigError` naming the key at the first problem."""
     fail = fail or _default_fail(where)
-    for key in table:
-        if key not in (*KEYS, "origin"):
-            raise fail(key, f"unknown key {key!r} in an MCP server table; expected one of: "
-                            f"{', '.join(KEYS)}")
+    for given in table:
+        if given not in (*KEYS, "origin"):
+            raise fail(given, f"unknown key {given!r} in an MCP server table; expected one "
+                              f"of: {', '.join(KEYS)}")
     name = table.get("name")
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise fail("name", f"an MCP server needs a `name` of letters, digits, `_`, `-` or `.` "

@@ -27,7 +27,7 @@ from normalize.task import Action, ActionResult
 
 if TYPE_CHECKING:
     from normalize.children import Spawner
-    from normalize.events import BaseEvent
+    from normalize.events import Event
     from normalize.execution.cache import CacheSet, ResultCache
     from normalize.mcp.client import McpSessions
     from normalize.tools.approval import ApprovalPolicy
@@ -98,7 +98,7 @@ class ToolContext:
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)  # what programs may touch
     mcp: McpSessions | None = None  # the run's MCP servers (started on first use)
     children: Spawner | None = None  # starts sub-tasks (`spawn`)
-    on_child: Callable[[BaseEvent], None] | None = None  # journals a child's creation/outcome
+    on_child: Callable[[Event], None] | None = None  # journals a child's creation/outcome
 
     def cache_for(self, action: Action) -> ResultCache:
         """The cache an action's result goes to: its scope's, or the task's default."""

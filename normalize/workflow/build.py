@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from normalize.errors import ConfigError
-from normalize.sandbox.hosts import check_host
+from normalize.hooks import Hook, parse_hooks
+from normalize.keys import check_table, parse_table
+from normalize.mcp.config import ServerSpec, parse_servers
+from normalize.tables import WORKFLOW_TABLES
 from normalize.workflow.check import Checker
-from normalize.workflow.schema import BUILTIN_VARS, NAME_RE, ON_INTERRUPT, STATE_VARS, STRATEGIES
+from normalize.workflow.schema import BUILTIN_VARS, NAME_RE, ON_INTERRUPT, STATE_VARS
 from normalize.workflow.spec import WorkflowSpec
 from normalize.workflow.validate import LoadNested, Plugins, Validator
-
-APPROVAL_MODES = ("ask", "auto", "yes", "never")
 
 
 @dataclass
@@ -32,24 +33,10 @@ class Source:
     label: str | None = None
 
 
-def _limits(source: Source, limits: Any) -> None:
-    source.check.table(limits, "limits", "workflow.limits")
-    for key, value in limits.items():
-        if value <= 0:
-            raise source.check.fail(f"workflow.limits.{key}",
-                                    f"{key} must be positive, not {value}")
-
-
-def _permissions(source: Source, perms: Any) -> None:
-    source.check.table(perms, "permissions", "workflow.permissions")
-    source.check.choice(perms.get("mode"), APPROVAL_MODES, "workflow.permissions.mode",
-                        "approval mode")
-    hosts = perms.get("network")
-    for host in hosts if isinstance(hosts, list) else []:
-        try:
-            check_host(host)
-        except ValueError as exc:
-            raise source.check.fail("workflow.permissions.network", f"network {exc}") from None
+def _table(source: Source, name: str, value: Any) -> Any:
+    """`[workflow.NAME]` checked against its declared keys (`"flat"`: `{strategy = "flat"}`)."""
+    table = {"strategy": value} if isinstance(value, str) else value
+    return parse_table(WORKFLOW_TABLES[name], table, f"workflow.{name}", source.check.fail)
 
 
 def _on_interrupt(source: Source, value: Any) -> None:
@@ -57,10 +44,10 @@ def _on_interrupt(source: Source, value: Any) -> None:
 
 
 def _llm(source: Source, llm: Any) -> None:
+    """What the declarations cannot say: the provider is registered, the prompt file exists."""
     from normalize.providers.registry import PROVIDERS
 
     check = source.check
-    check.table(llm, "llm", "workflow.llm")
     check.choice(llm.get("provider"), tuple(sorted(PROVIDERS)), "workflow.llm.provider",
                  "provider")
     if "system_prompt_file" in llm:
@@ -86,16 +73,14 @@ def _vars(source: Source, variables: Any) -> None:
                                     f"{{{key}}} is built in; pick another name")
 
 
-def _mcp(source: Source, servers: Any) -> None:
-    from normalize.mcp.config import parse_servers
-
-    for index, table in enumerate(servers):
-        source.check.table(table, "mcp", f"workflow.mcp.{index}")
+def _mcp(source: Source, servers: Any) -> tuple[ServerSpec, ...]:
+    for index, table in enumerate(servers):  # keys and types, as `ServerSpec` declares them
+        check_table(ServerSpec, table, f"workflow.mcp.{index}", source.check.fail)
 
     def fail(index: int, key: str, message: str) -> ConfigError:
         return source.check.fail(f"workflow.mcp.{index}.{key}", message)
 
-    parse_servers(servers, str(source.path), fail)
+    return tuple(parse_servers(servers, str(source.path), fail))
 
 
 def _output_schema(source: Source, value: Any) -> None:
@@ -116,15 +101,11 @@ def _output_retries(source: Source, value: Any) -> None:
                                 f"output_retries = {value}: must be from 0 to {MAX_RETRIES}")
 
 
-def _hooks(source: Source, tables: Any) -> None:
-    from normalize.hooks import parse_hooks
-
-    parse_hooks(tables, f"{source.path}: workflow")
+def _hooks(source: Source, tables: Any) -> tuple[Hook, ...]:
+    return parse_hooks(tables, f"{source.path}: workflow")
 
 
-WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
-    "limits": _limits,
-    "permissions": _permissions,
+WORKFLOW_KEYS: dict[str, Callable[[Source, Any], Any]] = {
     "on_interrupt": _on_interrupt,
     "llm": _llm,
     "driver": _driver,
@@ -134,22 +115,16 @@ WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
     "output_schema": _output_schema,
     "output_retries": _output_retries,
 }
-"""`[workflow]` keys with rules beyond their type → their check (run when the key is set)."""
+"""`[workflow]` keys with rules beyond their type → their check (run when the key is set),
+which gives the key's value as the spec keeps it (or None: the file's value, as it is).
+
+The typed sub-tables (`WORKFLOW_TABLES`) are checked first, against their declarations."""
 
 
-def _strategy_tables(check: Checker, wf: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """`context`, `cache` and `retry` as tables (`"flat"` is `{strategy = "flat"}`), checked."""
-    tables: dict[str, dict[str, Any]] = {}
-    for name, choices in STRATEGIES.items():
-        value = wf.get(name, {})
-        if isinstance(value, str):
-            value = {"strategy": value}
-        check.table(value, name, f"workflow.{name}")
-        check.choice(value.get("strategy"), choices, f"workflow.{name}.strategy",
-                     f"{name} strategy")
-        tables[name] = value
-    check.retry_values(tables["retry"], "workflow.retry")
-    return tables
+def _tables(source: Source, wf: Mapping[str, Any]) -> dict[str, Any]:
+    """Every `[workflow.NAME]` sub-table as its typed value (`llm` only when given)."""
+    return {name: _table(source, name, wf.get(name, {}))
+            for name in WORKFLOW_TABLES if name != "llm" or wf.get("llm") is not None}
 
 
 def _variables(check: Checker, wf: Mapping[str, Any],
@@ -207,20 +182,19 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
     wf = dict(source.data.get("workflow", {}))
     check.table(wf, "workflow", "workflow")
     _steps_table(source, wf)
-    tables = _strategy_tables(check, wf)
-    for key, check_key in WORKFLOW_KEYS.items():
-        if key in wf:
-            check_key(source, wf[key])
+    tables = _tables(source, wf)
+    checked = {key: check_key(source, wf[key]) for key, check_key in WORKFLOW_KEYS.items()
+               if key in wf}
     variables = _variables(check, wf, overrides)
     spec = WorkflowSpec(
         name=wf.get("name", source.path.stem),
         path=str(source.path) if source.label is None else source.label,
         driver="workflow", description=wf.get("description", ""),
         version=wf.get("version", 1), vars=variables, context=tables["context"],
-        cache=tables["cache"], retry=tables["retry"], limits=dict(wf.get("limits", {})),
-        llm=wf.get("llm"), permissions=dict(wf.get("permissions", {})),
-        on_interrupt=wf.get("on_interrupt"), mcp=[dict(t) for t in wf.get("mcp", [])],
-        hooks=[dict(t) for t in wf.get("hooks", [])],
+        cache=tables["cache"], retry=tables["retry"], limits=tables["limits"],
+        llm=tables.get("llm"), permissions=tables["permissions"],
+        on_interrupt=wf.get("on_interrupt"), mcp=checked.get("mcp", ()),
+        hooks=checked.get("hooks", ()),
         output_schema=str(source.path.parent / wf["output_schema"])
         if wf.get("output_schema") else None, output_retries=wf.get("output_retries"),
     )

@@ -5,14 +5,14 @@ A problem is a ConfigError at the key's line and column (`FILE:LINE:COL: message
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from normalize.errors import ConfigError
+from normalize.keys import closest, type_name
 from normalize.workflow.locate import Locator
-from normalize.workflow.schema import SCHEMAS, TYPE_NAMES, out_of_range
+from normalize.workflow.schema import SCHEMAS, TYPE_NAMES
 
 
 class Checker:
@@ -44,9 +44,6 @@ class Checker:
             if not check(value):
                 raise self.fail(path, f"{key!r} must be {TYPE_NAMES[check]}, "
                                       f"not {type_name(value)}")
-            problem = out_of_range(schema, key, value) if isinstance(value, int) else None
-            if problem:
-                raise self.fail(path, f"{key!r} {problem}, not {value}")
 
     def choice(self, value: str | None, choices: tuple[str, ...], path: str, what: str) -> None:
         if value is not None and value not in choices:
@@ -57,29 +54,3 @@ class Checker:
         if value is not None and value <= 0:
             raise self.fail(f"{where}.{key}", f"{key!r} must be positive, not {value}")
 
-    def retry_values(self, table: Mapping[str, Any], where: str) -> None:
-        """A retry table's numbers make sense (at least one attempt, no negative delay)."""
-        self.positive(table, "max_attempts", where)
-        for key in ("base_delay", "max_delay"):
-            if table.get(key, 0) < 0:
-                raise self.fail(f"{where}.{key}", f"{key!r} must not be negative")
-
-
-def closest(key: str, allowed: Iterable[str]) -> str | None:
-    """The allowed name `key` is a likely typo of, if any."""
-    found = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.75)
-    return found[0] if found else None
-
-
-def type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    return type(value).__name__

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from normalize.errors import NormalizeError
+from normalize.tables import LLMTable, given
 from normalize.workflow.interpolate import interpolate, interpolate_known
 from normalize.workflow.spec import StateSpec, StepSpec, WorkflowSpec
 
@@ -53,11 +54,12 @@ def describe(spec: WorkflowSpec, goal: str = "", workspace: Path | None = None) 
         out.append(f"  {spec.description}")
     if spec.vars:
         out.append("vars: " + ", ".join(f"{k}={v!r}" for k, v in spec.vars.items()))
-    out.append(f"strategies: context={_strategies(spec.context, 'task_tree')} · "
-               f"cache={_strategies(spec.cache, 'persistent')} · "
-               f"retry={_strategies(spec.retry, 'none')}")
-    if spec.limits:
-        out.append("limits: " + ", ".join(f"{k}={v}" for k, v in spec.limits.items()))
+    out.append(f"strategies: context={_strategies(given(spec.context), 'task_tree')} · "
+               f"cache={_strategies(given(spec.cache), 'persistent')} · "
+               f"retry={_strategies(given(spec.retry), 'none')}")
+    limits = given(spec.limits)
+    if limits:
+        out.append("limits: " + ", ".join(f"{k}={v}" for k, v in limits.items()))
     if spec.steps:
         out.append("steps:")
         _steps(out, spec, spec.steps, values, workspace, "  ", "")
@@ -66,9 +68,8 @@ def describe(spec: WorkflowSpec, goal: str = "", workspace: Path | None = None) 
         for state in spec.states:
             _state(out, spec, state, values, workspace)
     if spec.driver == "llm":
-        llm = spec.llm or {}
-        out.append(f"a model decides each step: {llm.get('provider', 'anthropic')}:"
-                   f"{llm.get('model', 'claude-sonnet-4-5')}")
+        llm = spec.llm or LLMTable()
+        out.append(f"a model decides each step: {llm.provider}:{llm.model}")
     return out
 
 

@@ -9,16 +9,35 @@ workflow costs the steps it runs, not all of them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
-from typing import Any, overload
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Self, overload
+
+from normalize.hooks import Hook
+from normalize.mcp.config import ServerSpec
+from normalize.serial import Record, Shape, decode, encode
+from normalize.tables import (
+    CacheSettings,
+    ContextSettings,
+    LLMTable,
+    PermissionsTable,
+    RetrySettings,
+)
+from normalize.task import Limits
 
 JSON = dict[str, Any]
 
 
 @dataclass
-class StepSpec:
-    """One entry of `[[workflow.steps]]` (or of a nested `steps`)."""
+class StepSpec(Record):
+    """One entry of `[[workflow.steps]]` (or of a nested `steps`).
+
+    Stored (`to_dict`), it keeps only the fields that differ from their
+    defaults: a long workflow's spec is read back at every resume, and most
+    of a step's two dozen fields are unset.
+    """
+
+    serial_shape: ClassVar[Shape] = Shape(omit_defaults=True)
 
     name: str
     action: str | None = None
@@ -51,36 +70,6 @@ class StepSpec:
     def is_group(self) -> bool:
         """Whether the step holds nested steps (a scope) rather than one action."""
         return bool(self.steps)
-
-    def to_dict(self) -> JSON:
-        return asdict(self)
-
-    def to_stored(self) -> JSON:
-        """As a task stores it: only the fields that differ from their defaults.
-
-        A long workflow's spec is read back at every resume; most of a step's
-        two dozen fields are unset, and `from_dict` fills them in again.
-        """
-        data: JSON = {}
-        for name, default in _STEP_DEFAULTS.items():
-            value = getattr(self, name)
-            if name in ("steps", "otherwise"):
-                if value:
-                    data[name] = [step.to_stored() for step in value]
-            elif value != default or name == "name":
-                data[name] = value
-        return data
-
-    @classmethod
-    def from_dict(cls, data: JSON) -> StepSpec:
-        data = dict(data)
-        data["steps"] = [StepSpec.from_dict(s) for s in data.get("steps", [])]
-        data["otherwise"] = [StepSpec.from_dict(s) for s in data.get("otherwise", [])]
-        return cls(**data)
-
-
-_STEP_DEFAULTS: JSON = {
-    f.name: [] if f.default is MISSING else f.default for f in fields(StepSpec)}
 
 
 class StepList(Sequence[StepSpec]):
@@ -125,12 +114,12 @@ class StepList(Sequence[StepSpec]):
 
     def to_dicts(self) -> list[JSON]:
         """The steps as JSON: a step never decoded is its stored dict, as it was."""
-        return [raw if step is None else step.to_stored()
+        return [raw if step is None else step.to_dict()
                 for raw, step in zip(self._raw, self._decoded, strict=True)]
 
 
 @dataclass
-class TransitionSpec:
+class TransitionSpec(Record):
     """One `[[states.transitions]]` entry."""
 
     next: str
@@ -139,7 +128,7 @@ class TransitionSpec:
 
 
 @dataclass
-class StateSpec:
+class StateSpec(Record):
     """One `[[states]]` entry."""
 
     name: str
@@ -158,19 +147,10 @@ class StateSpec:
     max_turns: int | None = None
     line: int = 0
 
-    def to_dict(self) -> JSON:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: JSON) -> StateSpec:
-        data = dict(data)
-        data["transitions"] = [TransitionSpec(**t) for t in data.get("transitions", [])]
-        return cls(**data)
-
 
 @dataclass
-class WorkflowSpec:
-    """A whole workflow file, validated."""
+class WorkflowSpec(Record):
+    """A whole workflow file, validated: its `[workflow]` sub-tables typed (`normalize.tables`)."""
 
     name: str
     path: str
@@ -178,15 +158,15 @@ class WorkflowSpec:
     description: str = ""
     version: int = 1
     vars: JSON = field(default_factory=dict)
-    context: JSON = field(default_factory=dict)
-    cache: JSON = field(default_factory=dict)
-    retry: JSON = field(default_factory=dict)
-    limits: JSON = field(default_factory=dict)
-    llm: JSON | None = None
-    permissions: JSON = field(default_factory=dict)
+    context: ContextSettings = field(default_factory=ContextSettings)
+    cache: CacheSettings = field(default_factory=CacheSettings)
+    retry: RetrySettings = field(default_factory=RetrySettings)
+    limits: Limits = field(default_factory=Limits)
+    llm: LLMTable | None = None
+    permissions: PermissionsTable = field(default_factory=PermissionsTable)
     on_interrupt: str | None = None
-    mcp: list[JSON] = field(default_factory=list)  # [[workflow.mcp]]: the MCP servers it uses
-    hooks: list[JSON] = field(default_factory=list)  # [[workflow.hooks]]: run if trusted
+    mcp: tuple[ServerSpec, ...] = ()  # [[workflow.mcp]]: the MCP servers it uses
+    hooks: tuple[Hook, ...] = ()  # [[workflow.hooks]]: run if trusted
     output_schema: str | None = None  # the result's JSON Schema file (beside the workflow)
     output_retries: int | None = None  # how often an invalid result goes back (None: default)
     steps: Sequence[StepSpec] = field(default_factory=list)  # a StepList when read from JSON
@@ -196,15 +176,15 @@ class WorkflowSpec:
     shadowed: str = ""  # an untrusted workspace file of the same name that was passed over
 
     def to_dict(self) -> JSON:
-        data = asdict(replace(self, steps=[]))
+        data: JSON = encode(replace(self, steps=[]))
         steps = self.steps
         data["steps"] = steps.to_dicts() if isinstance(steps, StepList) else \
-            [step.to_stored() for step in steps]
+            [step.to_dict() for step in steps]
         return data
 
     @classmethod
-    def from_dict(cls, data: JSON) -> WorkflowSpec:
-        data = dict(data)
-        data["steps"] = StepList(list(data.get("steps", [])))
-        data["states"] = [StateSpec.from_dict(s) for s in data.get("states", [])]
-        return cls(**data)
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """The spec a task stored; its steps are decoded as they are reached (`StepList`)."""
+        spec = decode(cls, {**data, "steps": []})
+        spec.steps = StepList(list(data.get("steps", [])))
+        return spec

@@ -13,10 +13,12 @@ from typing import Any
 
 from normalize.errors import ConfigError, UsageError
 from normalize.intents import parse_command, verb_for
+from normalize.keys import closest, parse_table
 from normalize.plugins import PluginGroup
+from normalize.tables import RetrySettings
 from normalize.verbs import all_words
 from normalize.workflow.bounds import MAX_NESTED_DEPTH, LimitError, as_limit
-from normalize.workflow.check import Checker, closest
+from normalize.workflow.check import Checker
 from normalize.workflow.interpolate import variables_in
 from normalize.workflow.schema import (
     BUILTIN_CONDITIONS,
@@ -336,13 +338,11 @@ class Validator:
             raise self.check.fail(where, str(exc)) from None
 
     def retry(self, value: Any, where: str) -> dict[str, Any] | None:
+        """A step's `retry` (`"fixed"` is `{strategy = "fixed"}`), checked as `[workflow.retry]`."""
         if value is None:
             return None
         table = {"strategy": value} if isinstance(value, str) else dict(value)
-        self.check.table(table, "retry", where)
-        self.check.choice(table.get("strategy"), STRATEGIES["retry"], f"{where}.strategy",
-                          "retry strategy")
-        self.check.retry_values(table, where)
+        parse_table(RetrySettings, table, where, self.check.fail)
         return table
 
     # -- steps -----------------------------------------------------------

@@ -22,9 +22,12 @@ from normalize.contract.driver import DriverServices
 from normalize.drivers.llm import LLMDriver
 from normalize.engine import RunOutcome
 from normalize.events import BaseEvent
+from normalize.keys import parse_table
 from normalize.retry import RetryPolicy
 from normalize.runner import RunOptions, load_spec, make_driver, run_task, start_task
 from normalize.store import TaskStore
+from normalize.tables import CacheSettings, ContextSettings, LLMTable
+from normalize.task import Limits
 from normalize.testing import ScriptedModel
 from normalize.testing.servers import FakeModelServer
 
@@ -117,13 +120,14 @@ def run_agent(normalize_home: Path) -> Callable[..., Run]:
             task = store.load(task_id)
         else:
             spec = load_spec("dwim", workspace)
-            spec.llm = {**(spec.llm or {}), "fallback": [], **(llm or {})}
+            spec.llm = LLMTable.from_config({**(spec.llm.to_dict() if spec.llm else {}),
+                                             "fallback": [], **(llm or {})})
             if context is not None:
-                spec.context = context
+                spec.context = parse_table(ContextSettings, context, "workflow.context")
             if limits is not None:
-                spec.limits = limits
+                spec.limits = parse_table(Limits, limits, "workflow.limits")
             if cache is not None:
-                spec.cache = cache
+                spec.cache = parse_table(CacheSettings, cache, "workflow.cache")
             task = start_task(spec, goal, opts)
         driver = make_driver(task, opts)
         assert isinstance(driver, LLMDriver)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from normalize.events import BaseEvent
 from normalize.providers.scripted import ScriptedTurn
 from normalize.runner import RunOptions, load_spec, run_task, start_task
 from normalize.store import TaskStore
+from normalize.tables import LLMTable
 from normalize.testing import ScriptedModel
 
 PY = sys.executable
@@ -57,7 +58,7 @@ def run_scripted(workspace: Path, home: Path, *replies: ScriptedTurn, **run_opti
                       services=DriverServices(model_factory=lambda spec, **_: model),
                       **run_options)
     spec = load_spec("dwim", workspace)
-    spec.llm = {**(spec.llm or {}), "fallback": []}
+    spec.llm = replace(spec.llm or LLMTable(), fallback=())
     task = start_task(spec, "change some files", opts)
     outcome = run_task(task, opts)
     assert model.remaining == 0, (outcome.status, outcome.error, outcome.summary,

@@ -8,6 +8,7 @@ instruction; then the numbers it prints are used with `diff` and `undo`.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from checkpoint_helpers import cli, edit, run_scripted
@@ -18,6 +19,7 @@ from normalize.events import BaseEvent, RunEnded
 from normalize.providers.base import ModelRequest
 from normalize.runner import RunOptions, follow_up, load_spec, run_task, start_task
 from normalize.store import TaskStore
+from normalize.tables import LLMTable
 from normalize.testing import ScriptedModel
 
 SNAPSHOT = """\
@@ -73,7 +75,7 @@ def run_with_follow_up(ws: Path, home: Path) -> str:
                       services=DriverServices(model_factory=lambda spec, **_: model,
                                               inbox=inbox))
     spec = load_spec("dwim", ws)
-    spec.llm = {**(spec.llm or {}), "fallback": []}
+    spec.llm = replace(spec.llm or LLMTable(), fallback=())
     task = start_task(spec, "tidy calc.py", opts)
     assert run_task(task, opts).status.value == "done"
     task = store.load(task.id)
@@ -145,7 +147,7 @@ def test_a_failed_follow_up_does_not_repeat_the_earlier_summary(tmp_path: Path,
                       subscribers=[ended.append],
                       services=DriverServices(model_factory=lambda spec, **_: model))
     spec = load_spec("dwim", ws)
-    spec.llm = {**(spec.llm or {}), "fallback": []}
+    spec.llm = replace(spec.llm or LLMTable(), fallback=())
     task = start_task(spec, "look at calc.py", opts)
     assert run_task(task, opts).status.value == "done"
     task = store.load(task.id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from normalize.redact import Redactor
 from normalize.retry import RetryPolicy
 from normalize.runner import RunOptions, load_spec, run_task, start_task
 from normalize.store import TaskStore
+from normalize.tables import LLMTable
 from normalize.testing import ScriptedModel
 
 FAST = RetryPolicy(strategy="none")
@@ -31,7 +33,7 @@ def run_scripted(workspace: Path, home: Path, *replies: str, **options: Any
                       services=DriverServices(model_factory=lambda spec, **_: model,
                                               model_retry=FAST), **options)
     spec = load_spec("dwim", workspace)
-    spec.llm = {**(spec.llm or {}), "fallback": []}
+    spec.llm = replace(spec.llm or LLMTable(), fallback=())
     task = start_task(spec, "report the time and the repository status", opts)
     run_task(task, opts)
     return model, store, task.id, events

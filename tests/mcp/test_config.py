@@ -35,8 +35,8 @@ def test_a_workflow_declares_servers_and_they_reach_the_spec(tmp_path: Path) -> 
     path = tmp_path / "flow.toml"
     path.write_text(FLOW)
     spec = load_workflow(path)
-    assert [s["name"] for s in spec.mcp] == ["fx", "docs"]
-    assert spec.mcp[0]["tools"] == ["echo"]
+    assert [s.name for s in spec.mcp] == ["fx", "docs"]
+    assert spec.mcp[0].tools == ("echo",)
 
 
 @pytest.mark.parametrize(("change", "line", "message"), [

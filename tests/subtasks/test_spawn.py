@@ -12,6 +12,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from normalize.contract.driver import DriverServices
 from normalize.providers.base import ModelRequest
 from normalize.runner import RunOptions, load_spec, run_task, start_task
 from normalize.store import TaskStore
+from normalize.tables import LLMTable
 from normalize.testing import ScriptedModel
 
 FILES = {"a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n"}
@@ -64,7 +66,7 @@ def run_parent(ws: Path, home: Path, replies: list[Any]) -> tuple[Any, ScriptedM
     opts = RunOptions(workspace=ws, store=store, fsync=False, approve="yes",
                       services=DriverServices(model_factory=lambda spec, **_: model))
     spec = load_spec("dwim", ws)
-    spec.llm = {**(spec.llm or {}), "fallback": []}
+    spec.llm = replace(spec.llm or LLMTable(), fallback=())
     outcome = run_task(start_task(spec, "split the work", opts), opts)
     return outcome, model
 
