@@ -22,6 +22,7 @@ def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | 
     from normalize.tools import default_tools
     from normalize.tools.approval import ApprovalMode, ApprovalPolicy
     from normalize.tools.base import ToolContext
+    from normalize.tools.code.symbols import nest
     from normalize.tools.guard import WorkspaceGuard
 
     if workspace is not None and not workspace.is_dir():
@@ -38,10 +39,13 @@ def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | 
     text = " ".join([verb, *args])
     result = tools.execute(Action(verb, {"args": args, "body": None}, text=text), ctx)
     if json_output:
-        env.stdout.write(json.dumps({
+        shown: dict[str, object] = {
             "command": text, "status": result.status.value, "output": result.output,
             "error": result.error, "exit_code": result.exit_code, "data": result.data,
-            "duration": round(result.duration, 6)}) + "\n")
+            "duration": round(result.duration, 6)}  # fmt: skip
+        if verb == "skeleton" and "items" in result.data:  # the symbols themselves, nested
+            shown["symbols"] = nest(result.data["items"])
+        env.stdout.write(json.dumps(shown) + "\n")
     elif result.output:
         env.stdout.write(result.output.rstrip("\n") + "\n")
     if result.status is ResultStatus.SUCCESS:
