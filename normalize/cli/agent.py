@@ -46,6 +46,14 @@ class _Clients:
 TASK_PROMPT = "task › "
 
 
+def check_server(client: Any) -> None:
+    """Raise ServerDownError when the client's server is on this machine and not running."""
+    from normalize.providers.openai_compat import OpenAICompatClient
+
+    if isinstance(client, OpenAICompatClient):
+        client.check_server()
+
+
 def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str | None,
               max_turns: int | None, budget: float | None, approve: str | None,
               context: str | None, workflow: str | None, workspace: Path | None,
@@ -93,10 +101,11 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
             settings = LLMSettings.from_config(spec.llm)
             if not settings.spec.startswith("replay:"):
                 try:
-                    clients(settings.spec, base_url=settings.base_url)
+                    client = clients(settings.spec, base_url=settings.base_url)
                 except MissingKeyError:
                     error_line(env, MISSING_KEY.format(spec=settings.spec))
                     return int(ExitStatus.USAGE)
+                check_server(client)  # a local server not started: say so before a task exists
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
                                         network=network)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -42,3 +44,44 @@ def test_skeleton_json_returns_symbols_not_one_text_field(project: Path,
     tree = json.loads(cli("skeleton", "--json", ".", cwd=project, home=normalize_home).stdout)
     assert tree["symbols"][0]["path"] == "shapes.py"
     assert tree["symbols"][0]["symbols"] == symbols
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, never listened, closed)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_local_model_server_not_running_is_named_before_a_task_exists(
+        project: Path, normalize_home: Path) -> None:
+    port = closed_port()
+    started = time.monotonic()
+    done = cli("agent", "--model", "ollama:qwen3", "say hi", cwd=project, home=normalize_home,
+               OLLAMA_HOST=f"127.0.0.1:{port}")
+    assert time.monotonic() - started < 5  # no retries first
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"normalize: error: ollama qwen3: connection refused: is Ollama running at "
+        f"127.0.0.1:{port}? Start it with `ollama serve` (OLLAMA_HOST or --base-url for "
+        "another address)"]
+    assert cli("tasks", cwd=project, home=normalize_home).stdout.strip() == "no tasks yet"
+    other = cli("agent", "--model", "openai:m", "--base-url", f"http://localhost:{port}/v1",
+                "say hi", cwd=project, home=normalize_home, OPENAI_API_KEY="k")
+    assert other.returncode == 2
+    assert f"is the model server running at localhost:{port}?" in other.stderr
+
+
+def test_a_refused_local_server_mid_task_is_not_retried() -> None:
+    from normalize.errors import ProviderError
+    from normalize.providers.base import ModelRequest, close_client, complete
+    from normalize.providers.registry import create_client
+
+    client = create_client("ollama:qwen3", env={"OLLAMA_HOST": f"localhost:{closed_port()}"})
+    started = time.monotonic()
+    try:
+        with pytest.raises(ProviderError, match="is Ollama running at localhost:") as raised:
+            complete(client, ModelRequest("", [{"role": "user", "content": "hi"}]))
+    finally:
+        close_client(client)
+    assert not raised.value.retryable and time.monotonic() - started < 3
