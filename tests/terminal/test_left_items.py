@@ -85,3 +85,32 @@ def test_a_refused_local_server_mid_task_is_not_retried() -> None:
     finally:
         close_client(client)
     assert not raised.value.retryable and time.monotonic() - started < 3
+
+
+DEMO = ('[workflow]\nname = "demo"\n\n[[workflow.steps]]\nname = "look"\n'
+        'action = "view shapes.py"\n')
+
+
+def test_a_damaged_task_is_shown_from_its_journal_and_found_after_it_is_moved_aside(
+        project: Path, normalize_home: Path) -> None:
+    (project / "demo.toml").write_text(DEMO)
+    ran = cli("run", "demo.toml", cwd=project, home=normalize_home)
+    assert ran.returncode == 0, ran.stderr
+    task_id = json.loads(cli("tasks", "--json", cwd=project, home=normalize_home).stdout)["id"]
+    path = normalize_home / "tasks" / f"{task_id}.json"
+    path.write_text('{"id": "' + task_id + '", "wor')
+    shown = cli("tasks", "show", task_id, cwd=project, home=normalize_home)
+    assert shown.returncode == 0, shown.stderr
+    assert f"{path}: damaged task file" in shown.stderr and "shown from its journal" in shown.stderr
+    assert "view shapes.py" in shown.stdout and "goal:      demo" in shown.stdout
+    resumed = cli("resume", task_id, cwd=project, home=normalize_home)
+    assert resumed.returncode == 1 and "moved aside to" in resumed.stderr
+    aside, = (normalize_home / "tasks").glob(f"{task_id}.json.corrupt-*")
+    assert str(aside) in cli("tasks", "show", task_id[:5], cwd=project,
+                             home=normalize_home).stderr  # found by prefix, naming where
+    listed = cli("tasks", cwd=project, home=normalize_home)
+    assert listed.stdout.splitlines()[1].split()[:2] == [task_id, "damaged"]
+    assert f"moved aside to {aside}" in listed.stderr
+    report = cli("report", task_id, "-o", "-", cwd=project, home=normalize_home)
+    assert report.returncode == 0, report.stderr
+    assert "view shapes.py" in report.stdout and "no task matches" not in report.stderr
