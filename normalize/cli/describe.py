@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from normalize.events import (
     ActionFinished,
     ActionInterrupted,
+    ActionProgressed,
     ActionStarted,
     BaseEvent,
     CheckpointTaken,
@@ -263,6 +264,17 @@ ANSWER_LABELS = {"typed": "sent to the model: ", "follow_up": "follow-up: "}
 def answer_line(event: InputReceived, width: int = 100) -> str:
     """`  ↳ yes`, `  ↳ sent to the model: …` (a typed line), `  ↳ follow-up: …`."""
     return f"  ↳ {ANSWER_LABELS.get(event.kind, '')}{first_line(event.answer, width)}"
+
+
+COUNT_ORDER = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
+
+
+def progress_lines(event: ActionProgressed, width: int) -> list[str]:
+    """Under a running program's spinner: a test run's counts so far, then its last lines."""
+    counts = [f"{event.counts[name]} {name}" for name in COUNT_ORDER if event.counts.get(name)]
+    out = [f"  {', '.join(counts)} so far"] if counts else []
+    out.extend(f"  │ {line}"[:max(width - 1, 10)] for line in event.tail)
+    return out
 
 
 def message(event: BaseEvent) -> Line | None:

@@ -49,6 +49,7 @@ from normalize.cli.describe import (
     message,
     outcome_mark,
     pending_ask,
+    progress_lines,
     question_line,
     result_body,
     run_started,
@@ -61,6 +62,7 @@ from normalize.cli.describe import first_line as first_line
 from normalize.events import (
     ActionFinished,
     ActionInterrupted,
+    ActionProgressed,
     ActionStarted,
     BaseEvent,
     CheckpointTaken,
@@ -209,6 +211,7 @@ class ViewState:
     text: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
     running: dict[str, tuple[str, float]] = field(default_factory=dict)
+    progress: dict[str, ActionProgressed] = field(default_factory=dict)  # a program's tail
     started: float | None = None
     changes: dict[str, list[int]] = field(default_factory=dict)  # path -> [+, -]
     typing: bool = False  # a person can type a line for the model (see cli/typeahead.py)
@@ -343,6 +346,9 @@ class LiveRenderer:
                     add(_dim_block(event.thinking, THINKING_LINES))
             case ActionStarted():
                 s.running[event.key] = (command_label(event, 70), self.clock())
+            case ActionProgressed():
+                if event.key in s.running:
+                    s.progress[event.key] = event
             case ActionFinished() if pending_ask(event):
                 s.running.pop(event.key, None)
             case ActionFinished():
@@ -400,8 +406,13 @@ class LiveRenderer:
                     spinner = self._spinners[key] = Spinner("dots", text=text)
                 spinner.update(text=text)
                 rows.append(spinner)
+                shown = s.progress.get(key)
+                if shown is not None:
+                    rows.append(Text("\n".join(progress_lines(shown, width)), style="dim"))
             for gone in set(self._spinners) - set(s.running):
                 del self._spinners[gone]
+            for gone in set(s.progress) - set(s.running):
+                del s.progress[gone]
             rows.append(self._footer(now))
         return Group(*rows)
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import pty
+import re
+import select
 import socket
 import subprocess
 import sys
@@ -114,3 +118,104 @@ def test_a_damaged_task_is_shown_from_its_journal_and_found_after_it_is_moved_as
     report = cli("report", task_id, "-o", "-", cwd=project, home=normalize_home)
     assert report.returncode == 0, report.stderr
     assert "view shapes.py" in report.stdout and "no task matches" not in report.stderr
+
+
+SLOW_SUITE = '''import time
+from pathlib import Path
+
+
+def test_one():
+    pass
+
+
+def test_two():
+    pass
+
+
+def test_three():
+    assert 1 == 2
+
+
+def test_waits_for_the_go_file():
+    deadline = time.monotonic() + 60
+    while not Path("go").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert Path("go").exists()
+'''
+TESTING = '[workflow]\nname = "testing"\n\n[[workflow.steps]]\nname = "tests"\naction = "test"\n'
+
+
+def test_a_long_test_run_shows_its_counts_and_output_tail_while_it_runs(
+        tmp_path: Path, normalize_home: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_slow.py").write_text(SLOW_SUITE)
+    (tmp_path / "testing.toml").write_text(TESTING)
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "TERM")}
+    env.update(NORMALIZE_HOME=str(normalize_home), TERM="xterm-256color", COLUMNS="100")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "normalize.cli.app", "run", "testing.toml"],
+                            stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE,
+                            env=env, cwd=tmp_path)
+    os.close(slave)
+    seen = b""
+    try:
+        seen = read_until(master, b"2 passed, 1 failed so far", deadline=60)
+        (tmp_path / "go").write_text("")  # only now may the last test end
+        seen += read_until(master, None, deadline=60)
+    finally:
+        os.close(master)
+        proc.wait(timeout=60)
+        assert proc.stderr is not None
+        proc.stderr.close()
+    screen = ANSI.sub("", seen.decode("utf-8", "replace"))
+    assert "2 passed, 1 failed so far" in screen  # while the fourth test still ran
+    assert "│ ..F" in screen  # pytest's progress line, as it was being written
+    journal, = (normalize_home / "tasks").glob("*.jsonl")
+    assert "action_progressed" not in journal.read_text()  # shown live, never kept
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+
+
+def read_until(fd: int, wanted: bytes | None, *, deadline: float) -> bytes:
+    """What the terminal shows until `wanted` appears (None: until it closes)."""
+    got = b""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if not ready:
+            continue
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            return got
+        if not data:
+            return got
+        got += data
+        if wanted is not None and wanted in ANSI.sub("", got.decode("utf-8", "replace")).encode():
+            return got
+    raise AssertionError(f"not seen in time: {wanted!r}; saw {got[-2000:]!r}")
+
+
+def test_the_live_view_draws_a_running_programs_counts_and_tail() -> None:
+    from rich.console import Console
+
+    from normalize.cli.render import LiveRenderer
+    from normalize.events import ActionProgressed, ActionStarted, Emitter, RunStarted
+
+    console = Console(file=io.StringIO(), width=60, height=40, force_terminal=True,
+                      color_system=None, _environ={})
+    renderer = LiveRenderer(console, auto_refresh=False, clock=lambda: 0.0)
+    emitter = Emitter("abc12345")
+    emitter.subscribe(renderer)
+    emitter.emit(RunStarted(goal="g", driver="workflow", workspace="/w"))
+    emitter.emit(ActionStarted(key="0.0", tool="test", command="test"))
+    emitter.emit(ActionProgressed(key="0.0", tail=["collected 40 items", "....F.." + "." * 80],
+                                  counts={"passed": 86, "failed": 1}))
+    shown = io.StringIO()
+    Console(file=shown, width=60, color_system=None).print(renderer.view())
+    rows = [line.rstrip() for line in shown.getvalue().splitlines()]
+    assert "  86 passed, 1 failed so far" in rows
+    assert "  │ collected 40 items" in rows
+    assert any(row.startswith("  │ ....F..") and len(row) <= 59 for row in rows)
+    renderer.close()
