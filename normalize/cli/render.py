@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -89,6 +90,7 @@ STATUS_STYLES = {"done": "green", "failed": "red", "waiting": "yellow", "interru
                  "limit_reached": "yellow", "stuck": "red"}
 FullText = Callable[[str, str], "str | None"]  # (task id, cache id) -> the whole output
 USER_DRIVER = "user"  # a person reads every result of the runs this driver makes
+WHOLE = 10**9  # rows when there is no terminal: a result is shown whole
 TEXT_TAIL_LINES = 6  # lines of streamed text kept in the live region
 DIFF_LINES = 40  # lines of an edit's diff shown under its action line
 THINKING_LINES = 8  # lines of a reply's thinking kept on screen once the reply is in
@@ -604,7 +606,7 @@ def make_renderer(env: Environment, *, json_output: bool, quiet: bool,
         return JsonRenderer(env.stdout)
     if quiet or env.plain:
         return PlainRenderer(env.stdout, quiet=quiet,
-                             results=Results(full_text, rows=_terminal_rows))
+                             results=Results(full_text, rows=lambda: _terminal_rows(env)))
     from rich.console import Console
 
     console = Console(file=env.stdout)
@@ -631,7 +633,11 @@ def cache_reader(get_store: Callable[[], object | None]) -> FullText:
     return read
 
 
-def _terminal_rows() -> int:
-    import shutil
-
-    return shutil.get_terminal_size((100, 40)).lines
+def _terminal_rows(env: Environment) -> int:
+    """How many rows a result may take: the terminal's height, or all of them in a pipe."""
+    if not env.stdout_tty:
+        return WHOLE
+    try:
+        return os.get_terminal_size(env.stdout.fileno()).lines
+    except (OSError, ValueError):
+        return WHOLE

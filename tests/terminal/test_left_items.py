@@ -219,3 +219,25 @@ def test_the_live_view_draws_a_running_programs_counts_and_tail() -> None:
     assert "  │ collected 40 items" in rows
     assert any(row.startswith("  │ ....F..") and len(row) <= 59 for row in rows)
     renderer.close()
+
+
+TWO_STEPS = ('[workflow]\nname = "two"\n\n[[workflow.steps]]\nname = "a"\naction = "view shapes.py"'
+             '\n\n[[workflow.steps]]\nname = "b"\naction = "view shapes.py"\n')
+
+
+def test_a_person_at_the_user_prompt_in_a_pipe_sees_a_forty_line_file_whole(
+        project: Path, normalize_home: Path) -> None:
+    (project / "forty.py").write_text("".join(f"line_{n:02d} = {n}\n" for n in range(1, 41)))
+    (project / "two.toml").write_text(TWO_STEPS)
+    first = cli("run", "two.toml", "--max-turns", "1", cwd=project, home=normalize_home)
+    assert first.returncode == 3, first.stderr
+    full = {k: v for k, v in os.environ.items() if k not in ("NORMALIZE_CRASH_AT", "LINES")}
+    full.update(NORMALIZE_HOME=str(normalize_home), TERM="dumb")
+    handed = subprocess.run([sys.executable, "-m", "normalize.cli.app", "resume", "last",
+                             "--driver", "user"], cwd=project, env=full,
+                            input="view forty.py\ndone\n", capture_output=True, text=True,
+                            timeout=60)
+    assert handed.returncode == 0, handed.stderr
+    for n in range(1, 41):  # no terminal: no height to fit, so the whole file
+        assert f"line_{n:02d} = {n}" in handed.stdout, handed.stdout
+    assert "more lines" not in handed.stdout
