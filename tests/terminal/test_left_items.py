@@ -8,6 +8,7 @@ import os
 import pty
 import re
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -241,3 +242,59 @@ def test_a_person_at_the_user_prompt_in_a_pipe_sees_a_forty_line_file_whole(
     for n in range(1, 41):  # no terminal: no height to fit, so the whole file
         assert f"line_{n:02d} = {n}" in handed.stdout, handed.stdout
     assert "more lines" not in handed.stdout
+
+
+LAUNCH = ("import sys\nfrom normalize.cli.entry import main\n"  # what the console script does
+          "sys.stderr.write('launched\\n'); sys.stderr.flush()\nsys.exit(main())\n")
+
+
+def test_ctrl_c_right_after_start_never_prints_a_traceback(project: Path,
+                                                           normalize_home: Path) -> None:
+    (project / "demo.toml").write_text(DEMO)
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS")}
+    env.update(NORMALIZE_HOME=str(normalize_home), TERM="xterm-256color")
+    for number, delay in enumerate(range(0, 120, 6)):
+        command = ["tasks"] if number % 2 else ["run", "demo.toml"]
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([sys.executable, "-c", LAUNCH, *command], stdin=slave,
+                                stdout=slave, stderr=subprocess.PIPE, env=env, cwd=project)
+        os.close(slave)
+        assert proc.stderr is not None
+        assert proc.stderr.readline() == b"launched\n"
+        time.sleep(delay / 1000)  # a person's Ctrl-C, 0 to 114 ms into the app's start
+        proc.send_signal(signal.SIGINT)
+        screen = read_until(master, None, deadline=60)
+        err = proc.stderr.read()
+        proc.stderr.close()
+        os.close(master)
+        status = proc.wait(timeout=60)
+        shown = screen + err
+        assert b"Traceback" not in shown and b"KeyboardInterrupt" not in shown, (delay, shown)
+        assert status in (0, 130), (delay, status, shown)
+
+
+def test_mcp_at_a_terminal_says_what_it_serves_and_stops_at_ctrl_c(project: Path,
+                                                                   normalize_home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env.update(NORMALIZE_HOME=str(normalize_home), TERM="xterm-256color")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", LAUNCH, "mcp"], stdin=slave, stdout=slave,
+                            stderr=subprocess.PIPE, env=env, cwd=project)
+    os.close(slave)
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline() == b"launched\n"
+        said = proc.stderr.readline().decode()
+        assert said.startswith(f"normalize mcp: serving {project.resolve()}'s code tools over MCP")
+        assert said.rstrip().endswith("Ctrl-C stops")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130  # not waiting for a line on stdin
+        rest = proc.stderr.read().decode()
+        assert rest == "normalize mcp: stopped\n" and "Traceback" not in rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+        os.close(master)
