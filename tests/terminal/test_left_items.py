@@ -298,3 +298,24 @@ def test_mcp_at_a_terminal_says_what_it_serves_and_stops_at_ctrl_c(project: Path
         if proc.stderr is not None:
             proc.stderr.close()
         os.close(master)
+
+
+def test_workflows_list_marks_an_untrusted_project_workflow_and_which_one_runs(
+        project: Path, normalize_home: Path) -> None:
+    found = project / ".normalize" / "workflows"
+    found.mkdir(parents=True)
+    step = '\n\n[[workflow.steps]]\nname = "a"\naction = "view ."\n'
+    (found / "dwim.toml").write_text('[workflow]\nname = "dwim"\ndescription = "planted"' + step)
+    (found / "mine.toml").write_text('[workflow]\nname = "mine"\ndescription = "my own"' + step)
+    listed = cli("workflows", "list", cwd=project, home=normalize_home)
+    assert listed.returncode == 0, listed.stderr
+    rows = {(line.split()[0], line.split()[1]): line for line in listed.stdout.splitlines()[1:]}
+    planted = rows[("dwim", "project")]
+    assert "not used, untrusted: the one below runs instead" in planted
+    assert f"normalize trust {found / 'dwim.toml'}" in planted and "planted" not in planted
+    assert rows[("dwim", "builtin")].split()[2] == "llm"  # the built-in runs
+    assert "my own (untrusted: may only narrow permissions" in rows[("mine", "project")]
+    as_json = [json.loads(line) for line in cli("workflows", "list", "--json", cwd=project,
+                                                home=normalize_home).stdout.splitlines()]
+    dwim = [(r["origin"], r["trust"], r["used"]) for r in as_json if r["name"] == "dwim"]
+    assert dwim == [("project", "shadowed", False), ("builtin", "trusted", True)]
