@@ -319,3 +319,44 @@ def test_workflows_list_marks_an_untrusted_project_workflow_and_which_one_runs(
                                                 home=normalize_home).stdout.splitlines()]
     dwim = [(r["origin"], r["trust"], r["used"]) for r in as_json if r["name"] == "dwim"]
     assert dwim == [("project", "shadowed", False), ("builtin", "trusted", True)]
+
+
+def test_a_person_driving_is_not_asked_to_approve_their_own_edit(project: Path,
+                                                                 normalize_home: Path) -> None:
+    (project / "two.toml").write_text(TWO_STEPS)
+    first = cli("run", "two.toml", "--max-turns", "1", "--approve", "ask", cwd=project,
+                home=normalize_home)
+    assert first.returncode == 3, first.stderr
+    full = {k: v for k, v in os.environ.items() if k != "NORMALIZE_CRASH_AT"}
+    full.update(NORMALIZE_HOME=str(normalize_home), TERM="dumb")
+    handed = subprocess.run([sys.executable, "-m", "normalize.cli.app", "resume", "last",
+                             "--driver", "user"], cwd=project, env=full,
+                            input="write notes.txt <<EOF\nhello\nEOF\ndone\n",
+                            capture_output=True, text=True, timeout=60)
+    assert handed.returncode == 0, handed.stdout + handed.stderr
+    assert "approval" not in handed.stdout + handed.stderr  # the `ask` carried over asks not
+    assert (project / "notes.txt").read_text() == "hello\n"
+    destructive = subprocess.run([sys.executable, "-m", "normalize.cli.app", "resume", "last",
+                                  "--driver", "user"], cwd=project, env=full,
+                                 input="run rm -rf notes.txt\ndone\n", capture_output=True,
+                                 text=True, timeout=60)
+    assert (project / "notes.txt").exists(), destructive.stdout  # that still needs a yes
+
+
+def test_the_always_choice_says_what_it_lets_through() -> None:
+    from normalize.cli.approve import approver
+    from normalize.cli.console import Environment
+    from normalize.tools.approval import Question, covers
+
+    err = io.StringIO()
+    master, slave = pty.openpty()  # the person's terminal
+    with os.fdopen(slave, "r") as terminal:
+        os.write(master, b"a\n")
+        env = Environment(stdin=terminal, stdout=io.StringIO(), stderr=err, env={})
+        ask = approver(env, lambda: None)
+        question = Question("Allow edit `src/app.py`?", "+x = 1", covers(["tool:edit"]))
+        assert ask(question) == "always"
+    os.close(master)
+    assert "[y]es / [n]o / [a]lways (every edit in this run): " in err.getvalue()
+    assert covers(["rm", "python -m pytest"]) == \
+        "every `rm` command and every `python -m pytest` command in this run"
