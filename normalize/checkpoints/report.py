@@ -342,9 +342,11 @@ def _turn(turn: Turn, diffs: dict[int, str]) -> str:
                     turn.checkpoints and action.preview.strip():  # the step's diff shows it
                 out.append(f"<details><summary>output</summary><pre>{_e(action.preview)}"
                            "</pre></details>")
-            else:
-                out.append(_output(action.preview, "output",
-                                   open_=action.status != "success"))
+            else:  # an output that opens with the error says the rest only
+                shown = action.preview
+                if action.error and shown.startswith(action.error.strip()):
+                    shown = shown[len(action.error.strip()):].lstrip("\n")
+                out.append(_output(shown, "output", open_=action.status != "success"))
             out.append("</li>")
         out.append("</ol>")
     for checkpoint in turn.checkpoints:

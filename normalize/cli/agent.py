@@ -124,7 +124,8 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         from normalize.cli.sandbox import report_tier
         from normalize.cli.trust import report_ignored
 
-        report_ignored(env, task)
+        if json_output or quiet:  # otherwise the run shows it, as a notice
+            report_ignored(env, task)
         report_tier(env, task, options)
         outcome = run_at_terminal(env, task, options, renderer)
         code = finish(env, outcome, renderer, json_output)

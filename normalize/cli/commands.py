@@ -140,9 +140,10 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         from normalize.cli.sandbox import report_tier
         from normalize.cli.trust import report_ignored
 
-        report_ignored(env, task)
+        if json_output or quiet:  # otherwise the run shows it, as a notice
+            report_ignored(env, task)
         report_tier(env, task, options)
-        with SignalCancel(options.cancel, notify=stopping_note(env)):
+        with SignalCancel(options.cancel, notify=stopping_note(env, renderer)):
             outcome = run_task(task, options)
         return finish(env, outcome, renderer, json_output)
     except NormalizeError as exc:

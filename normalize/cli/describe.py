@@ -243,6 +243,12 @@ def diff_lines(event: ActionFinished, limit: int) -> list[str]:
     return [*shown, f"… {more} more lines"] if more > 0 else shown
 
 
+def said_by_its_result(event: ActionInterrupted) -> bool:
+    """Whether an `interrupted` result follows at once and says it all: a side effect cut
+    short, its outcome unknown (its line would say it twice)."""
+    return not event.read_only and not event.rerun
+
+
 def interrupted_line(event: ActionInterrupted, width: int) -> str:
     what = "runs again" if event.rerun else "outcome unknown"
     return f"? {command_label(event, width)}: interrupted, {what}"
@@ -283,8 +289,8 @@ def message(event: BaseEvent) -> Line | None:
         case Notice(level="error"):
             return None  # the run's ending reports it
         case Notice():
-            return Line(f"{'!' if event.level == 'warning' else '·'} "
-                        f"{first_line(event.message, 120)}", event.level == "warning")
+            return Line(f"{'!' if event.level == 'warning' else '·'} "  # whole: the view wraps
+                        f"{first_line(event.message, 2000)}", event.level == "warning")
         case FallbackUsed():
             return Line(f"! falling back from {event.from_model} to {event.to_model}: "
                         f"{event.reason}", True)
@@ -316,6 +322,8 @@ def describe(event: BaseEvent) -> str | None:
                 outcome += f"\n      {reason}"
             hosts = network_line(event)
             return f"{outcome}\n      {hosts}" if hosts else outcome
+        case ActionInterrupted() if said_by_its_result(event):
+            return None
         case ActionInterrupted():
             return f"  {interrupted_line(event, 80)}"
         case WaitingForInput():
@@ -354,6 +362,9 @@ def step_output(event: ActionFinished, *, full_text: str | None = None,
     out = [f"      {error_text(first_line(event.error, 200))}"] if event.error else []
     text = full_text if full_text is not None else event.preview
     body = text.rstrip("\n").splitlines()
+    said = (event.error or "").strip().splitlines()
+    if said and body[:len(said)] == said:  # the output opens with the error: said once
+        body = body[len(said):]
     if lines is not None and len(body) > lines:
         more = len(body) - lines + 1
         where = f" — `normalize tasks show {event.task_id} --full`" if event.cache_id else ""

@@ -56,7 +56,7 @@ def run_at_terminal(env: Environment, task: Any, options: Any, renderer: Any, *,
     from normalize.cli.typeahead import typed_lines
     from normalize.runner import run_task
 
-    with SignalCancel(options.cancel, notify=stopping_note(env)), \
+    with SignalCancel(options.cancel, notify=stopping_note(env, renderer)), \
             typed_lines(env, options, renderer, model=task.driver == "llm"):
         return run_task(task, options, resumed=resumed, reply=reply)
 

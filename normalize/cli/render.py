@@ -54,6 +54,7 @@ from normalize.cli.describe import (
     question_line,
     result_body,
     run_started,
+    said_by_its_result,
     stats,
     step_label,
     step_line,
@@ -266,6 +267,7 @@ class LiveRenderer:
         self.clock = clock
         self.state = ViewState()
         self._queue: list[RenderableType] = []
+        self._said: list[str] = []  # lines from a signal handler, printed at the next redraw
         self._spinners: dict[str, Any] = {}
         self._lock = threading.Lock()  # guards state and queue; held only briefly
         self._draw = threading.RLock()  # one drawer at a time
@@ -364,7 +366,8 @@ class LiveRenderer:
                     add(diff)
             case ActionInterrupted():
                 s.running.pop(event.key, None)
-                add(Text(interrupted_line(event, 70), style="yellow"))
+                if not said_by_its_result(event):
+                    add(Text(interrupted_line(event, 70), style="yellow"))
             case WaitingForInput():
                 add(Text(question_line(event), style="bold yellow"))
             case InputReceived():
@@ -408,9 +411,9 @@ class LiveRenderer:
                     spinner = self._spinners[key] = Spinner("dots", text=text)
                 spinner.update(text=text)
                 rows.append(spinner)
-                shown = s.progress.get(key)
-                if shown is not None:
-                    rows.append(Text("\n".join(progress_lines(shown, width)), style="dim"))
+                shown = progress_lines(s.progress[key], width) if key in s.progress else []
+                if shown:
+                    rows.append(Text("\n".join(shown), style="dim"))
             for gone in set(self._spinners) - set(s.running):
                 del self._spinners[gone]
             for gone in set(s.progress) - set(s.running):
@@ -436,11 +439,19 @@ class LiveRenderer:
             footer.append_text(Text.assemble("\n› ", (s.typed, "bold"), "▏"))
         return footer
 
+    def say(self, text: str) -> bool:
+        """Print `text` above the live region at its next redraw (safe in a signal handler:
+        no lock is taken); False when there is no live region to keep it above."""
+        if not self._started or self._ended or self._held:
+            return False
+        self._said.append(text)  # one atomic append; the ticker's refresh prints it
+        return True
+
     def refresh(self) -> None:
         """Print the queued lines and redraw the live region, in one write."""
         with self._draw:
             with self._lock:
-                lines, self._queue = self._queue, []
+                lines = self._take()
             if not self._started or self._held:
                 self._print(lines)
                 return
@@ -501,13 +512,21 @@ class LiveRenderer:
                     for key, (command, started) in self.state.running.items():
                         self.state.running[key] = (command, started + waited)
 
+    def _take(self) -> list[RenderableType]:
+        """The lines to print now: what a signal handler said first, then the queue."""
+        from rich.text import Text
+
+        said = [self._said.pop(0) for _ in range(len(self._said))]  # atomic pops
+        lines, self._queue = [*(Text(t, style="yellow") for t in said), *self._queue], []
+        return lines
+
     def close(self) -> None:
         """Draw what is queued, take the live region down, stop the ticker (idempotent)."""
         self._stop.set()
         with self._draw:
             self._ended = True
             with self._lock:
-                lines, self._queue = self._queue, []
+                lines = self._take()
             if self._started:
                 self.live.stop()
                 self._started = False

@@ -139,7 +139,7 @@ def progress_feed(report: Progress | None, *, tests: bool, every: float = 0.25,
         now = clock()
         if now - last[0] >= every:
             shown = (tail.tail(), tail.counts())
-            if not told or told[-1] != shown:
+            if any(shown) and (not told or told[-1] != shown):
                 last[0] = now
                 told[:] = [shown]
                 report(*shown)

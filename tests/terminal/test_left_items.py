@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
@@ -10,8 +11,10 @@ import re
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -360,3 +363,107 @@ def test_the_always_choice_says_what_it_lets_through() -> None:
     assert "[y]es / [n]o / [a]lways (every edit in this run): " in err.getvalue()
     assert covers(["rm", "python -m pytest"]) == \
         "every `rm` command and every `python -m pytest` command in this run"
+
+
+SLEEPY = '[workflow]\nname = "sl"\n\n[[workflow.steps]]\nname = "a"\naction = "run sleep 30"\n'
+CSI = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])")
+
+
+def final_screen(raw: bytes) -> list[str]:
+    """What a terminal shows after `raw`: lines, carriage returns, erase-line, cursor up."""
+    rows, row, col, at = [""], 0, 0, 0
+    text = raw.decode("utf-8", "replace")
+    while at < len(text):
+        match = CSI.match(text, at)
+        if match:
+            arg, verb = match.groups()
+            if verb == "K":
+                rows[row] = rows[row][:col] if arg in ("", "0") else ""
+            elif verb == "A":
+                row = max(0, row - int(arg or 1))
+            at = match.end()
+            continue
+        char, at = text[at], at + 1
+        if char == "\r":
+            col = 0
+        elif char == "\n":
+            row += 1
+            rows.extend([""] * (row + 1 - len(rows)))
+        else:
+            rows[row] = rows[row][:col].ljust(col) + char + rows[row][col + 1:]
+            col += 1
+    return [line.rstrip() for line in rows]
+
+
+def test_ctrl_c_in_the_live_view_leaves_no_dead_spinner_and_cuts_no_notice(
+        project: Path, normalize_home: Path) -> None:
+    (project / "sl.toml").write_text(SLEEPY)
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES")}
+    env.update(NORMALIZE_HOME=str(normalize_home), TERM="xterm-256color")
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-c", LAUNCH, "run", "sl.toml", "--approve",
+                             "yes"], stdin=slave, stdout=slave, stderr=slave, env=env,
+                            cwd=project)
+    os.close(slave)
+    try:
+        seen = read_until(master, b"run sleep 30", deadline=60)
+        seen += read_until(master, b"step 1/1: a", deadline=60)  # the live region is up
+        proc.send_signal(signal.SIGINT)
+        seen += read_until(master, None, deadline=60)
+    finally:
+        os.close(master)
+        proc.wait(timeout=60)
+    screen = final_screen(seen)
+    assert not [line for line in screen if "run sleep 30" in line and line.endswith("s")
+                and "stopped" not in line], screen  # no spinner line left behind
+    joined = " ".join(line.strip() for line in screen)
+    assert "stopping — the running action is cancelled and the task saved as interrupted " \
+           "(press again to stop at once)" in joined, screen
+    assert "leaves it to the workflow's on_interrupt or to the model" in joined, screen
+    assert joined.count("outcome is unknown") == 1
+
+
+def test_a_failed_actions_error_is_said_once_in_tasks_show_and_the_report(
+        project: Path, normalize_home: Path) -> None:
+    (project / "two.toml").write_text(TWO_STEPS)
+    cli("run", "two.toml", "--max-turns", "1", cwd=project, home=normalize_home)
+    full = {k: v for k, v in os.environ.items() if k != "NORMALIZE_CRASH_AT"}
+    full.update(NORMALIZE_HOME=str(normalize_home), TERM="dumb")
+    typed = "grep\nedit shapes.py <<EOF\nno such lines\n=======\nx\nEOF\ndone\n"
+    subprocess.run([sys.executable, "-m", "normalize.cli.app", "resume", "last", "--driver",
+                    "user"], cwd=project, env=full, input=typed, capture_output=True,
+                   text=True, timeout=60, check=True)
+    shown = cli("tasks", "show", "last", cwd=project, home=normalize_home).stdout
+    assert shown.count("grep needs a PATTERN") == 1, shown
+    assert shown.count("needs SEARCH/REPLACE blocks") == 1, shown
+    report = cli("report", "last", "-o", "-", cwd=project, home=normalize_home).stdout
+    for error in ("grep needs a PATTERN", "needs SEARCH/REPLACE blocks"):
+        assert report.count(error) == 2  # under "Errors first", then at its step: no output copy
+
+
+def test_an_untrusted_workflows_ignored_permission_is_said_once(project: Path,
+                                                               normalize_home: Path) -> None:
+    found = project / ".normalize" / "workflows"
+    found.mkdir(parents=True)
+    (found / "mine.toml").write_text('[workflow]\nname = "mine"\n\n[workflow.permissions]\n'
+                                     'mode = "yes"\n\n[[workflow.steps]]\nname = "a"\n'
+                                     'action = "view ."\n')
+    for flags in ([], ["-q"], ["--json"]):
+        done = cli("run", "mine", *flags, cwd=project, home=normalize_home)
+        assert done.returncode == 0, done.stderr
+        said = (done.stdout + done.stderr).count('ignored mode = \\"yes\\"' if flags == ["--json"]
+                                                 else 'ignored mode = "yes"')
+        assert said == 1, (flags, done.stdout, done.stderr)
+
+
+def test_an_outcome_unknown_on_resume_is_said_once(project: Path, normalize_home: Path) -> None:
+    (project / "w.toml").write_text('[workflow]\nname = "w"\n\n[[workflow.steps]]\nname = "a"\n'
+                                    'action = "write out.txt <<EOF\\nhi\\nEOF"\n')
+    crashed = cli("run", "w.toml", cwd=project, home=normalize_home,
+                  NORMALIZE_CRASH_AT="action_started")
+    assert crashed.returncode != 0
+    resumed = cli("resume", "last", cwd=project, home=normalize_home)
+    lines = [line for line in resumed.stdout.splitlines() if "write out.txt" in line]
+    assert len(lines) == 1 and lines[0].lstrip().startswith("? write out.txt"), resumed.stdout
+    assert "interrupted, outcome unknown" not in resumed.stdout  # the result's lines say it
