@@ -140,11 +140,12 @@ def ending_summary(event: RunEnded) -> str:
 
 
 def summary_line(event: RunEnded, resumed: bool = False) -> str:
-    """`task abc12345 done · 2 turns · …`, then the summary and the error, one line each."""
+    """`task abc12345 done · 2 turns · …`, then the summary (whole: a report is its lines)
+    and the error's first line."""
     line = f"task {event.task_id} " + " · ".join([status_word(event.status),
                                                   *stats(event, resumed)])
     if ending_summary(event):
-        line += f"\n  {first_line(event.summary, 200)}"
+        line += "".join(f"\n  {row}" for row in event.summary.strip().splitlines())
     if event.error:
         line += f"\n  {error_text(first_line(event.error, 200))}"
     return line
@@ -185,8 +186,8 @@ def action_change(event: ActionFinished) -> str | None:
 def output_head(preview: str) -> str:
     """A successful output's own first line, past a preview's `errors (…)` section."""
     lines = preview.strip().splitlines()
-    if lines and lines[0].startswith("errors (") and "first lines:" in lines:
-        lines = lines[lines.index("first lines:") + 1:]
+    if lines and lines[0].startswith("errors ("):  # a heading, not the output: past it or none
+        lines = lines[lines.index("first lines:") + 1:] if "first lines:" in lines else []
     return lines[0] if lines else ""
 
 

@@ -27,9 +27,11 @@ def first_failure(output: str) -> list[str]:
     """The first failing test's name and assertion, error-first; empty when none is found."""
     out: list[str] = []
     named = _SHORT_FAILED.search(output)
-    if named is not None:
-        out.append(f"FAILED {named.group(1)}")
     assertion = [m.group(1).rstrip() for m in _E_LINE.finditer(output)]
+    if named is not None:  # pytest cuts its summary line to the terminal; its `E` line is whole
+        test, dash, _ = named.group(1).partition(" - ")
+        out.append(f"FAILED {test} - {assertion[0]}" if dash and assertion else
+                   f"FAILED {named.group(1)}")
     first_block: list[str] = []
     for line in output.splitlines():  # the first run of `E   ` lines only
         if line.startswith("E ") or line == "E":

@@ -467,3 +467,40 @@ def test_an_outcome_unknown_on_resume_is_said_once(project: Path, normalize_home
     lines = [line for line in resumed.stdout.splitlines() if "write out.txt" in line]
     assert len(lines) == 1 and lines[0].lstrip().startswith("? write out.txt"), resumed.stdout
     assert "interrupted, outcome unknown" not in resumed.stdout  # the result's lines say it
+
+
+LONG_ASSERT = ("add(1, 2) should be three, and this message is long enough that a cut at a "
+               "hundred characters would hide its end: THE-END")
+DOCSTRING_TEST = ('from calc import add\n\n\ndef test_add():\n    """Adding works.\n'
+                  '    Error: a docstring line, not an error\n    """\n'
+                  f'    assert add(1, 2) == 3, "{LONG_ASSERT}"\n')
+
+
+def test_run_health_shows_its_report_and_the_whole_first_failure(project: Path,
+                                                                  normalize_home: Path) -> None:
+    (project / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (project / "tests").mkdir()
+    (project / "tests" / "test_calc.py").write_text(DOCSTRING_TEST)
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n')
+    done = cli("run", "health", cwd=project, home=normalize_home)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert LONG_ASSERT in out  # the first failure's whole assertion, as check promises
+    ending = out[out.index(" done · "):]
+    assert "  tests: 1 failed · " in ending and "\n  languages:" in ending  # the report itself
+    assert "\n  most complex functions:" in ending
+    shown = cli("tasks", "show", "last", cwd=project, home=normalize_home).stdout
+    step = shown[shown.index("test --quick"):shown.index("step 3/3")]
+    assert "Error: a docstring line" not in step  # a docstring is not an error
+    assert "should be thr..." not in step  # pytest's cut summary is not shown for the whole
+    assert "pytest: 1 failed" in step and LONG_ASSERT in step
+
+
+def test_a_preview_never_shows_a_heading_over_nothing() -> None:
+    from normalize.execution.cache import build_preview
+
+    content = "\n" * 20 + "\n".join(f"ERROR: problem {n}" for n in range(40))
+    preview = build_preview(content, "r1", preview_lines=12, preview_chars=2000)
+    lines = preview.splitlines()
+    if "first lines:" in lines:
+        assert any(line.strip() for line in lines[lines.index("first lines:") + 1:-1]), preview
