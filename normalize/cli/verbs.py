@@ -22,7 +22,6 @@ def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | 
     from normalize.tools import default_tools
     from normalize.tools.approval import ApprovalMode, ApprovalPolicy
     from normalize.tools.base import ToolContext
-    from normalize.tools.code.symbols import nest
     from normalize.tools.guard import WorkspaceGuard
 
     if workspace is not None and not workspace.is_dir():
@@ -44,6 +43,8 @@ def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | 
             "error": result.error, "exit_code": result.exit_code, "data": result.data,
             "duration": round(result.duration, 6)}  # fmt: skip
         if verb == "skeleton" and "items" in result.data:  # the symbols themselves, nested
+            from normalize.tools.code.symbols import nest  # (loaded by skeleton already)
+
             shown["symbols"] = nest(result.data["items"])
         env.stdout.write(json.dumps(shown) + "\n")
     elif result.output:
