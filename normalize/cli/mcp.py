@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -31,7 +32,8 @@ def serve_mcp(env: Environment, *, workspace: Path | None, allow_run: bool,
                              "stdout, for an MCP client (claude mcp add normalize -- normalize "
                              "mcp); Ctrl-C stops\n")
             env.stderr.flush()
-        signal.signal(signal.SIGINT, lambda *_: _stop(env, options))
+        with contextlib.suppress(ValueError):  # (served from a thread: its caller's signals)
+            signal.signal(signal.SIGINT, lambda *_: _stop(env, options))
         serve(options)
     except NormalizeError as exc:
         return fail(env, exc)
