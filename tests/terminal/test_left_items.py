@@ -78,6 +78,13 @@ def test_a_local_model_server_not_running_is_named_before_a_task_exists(
                 "say hi", cwd=project, home=normalize_home, OPENAI_API_KEY="k")
     assert other.returncode == 2
     assert f"is the model server running at localhost:{port}?" in other.stderr
+    (project / "m.toml").write_text('[workflow]\nname = "m"\n\n[workflow.llm]\n'
+                                    'model = "ollama:qwen3"\n\n[[workflow.steps]]\n'
+                                    'name = "a"\naction = "view ."\n')
+    flow = cli("run", "m.toml", cwd=project, home=normalize_home,
+               OLLAMA_HOST=f"127.0.0.1:{port}")
+    assert flow.returncode == 2 and "is Ollama running at" in flow.stderr
+    assert cli("tasks", cwd=project, home=normalize_home).stdout.strip() == "no tasks yet"
 
 
 def test_a_refused_local_server_mid_task_is_not_retried() -> None:
