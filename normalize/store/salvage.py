@@ -9,10 +9,11 @@ resuming: what resume executes is only ever the stored task.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from normalize.store import index
 from normalize.task import Task, TaskStatus, Usage
 
 ASIDE = ".json.corrupt-"
@@ -35,6 +36,26 @@ def aside_ids(tasks_dir: Path) -> list[str]:
         return []
     return sorted(n for n in names if not (tasks_dir / f"{n}.json").exists()
                   and (tasks_dir / f"{n}.jsonl").is_file())
+
+
+def moved_aside(tasks_dir: Path) -> Iterator[tuple[str, Path, str]]:
+    """(id, moved-aside file, what the listing says) for each task only a journal still finds."""
+    for task_id in aside_ids(tasks_dir):
+        aside = aside_of(tasks_dir, task_id) or tasks_dir / f"{task_id}.json"
+        yield task_id, aside, (f"task {task_id}: its file was damaged and moved aside to "
+                               f"{aside}; `normalize tasks show {task_id}` shows what its "
+                               "journal holds")
+
+
+def rows(task_ids: list[str], salvage: Callable[[str], Task | None]) -> list[index.Row]:
+    """Listing rows (status `damaged`) for these tasks, as their journals tell them."""
+    found: list[index.Row] = []
+    for task_id in task_ids:
+        task = salvage(task_id)
+        if task is not None:
+            summary = {**index.summary_of(task.to_dict()), "status": "damaged"}
+            found.append([summary[name] for name in index.FIELDS])
+    return found
 
 
 def from_journal(task_id: str, events: Iterable[dict[str, Any]]) -> Task | None:

@@ -615,21 +615,12 @@ class TaskStore:
 
     def _salvaged_rows(self, problems: list[StoreProblem]) -> list[index.Row]:
         """Rows (status `damaged`) for tasks whose file is damaged or moved aside, from their
-        journals, so the listing still finds them; each is also a problem the listing names."""
+        journals, so the listing still finds them; each moved-aside one is a problem too."""
         damaged = [p.path.name[:-5] for p in problems if p.path.name.endswith(".json")]
-        for task_id in salvage.aside_ids(self.tasks_dir):
-            aside = salvage.aside_of(self.tasks_dir, task_id)
-            problems.append(StoreProblem(aside or self.task_path(task_id), (
-                f"task {task_id}: its file was damaged and moved aside to {aside}; "
-                f"`normalize tasks show {task_id}` shows what its journal holds")))
+        for task_id, aside, message in salvage.moved_aside(self.tasks_dir):
+            problems.append(StoreProblem(aside, message))
             damaged.append(task_id)
-        found: list[index.Row] = []
-        for task_id in damaged:
-            task = self.salvage(task_id)
-            if task is not None:
-                summary = {**index.summary_of(task.to_dict()), "status": "damaged"}
-                found.append([summary[name] for name in index.FIELDS])
-        return found
+        return salvage.rows(damaged, self.salvage)
 
     def resolve(self, ref: str) -> str:
         """The id a user means by an id, a unique prefix, or `last`."""
