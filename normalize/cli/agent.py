@@ -46,34 +46,6 @@ class _Clients:
 TASK_PROMPT = "task › "
 
 
-def local_server_down(llm: dict[str, Any]) -> None:
-    """Raise ServerDownError when a workflow's model server is on this machine and not
-    running (a model named by provider and key is checked when it is first called)."""
-    from normalize.drivers.llm import LLMSettings
-    from normalize.providers.base import close_client
-    from normalize.providers.registry import create_client
-
-    settings = LLMSettings.from_config(llm)
-    if settings.spec.startswith(("replay:", "scripted:")):
-        return
-    try:
-        client = create_client(settings.spec, base_url=settings.base_url)
-    except MissingKeyError:
-        return  # the run says it, as it always has
-    try:
-        check_server(client)
-    finally:
-        close_client(client)
-
-
-def check_server(client: Any) -> None:
-    """Raise ServerDownError when the client's server is on this machine and not running."""
-    from normalize.providers.openai_compat import OpenAICompatClient
-
-    if isinstance(client, OpenAICompatClient):
-        client.check_server()
-
-
 def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str | None,
               max_turns: int | None, budget: float | None, approve: str | None,
               context: str | None, workflow: str | None, workspace: Path | None,
@@ -125,6 +97,8 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
                 except MissingKeyError:
                     error_line(env, MISSING_KEY.format(spec=settings.spec))
                     return int(ExitStatus.USAGE)
+                from normalize.cli.modelcheck import check_server
+
                 check_server(client)  # a local server not started: say so before a task exists
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,

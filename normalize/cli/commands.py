@@ -124,7 +124,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
             spec.llm = dict(spec.llm or {})
             apply_model(spec.llm, model, base_url)
         if not dry_run and spec.llm is not None:
-            from normalize.cli.agent import local_server_down
+            from normalize.cli.modelcheck import local_server_down
 
             local_server_down(spec.llm)  # a local model server not started: said before a task
         if dry_run:
