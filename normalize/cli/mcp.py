@@ -15,7 +15,7 @@ from normalize.errors import NormalizeError, UsageError
 def serve_mcp(env: Environment, *, workspace: Path | None, allow_run: bool,
               allow_approve_all: bool = False) -> int:
     """Serve until the client disconnects; stdout carries the protocol only."""
-    from normalize.mcp.server import ServeOptions, serve
+    from normalize.mcp_server import ServeOptions, serve
 
     root = (workspace or Path.cwd()).resolve()
     try:
@@ -26,14 +26,14 @@ def serve_mcp(env: Environment, *, workspace: Path | None, allow_run: bool,
                              "only with it)")
         options = ServeOptions(workspace=root, allow_run=allow_run,
                                allow_approve_all=allow_approve_all)
+        with contextlib.suppress(ValueError):  # (served from a thread: its caller's signals)
+            signal.signal(signal.SIGINT, lambda *_: _stop(env, options))
         if env.stdin_tty:  # a person, not a client: say what this is and how it ends
             served = "code tools and tasks" if allow_run else "code tools"
             env.stderr.write(f"normalize mcp: serving {root}'s {served} over MCP on stdin and "
                              "stdout, for an MCP client (claude mcp add normalize -- normalize "
                              "mcp); Ctrl-C stops\n")
             env.stderr.flush()
-        with contextlib.suppress(ValueError):  # (served from a thread: its caller's signals)
-            signal.signal(signal.SIGINT, lambda *_: _stop(env, options))
         serve(options)
     except NormalizeError as exc:
         return fail(env, exc)
@@ -70,9 +70,9 @@ def user_servers_reference(env: Environment, workspace: Path | None = None) -> s
         return ""
     from dataclasses import replace
 
+    from normalize.homes import config_home, data_home
     from normalize.mcp.client import McpSessions
     from normalize.sandbox import SandboxPolicy
-    from normalize.store.paths import config_home, data_home
 
     policy = replace(SandboxPolicy(), hidden=(str(data_home()), str(config_home())))
     with McpSessions(servers, workspace=(workspace or Path.cwd()).resolve(),
