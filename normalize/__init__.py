@@ -9,10 +9,10 @@ The public API. Names load on first use, so `import normalize` stays cheap
                        RunOptions(workspace=workspace))
 """
 
-from __future__ import annotations
-
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # not `typing`'s: `normalize` is imported before the console script's
+# SIGINT handling is in place (normalize/cli/entry.py), so it imports nothing slow
 
 __version__ = "0.1.0"
 
@@ -124,6 +124,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from normalize.contract.driver import (
         Driver,
         DriverConfig,
@@ -161,7 +163,7 @@ if TYPE_CHECKING:
     from normalize.workflow.flow import Branch, Loop, Scope, Sequence, Step, to_toml
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'normalize' has no attribute {name!r}")

@@ -52,6 +52,7 @@ from normalize.errors import (
 )
 from normalize.events import (
     ActionFinished,
+    ActionProgressed,
     ActionStarted,
     DecisionMade,
     Emitter,
@@ -428,7 +429,10 @@ class Engine:
             reason = self.hooks.before_action(action)
             if reason is not None:  # a hook can only say no: the reason goes to the driver
                 return ActionResult.blocked(f"blocked by a hook: {reason}")
-        tool_ctx = self.tool_ctx
+        def progressed(tail: list[str], counts: dict[str, int]) -> None:  # shown, not journaled
+            ctx.emit(ActionProgressed(key=action.key, tail=tail, counts=counts))
+
+        tool_ctx = replace(self.tool_ctx, on_progress=progressed)
         if not read_only and self.workspace_checkpoints is not None:
             for event in self.workspace_checkpoints.before(ctx.task, action):
                 ctx.emit(event)  # the step then counts only what changed during the action
@@ -445,7 +449,7 @@ class Engine:
             def child(event: Event) -> None:  # a sub-task made or collected
                 ctx.emit(event, durable=True)
 
-            tool_ctx = replace(self.tool_ctx, on_spawn=spawned, on_writes=wrote, on_child=child)
+            tool_ctx = replace(tool_ctx, on_spawn=spawned, on_writes=wrote, on_child=child)
         guard = None if read_only else self._git_guard()
         if guard is not None:
             guard.before()

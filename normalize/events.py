@@ -44,6 +44,7 @@ class BaseEvent(Record):
     seq: int = 0
     ts: float = 0.0
     transient: ClassVar[bool] = False
+    journaled: ClassVar[bool] = True
 
     def to_dict(self) -> dict[str, Any]:
         """The event's fields and `v` (nested values shared, not copied: events are frozen)."""
@@ -134,6 +135,18 @@ class ProcessStarted(BaseEvent):
     started: int | None = None  # the kernel's start time, to tell a reused pid apart
     owner: int = 0  # the normalize process that started it
     owner_started: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActionProgressed(BaseEvent):
+    """A running program's output so far: its last lines and, for a test run, the counts so far
+    (`passed`, `failed`, …). Shown live, redacted like any event, never journaled."""
+
+    type: Literal["action_progressed"] = "action_progressed"
+    key: str = ""
+    tail: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    journaled: ClassVar[bool] = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -380,7 +393,7 @@ def _is_int(value: object) -> bool:
 
 Event = (
     RunStarted | StepStarted | DecisionMade | ActionStarted | ActionFinished | ProcessStarted
-    | ChildCreated | ChildCollected | ActionInterrupted
+    | ActionProgressed | ChildCreated | ChildCollected | ActionInterrupted
     | CheckpointTaken | TaskRewound
     | TaskSaved | WaitingForInput | InputReceived | ModelRequested | TextDelta
     | ThinkingDelta | ModelReplied | ModelRetried | FallbackUsed | LoopDetected
@@ -392,7 +405,7 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
     cls.__dataclass_fields__["type"].default: cls  # type: ignore[misc]
     for cls in (
         RunStarted, StepStarted, DecisionMade, ActionStarted, ActionFinished, ProcessStarted,
-        ChildCreated, ChildCollected, ActionInterrupted,
+        ActionProgressed, ChildCreated, ChildCollected, ActionInterrupted,
         CheckpointTaken, TaskRewound,
         TaskSaved, WaitingForInput, InputReceived, ModelRequested, TextDelta,
         ThinkingDelta, ModelReplied, ModelRetried, FallbackUsed, LoopDetected,
@@ -510,7 +523,7 @@ class Emitter:
                               and not stamped.transient else plain)
             if shown != plain:
                 stamped = event_from_dict(shown)
-            if self.journal is not None and not stamped.transient:
+            if self.journal is not None and not stamped.transient and stamped.journaled:
                 self.journal.append(stamped, durable=durable)
             failed = self._fan_out(stamped)
             for subscriber, exc in failed:  # after the event, so every watcher keeps seq order

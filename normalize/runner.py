@@ -251,7 +251,7 @@ def open_task(ref: str, options: RunOptions) -> Task:
 def tool_context(task: Task, options: RunOptions) -> ToolContext:
     """The guard, cache and policy a task's actions run under."""
     from normalize.execution.cache import CacheSet, cache_from
-    from normalize.tools.approval import ApprovalPolicy
+    from normalize.tools.approval import ApprovalMode, ApprovalPolicy
     from normalize.tools.guard import WorkspaceGuard
 
     store = _store(options)
@@ -262,6 +262,8 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
     perms = task_permissions(task, options)
     policy = ApprovalPolicy.from_config(perms.approval_config(),
                                         interactive=options.interactive)
+    if task.driver == "user" and policy.mode is ApprovalMode.ASK:
+        policy.mode = ApprovalMode.AUTO  # a person's own edits are not put to them again
     own = [*private_places(store.home, workspace), config_home()]  # an isolated copy: its own
     guard = WorkspaceGuard(workspace, protected=own)
     sandbox = replace(perms.sandbox_policy(), hidden=tuple(map(str, own)))

@@ -21,6 +21,7 @@ from normalize.errors import NormalizeError
 from normalize.events import (
     ActionFinished,
     ActionInterrupted,
+    ActionProgressed,
     ActionStarted,
     CheckpointTaken,
     ChildCollected,
@@ -160,7 +161,7 @@ def group_turns(events: Iterable[Event]) -> tuple[list[Turn], list[Event]]:
             case (CheckpointTaken() | StepStarted() | ActionStarted() | ProcessStarted()
                   | ActionInterrupted() | ChildCreated() | ChildCollected() | TaskSaved()
                   | TextDelta() | ThinkingDelta() | ModelRetried() | FallbackUsed()
-                  | LoopDetected() | ContextCompacted() | HookRan()):
+                  | LoopDetected() | ContextCompacted() | HookRan() | ActionProgressed()):
                 continue  # the turn's actions and tokens say enough
             case _:
                 assert_never(event)
@@ -397,9 +398,11 @@ def _turn(turn: Turn, diffs: dict[int, str]) -> str:
                     turn.checkpoints and action.preview.strip():  # the step's diff shows it
                 out.append(f"<details><summary>output</summary><pre>{_e(action.preview)}"
                            "</pre></details>")
-            else:
-                out.append(_output(action.preview, "output",
-                                   open_=action.status != "success"))
+            else:  # an output that opens with the error says the rest only
+                shown = action.preview
+                if action.error and shown.startswith(action.error.strip()):
+                    shown = shown[len(action.error.strip()):].lstrip("\n")
+                out.append(_output(shown, "output", open_=action.status != "success"))
             out.append("</li>")
         out.append("</ol>")
     for checkpoint in turn.checkpoints:

@@ -105,10 +105,13 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
                 settings = LLMSettings.of(with_model(spec.llm, each))
                 if not settings.spec.startswith("replay:"):
                     try:
-                        clients(settings.spec, base_url=settings.base_url)
+                        client = clients(settings.spec, base_url=settings.base_url)
                     except MissingKeyError:
                         error_line(env, MISSING_KEY.format(spec=settings.spec))
                         return int(ExitStatus.USAGE)
+                    from normalize.cli.modelcheck import check_server
+
+                    check_server(client)  # a local server not started: said before a task
         if attempts:
             best_of_spec(spec, attempts, pick, models, max_turns)
         options, renderer = run_options(env, workspace=root, json_output=json_output,

@@ -26,13 +26,15 @@ def approver(env: Environment, current: Current) -> Callable[[str], str]:
 
     def approve(question: str) -> str:
         detail = question.detail if isinstance(question, Question) else ""
+        always = f"[a]lways ({question.always})" if isinstance(question, Question) \
+            and question.always else "[a]lways"
         lines = detail.splitlines()
         page = max(5, _height(env) - ROOM)
         with hold():
             _show(env, lines[:page] if len(lines) > page + 2 else lines)
             more = len(lines) - page if len(lines) > page + 2 else 0
             while True:
-                options = "[y]es / [n]o / [a]lways" + (" / [v]iew all" if more else "")
+                options = f"[y]es / [n]o / {always}" + (" / [v]iew all" if more else "")
                 if more:
                     env.stderr.write(f"  … {more} more lines of the change\n")
                 reply = read(f"{question} {options}: ")

@@ -129,9 +129,12 @@ def write_report(env: Environment, ref: str, output: Path | None) -> int:
     """The task's self-contained HTML report, to `-o PATH` or under the data home."""
     from normalize.checkpoints.report import render_report
     from normalize.checkpoints.reportfile import save_report
+    from normalize.cli.commands import load_or_salvage
+    from normalize.store import TaskStore
 
     try:
-        store, task = _open(ref)
+        store = TaskStore()
+        task = load_or_salvage(env, store, store.resolve(ref))
         text = render_report(store, task)
         if output is not None and str(output) == "-":
             env.stdout.write(text)

@@ -60,6 +60,10 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         if model or base_url:
             spec.llm = with_model(spec.llm, model, base_url)
         set_output_retries(spec, output_retries, output_schema)
+        if not dry_run and spec.llm is not None:
+            from normalize.cli.modelcheck import local_server_down
+
+            local_server_down(spec.llm)  # a local model server not started: said before a task
         if dry_run:
             from normalize.cli.plan import print_plan, print_plan_json
 
@@ -212,7 +216,7 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
     try:
         store = TaskStore()
         # the task's state, not its driver config; the events are streamed, never all held
-        task = store.shown(store.load(store.resolve(ref), with_config=False))
+        task = store.shown(load_or_salvage(env, store, store.resolve(ref), with_config=False))
     except NormalizeError as exc:
         return fail(env, exc)
     from normalize.redact import inert_obj
@@ -268,6 +272,22 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
         out.write(line + "\n")
     _warn_store(env, store)
     return 0
+
+
+def load_or_salvage(env: Environment, store: TaskStore, task_id: str, **options: Any) -> Task:
+    """The stored task, or, when its file is damaged, the task as its journal tells it (with
+    a warning naming the damage and where the file was moved)."""
+    from normalize.errors import CorruptTaskError
+
+    try:
+        return store.load(task_id, **options)
+    except CorruptTaskError as exc:
+        task = store.salvage(task_id)
+        if task is None:
+            raise
+        env.stderr.write(f"normalize: warning: {exc}; shown from its journal\n")
+        env.stderr.flush()
+        return task
 
 
 def _children_lines(store: TaskStore, children: list[str],

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, assert_never
 from normalize.events import (
     ActionFinished,
     ActionInterrupted,
+    ActionProgressed,
     ActionStarted,
     CheckpointTaken,
     ChildCollected,
@@ -150,11 +151,12 @@ def ending_summary(event: RunEnded) -> str:
 
 
 def summary_line(event: RunEnded, resumed: bool = False) -> str:
-    """`task abc12345 done · 2 turns · …`, then the summary and the error, one line each."""
+    """`task abc12345 done · 2 turns · …`, then the summary (whole: a report is its lines)
+    and the error's first line."""
     line = f"task {event.task_id} " + " · ".join([status_word(event.status),
                                                   *stats(event, resumed)])
     if ending_summary(event):
-        line += f"\n  {first_line(event.summary, 200)}"
+        line += "".join(f"\n  {row}" for row in event.summary.strip().splitlines())
     if event.error:
         line += f"\n  {error_text(first_line(event.error, 200))}"
     return line
@@ -196,8 +198,8 @@ def action_change(event: ActionFinished) -> str | None:
 def output_head(preview: str) -> str:
     """A successful output's own first line, past a preview's `errors (…)` section."""
     lines = preview.strip().splitlines()
-    if lines and lines[0].startswith("errors (") and "first lines:" in lines:
-        lines = lines[lines.index("first lines:") + 1:]
+    if lines and lines[0].startswith("errors ("):  # a heading, not the output: past it or none
+        lines = lines[lines.index("first lines:") + 1:] if "first lines:" in lines else []
     return lines[0] if lines else ""
 
 
@@ -254,6 +256,12 @@ def diff_lines(event: ActionFinished, limit: int) -> list[str]:
     return [*shown, f"… {more} more lines"] if more > 0 else shown
 
 
+def said_by_its_result(event: ActionInterrupted) -> bool:
+    """Whether an `interrupted` result follows at once and says it all: a side effect cut
+    short, its outcome unknown (its line would say it twice)."""
+    return not event.read_only and not event.rerun
+
+
 def interrupted_line(event: ActionInterrupted, width: int) -> str:
     what = "runs again" if event.rerun else "outcome unknown"
     return f"? {command_label(event, width)}: interrupted, {what}"
@@ -282,14 +290,25 @@ def answer_line(event: InputReceived, width: int = 100) -> str:
     return f"  ↳ {ANSWER_LABELS.get(event.kind, '')}{first_line(event.answer, width)}"
 
 
+COUNT_ORDER = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
+
+
+def progress_lines(event: ActionProgressed, width: int) -> list[str]:
+    """Under a running program's spinner: a test run's counts so far, then its last lines."""
+    counts = [f"{event.counts[name]} {name}" for name in COUNT_ORDER if event.counts.get(name)]
+    out = [f"  {', '.join(counts)} so far"] if counts else []
+    out.extend(f"  │ {line}"[:max(width - 1, 10)] for line in event.tail)
+    return out
+
+
 def message(event: Event) -> Line | None:
     """The one-liners both views show the same way (notices, retries, fallbacks, loops)."""
     match event:
         case Notice(level="error"):
             return None  # the run's ending reports it
         case Notice():
-            return Line(f"{'!' if event.level == 'warning' else '·'} "
-                        f"{first_line(event.message, 120)}", event.level == "warning")
+            return Line(f"{'!' if event.level == 'warning' else '·'} "  # whole: the view wraps
+                        f"{first_line(event.message, 2000)}", event.level == "warning")
         case FallbackUsed():
             return Line(f"! falling back from {event.from_model} to {event.to_model}: "
                         f"{event.reason}", True)
@@ -321,6 +340,8 @@ def describe(event: Event) -> str | None:
                 outcome += f"\n      {reason}"
             hosts = network_line(event)
             return f"{outcome}\n      {hosts}" if hosts else outcome
+        case ActionInterrupted() if said_by_its_result(event):
+            return None
         case ActionInterrupted():
             return f"  {interrupted_line(event, 80)}"
         case WaitingForInput():
@@ -337,7 +358,8 @@ def describe(event: Event) -> str | None:
         case (ContextCompacted()  # the live view's footnote; too chatty for a log
               | ActionStarted() | ProcessStarted() | ChildCreated() | ChildCollected()
               | TaskSaved() | CheckpointTaken() | TaskRewound() | ModelRequested()
-              | TextDelta() | ThinkingDelta() | ModelReplied() | HookRan() | UnknownEvent()):
+              | TextDelta() | ThinkingDelta() | ModelReplied() | HookRan() | UnknownEvent()
+              | ActionProgressed()):  # the live view's, under its spinner
             return None
         case _:
             assert_never(event)
@@ -364,6 +386,9 @@ def step_output(event: ActionFinished, *, full_text: str | None = None,
     out = [f"      {error_text(first_line(event.error, 200))}"] if event.error else []
     text = full_text if full_text is not None else event.preview
     body = text.rstrip("\n").splitlines()
+    said = (event.error or "").strip().splitlines()
+    if said and body[:len(said)] == said:  # the output opens with the error: said once
+        body = body[len(said):]
     if lines is not None and len(body) > lines:
         more = len(body) - lines + 1
         where = f" — `normalize tasks show {event.task_id} --full`" if event.cache_id else ""

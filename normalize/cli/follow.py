@@ -64,7 +64,7 @@ def run_at_terminal(env: Environment, task: Task, options: RunOptions, renderer:
     from normalize.cli.typeahead import typed_lines
     from normalize.runner import run_task
 
-    with SignalCancel(options.cancel, notify=stopping_note(env)), \
+    with SignalCancel(options.cancel, notify=stopping_note(env, renderer)), \
             typed_lines(env, options, renderer, model=typed and task.driver == "llm"):
         outcome = run_task(task, options, resumed=resumed, reply=reply)
     problem = options.tracing.problem() if options.tracing is not None else None

@@ -165,7 +165,7 @@ def start(env: Environment, spec: WorkflowSpec, goal: str, options: RunOptions, 
     if named:  # JSON lines or --quiet: no live view names the task in its first line
         env.stderr.write(f"task {task.id}\n")
         env.stderr.flush()
-    report_ignored(env, task)
+        report_ignored(env, task)  # otherwise the run shows it, as a notice
     report_tier(env, task, options)
     return task
 

@@ -44,10 +44,11 @@ def run_map(env: Environment, path: str | None, *, tokens: int, workspace: Path 
         env.stdout.write(f"{path or '.'}: no definitions in supported source files\n")
         return int(ExitStatus.DONE)
     left = len(repo_map.ranked) - len(repo_map.shown)
+    more = f"; --tokens N for the other {left:,} definitions" if left else ""
     env.stdout.write(
         f"# repo map of {path or '.'}: {len(repo_map.shown):,} of {len(repo_map.ranked):,} "
         f"definitions in {repo_map.files:,} files, best first, ~{repo_map.tokens:,} of "
-        f"{tokens:,} tokens" + (f"; --tokens N for more ({left:,} left)" if left else "") + "\n")
+        f"{tokens:,} tokens{more}\n")
     if repo_map.text:
         env.stdout.write(repo_map.text + "\n")
     if repo_map.skipped:

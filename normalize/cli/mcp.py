@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 from pathlib import Path
+from typing import Any
 
 from normalize.cli.console import Environment, error_line, fail
 from normalize.errors import NormalizeError, UsageError
@@ -20,13 +24,33 @@ def serve_mcp(env: Environment, *, workspace: Path | None, allow_run: bool,
         if allow_approve_all and not allow_run:
             raise UsageError("--allow-approve-all needs --allow-run (answer_task is served "
                              "only with it)")
-        serve(ServeOptions(workspace=root, allow_run=allow_run,
-                           allow_approve_all=allow_approve_all))
+        options = ServeOptions(workspace=root, allow_run=allow_run,
+                               allow_approve_all=allow_approve_all)
+        with contextlib.suppress(ValueError):  # (served from a thread: its caller's signals)
+            signal.signal(signal.SIGINT, lambda *_: _stop(env, options))
+        if env.stdin_tty:  # a person, not a client: say what this is and how it ends
+            served = "code tools and tasks" if allow_run else "code tools"
+            env.stderr.write(f"normalize mcp: serving {root}'s {served} over MCP on stdin and "
+                             "stdout, for an MCP client (claude mcp add normalize -- normalize "
+                             "mcp); Ctrl-C stops\n")
+            env.stderr.flush()
+        serve(options)
     except NormalizeError as exc:
         return fail(env, exc)
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _stop(env: Environment, options: Any) -> None:
+    """Ctrl-C: the stdin reader cannot be woken, so the tasks started stop at a safe point
+    (resumable) and the process leaves at once with 130."""
+    options.cancel.cancel()
+    for thread in options.runs:
+        thread.join(timeout=30)
+    env.stderr.write("normalize mcp: stopped\n")
+    env.stderr.flush()
+    os._exit(130)
 
 
 def user_servers_reference(env: Environment, workspace: Path | None = None) -> str:

@@ -61,10 +61,14 @@ STOPPING = ("normalize: {name}: stopping — the running action is cancelled and
             "saved as interrupted (press again to stop at once)")
 
 
-def stopping_note(env: Environment) -> Callable[[str], None]:
-    """What the first Ctrl-C says; on its own line, never over the live view's status line."""
+def stopping_note(env: Environment, renderer: Renderer | None = None) -> Callable[[str], None]:
+    """What the first Ctrl-C says; on its own line, never over the live view's status line
+    (printed above the live region, so no dead copy of it is left behind)."""
+    from normalize.cli.render import LiveRenderer
 
     def note(name: str) -> None:
+        if isinstance(renderer, LiveRenderer) and renderer.say(STOPPING.format(name=name)):
+            return
         clear = "\r\033[2K" if env.stderr_tty else ""
         env.stderr.write(f"{clear}{STOPPING.format(name=name)}\n")
         env.stderr.flush()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -49,9 +50,11 @@ from normalize.cli.describe import (
     message,
     outcome_mark,
     pending_ask,
+    progress_lines,
     question_line,
     result_body,
     run_started,
+    said_by_its_result,
     stats,
     step_label,
     step_line,
@@ -61,6 +64,7 @@ from normalize.cli.describe import first_line as first_line
 from normalize.events import (
     ActionFinished,
     ActionInterrupted,
+    ActionProgressed,
     ActionStarted,
     CheckpointTaken,
     ChildCollected,
@@ -101,6 +105,7 @@ STATUS_STYLES = {"done": "green", "failed": "red", "waiting": "yellow", "interru
                  "limit_reached": "yellow", "stuck": "red"}
 FullText = Callable[[str, str], "str | None"]  # (task id, cache id) -> the whole output
 USER_DRIVER = "user"  # a person reads every result of the runs this driver makes
+WHOLE = 10**9  # rows when there is no terminal: a result is shown whole
 TEXT_TAIL_LINES = 6  # lines of streamed text kept in the live region
 DIFF_LINES = 40  # lines of an edit's diff shown under its action line
 THINKING_LINES = 8  # lines of a reply's thinking kept on screen once the reply is in
@@ -223,6 +228,7 @@ class ViewState:
     text: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
     running: dict[str, tuple[str, float]] = field(default_factory=dict)
+    progress: dict[str, ActionProgressed] = field(default_factory=dict)  # a program's tail
     started: float | None = None
     changes: dict[str, list[int]] = field(default_factory=dict)  # path -> [+, -]
     typing: bool = False  # a person can type a line for the model (see cli/typeahead.py)
@@ -275,6 +281,7 @@ class LiveRenderer:
         self.clock = clock
         self.state = ViewState()
         self._queue: list[RenderableType] = []
+        self._said: list[str] = []  # lines from a signal handler, printed at the next redraw
         self._spinners: dict[str, Spinner] = {}
         self._lock = threading.Lock()  # guards state and queue; held only briefly
         self._draw = threading.RLock()  # one drawer at a time
@@ -357,6 +364,9 @@ class LiveRenderer:
                     add(_dim_block(event.thinking, THINKING_LINES))
             case ActionStarted():
                 s.running[event.key] = (command_label(event, 70), self.clock())
+            case ActionProgressed():
+                if event.key in s.running:
+                    s.progress[event.key] = event
             case ActionFinished() if pending_ask(event):
                 s.running.pop(event.key, None)
             case ActionFinished():
@@ -370,7 +380,8 @@ class LiveRenderer:
                     add(diff)
             case ActionInterrupted():
                 s.running.pop(event.key, None)
-                add(Text(interrupted_line(event, 70), style="yellow"))
+                if not said_by_its_result(event):
+                    add(Text(interrupted_line(event, 70), style="yellow"))
             case WaitingForInput():
                 add(Text(question_line(event), style="bold yellow"))
             case InputReceived():
@@ -420,8 +431,13 @@ class LiveRenderer:
                     spinner = self._spinners[key] = Spinner("dots", text=text)
                 spinner.update(text=text)
                 rows.append(spinner)
+                shown = progress_lines(s.progress[key], width) if key in s.progress else []
+                if shown:
+                    rows.append(Text("\n".join(shown), style="dim"))
             for gone in set(self._spinners) - set(s.running):
                 del self._spinners[gone]
+            for gone in set(s.progress) - set(s.running):
+                del s.progress[gone]
             rows.append(self._footer(now))
         return Group(*rows)
 
@@ -443,11 +459,19 @@ class LiveRenderer:
             footer.append_text(Text.assemble("\n› ", (s.typed, "bold"), "▏"))
         return footer
 
+    def say(self, text: str) -> bool:
+        """Print `text` above the live region at its next redraw (safe in a signal handler:
+        no lock is taken); False when there is no live region to keep it above."""
+        if not self._started or self._ended or self._held:
+            return False
+        self._said.append(text)  # one atomic append; the ticker's refresh prints it
+        return True
+
     def refresh(self) -> None:
         """Print the queued lines and redraw the live region, in one write."""
         with self._draw:
             with self._lock:
-                lines, self._queue = self._queue, []
+                lines = self._take()
             if not self._started or self._held:
                 self._print(lines)
                 return
@@ -508,13 +532,21 @@ class LiveRenderer:
                     for key, (command, started) in self.state.running.items():
                         self.state.running[key] = (command, started + waited)
 
+    def _take(self) -> list[RenderableType]:
+        """The lines to print now: what a signal handler said first, then the queue."""
+        from rich.text import Text
+
+        said = [self._said.pop(0) for _ in range(len(self._said))]  # atomic pops
+        lines, self._queue = [*(Text(t, style="yellow") for t in said), *self._queue], []
+        return lines
+
     def close(self) -> None:
         """Draw what is queued, take the live region down, stop the ticker (idempotent)."""
         self._stop.set()
         with self._draw:
             self._ended = True
             with self._lock:
-                lines, self._queue = self._queue, []
+                lines = self._take()
             if self._started:
                 self.live.stop()
                 self._started = False
@@ -613,7 +645,7 @@ def make_renderer(env: Environment, *, json_output: bool, quiet: bool,
         return JsonRenderer(env.stdout)
     if quiet or env.plain:
         return PlainRenderer(env.stdout, quiet=quiet,
-                             results=Results(full_text, rows=_terminal_rows))
+                             results=Results(full_text, rows=lambda: _terminal_rows(env)))
     from rich.console import Console
 
     console = Console(file=env.stdout)
@@ -640,7 +672,11 @@ def cache_reader(get_store: Callable[[], object | None]) -> FullText:
     return read
 
 
-def _terminal_rows() -> int:
-    import shutil
-
-    return shutil.get_terminal_size((100, 40)).lines
+def _terminal_rows(env: Environment) -> int:
+    """How many rows a result may take: the terminal's height, or all of them in a pipe."""
+    if not env.stdout_tty:
+        return WHOLE
+    try:
+        return os.get_terminal_size(env.stdout.fileno()).lines
+    except (OSError, ValueError):
+        return WHOLE

@@ -51,7 +51,8 @@ def _state(path: Path, digest: str) -> str:
 
 
 def report_ignored(env: Environment, task: Task) -> None:
-    """One stderr line per permission a workspace file asked for and did not get."""
+    """One stderr line per permission a workspace file asked for and did not get (for `--json`
+    and `--quiet`, whose views do not show the run's notices)."""
     for note in task.config.permission_notes:
         env.stderr.write(f"normalize: {note}\n")
     env.stderr.flush()

@@ -38,10 +38,15 @@ def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | 
     text = " ".join([verb, *args])
     result = tools.execute(Action(verb, {"args": args, "body": None}, text=text), ctx)
     if json_output:
-        env.stdout.write(json.dumps({
+        shown: dict[str, object] = {
             "command": text, "status": result.status.value, "output": result.output,
             "error": result.error, "exit_code": result.exit_code, "data": result.data,
-            "duration": round(result.duration, 6)}) + "\n")
+            "duration": round(result.duration, 6)}  # fmt: skip
+        if verb == "skeleton" and "items" in result.data:  # the symbols themselves, nested
+            from normalize.tools.code.symbols import nest  # (loaded by skeleton already)
+
+            shown["symbols"] = nest(result.data["items"])
+        env.stdout.write(json.dumps(shown) + "\n")
     elif result.output:
         env.stdout.write(result.output.rstrip("\n") + "\n")
     if result.status is ResultStatus.SUCCESS:

@@ -23,20 +23,21 @@ def _load(path: Path, variables: dict[str, str] | None = None) -> WorkflowSpec:
 
 def list_workflows(env: Environment, *, workspace: Path | None, json_output: bool) -> int:
     """Every workflow found: the project's, the user's, the built-ins (first one wins)."""
+    from normalize.permissions import is_trusted
+    from normalize.workflow.catalog import builtin_dir, locate_workflow
     from normalize.workflow.catalog import list_workflows as find_all
 
     root = (workspace or Path.cwd()).resolve()
     rows: list[dict[str, Any]] = []
     for entry in find_all(root):
-        row: dict[str, Any] = {"name": entry.name, "origin": entry.origin,
-                               "path": str(entry.path), "driver": None, "description": "",
-                               "error": None}
-        try:
-            spec = _load(entry.path)
-            row["driver"], row["description"] = spec.driver, spec.description
-        except NormalizeError as exc:
-            row["error"] = str(exc)
-        rows.append(row)
+        used = locate_workflow(entry.name, root, is_trusted)  # what a run of the name takes
+        if used.shadowed is not None:  # an untrusted project file passed over: said so
+            rows.append(_row(entry.name, "project", used.shadowed, "shadowed"))
+            origin = "builtin" if used.path.parent == builtin_dir() else used.origin
+            rows.append(_row(entry.name, origin, used.path, "trusted"))
+        else:
+            rows.append(_row(entry.name, entry.origin, entry.path,
+                             "untrusted" if used.origin == "workspace" else "trusted"))
     if json_output:
         for row in rows:
             env.stdout.write(json.dumps(row) + "\n")
@@ -49,9 +50,30 @@ def list_workflows(env: Environment, *, workspace: Path | None, json_output: boo
     for row in rows:
         what = row["description"] if row["error"] is None else \
             "invalid: run `normalize workflows validate " + row["path"] + "`"
+        what = TRUST_NOTES[row["trust"]].format(path=row["path"], what=what)
         env.stdout.write(f"{row['name']:<{width}}  {row['origin']:<8} "
                          f"{row['driver'] or '-':<14} {what}\n")
     return 0
+
+
+TRUST_NOTES = {
+    "trusted": "{what}",
+    "untrusted": "{what} (untrusted: may only narrow permissions; normalize trust {path})",
+    "shadowed": "not used, untrusted: the one below runs instead (normalize trust {path})",
+}
+
+
+def _row(name: str, origin: str, path: Path, trust: str) -> dict[str, Any]:
+    """One workflow as `workflows list` shows it; `trust` is trusted, untrusted or shadowed."""
+    row: dict[str, Any] = {"name": name, "origin": origin, "path": str(path), "driver": None,
+                           "description": "", "error": None, "trust": trust,
+                           "used": trust != "shadowed"}
+    try:
+        spec = _load(path)
+        row["driver"], row["description"] = spec.driver, spec.description
+    except NormalizeError as exc:
+        row["error"] = str(exc)
+    return row
 
 
 def show_workflow(env: Environment, ref: str, pairs: list[str], *, workspace: Path | None,

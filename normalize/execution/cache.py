@@ -72,6 +72,7 @@ _STRONG_ERROR_RE = re.compile(
     r"|^E {3}"  # pytest's assertion detail
     r"|\bpanicked at\b|\bfatal:"
 )
+_INDENT = ("    ", "\t")  # tracebacks and test reports quote source indented; errors are not
 # `path:line:` diagnostics (ruff, gcc, go vet). Weaker: grep output is all of them.
 _DIAGNOSTIC_RE = re.compile(r"^\s*[\w./\\-]+\.\w+:\d+(?::\d+)?:? ")
 
@@ -99,7 +100,8 @@ def _is_short(content: str, lines: int, chars: int) -> bool:
 
 def _error_hits(lines: list[str]) -> list[int]:
     """Indexes of error-looking lines: strong matches first, diagnostics as a fallback."""
-    strong = [i for i, line in enumerate(lines) if _STRONG_ERROR_RE.search(line)]
+    strong = [i for i, line in enumerate(lines)  # an indented line is source or prose (a
+              if not line.startswith(_INDENT) and _STRONG_ERROR_RE.search(line)]  # docstring)
     if len(strong) >= MAX_ERROR_HITS:
         return strong
     diagnostics = [i for i, line in enumerate(lines) if _DIAGNOSTIC_RE.match(line)]
@@ -108,14 +110,23 @@ def _error_hits(lines: list[str]) -> list[int]:
     return sorted(set(strong) | set(diagnostics))
 
 
+def _said(line: str, first: list[str]) -> bool:
+    """Whether an error line repeats one of the first lines (a test tool's verdict and first
+    failure lead its log; pytest's cut summary line is the start of one of them)."""
+    text = line.strip().removesuffix("...")
+    return bool(text) and any(shown.startswith(text) for shown in first)
+
+
 def _clip(line: str, width: int) -> tuple[str, bool]:
     if len(line) <= width:
         return line, False
     return line[: width - 1] + "…", True
 
 
-def _error_rows(lines: list[str], hits: list[int], budget: int) -> list[int]:
-    """Line indexes to show for the first hits, with as much context as fits `budget` rows."""
+def _error_rows(lines: list[str], hits: list[int], budget: int,
+                first: list[str] | None = None) -> list[int]:
+    """Line indexes to show for the first hits, with as much context as fits `budget` rows
+    (context that repeats one of the `first` lines left out)."""
     hits = hits[:MAX_ERROR_HITS]
     for before, after in ((1, 1), (0, 1)):
         rows: set[int] = set()
@@ -124,7 +135,7 @@ def _error_rows(lines: list[str], hits: list[int], budget: int) -> list[int]:
             rows.update(
                 j
                 for j in range(max(i - before, 0), min(i + after + 1, len(lines)))
-                if lines[j].strip()
+                if lines[j].strip() and not _said(lines[j], first or [])
             )
         if len(rows) <= budget:
             return sorted(rows)
@@ -152,8 +163,9 @@ def build_preview(
     error_budget = budget // 2  # two of these rows are headers
     hits = _error_hits(lines)
     # Errors among the first lines are shown there; only later ones get a section.
-    late = [i for i in hits if i >= budget - error_budget]
-    rows = _error_rows(lines, late, error_budget - 2) if late else []
+    first = [line.strip() for line in lines[:budget - error_budget]]
+    late = [i for i in hits if i >= budget - error_budget and not _said(lines[i], first)]
+    rows = _error_rows(lines, late, error_budget - 2, first) if late else []
     head = min(len(lines), budget - (len(rows) + 2 if rows else 0))
     digits = len(str(len(lines)))
 
@@ -167,7 +179,8 @@ def build_preview(
                 text, was_cut = _clip(lines[i], width)
                 cut = cut or was_cut
                 out.append(f"{i + 1:>{digits}}: {text}")
-            out.append("first lines:")
+            if any(line.strip() for line in lines[:head]):  # never a heading over nothing
+                out.append("first lines:")
         for line in lines[:head]:
             text, was_cut = _clip(line, width)
             cut = cut or was_cut

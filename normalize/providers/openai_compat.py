@@ -30,7 +30,14 @@ from normalize.providers.base import (
     one_line,
     status_error,
 )
-from normalize.providers.transport import LazyPool, is_transport_error, stream_lines
+from normalize.providers.transport import (
+    LazyPool,
+    is_transport_error,
+    loopback_address,
+    nothing_listens,
+    refused,
+    stream_lines,
+)
 
 OPENAI_URL = "https://api.openai.com/v1"
 OLLAMA_URL = "http://localhost:11434/v1"
@@ -41,6 +48,17 @@ MISSING_KEY = (
     "OpenAI-compatible server), or use a local model with --model ollama:MODEL, "
     "or drive the task yourself with `normalize resume ID --driver user`"
 )
+
+class ServerDownError(MissingKeyError):
+    """Nothing listens at a base URL on this machine: the local model server is not running."""
+
+    def __init__(self, label: str, provider: str, host: str, port: int) -> None:
+        where = f"{host}:{port}"
+        question = (f"is Ollama running at {where}? Start it with `ollama serve` (OLLAMA_HOST "
+                    "or --base-url for another address)" if provider == "ollama" else
+                    f"is the model server running at {where}? (--base-url names another)")
+        super().__init__(f"{label}: connection refused: {question}")
+
 
 NON_RETRYABLE_CODES = frozenset({"insufficient_quota", "invalid_api_key", "model_not_found"})
 
@@ -131,6 +149,12 @@ class OpenAICompatClient:
         """The httpx client, created (and httpx imported) on first use."""
         return self._http.get()
 
+    def check_server(self) -> None:
+        """Raise ServerDownError when the base URL is on this machine and nothing listens there."""
+        local = loopback_address(self.base_url)
+        if local is not None and nothing_listens(*local):
+            raise ServerDownError(f"{self.name} {self.model}", self.name, *local)
+
     def close(self) -> None:
         """Release the connection pool."""
         self._http.close()
@@ -160,6 +184,9 @@ class OpenAICompatClient:
         except Exception as err:
             if cancel is not None and cancel.cancelled:
                 raise TurnCancelledError() from err
+            local = loopback_address(self.base_url)
+            if local is not None and refused(err):  # a local server not started: no retry helps
+                raise ServerDownError(label, self.name, *local) from err
             if is_transport_error(err):
                 raise ProviderError(
                     one_line(f"{label}: connection failed: {err}"), retryable=True

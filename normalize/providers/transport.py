@@ -6,6 +6,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 _TRANSPORT_MODULES = frozenset({"httpx", "httpx2", "httpcore", "httpcore2"})
 _TRANSPORT_BASES = frozenset(
@@ -90,3 +91,39 @@ def stream_lines(http: Any, sent: Any, cancel: Any,
                 unregister()
     finally:
         response.close()
+
+
+def loopback_address(base_url: str) -> tuple[str, int] | None:
+    """(host, port) of a base URL on this machine (localhost, 127.x, ::1), else None."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if host not in ("localhost", "::1", "0.0.0.0") and not host.startswith("127."):
+        return None
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    return host, port or (443 if parts.scheme == "https" else 80)
+
+
+def refused(err: BaseException) -> bool:
+    """Whether a connection failure (or one in its chain of causes) was a refusal."""
+    seen: BaseException | None = err
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError) or "connection refused" in str(seen).lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def nothing_listens(host: str, port: int, timeout: float = 2.0) -> bool:
+    """Whether a TCP connection to host:port on this machine is refused (a server not started)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False  # slow or odd: let the request say what it is

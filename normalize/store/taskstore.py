@@ -39,7 +39,7 @@ from normalize.errors import (
 )
 from normalize.fsutil import json_bytes, private_dirs
 from normalize.homes import data_home
-from normalize.store import ckptlog, index
+from normalize.store import ckptlog, index, salvage
 from normalize.store.journal import JournalWriter, read_journal, tail_events, write_hint
 from normalize.store.migrations import migrate
 from normalize.store.ownership import TaskLock, atomic_write_bytes, pid_alive
@@ -389,6 +389,8 @@ class TaskStore:
         try:
             return self._parse(task_id, with_config=with_config)
         except CorruptTaskError as exc:
+            if not self.task_path(task_id).exists():
+                raise  # moved aside already: the message names where
             if not repair:
                 raise CorruptTaskError(f"{exc}; `normalize tasks repair {task_id}` "
                                        "moves it aside") from None
@@ -406,6 +408,10 @@ class TaskStore:
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
+            aside = salvage.aside_of(self.tasks_dir, task_id)
+            if aside is not None:
+                raise CorruptTaskError(f"{path}: damaged task file, moved aside to {aside}; "
+                                       f"its journal is {self.journal_path(task_id)}") from None
             raise TaskNotFoundError(f"no task {task_id!r} in {self.tasks_dir}") from None
         except OSError as exc:
             raise StoreError(f"{path}: cannot read: {exc.strerror}") from exc
@@ -598,9 +604,23 @@ class TaskStore:
             rows.append([summary[name] for name in index.FIELDS])
         if checked.dir_mtime is not None:  # every file was checked: seal the index
             index.seal(self.tasks_dir, checked, read)
+        rows.extend(self._salvaged_rows(problems))
         # ties (the index keeps milliseconds) broken by id, so the order never depends on the read
         rows.sort(key=lambda row: (row[index.CREATED] or 0.0, row[index.ID]), reverse=True)
         return rows, problems
+
+    def salvage(self, task_id: str) -> Task | None:
+        """The task as its journal tells it, for showing one whose file is damaged."""
+        return salvage.from_journal(task_id, self.events(task_id))
+
+    def _salvaged_rows(self, problems: list[StoreProblem]) -> list[index.Row]:
+        """Rows (status `damaged`) for tasks whose file is damaged or moved aside, from their
+        journals, so the listing still finds them; each moved-aside one is a problem too."""
+        damaged = [p.path.name[:-5] for p in problems if p.path.name.endswith(".json")]
+        for task_id, aside, message in salvage.moved_aside(self.tasks_dir):
+            problems.append(StoreProblem(aside, message))
+            damaged.append(task_id)
+        return salvage.rows(damaged, self.salvage)
 
     def resolve(self, ref: str) -> str:
         """The id a user means by an id, a unique prefix, or `last`."""
@@ -615,7 +635,7 @@ class TaskStore:
             return str(max(rows, key=lambda row: row[index.UPDATED] or 0.0)[index.ID])
         if "/" not in ref and not ref.startswith(".") and self.task_path(ref).is_file():
             return ref  # an exact id: its file, without listing the store
-        ids = self.ids()
+        ids = self.ids() + salvage.aside_ids(self.tasks_dir)  # a damaged one is still found
         matches = [i for i in ids if i.startswith(ref)]
         if len(matches) == 1:
             return matches[0]

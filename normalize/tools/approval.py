@@ -367,7 +367,7 @@ class ApprovalPolicy:
         if why:
             question += f" ({why})"
         if ctx.approver is not None:
-            asked = Question(question, _shown(detail))
+            asked = Question(question, _shown(detail), covers([part.key for part in pending]))
             answer = _ANSWERS.get(str(ctx.approver(asked)).strip().lower(), "no")
             if answer == "always":
                 self.remembered.update(part.key for part in pending)
@@ -394,14 +394,27 @@ class ApprovalPolicy:
 
 
 class Question(str):
-    """An approval question, with `detail`: what the action would change (a diff), or ''."""
+    """An approval question, with `detail`: what the action would change (a diff), or '';
+    `always`: what an `always` answer lets through for the rest of the run."""
 
     detail: str
+    always: str
 
-    def __new__(cls, text: str, detail: str = "") -> Question:
+    def __new__(cls, text: str, detail: str = "", always: str = "") -> Question:
         question = super().__new__(cls, text)
         question.detail = detail
+        question.always = always
         return question
+
+
+_COVERS = {"tool:edit": "every edit", "tool:write": "every write", "tool:test": "every test run",
+           "tool:spawn": "every spawn", "tool:mcp": "every MCP tool call"}
+
+
+def covers(keys: list[str]) -> str:
+    """What `always` remembers for these parts, in words: `every edit`, `every `rm` command`."""
+    said = [_COVERS.get(key, f"every `{key.removeprefix('tool:')}` command") for key in keys]
+    return " and ".join(dict.fromkeys(said)) + " in this run"
 
 
 def _shown(detail: Callable[[], str] | None) -> str:

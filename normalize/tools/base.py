@@ -99,6 +99,8 @@ class ToolContext:
     mcp: McpSessions | None = None  # the run's MCP servers (started on first use)
     children: Spawner | None = None  # starts sub-tasks (`spawn`)
     on_child: Callable[[Event], None] | None = None  # journals a child's creation/outcome
+    on_progress: Callable[[list[str], dict[str, int]], None] | None = None
+    """Told a running program's last lines and a test run's counts so far (the live view)."""
 
     def cache_for(self, action: Action) -> ResultCache:
         """The cache an action's result goes to: its scope's, or the task's default."""

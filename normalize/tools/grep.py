@@ -174,6 +174,7 @@ def _search_python(
                 continue
             raw = read_bytes(ctx.guard.root, path.relative_to(ctx.guard.root))
         except OSError:
+            found.unreadable.append(ctx.guard.relative(path))  # said in the result, not hidden
             continue
         if raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]  # a UTF-8 byte-order mark is not text (ripgrep drops it too)
@@ -222,9 +223,14 @@ def _report(query: GrepQuery, found: Found, cap: int, ctx: ToolContext) -> Actio
         "files": files,
         "skipped_binary": found.skipped_binary,
         "skipped_large": len(found.skipped_large),
+        "unreadable": len(found.unreadable),
         "engine": found.engine,
     }
     tail: list[str] = []
+    if found.unreadable:
+        many = len(found.unreadable)
+        names = ", ".join(found.unreadable[:5]) + (" …" if many > 5 else "")
+        tail.append(f"({many:,} file{'s' if many != 1 else ''} could not be read: {names})")
     if found.skipped_large:
         names = ", ".join(found.skipped_large[:5]) + (" …" if len(found.skipped_large) > 5 else "")
         tail.append(f"(not searched, over the size limit: {names})")

@@ -21,11 +21,12 @@ import re
 import subprocess
 import sys
 import sysconfig
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
 
 from normalize.helpers import trusted_program
 from normalize.tools.files import ALWAYS_SKIPPED
@@ -75,6 +76,8 @@ class Found:
     note: str = ""
     cut_lines: int = 0
     """Matching lines longer than `MAX_LINE_BYTES`, of which only the start was read."""
+    unreadable: list[str] = field(default_factory=list)
+    """Files that could not be read (permission denied, gone meanwhile), never skipped silently."""
 
 
 def path_order(rel: str) -> tuple[str, ...]:
@@ -148,8 +151,8 @@ class RgUnconfined(Exception):
 def rg_argv(rg: str, query: Query, target: str, venvs: list[str]) -> list[str]:
     """The command line for `query` over `target` (relative to the workspace root)."""
     argv = [rg, "--no-config", "--hidden", "--binary", "--crlf", "--no-require-git",
-            "--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude", "--no-messages",
-            "--null", "--line-number", "--with-filename", "--no-heading", "--color=never",
+            "--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude", "--null",
+            "--line-number", "--with-filename", "--no-heading", "--color=never",
             f"--max-columns={MAX_LINE_BYTES}", "--max-columns-preview"]  # fmt: skip
     if query.ignore_case:
         argv.append("--ignore-case")
@@ -257,7 +260,8 @@ def search_rg(rg: str, query: Query, start: Path, ctx: ToolContext, keep: int) -
     process = spawn_rg(rg_argv(rg, query, rel_start, _venvs(root)), root)
     found = Found(engine="rg")
     collect = _Collector(keep)
-    assert process.stdout is not None
+    assert process.stdout is not None and process.stderr is not None
+    messages = _Drain(process.stderr)  # read beside stdout: a full pipe would stop ripgrep
     try:
         for record in _records(process.stdout.fileno()):
             if ctx.cancel.cancelled:
@@ -265,16 +269,45 @@ def search_rg(rg: str, query: Query, start: Path, ctx: ToolContext, keep: int) -
                 break
             collect.add(record)
     finally:
-        stderr = process.stderr.read().decode("utf-8", "replace") if process.stderr else ""
         code = process.wait()
+        stderr = messages.text()
         process.stdout.close()
-        if process.stderr is not None:
-            process.stderr.close()
-    if code == 2 and not collect.files and "regex" in stderr.lower():
-        raise RgUnsupported(_first_error_line(stderr))
+        process.stderr.close()
+    said = _OS_ERROR.sub("", stderr)  # what is left once the unreadable files are counted
+    if code == 2 and not collect.files and "regex" in said.lower():
+        raise RgUnsupported(_first_error_line(said))
     collect.finish(found)
+    found.unreadable = sorted(_unreadable(stderr), key=path_order)
     found.files.sort(key=lambda hits: path_order(hits.rel))
     return found
+
+
+_OS_ERROR = re.compile(r"^rg: (?P<path>.+?): [^:]+ \(os error \d+\)$", re.MULTILINE)
+MAX_MESSAGES = 1 << 20  # of ripgrep's messages, what is kept to count (a bounded memory)
+
+
+class _Drain:
+    """ripgrep's messages, read on a thread of their own, the first `MAX_MESSAGES` kept."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.kept = bytearray()
+        self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True,
+                                       name="normalize-rg-stderr")
+        self.thread.start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        while chunk := os.read(stream.fileno(), _CHUNK):
+            if len(self.kept) < MAX_MESSAGES:
+                self.kept += chunk
+
+    def text(self) -> str:
+        self.thread.join(timeout=10)
+        return self.kept.decode("utf-8", "replace")
+
+
+def _unreadable(stderr: str) -> list[str]:
+    """The files ripgrep says it could not read (`rg: PATH: Permission denied (os error 13)`)."""
+    return [os.path.normpath(m["path"]).replace(os.sep, "/") for m in _OS_ERROR.finditer(stderr)]
 
 
 def _first_error_line(stderr: str) -> str:

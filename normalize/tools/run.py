@@ -41,6 +41,7 @@ from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.approval import UNCONFINED_PARAM
 from normalize.tools.base import ToolContext
 from normalize.tools.shell import has_shell_syntax, text_after_verb, unquoted_operators
+from normalize.tools.testout import progress_feed
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "ProcessOutcome", "RunTool", "refuse_shell_syntax",
@@ -97,7 +98,8 @@ class ProcessOutcome:
 class _Capture:
     """Keeps the first and the last `max_bytes / 2` bytes of a stream, counting the rest."""
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, on_output: Callable[[bytes], None] | None = None) -> None:
+        self.on_output = on_output
         self.head_size = max_bytes // 2
         self.tail_size = max_bytes - self.head_size
         self.head = bytearray()
@@ -105,6 +107,8 @@ class _Capture:
         self.dropped = 0
 
     def add(self, chunk: bytes) -> None:
+        if self.on_output is not None:
+            self.on_output(chunk)
         room = self.head_size - len(self.head)
         if room > 0:
             self.head += chunk[:room]
@@ -204,6 +208,8 @@ def _pump(
                 else:
                     eof = True
                     selector.unregister(fd)
+            elif capture.on_output is not None:
+                capture.on_output(b"")  # quiet: what came last is shown once its time comes
             now = time.monotonic()
             if proc.poll() is not None:
                 exited_at = exited_at or now
@@ -238,8 +244,11 @@ def run_process(
     sandbox: SandboxPolicy | None = None,
     workspace: Path | str | None = None,
     label: str = "",
+    on_output: Callable[[bytes], None] | None = None,
 ) -> ProcessOutcome:
     """Run `argv` to completion, timeout or cancel; raises `ToolError` if it cannot start.
+
+    `on_output` is given each chunk of output as it arrives (a live view's tail).
 
     `sandbox` (default: workspace mode) confines the child to `workspace`
     (default: `cwd`); when the sandbox cannot be applied it raises `ToolError`
@@ -270,7 +279,7 @@ def run_process(
         if on_spawn is not None:
             on_spawn(proc.pid)
         _serve_proxy(proc, confinement)
-        outcome = _finish(proc, argv, started, timeout, cancel, max_bytes, grace)
+        outcome = _finish(proc, argv, started, timeout, cancel, max_bytes, grace, on_output)
         outcome.killed_leftovers = confinement.leftovers()
         confinement.close()  # the proxy's log is whole once it stopped
         outcome.network = confinement.network_log()
@@ -353,7 +362,8 @@ def _spawn(argv: list[str], cwd: Path | str, confinement: Confinement) -> subpro
 
 
 def _finish(proc: subprocess.Popen[bytes], argv: list[str], started: float, timeout: float,
-            cancel: CancelToken | None, max_bytes: int, grace: float) -> ProcessOutcome:
+            cancel: CancelToken | None, max_bytes: int, grace: float,
+            on_output: Callable[[bytes], None] | None = None) -> ProcessOutcome:
     """Read the running child to its end (timeout, cancel) and describe how it ended."""
 
     stopping = _Stopping()
@@ -371,7 +381,7 @@ def _finish(proc: subprocess.Popen[bytes], argv: list[str], started: float, time
     unregister = cancel.on_cancel(on_cancel) if cancel is not None else None
     if cancel is not None and cancel.cancelled:  # cancelled while starting
         on_cancel()
-    capture = _Capture(max_bytes)
+    capture = _Capture(max_bytes, on_output)
     assert proc.stdout is not None
     deadline = started + timeout
     timed_out = False
@@ -544,6 +554,7 @@ class RunTool:
             grace=self.grace,
             on_spawn=ctx.on_spawn,
             on_writes=ctx.on_writes,
+            on_output=progress_feed(ctx.on_progress, tests=False),
             **sandbox_of(ctx, action),
         )
         return outcome_result(outcome, timeout)

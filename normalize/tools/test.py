@@ -34,7 +34,12 @@ from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.base import ToolContext
 from normalize.tools.files import walk
 from normalize.tools.run import ProcessOutcome, outcome_result, run_process, sandbox_of
-from normalize.tools.testout import collection_error, first_failure, progress_counts
+from normalize.tools.testout import (
+    collection_error,
+    first_failure,
+    progress_counts,
+    progress_feed,
+)
 
 __all__ = ["Runner", "TestTool", "detect_runner", "parse_counts", "pytest_command"]
 
@@ -274,6 +279,8 @@ class TestTool:
             timeout = min(timeout, QUICK_SECONDS)
         outcome = run_process(argv, cwd=runner.directory, timeout=timeout, cancel=ctx.cancel,
                               on_spawn=ctx.on_spawn, on_writes=ctx.on_writes,
+                              on_output=progress_feed(ctx.on_progress,
+                                                      tests=runner.name == "pytest"),
                               **sandbox_of(ctx, action))
         counts = parse_counts(runner.name, outcome.output)
         data: dict[str, object] = {

@@ -80,10 +80,11 @@ def test_listing_showing_and_completing_change_no_file(tmp_path: Path) -> None:
     assert ids["configless"] in listed.stdout  # listed: its state is readable
     warning, = [ln for ln in listed.stderr.splitlines() if ids["damaged"] in ln]
     assert "damaged task file" in warning and f"normalize tasks repair {ids['damaged']}" in warning
-    assert {t["id"] for t in map(json.loads, listed_json.stdout.splitlines())} == \
-        {ids["good"], ids["configless"]}
+    assert {t["id"]: t["status"] for t in map(json.loads, listed_json.stdout.splitlines())} \
+        == {ids["good"]: "waiting", ids["configless"]: "waiting", ids["damaged"]: "damaged"}
     assert shows[0].returncode == 0 and "s3cretpw" not in shows[0].stdout + shows[1].stdout
-    assert shows[4].returncode == 1 and "damaged task file" in shows[4].stderr
+    assert shows[4].returncode == 0 and "damaged task file" in shows[4].stderr  # its journal's
+    assert "shown from its journal" in shows[4].stderr and "s3cretpw" not in shows[4].stdout
     assert ids["good"] in completed.stdout
 
 

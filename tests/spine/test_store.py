@@ -172,8 +172,8 @@ def test_a_damaged_file_lists_as_a_problem_and_repair_moves_it_aside(tmp_path: P
     assert aside is not None and aside.name.startswith("bad00000.json.corrupt-")
     assert not bad.exists()
     assert store.repair("good0000") is None and store.task_path("good0000").exists()
-    with pytest.raises(TaskNotFoundError):
-        store.load("bad00000")
+    with pytest.raises(CorruptTaskError, match=f"moved aside to {aside}"):
+        store.load("bad00000")  # found still, saying where its file went
 
 
 def test_truncated_file_error_names_it(tmp_path: Path) -> None:

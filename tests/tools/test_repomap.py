@@ -91,7 +91,7 @@ def test_the_command_line(project: Path) -> None:
     shown = cli("--tokens", "30", cwd=project)
     assert shown.returncode == 0, shown.stderr
     head, *body = shown.stdout.splitlines()
-    assert head.startswith("# repo map of .: ") and "--tokens N for more" in head
+    assert head.startswith("# repo map of .: ") and "--tokens N for the other " in head
     assert body[:2] == ["core.py:", "  1-3  class Engine:"]
     data = json.loads(cli("--tokens", "30", "--json", cwd=project).stdout)
     assert data["tokens"] <= 30 and data["definitions"][0]["name"] == "Engine"
@@ -114,3 +114,59 @@ def test_this_repository(tmp_path: Path) -> None:
     assert repo_map.tokens <= 1024 and repo_map.files > 100
     top = [d.row.symbol.name for d in repo_map.ranked[:40]]
     assert {"Task", "ActionResult", "NormalizeError"} <= set(top), top
+
+
+@pytest.fixture
+def attrs_like(tmp_path: Path) -> Path:
+    """A library shaped like attrs: decorators every test uses, a version, exceptions, stubs."""
+    make = "class Attribute:\n    pass\n\n\ndef attrs(cls=None):\n    return cls\n\n\n" \
+           "def attrib(default=None):\n    return default\n"
+    files = {
+        "attr/_make.py": make,
+        "attr/_make.pyi": "class Attribute: ...\ndef attrs(cls=None): ...\n"
+                          "def attrib(default=None): ...\n",
+        "attr/_next_gen.py": "from ._make import attrs, attrib\n\n\ndef define(cls=None):\n"
+                             "    return attrs(cls)\n\n\ndef field(default=None):\n"
+                             "    return attrib(default)\n",
+        "attr/_version_info.py": "class VersionInfo:\n    pass\n",
+        "attr/_version_info.pyi": "class VersionInfo: ...\n",
+        "attr/exceptions.py": "class FrozenInstanceError(AttributeError):\n    pass\n\n\n"
+                              "class NotAnAttrsClassError(ValueError):\n    pass\n",
+        "attr/__init__.py": "from ._make import Attribute, attrs, attrib\n"
+                            "from ._next_gen import define, field\n"
+                            "from ._version_info import VersionInfo\n"
+                            "from .exceptions import FrozenInstanceError, NotAnAttrsClassError\n"
+                            "__version_info__ = VersionInfo()\n",
+    }  # fmt: skip
+    for number in range(6):
+        files[f"tests/test_{number}.py"] = (
+            "import pytest\nfrom attr import define, field\nfrom attr.exceptions import "
+            "FrozenInstanceError\n\n\n@define\nclass C:\n    x = field()\n\n\n"
+            "def test_frozen():\n    with pytest.raises(FrozenInstanceError):\n        C().x = 1\n")
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_the_decorators_everyone_uses_rank_above_versions_and_exceptions(attrs_like: Path) -> None:
+    repo_map = build_map(attrs_like, walk(attrs_like), tokens=1000)
+    names = [d.row.symbol.name for d in repo_map.ranked]
+    decorators = {"define", "field", "attrs", "attrib"}
+    assert set(names[:4]) == decorators, names  # above VersionInfo and the exception classes
+
+
+def test_a_stub_beside_its_module_is_left_out(attrs_like: Path) -> None:
+    paths = {d.path for d in build_map(attrs_like, walk(attrs_like), tokens=1000).ranked}
+    assert "attr/_make.py" in paths and "attr/_version_info.py" in paths
+    assert not {p for p in paths if p.endswith(".pyi")}
+    (attrs_like / "attr" / "_make.py").unlink()  # a stub alone is the only outline there is
+    paths = {d.path for d in build_map(attrs_like, walk(attrs_like), tokens=1000).ranked}
+    assert "attr/_make.pyi" in paths
+
+
+def test_the_head_says_what_is_left(attrs_like: Path) -> None:
+    head = cli("--tokens", "8", cwd=attrs_like).stdout.splitlines()[0]
+    assert head.endswith(" definitions"), head
+    assert "--tokens N for the other " in head

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from helpers import REPO, cli, json_lines, make_sample_repo
 
@@ -24,10 +25,13 @@ def test_workflows_list_shows_project_user_and_builtin(tmp_path: Path,
     (user / "mine.toml").write_text('[workflow]\nname = "mine"\n[[steps]]\naction = "test"\n')
     proc = cli("workflows", "list", "--json", cwd=project, home=normalize_home)
     assert proc.returncode == 0, proc.stderr
-    rows = {r["name"]: r for r in json_lines(proc.stdout)}
+    rows: dict[str, dict[str, Any]] = {}
+    for row in json_lines(proc.stdout):  # the first of a name: the project's
+        rows.setdefault(row["name"], row)
     assert set(rows) == {*BUILTINS, "broken", "mine"}
     assert rows["health"]["origin"] == "project"
     assert rows["health"]["description"] == "the project's own"
+    assert rows["health"]["trust"] == "shadowed"  # untrusted: the built-in health runs
     assert rows["mine"]["origin"] == "user"
     assert rows["validate-fix"]["origin"] == "builtin"
     assert rows["validate-fix"]["driver"] == "state_machine"

@@ -4,12 +4,16 @@ Files are the graph's nodes. A file that mentions an identifier another file
 defines gets an edge to that file, weighted by how often it mentions it (the
 square root, so one chatty file does not dominate) and by how telling the name
 is: long `snake_case`/`CamelCase` names and type-like `Capitalised` names count
-more; short lowercase words,
-method names (an attribute may belong to any object), `_private` names and names
-defined in many files (`run`, `name`) less. PageRank over that graph ranks the
-files; each file's rank flows along its edges to the definitions it uses, and
-the definitions are listed best first, grouped by file, until the budget runs
-out (a token is taken as four characters).
+more, and so does a name the mentioning file imports by name or uses as a
+decorator (`from attr import field`, `@define`: a lowercase word then is an
+API); short
+lowercase words otherwise, method names (an attribute may belong to any
+object), exception classes (raised and caught everywhere, rarely the API),
+`_private` names and names defined in many files (`run`, `name`) less. A `.pyi`
+stub beside its `.py` is left out (it repeats the module's names). PageRank
+over that graph ranks the files; each file's rank flows along its edges to the
+definitions it uses, and the definitions are listed best first, grouped by
+file, until the budget runs out (a token is taken as four characters).
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ CHARS_PER_TOKEN = 4
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FAMILIES = {"typescript": "js", "tsx": "js", "javascript": "js", "c": "c", "cpp": "c"}
 _TELLING = re.compile(r"[a-z0-9]_[a-z]|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]")
+_DECORATOR = re.compile(r"^[ \t]*@([A-Za-z_][A-Za-z0-9_]*)\b(?!\.)", re.M)
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+_EXCEPTION = re.compile(r"[a-z](Error|Exception|Warning)$")
 
 
 @dataclass
@@ -69,10 +76,9 @@ def build_map(root: Path, paths: Iterable[Path], *, tokens: int = 1024,
     """
     rows_by_file: dict[str, list[Row]] = {}
     mentions: dict[str, Counter[str]] = {}
+    named: dict[str, set[str]] = {}
     skipped: list[str] = []
-    for path in paths:
-        if language_for(path) is None:
-            continue
+    for path in _without_stubs(paths):
         try:
             if path.stat().st_size > MAX_FILE_BYTES:
                 skipped.append(path.relative_to(root).as_posix())
@@ -83,9 +89,28 @@ def build_map(root: Path, paths: Iterable[Path], *, tokens: int = 1024,
         rel = path.relative_to(root).as_posix()
         rows_by_file[rel] = [r for r in rows(outline(path, text) or []) if r.symbol.name]
         mentions[rel] = Counter(_IDENTIFIER.findall(text))
-    ranked = rank(rows_by_file, mentions, {rel: _family(rel) for rel in rows_by_file})
+        named[rel] = named_uses(text)
+    ranked = rank(rows_by_file, mentions, {rel: _family(rel) for rel in rows_by_file}, named)
     found = fit(ranked, rows_by_file, tokens, files=len(rows_by_file), lines=lines)
     found.skipped = skipped
+    return found
+
+
+def _without_stubs(paths: Iterable[Path]) -> list[Path]:
+    """The source files among `paths`, less each `.pyi` stub whose `.py` is there too."""
+    found = [path for path in paths if language_for(path) is not None]
+    present = set(found)
+    return [p for p in found if not (p.suffix == ".pyi" and p.with_suffix(".py") in present)]
+
+
+def named_uses(text: str) -> set[str]:
+    """Names a file imports by name (`from m import a, b as c`) or uses as decorators."""
+    found = set(_DECORATOR.findall(text))
+    for clause in _FROM_IMPORT.findall(text):
+        for part in clause.strip("()").split(","):
+            words = part.split()
+            if words and _IDENTIFIER.fullmatch(words[0]):
+                found.add(words[0])
     return found
 
 
@@ -99,9 +124,11 @@ def rank(
     rows_by_file: dict[str, list[Row]],
     mentions: dict[str, Counter[str]],
     families: dict[str, str] | None = None,
+    named: dict[str, set[str]] | None = None,
 ) -> list[Definition]:
     """Every definition, ranked by the PageRank of the files that use it (within a family)."""
     family = families or {}
+    api = named or {}
     defined_in: dict[str, set[str]] = defaultdict(set)
     definitions: dict[tuple[str, str], list[Definition]] = defaultdict(list)
     for rel, file_rows in rows_by_file.items():
@@ -116,11 +143,13 @@ def rank(
     method_only = {name: kind_set <= {"method", "constructor"} for name, kind_set in kinds.items()}
     edges: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
     for user, counts in mentions.items():
+        imported = api.get(user, set())
         for name, count in counts.items():
             owners = defined_in.get(name)
             if not owners:
                 continue
-            weight = _weight(name, len(owners), method_only[name]) * math.sqrt(count)
+            weight = _weight(name, len(owners), method_only[name], named=name in imported)
+            weight *= math.sqrt(count)
             for owner in owners:
                 if family.get(owner) != family.get(user):
                     continue
@@ -143,12 +172,14 @@ def rank(
     return sorted(every, key=lambda d: (-d.rank, d.path, d.index))
 
 
-def _weight(name: str, defining_files: int, method: bool) -> float:
+def _weight(name: str, defining_files: int, method: bool, *, named: bool = False) -> float:
     """How much a mention of `name` says about a dependency on where it is defined."""
     weight = 1.0
-    telling = (len(name) >= 8 and _TELLING.search(name) is not None) or (
+    telling = named or (len(name) >= 8 and _TELLING.search(name) is not None) or (
         name[0].isupper() and len(name) >= 4 and not name.isupper()
     )
+    if _EXCEPTION.search(name):
+        weight *= 0.5  # raised and caught all over; seldom what a reader looks for
     if telling:
         weight *= 10
     elif (name.isalpha() and name.islower()) or len(name) <= 2:

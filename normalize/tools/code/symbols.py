@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 LOW_RANK_KINDS = frozenset({"impl", "declaration", "overload"})
 """Kinds that lose to a same-named definition: `impl` blocks, body-less declarations and
@@ -137,6 +138,25 @@ def rows(symbols: Sequence[Symbol]) -> list[Row]:
 
     add(symbols, 0, "")
     return out
+
+
+def nest(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`skeleton`'s records (depth first) as nested symbols: name, kind, lines, signature,
+    doc, children; a directory's grouped per file (`path`, `symbols`)."""
+    files: dict[str, list[dict[str, Any]]] = {}
+    open_nodes: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for item in items:
+        path, parent = str(item.get("path", "")), str(item["parent"])
+        node: dict[str, Any] = {
+            "name": item["name"], "kind": item["kind"], "lines": [item["start"], item["end"]],
+            "signature": item["signature"], "doc": item["doc"], "children": []}  # fmt: skip
+        roots = files.setdefault(path, [])
+        open_nodes.get((path, parent), roots).append(node)
+        open_nodes[(path, f"{parent}/{item['name']}" if parent else str(item["name"]))] = (
+            node["children"])
+    if set(files) == {""}:
+        return files[""]
+    return [{"path": path, "symbols": symbols} for path, symbols in files.items()]
 
 
 def format_rows(page: Sequence[Row], *, docs: bool = True, indent: str = "",
