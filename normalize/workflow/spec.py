@@ -192,7 +192,8 @@ class WorkflowSpec:
     shadowed: str = ""  # an untrusted workspace file of the same name that was passed over
 
     def to_dict(self) -> JSON:
-        data = asdict(replace(self, steps=[]))
+        data = asdict(replace(self, steps=[], vars={}))
+        data["vars"] = dict(self.vars)  # plain JSON already: not copied item by item
         steps = self.steps
         data["steps"] = steps.to_dicts() if isinstance(steps, StepList) else \
             [step.to_stored() for step in steps]
