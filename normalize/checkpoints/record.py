@@ -190,6 +190,7 @@ class WorkspaceCheckpoints:
 
     def _take(self, task: Task, action: Action | None,
               written: set[str] | None = None) -> list[BaseEvent]:
+        started = time.perf_counter()
         with self._locked():
             tip = self._tip(task.id)
             first = task.id not in self._tips or tip is None
@@ -243,7 +244,8 @@ class WorkspaceCheckpoints:
             step=number, turn=task.turn, key=action.key if action else "", kind=kind,
             files=len(files), added=sum(max(a, 0) for a, _ in files.values()),
             removed=sum(max(r, 0) for _, r in files.values()), bytes=size, changes=listed,
-            skipped=sorted(shown(p) for p in snap.skipped)))
+            skipped=sorted(shown(p) for p in snap.skipped),
+            ms=round((time.perf_counter() - started) * 1000, 3)))
         return events
 
     def _wrote(self, rel: str, written: set[str]) -> bool:
