@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, Protocol
 
 from normalize.fsutil import json_bytes
-from normalize.redact import Redactor, inert_obj
+from normalize.redact import Redactor, inert_already, inert_obj
 from normalize.serial import Record
 
 EVENT_VERSION = 1
@@ -190,7 +190,8 @@ class CheckpointTaken(BaseEvent):
     `step` numbers the task's workspace checkpoints (0: its start); `changes`
     maps each changed path to its `[added, removed]` lines (`-1` for binary
     files); `bytes` is the size of the changed files' new content; `ms` what
-    recording it took (the workspace's listing, hashing and commit).
+    recording it took (the workspace's listing, hashing and commit; for an
+    action, with the snapshot taken just before it).
     """
 
     type: Literal["checkpoint_taken"] = "checkpoint_taken"
@@ -471,7 +472,7 @@ class Emitter:
             values = {name: value for name, value in plain.items()
                       if name not in _STAMPS and value is not None
                       and type(value) not in _NOT_TEXT}
-            if redact is not None and redact.unchanged(values):
+            if redact.unchanged(values) if redact is not None else inert_already(values):
                 return event  # most events: one scan of their joined text
             changed = {}
             for name, value in values.items():

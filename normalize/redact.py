@@ -537,24 +537,32 @@ _INERT_TABLE: dict[int, str] = {
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def _texts(obj: Any, out: list[str], names: list[str]) -> bool:
+def _texts(obj: Any, out: list[str], names: list[str], *, keys: bool = True) -> bool:
     """Collect the strings in `obj` (keys that are names apart, in `names`); False at a
-    secret-named key over a string."""
+    secret-named key over a string (unless `keys` is False)."""
     if isinstance(obj, str):
         out.append(obj)
     elif isinstance(obj, dict):
         for key, value in obj.items():
             if isinstance(key, str):
-                if isinstance(value, str) and value and _secret_key(key):
+                if keys and isinstance(value, str) and value and _secret_key(key):
                     return False
                 (names if key.isidentifier() else out).append(key)
-            if not _texts(value, out, names):
+            if not _texts(value, out, names, keys=keys):
                 return False
     elif isinstance(obj, list | tuple):
         for item in obj:
-            if not _texts(item, out, names):
+            if not _texts(item, out, names, keys=keys):
                 return False
     return True
+
+
+def inert_already(values: Mapping[str, Any]) -> bool:
+    """Whether `values` hold no control character to make inert (one scan, no copy)."""
+    texts: list[str] = []
+    for value in values.values():
+        _texts(value, texts, texts, keys=False)
+    return _CONTROL.search("\n".join(texts)) is None
 
 
 def inert(text: str) -> str:

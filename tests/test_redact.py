@@ -204,3 +204,10 @@ def test_an_event_with_nothing_to_hide_is_emitted_without_a_copy() -> None:
     data = {"rows": [{"path": "src/a.py", "line": 3}]}
     shown = emitter.emit(ActionFinished(command="grep needle", preview="a\tb\n", data=data))
     assert shown.data is data and shown.command == "grep needle"
+
+
+def test_without_a_redactor_an_emitted_event_is_still_made_inert() -> None:
+    from normalize.events import ActionFinished, Emitter
+
+    shown = Emitter("abc12345").emit(ActionFinished(command="ok", data={"k\x07": ["a\x1bb"]}))
+    assert shown.data == {"k␇": ["a␛b"]} and shown.command == "ok"

@@ -120,6 +120,7 @@ class WorkspaceCheckpoints:
         self.task_file = task_file
         self._tips: dict[str, tuple[str, int, str]] = {}  # task -> (commit, step, tree)
         self._before: dict[tuple[str, str], str] = {}  # (task, action key) -> tree before it
+        self._before_ms: dict[tuple[str, str], float] = {}  # what recording it took
         self._cleared: list[Path] = []  # stale git locks cleared, not yet told
         self._pending: set[str] = set()
         self._warned = False
@@ -158,7 +159,9 @@ class WorkspaceCheckpoints:
         """Record the workspace just before a side effect, so its step counts only its own."""
         try:
             with self._locked():
+                started = time.perf_counter()
                 self._before[(task.id, action.key)] = self.repo.snapshot().tree
+                self._before_ms[(task.id, action.key)] = time.perf_counter() - started
         except Exception as exc:
             return self._failed(exc)
         return []
@@ -190,7 +193,9 @@ class WorkspaceCheckpoints:
 
     def _take(self, task: Task, action: Action | None,
               written: set[str] | None = None) -> list[BaseEvent]:
-        started = time.perf_counter()
+        started = time.perf_counter()  # (moved back by the snapshot just before the action)
+        if action is not None:
+            started -= self._before_ms.pop((task.id, action.key), 0.0)
         with self._locked():
             tip = self._tip(task.id)
             first = task.id not in self._tips or tip is None
