@@ -1,7 +1,7 @@
 """Persistence of tasks: files, journals, locks, migrations.
 
-Names load on first use: `normalize --help` needs the data home's path only
-(`normalize.store.paths`), not the task store and what it imports.
+Names load on first use: importing one module of the store (the journal,
+say) does not import the task store and what it imports.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "JournalWriter": "normalize.store.journal",
     "read_journal": "normalize.store.journal",
-    "config_home": "normalize.store.paths",
-    "data_home": "normalize.store.paths",
+    "config_home": "normalize.homes",
+    "data_home": "normalize.homes",
     "StoreProblem": "normalize.store.taskstore",
     "TaskLock": "normalize.store.taskstore",
     "TaskStore": "normalize.store.taskstore",
@@ -23,7 +23,7 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     from normalize.store.journal import JournalWriter, read_journal
-    from normalize.store.paths import config_home, data_home
+    from normalize.homes import config_home, data_home
     from normalize.store.taskstore import (
         StoreProblem,
         TaskLock,
