@@ -22,8 +22,8 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
-    from normalize.store.journal import JournalWriter, read_journal
     from normalize.homes import config_home, data_home
+    from normalize.store.journal import JournalWriter, read_journal
     from normalize.store.taskstore import (
         StoreProblem,
         TaskLock,
