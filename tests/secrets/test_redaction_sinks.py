@@ -27,7 +27,7 @@ from secret_shapes import (
     workflow,
 )
 
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.drivers.workflow import WorkflowDriver
 from normalize.events import ActionFinished, Emitter, ModelReplied, RunEnded, TextDelta
 from normalize.redact import Redactor
