@@ -19,13 +19,15 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from normalize.fsutil import json_bytes
-from normalize.redact import inert_obj
+from normalize.redact import Redactor, inert_already, inert_obj
 from normalize.serial import Record
 
 EVENT_VERSION = 1
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_STAMPS = frozenset({"type", "task_id"})  # the event's kind and the emitter's own id: no text
+_NOT_TEXT = frozenset({int, float, bool})
 
 
 def _field_names(cls: type) -> tuple[str, ...]:
@@ -207,7 +209,9 @@ class CheckpointTaken(BaseEvent):
 
     `step` numbers the task's workspace checkpoints (0: its start); `changes`
     maps each changed path to its `[added, removed]` lines (`-1` for binary
-    files); `bytes` is the size of the changed files' new content.
+    files); `bytes` is the size of the changed files' new content; `ms` what
+    recording it took (the workspace's listing, hashing and commit; for an
+    action, with the snapshot taken just before it).
     """
 
     type: Literal["checkpoint_taken"] = "checkpoint_taken"
@@ -221,6 +225,7 @@ class CheckpointTaken(BaseEvent):
     bytes: int = 0
     changes: dict[str, list[int]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    ms: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -359,7 +364,7 @@ class RunEnded(BaseEvent):
     result: Any = None  # the validated structured result (`--output-schema`), else None
 
 
-_STAMPS = ("type", "task_id", "seq", "ts", "v")
+_ENVELOPE = ("type", "task_id", "seq", "ts", "v")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -384,7 +389,7 @@ class UnknownEvent(BaseEvent):
                    seq=seq if _is_int(seq) else 0,
                    ts=float(ts) if isinstance(ts, int | float) else 0.0,
                    version=version if _is_int(version) else EVENT_VERSION,
-                   data={k: v for k, v in data.items() if k not in _STAMPS})
+                   data={k: v for k, v in data.items() if k not in _ENVELOPE})
 
 
 def _is_int(value: object) -> bool:
@@ -518,11 +523,7 @@ class Emitter:
             stamped = _stamp(event, task_id=self.task_id, seq=self.seq, ts=time.time())
             # once, before any reader (the journal, `--json` on stdout, the live view):
             # secrets redacted, control characters made visible and inert
-            plain = stamped.to_dict()
-            shown = inert_obj(self.redact(plain) if self.redact is not None
-                              and not stamped.transient else plain)
-            if shown != plain:
-                stamped = event_from_dict(shown)
+            stamped = self._shown(stamped)
             if self.journal is not None and not stamped.transient and stamped.journaled:
                 self.journal.append(stamped, durable=durable)
             failed = self._fan_out(stamped)
@@ -531,6 +532,30 @@ class Emitter:
                     f"subscriber {_name(subscriber)} was detached: it raised "
                     f"{type(exc).__name__}: {exc}")))
         return stamped
+
+    def _shown(self, event: Event) -> Event:
+        """`event` with its text redacted and inert: itself when that changes nothing.
+
+        With a `Redactor`, only the fields that hold text are looked at, and
+        nothing is copied unless something in them changes.
+        """
+        plain = event.to_dict()
+        redact = None if event.transient else self.redact
+        if redact is None or isinstance(redact, Redactor):
+            values = {name: value for name, value in plain.items()
+                      if name not in _STAMPS and value is not None
+                      and type(value) not in _NOT_TEXT}
+            if redact.unchanged(values) if redact is not None else inert_already(values):
+                return event  # most events: one scan of their joined text
+            changed = {}
+            for name, value in values.items():
+                shown = redact.shown_field(name, value) if redact is not None else \
+                    inert_obj(value)
+                if shown is not value and shown != value:
+                    changed[name] = shown
+            return event_from_dict({**plain, **changed}) if changed else event
+        shown = inert_obj(redact(plain))
+        return event if shown == plain else event_from_dict(shown)
 
     def _fan_out(self, event: Event) -> list[tuple[Subscriber, Exception]]:
         """Give `event` to each subscriber; detach and return the ones that raised."""

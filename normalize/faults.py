@@ -12,6 +12,8 @@ The points:
     action_ran         the action ran; its end is not yet journaled
     checkpoint_write   half of a task file is written to its temporary file
     checkpoint_append  half of a checkpoint record is appended to the task's checkpoint log
+    kept_write         half of a value kept beside the checkpoints (a loop's items, a large
+                       variable a step set) is written to its temporary file
     model_stream       a model reply is half streamed (scripted models)
     undo_write         half of a file an undo or rewind puts back is written to its temporary file
 
@@ -27,7 +29,7 @@ import signal
 import threading
 
 POINTS = ("before_action", "action_started", "action_ran", "checkpoint_write",
-          "checkpoint_append", "model_stream", "undo_write")
+          "checkpoint_append", "kept_write", "model_stream", "undo_write")
 
 
 def _parse(value: str) -> tuple[str, int]:

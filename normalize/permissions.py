@@ -212,15 +212,17 @@ def config_path() -> Path:
 
 
 def _read_config(path: Path) -> tuple[Any, str]:
-    import tomlkit
-    from tomlkit.exceptions import ParseError, TOMLKitError
-
+    """The config file as a TOML document (edits keep its comments) and its text; no file
+    reads as an empty table, and then tomlkit is not imported (every run reads this)."""
     try:
         source = path.read_text(encoding="utf-8")
     except (FileNotFoundError, NotADirectoryError):  # no config file there
-        return tomlkit.document(), ""
+        return {}, ""
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
+    import tomlkit
+    from tomlkit.exceptions import ParseError, TOMLKitError
+
     try:
         return tomlkit.parse(source), source
     except ParseError as exc:

@@ -235,6 +235,7 @@ class Redactor:
         self.longest = max(map(len, self.values), default=0)
         # a task's state repeats most of its strings from one checkpoint to the next
         self._memo: dict[str, str] = {}
+        self._plain: set[str] = set()  # strings an event showed as they are (`unchanged`)
 
     @classmethod
     def for_workspace(cls, root: Path | str, env: Mapping[str, str] | None = None, *,
@@ -349,6 +350,65 @@ class Redactor:
             if _secret_key(key):
                 return REDACTED
         return self._walk(value)
+
+    def unchanged(self, values: Mapping[str, Any]) -> bool:
+        """Whether showing `values` (an event's fields) changes nothing, decided in one look.
+
+        Their strings are joined by newlines, which no anchor or control
+        character spans, and scanned once: no anchor, no collected value, no
+        control character and no secret-named key over a string means no
+        field would change. Keys that are names (`key`, `args`) are matched
+        by the regex itself, not by anchors, which they would hit. Strings
+        found plain are remembered (events repeat a step's command and names).
+        """
+        texts: list[str] = []
+        names: list[str] = []  # nested keys that are names: most hold an anchor ("key")
+        for name, value in values.items():
+            if isinstance(value, str) and value and _secret_key(name):
+                return False
+            if not _texts(value, texts, names):
+                return False
+        known = self._plain
+        texts = [text for text in texts if text not in known]
+        names = [name for name in names if name not in known]
+        joined = "\n".join(texts)
+        if joined and (_CONTROL.search(joined) is not None or self.may_hold_secret(joined)):
+            return False
+        if names and self._regex.search("\n".join(names)) is not None:
+            return False
+        if len(known) >= MEMO_SIZE:
+            known.clear()
+        known.update(text for text in (*texts, *names) if len(text) <= MEMO_TEXT)
+        return True
+
+    def shown_field(self, name: str, value: Any) -> Any:
+        """An event field's value as shown: redacted and inert; `value` itself when that
+        changes nothing (nothing is copied then), else a copy sharing what did not change."""
+        if isinstance(value, str) and value and _secret_key(name):
+            return REDACTED
+        return self._shared(value)
+
+    def _shared(self, obj: Any) -> Any:
+        if isinstance(obj, str):
+            shown = inert(self.redact(obj))
+            return obj if shown == obj else shown
+        if isinstance(obj, dict):
+            out: dict[Any, Any] | None = None
+            for number, (key, value) in enumerate(obj.items()):
+                new_key = self._shared(key) if isinstance(key, str) else key
+                new = self.shown_field(key, value) if isinstance(key, str) else \
+                    self._shared(value)
+                if out is None and (new is not value or new_key is not key):
+                    out = dict(list(obj.items())[:number])
+                if out is not None:
+                    out[new_key] = new
+            return obj if out is None else out
+        if isinstance(obj, list | tuple):
+            items = [self._shared(item) for item in obj]
+            if all(new is old for new, old in zip(items, obj, strict=True)):
+                return obj
+            return items if isinstance(obj, list) else tuple(items)
+        return obj
 
 
 def _line_end(text: str, at: int) -> int:
@@ -476,6 +536,34 @@ _INERT_TABLE: dict[int, str] = {
     **{code: "\u241b" + chr(code - 0x40) for code in range(0x80, 0xA0)},
 }
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _texts(obj: Any, out: list[str], names: list[str], *, keys: bool = True) -> bool:
+    """Collect the strings in `obj` (keys that are names apart, in `names`); False at a
+    secret-named key over a string (unless `keys` is False)."""
+    if isinstance(obj, str):
+        out.append(obj)
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            if isinstance(key, str):
+                if keys and isinstance(value, str) and value and _secret_key(key):
+                    return False
+                (names if key.isidentifier() else out).append(key)
+            if not _texts(value, out, names, keys=keys):
+                return False
+    elif isinstance(obj, list | tuple):
+        for item in obj:
+            if not _texts(item, out, names, keys=keys):
+                return False
+    return True
+
+
+def inert_already(values: Mapping[str, Any]) -> bool:
+    """Whether `values` hold no control character to make inert (one scan, no copy)."""
+    texts: list[str] = []
+    for value in values.values():
+        _texts(value, texts, texts, keys=False)
+    return _CONTROL.search("\n".join(texts)) is None
 
 
 def inert(text: str) -> str:

@@ -176,3 +176,38 @@ def test_redaction_is_fast_on_large_outputs() -> None:
     started = time.perf_counter()
     assert redactor.redact(text) == text
     assert time.perf_counter() - started < 2.0  # ~2 MB; about 0.15 s on a laptop
+
+
+def test_an_emitted_event_is_redacted_and_inert_where_it_holds_text() -> None:
+    from normalize.events import ActionFinished, Emitter
+
+    seen: list[object] = []
+    emitter = Emitter("abc12345", redact=Redactor())
+    emitter.subscribe(seen.append)
+    event = ActionFinished(command="curl -u admin:hunter22secret x", preview="\x1b]0;t\x07",
+                           data={"rows": [{"api_key": "plain-looking-value"}], "n": 3})
+    shown = emitter.emit(event)
+    assert shown.command == f"curl -u admin:{REDACTED} x"
+    assert shown.preview == "␛]0;t␇"
+    assert shown.data == {"rows": [{"api_key": REDACTED}], "n": 3}  # by its key, nested
+    assert event.data == {"rows": [{"api_key": "plain-looking-value"}], "n": 3}  # not changed
+    assert seen == [shown]
+    token = "ghp_" + "a1B2c3D4e5" * 4  # a name-shaped key is a token all the same
+    keyed = emitter.emit(ActionFinished(command="ls", data={token: 1}))
+    assert keyed.data == {REDACTED: 1}
+
+
+def test_an_event_with_nothing_to_hide_is_emitted_without_a_copy() -> None:
+    from normalize.events import ActionFinished, Emitter
+
+    emitter = Emitter("abc12345", redact=Redactor())
+    data = {"rows": [{"path": "src/a.py", "line": 3}]}
+    shown = emitter.emit(ActionFinished(command="grep needle", preview="a\tb\n", data=data))
+    assert shown.data is data and shown.command == "grep needle"
+
+
+def test_without_a_redactor_an_emitted_event_is_still_made_inert() -> None:
+    from normalize.events import ActionFinished, Emitter
+
+    shown = Emitter("abc12345").emit(ActionFinished(command="ok", data={"k\x07": ["a\x1bb"]}))
+    assert shown.data == {"k␇": ["a␛b"]} and shown.command == "ok"

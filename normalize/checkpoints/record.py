@@ -120,6 +120,7 @@ class WorkspaceCheckpoints:
         self.task_file = task_file
         self._tips: dict[str, tuple[str, int, str]] = {}  # task -> (commit, step, tree)
         self._before: dict[tuple[str, str], str] = {}  # (task, action key) -> tree before it
+        self._before_ms: dict[tuple[str, str], float] = {}  # what recording it took
         self._cleared: list[Path] = []  # stale git locks cleared, not yet told
         self._pending: set[str] = set()
         self._warned = False
@@ -158,7 +159,9 @@ class WorkspaceCheckpoints:
         """Record the workspace just before a side effect, so its step counts only its own."""
         try:
             with self._locked():
+                started = time.perf_counter()
                 self._before[(task.id, action.key)] = self.repo.snapshot().tree
+                self._before_ms[(task.id, action.key)] = time.perf_counter() - started
         except Exception as exc:
             return self._failed(exc)
         return []
@@ -190,6 +193,9 @@ class WorkspaceCheckpoints:
 
     def _take(self, task: Task, action: Action | None,
               written: set[str] | None = None) -> list[Event]:
+        started = time.perf_counter()  # (moved back by the snapshot just before the action)
+        if action is not None:
+            started -= self._before_ms.pop((task.id, action.key), 0.0)
         with self._locked():
             tip = self._tip(task.id)
             first = task.id not in self._tips or tip is None
@@ -243,7 +249,8 @@ class WorkspaceCheckpoints:
             step=number, turn=task.turn, key=action.key if action else "", kind=kind,
             files=len(files), added=sum(max(a, 0) for a, _ in files.values()),
             removed=sum(max(r, 0) for _, r in files.values()), bytes=size, changes=listed,
-            skipped=sorted(shown(p) for p in snap.skipped)))
+            skipped=sorted(shown(p) for p in snap.skipped),
+            ms=round((time.perf_counter() - started) * 1000, 3)))
         return events
 
     def _wrote(self, rel: str, written: set[str]) -> bool:

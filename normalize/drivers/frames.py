@@ -21,6 +21,10 @@ from normalize.serial import Record, Shape, stored
 from normalize.task import Kept, kept_value
 from normalize.workflow.spec import StepSpec
 
+KEEP_ITEMS = 64  # a changed list or table longer than this is kept beside the checkpoint
+KEEP_CHARS = 4096  # and a changed text longer than this
+_UNSET = object()
+
 Branch = Literal["then", "else"]
 JSON = dict[str, Any]
 
@@ -147,3 +151,38 @@ class Interrupted(Record):
 
     result: JSON
     command: str = ""
+
+
+def _keep_large(value: Any) -> Any:
+    """`value` as a `Kept` when it is large (written once beside the checkpoints)."""
+    if isinstance(value, str):
+        return Kept(value) if len(value) > KEEP_CHARS else value
+    if isinstance(value, list | dict) and len(value) > KEEP_ITEMS:
+        return Kept(value)
+    return value
+
+
+def changed_vars(values: dict[str, Any], initial: dict[str, Any]) -> JSON:
+    """The variables a run set or changed since it started (compared by identity), to store.
+
+    The ones it started with are in the task's config, written once per run;
+    a checkpoint carries only the changes, a large one kept beside it, so its
+    size does not grow with a list the workflow loops over.
+    """
+    return {name: _keep_large(value) for name, value in values.items()
+            if initial.get(name, _UNSET) is not value}
+
+
+def restored_vars(stored: dict[str, Any], initial: dict[str, Any]) -> dict[str, Any]:
+    """A run's variables from a snapshot's: set over the ones it started with.
+
+    A snapshot from before held every variable; set over the same start, it
+    gives the same values (one equal to its start is the start again, unchanged).
+    """
+    out = dict(initial)
+    for name, value in stored.items():
+        value = kept_value(value)
+        if name not in initial or initial[name] != value:
+            out[name] = value
+    return out
+

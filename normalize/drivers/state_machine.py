@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from normalize.contract.driver import DriverServices, RunContext
+from normalize.drivers.frames import changed_vars, restored_vars
 from normalize.drivers.interrupts import interrupt_policy, interrupt_question, rerun_answer
 from normalize.drivers.step_actions import (
     RESULT_KEEP,
@@ -44,7 +45,8 @@ class StateMachineDriver:
         self.services = services or DriverServices()
         self.label = label
         self.states = {s.name: s for s in spec.states}
-        self.vars: dict[str, Any] = {**spec.vars, **(variables or {})}
+        self.initial: dict[str, Any] = {**spec.vars, **(variables or {})}  # in the config
+        self.vars: dict[str, Any] = dict(self.initial)
         self.state = spec.states[0].name
         self.phase = "entry"  # entry → action → exit → transition → (next state's entry)
         self.visits: dict[str, int] = {}
@@ -60,7 +62,8 @@ class StateMachineDriver:
                    config.get("label"))
 
     def snapshot(self) -> dict[str, Any]:
-        return {"state": self.state, "phase": self.phase, "vars": self.vars,
+        return {"state": self.state, "phase": self.phase,
+                "vars": changed_vars(self.vars, self.initial),
                 "visits": self.visits, "last": self.last, "failure": self.failure,
                 "interrupted": self.interrupted, "asking": self.asking,
                 "delegate": None if self.delegate is None else self.delegate.snapshot()}
@@ -68,7 +71,7 @@ class StateMachineDriver:
     def restore(self, state: dict[str, Any]) -> None:
         self.state = state.get("state", self.state)
         self.phase = state.get("phase", self.phase)
-        self.vars = dict(state.get("vars", self.vars))
+        self.vars = restored_vars(state.get("vars", {}), self.initial)
         self.visits = dict(state.get("visits", {}))
         self.last = state.get("last")
         self.failure = state.get("failure")

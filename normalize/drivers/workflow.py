@@ -28,7 +28,9 @@ from normalize.drivers.frames import (
     InFlight,
     Interrupted,
     Repeat,
+    changed_vars,
     holders,
+    restored_vars,
     steps_at,
 )
 from normalize.drivers.interrupts import interrupt_policy, interrupt_question, rerun_answer
@@ -82,8 +84,8 @@ class WorkflowDriver:
         self.spec = spec
         self.services = services or DriverServices()
         self.label = label
-        self.vars: dict[str, Any] = dict(spec.vars)
-        self.vars.update(variables or {})
+        self.initial: dict[str, Any] = {**spec.vars, **(variables or {})}  # in the config
+        self.vars: dict[str, Any] = dict(self.initial)
         self.frames: list[Frame] = [Frame(scope=ScopeState(spec.name).to_dict())]
         self.last: dict[str, Any] | None = None
         self.attempt = 1
@@ -102,7 +104,8 @@ class WorkflowDriver:
 
     def snapshot(self) -> dict[str, Any]:
         pending, interrupted, delegate = self.pending, self.interrupted, self.delegate
-        return {"vars": self.vars, "frames": [f.to_dict() for f in self.frames],
+        return {"vars": changed_vars(self.vars, self.initial),
+                "frames": [f.to_dict() for f in self.frames],
                 "last": self.last, "attempt": self.attempt, "retry_delay": self.retry_delay,
                 "failure": self.failure,
                 "pending": None if pending is None else pending.to_dict(),
@@ -110,7 +113,7 @@ class WorkflowDriver:
                 "delegate": None if delegate is None else delegate.snapshot()}
 
     def restore(self, state: dict[str, Any]) -> None:
-        self.vars = dict(state.get("vars", self.vars))
+        self.vars = restored_vars(state.get("vars", {}), self.initial)
         if "frames" in state:
             self.frames = [Frame.from_dict(f) for f in state["frames"]]
         self.last = state.get("last")

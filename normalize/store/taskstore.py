@@ -227,9 +227,9 @@ class TaskStore:
         try:
             if not path.exists():
                 path.parent.mkdir(mode=DIR_MODE, exist_ok=True)
-                atomic_write_bytes(path, text, fsync=self.fsync)
+                atomic_write_bytes(path, text, fsync=self.fsync, crash="kept_write")
         except OSError as exc:
-            raise StoreError(f"cannot save task {task_id}'s loop items to {path}: "
+            raise StoreError(f"cannot save task {task_id}'s loop items or variables to {path}: "
                              f"{exc.strerror or exc}; the previous checkpoint is intact",
                              hint=write_hint(exc)) from exc
         self._kept[id(value)] = (value, name)
@@ -301,7 +301,8 @@ class TaskStore:
 
     def sweep(self, task_id: str) -> None:
         """Remove temporary files a killed writer of this task left (call with the lock held)."""
-        for tmp in self.tasks_dir.glob(f".{task_id}.json*.tmp"):
+        beside = self.tasks_dir / task_id  # a kept value's or config's half-written file
+        for tmp in (*self.tasks_dir.glob(f".{task_id}.json*.tmp"), *beside.glob(".*.tmp")):
             with contextlib.suppress(OSError):
                 tmp.unlink()
 

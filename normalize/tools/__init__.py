@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from importlib import import_module
 
 from normalize.errors import ConfigError
@@ -38,8 +39,14 @@ def builtin_tool(name: str) -> Tool:
 
 
 def default_tools(names: tuple[str, ...] | None = None) -> ToolRegistry:
-    """A registry holding every built-in tool, or only those in `names`."""
-    return ToolRegistry(builtin_tool(name) for name in (names or tuple(BUILTIN_TOOLS)))
+    """A registry holding every built-in tool, or only those in `names`; each tool's module
+    is imported when the tool is first used."""
+    registry = ToolRegistry()
+    for name in names or tuple(BUILTIN_TOOLS):
+        if name not in BUILTIN_TOOLS:
+            builtin_tool(name)  # the unknown-tool error, now
+        registry.register_later(name, partial(builtin_tool, name))
+    return registry
 
 
 __all__ = ["BUILTIN_TOOLS", "Tool", "ToolContext", "ToolRegistry", "builtin_tool",

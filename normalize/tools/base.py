@@ -119,39 +119,50 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._later: dict[str, Callable[[], Tool]] = {}  # made (imported) when first used
         for tool in tools:
             self.register(tool)
 
     def register(self, tool: Tool) -> None:
+        self._later.pop(tool.name, None)
         self._tools[tool.name] = tool
 
+    def register_later(self, name: str, make: Callable[[], Tool]) -> None:
+        """Register the tool `make` returns, made when it is first asked for (a run that
+        never greps never imports grep)."""
+        if name not in self._tools:
+            self._later[name] = make
+
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        tool = self._tools.get(name)
+        if tool is None and name in self._later:
+            tool = self._tools[name] = self._later.pop(name)()
+        return tool
 
     def names(self) -> list[str]:
-        return sorted(self._tools)
+        return sorted({*self._tools, *self._later})
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return name in self._tools or name in self._later
 
     def is_read_only(self, action: Action) -> bool:
-        tool = self._tools.get(action.tool)
+        tool = self.get(action.tool)
         return bool(tool and tool.read_only)
 
     def runs_together(self, action: Action) -> bool:
         """Whether a side-effecting tool's actions run together with their neighbours (`spawn`)."""
-        return isinstance(self._tools.get(action.tool), Concurrent)
+        return isinstance(self.get(action.tool), Concurrent)
 
     def reattaches(self, action: Action) -> bool:
         """Whether a side effect a crash cut short may simply run again (it finds its work)."""
-        return isinstance(self._tools.get(action.tool), Reattaches)
+        return isinstance(self.get(action.tool), Reattaches)
 
     def execute(self, action: Action, ctx: ToolContext, *, approved: bool = False) -> ActionResult:
         """Run `action`: never raises for a tool's own failure, returns an error result.
 
         `approved` skips the approval policy (a person approved this very action).
         """
-        tool = self._tools.get(action.tool)
+        tool = self.get(action.tool)
         started = time.perf_counter()
         if tool is None:
             return ActionResult.failure(f"unknown tool {action.tool!r}")

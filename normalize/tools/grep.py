@@ -181,8 +181,10 @@ def _search_python(
         text = raw.decode("utf-8", "replace").replace("\r\n", "\n")
         if regex.search(text) is None:  # most files: one C-speed scan, no line loop
             continue
-        if b"\x00" in raw:  # binary: a NUL anywhere, as ripgrep decides it
-            found.skipped_binary += 1
+        nul = raw.find(b"\x00")
+        if nul >= 0:  # binary from its first NUL, as ripgrep reads it: counted when a match
+            if regex.search(raw[:nul].decode("utf-8", "replace")) is not None:  # came before
+                found.skipped_binary += 1
             continue
         hits = FileHits(ctx.guard.relative(path))
         for number, line in enumerate(text.split("\n"), 1):

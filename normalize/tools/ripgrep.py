@@ -3,9 +3,11 @@
 ripgrep is asked for normalize's semantics: hidden files searched, only
 `.gitignore` files honoured (no `.ignore`, global or `info/exclude` rules, and
 no git repository required), the always-skipped directories and virtual
-environments left out, `$` matching before `\\r\\n`. Binary files are decided
-over the whole file (`--binary`): ripgrep says "binary file matches" after a
-file's lines when it met a NUL anywhere, and that file is dropped and counted.
+environments left out, `$` matching before `\\r\\n`. A file is binary from its
+first NUL, where ripgrep stops reading it (its default: a binary file is not
+read to its end, which on a tree of compiled libraries halves the search):
+its matches are dropped, and it is counted when one came before the NUL
+(ripgrep then says it "stopped searching binary file after match").
 
 Its output is read as a stream of `PATH NUL LINE:TEXT` records with the text
 cut at `MAX_LINE_BYTES` by ripgrep itself (`--max-columns`), and only the first
@@ -119,14 +121,17 @@ def spawn_rg(argv: list[str], cwd: Path) -> subprocess.Popen[bytes]:
     ripgrep opens files by path, so a directory swapped for a symlink while it
     searches would lead it outside; Landlock confines its reads to the
     workspace (and the system libraries it loads), whatever its paths say.
-    Without Landlock, `RgUnconfined` is raised and grep searches in Python.
+    Landlock is all it needs (not the namespaces a program's sandbox tries
+    first, so no trial run): without it, or when entering it fails in the
+    child, `RgUnconfined` is raised and grep searches in Python.
     """
+    from normalize.faults import sandbox_disabled
     from normalize.sandbox import landlock
-    from normalize.sandbox.probe import probe
 
-    if not probe().available:
+    abi = landlock.abi_version()
+    if sandbox_disabled() or abi < 1:
         raise RgUnconfined("the sandbox is unavailable")
-    ruleset = landlock.Ruleset(landlock.abi_version(), deny_tcp=True)
+    ruleset = landlock.Ruleset(abi, deny_tcp=True)
     try:
         ruleset.allow(cwd, landlock.ACCESS_READ)
         ruleset.allow(argv[0], landlock.EXECUTE | landlock.READ_FILE)
@@ -136,6 +141,8 @@ def spawn_rg(argv: list[str], cwd: Path) -> subprocess.Popen[bytes]:
             argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, pass_fds=(fd,), preexec_fn=lambda: restrict(fd),
         )
+    except subprocess.SubprocessError as exc:  # the child could not enter Landlock
+        raise RgUnconfined(f"ripgrep could not be confined ({exc})") from None
     finally:
         ruleset.close()
 
@@ -150,9 +157,9 @@ class RgUnconfined(Exception):
 
 def rg_argv(rg: str, query: Query, target: str, venvs: list[str]) -> list[str]:
     """The command line for `query` over `target` (relative to the workspace root)."""
-    argv = [rg, "--no-config", "--hidden", "--binary", "--crlf", "--no-require-git",
-            "--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude", "--null",
-            "--line-number", "--with-filename", "--no-heading", "--color=never",
+    argv = [rg, "--no-config", "--hidden", "--crlf", "--no-require-git",
+            "--no-ignore-dot", "--no-ignore-global", "--no-ignore-exclude",
+            "--null", "--line-number", "--with-filename", "--no-heading", "--color=never",
             f"--max-columns={MAX_LINE_BYTES}", "--max-columns-preview"]  # fmt: skip
     if query.ignore_case:
         argv.append("--ignore-case")
@@ -192,8 +199,8 @@ def _venvs(root: Path) -> list[str]:
 MAX_LINE_BYTES = 2000
 """ripgrep prints at most this much of a matching line (the report shows 300 characters)."""
 _CUT = re.compile(rb" \[\.\.\. (?:omitted end of long line|\d+ more matches?)\]\r?$")
-_BINARY = re.compile(rb'(?P<path>.*): binary file matches \(found "\\0" byte around offset \d+\)',
-                     re.DOTALL)
+_BINARY = re.compile(rb'(?P<path>.*): (?:binary file matches|WARNING: stopped searching binary '
+                     rb'file after match) \(found "\\0" byte around offset \d+\)', re.DOTALL)
 _CHUNK = 1 << 16
 
 

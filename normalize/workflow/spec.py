@@ -176,7 +176,8 @@ class WorkflowSpec(Record):
     shadowed: str = ""  # an untrusted workspace file of the same name that was passed over
 
     def to_dict(self) -> JSON:
-        data: JSON = encode(replace(self, steps=[]))
+        data: JSON = encode(replace(self, steps=[], vars={}))
+        data["vars"] = dict(self.vars)  # plain JSON already: not copied item by item
         steps = self.steps
         data["steps"] = steps.to_dicts() if isinstance(steps, StepList) else \
             [step.to_dict() for step in steps]

@@ -42,6 +42,7 @@ def test_each_side_effect_and_the_start_is_a_checkpoint(task: Done) -> None:
     assert taken[1].changes == {"calc.py": [1, 1]} and taken[1].key == "0.0"
     assert taken[2].changes == {"new.txt": [1, 0], "old.txt": [0, 1]}
     assert taken[2].files == 2 and taken[2].bytes == len("made by a program\n")
+    assert all(e.ms > 0 for e in taken)  # what each checkpoint cost the step, in the events
     journaled = [e["type"] for e in task.store.events(task.task_id)]
     assert journaled.count("checkpoint_taken") == 3
 

@@ -27,6 +27,8 @@ from secret_shapes import (
     workflow,
 )
 
+from normalize.contract.driver import DriverServices
+from normalize.drivers.workflow import WorkflowDriver
 from normalize.events import ActionFinished, Emitter, ModelReplied, RunEnded, TextDelta
 from normalize.redact import Redactor
 from normalize.store import TaskStore
@@ -59,7 +61,11 @@ def _run(root: Path, home: Path, *, json_output: bool) -> dict[str, Any]:
         "tasks show": show.stdout + show.stderr + show_json.stdout + listing.stdout,
         "out": (root / "out.txt").read_text(),
         "used": (root / "used.txt").read_text(),
-        "task file": (tasks / f"{task_id}.json").read_text(),
+        # what resume executes: the task file and, beside it, its config (the run's
+        # variables) and kept values
+        "task file": "".join(p.read_text() for p in [
+            tasks / f"{task_id}.json", *sorted((tasks / task_id).glob("config-*.json")),
+            *sorted((tasks / task_id).glob("kept-*.json"))]),
     }
 
 
@@ -151,7 +157,10 @@ def test_resume_executes_the_real_values(runs: dict[str, dict[str, Any]], mode: 
     run = runs[mode]
     assert run["out"].rstrip("\n") == PAYLOAD  # the step after the answer got every value
     assert run["used"] == f"{DSN} {KEY}"  # and a program got the DSN and the key as they are
-    vars_ = run["waiting"].driver_state.get("vars", {})
+    waiting = run["waiting"]  # the variables its driver resumes with, exactly as given
+    driver = WorkflowDriver.from_config(waiting.config.to_driver_json(), DriverServices())
+    driver.restore(waiting.driver_state)
+    vars_ = driver.vars
     assert (vars_.get("payload"), vars_.get("dsn"), vars_.get("key")) == (PAYLOAD, DSN, KEY)
     for _, _, secret in SHAPES:
         assert json.dumps(secret)[1:-1] in run["task file"]
