@@ -425,7 +425,8 @@ class Engine(Recovery):
             def child(event: BaseEvent) -> None:  # a sub-task made or collected
                 ctx.emit(event, durable=True)
 
-            tool_ctx = replace(self.tool_ctx, on_spawn=spawned, on_writes=wrote, on_child=child)
+            tool_ctx = replace(self.tool_ctx, on_spawn=spawned, on_writes=wrote, on_child=child,
+                               emit=ctx.emit)
         guard = None if read_only else self._git_guard()
         if guard is not None:
             guard.before()

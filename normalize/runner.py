@@ -269,7 +269,14 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
                        cancel=options.cancel, timeout=options.timeout,
                        approver=options.approver if options.interactive else None,
                        asker=options.asker if options.interactive else None, caches=caches,
-                       sandbox=sandbox, mcp=sessions, children=spawner(task, options))
+                       sandbox=sandbox, mcp=sessions, children=spawner(task, options),
+                       state_dir=harness_state(store.home, task.id))
+
+
+def harness_state(home: Path, task_id: str) -> Path:
+    """Where a harness driver keeps the task's sessions: beside the data home, not in it
+    (programs cannot see the data home; a harness must write its own session files)."""
+    return home.parent / f"{home.name}-harness" / task_id
 
 
 def spawner(task: Task, options: RunOptions) -> Spawner:

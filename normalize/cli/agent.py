@@ -46,12 +46,25 @@ class _Clients:
 TASK_PROMPT = "task › "
 
 
+def check_harness(name: str) -> str:
+    """The driver name of harness `name`, once its CLI is found; a `UsageError` before a task."""
+    from normalize.errors import ToolError
+    from normalize.tools.harness import find_program, harness_named
+
+    try:
+        find_program(harness_named(name))
+    except ToolError as exc:
+        raise UsageError(f"--harness {name}: {exc}") from None
+    return name
+
+
 def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str | None,
               max_turns: int | None, budget: float | None, approve: str | None,
               context: str | None, workflow: str | None, workspace: Path | None,
               json_output: bool, quiet: bool, sandbox: str | None = None,
               network: bool | tuple[str, ...] | None = None, project_instructions: bool = True,
-              repo_map: int | None = None, output_schema: Path | None = None) -> int:
+              repo_map: int | None = None, output_schema: Path | None = None,
+              harness: str | None = None) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.drivers.base import DriverServices
     from normalize.drivers.llm import LLMSettings
@@ -87,11 +100,13 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
             if problem:
                 raise UsageError(f"--repo-map {repo_map}: {problem} (tokens; 0 leaves it out)")
             spec.context = {**spec.context, "repo_map": repo_map}
+        if harness is not None:
+            spec.driver = check_harness(harness)
         if spec.llm is not None or model or base_url:
             spec.llm = dict(spec.llm or {})
             apply_model(spec.llm, model, base_url)
             settings = LLMSettings.from_config(spec.llm)
-            if not settings.spec.startswith("replay:"):
+            if harness is None and not settings.spec.startswith("replay:"):
                 try:
                     clients(settings.spec, base_url=settings.base_url)
                 except MissingKeyError:

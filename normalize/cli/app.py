@@ -229,10 +229,13 @@ def agent(
         "--repo-map", metavar="TOKENS",
         help="Put a repo map of about TOKENS tokens in the cached prompt (0: none).")] = None,
     commit: CommitOpt = False,
+    harness: Annotated[str | None, typer.Option(
+        "--harness", help="Another agent takes the turns: claude, codex or aider "
+        "(in normalize's sandbox; docs/harnesses.md).")] = None,
 ) -> None:
     """A model works on TASK with normalize's commands.
 
-    It runs the dwim workflow.
+    It runs the dwim workflow (or, with --harness, another agent's CLI).
     """
     from normalize.cli.agent import run_agent
     from normalize.cli.console import fail
@@ -249,7 +252,7 @@ def agent(
                      json_output=json_output, quiet=quiet, sandbox=sandbox,
                      network=_network(network, no_network),
                      project_instructions=not no_instructions,
-                     repo_map=repo_map)
+                     repo_map=repo_map, harness=harness)
     raise typer.Exit(_then_commit(env, code, commit, json_output))
 
 

@@ -5,4 +5,7 @@ BUILTIN_DRIVERS: dict[str, str] = {
     "state_machine": "normalize.drivers.state_machine:StateMachineDriver",
     "user": "normalize.drivers.user:UserDriver",
     "llm": "normalize.drivers.llm:LLMDriver",
+    "claude": "normalize.drivers.harness:ClaudeDriver",
+    "codex": "normalize.drivers.harness:CodexDriver",
+    "aider": "normalize.drivers.harness:AiderDriver",
 }

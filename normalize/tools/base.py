@@ -27,7 +27,7 @@ from normalize.task import Action, ActionResult
 
 if TYPE_CHECKING:
     from normalize.children import Spawner
-    from normalize.events import BaseEvent
+    from normalize.events import BaseEvent, Emit
     from normalize.execution.cache import CacheSet, ResultCache
     from normalize.mcp.client import McpSessions
     from normalize.tools.approval import ApprovalPolicy
@@ -99,6 +99,8 @@ class ToolContext:
     mcp: McpSessions | None = None  # the run's MCP servers (started on first use)
     children: Spawner | None = None  # starts sub-tasks (`spawn`)
     on_child: Callable[[BaseEvent], None] | None = None  # journals a child's creation/outcome
+    emit: Emit | None = None  # streams a harness's events (text, its tool calls) as they come
+    state_dir: Path | None = None  # the task's own directory outside normalize's hidden data
 
     def cache_for(self, action: Action) -> ResultCache:
         """The cache an action's result goes to: its scope's, or the task's default."""

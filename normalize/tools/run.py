@@ -182,6 +182,7 @@ def _pump(
     stopping: _Stopping,
     deadline: float,
     grace: float,
+    on_output: Callable[[bytes], None] | None = None,
 ) -> bool:
     """Read the output until the process ends, escalating signals; True when it timed out."""
     assert proc.stdout is not None
@@ -201,6 +202,8 @@ def _pump(
                 chunk = os.read(fd, _CHUNK)
                 if chunk:
                     capture.add(chunk)
+                    if on_output is not None:
+                        on_output(chunk)
                 else:
                     eof = True
                     selector.unregister(fd)
@@ -238,6 +241,8 @@ def run_process(
     sandbox: SandboxPolicy | None = None,
     workspace: Path | str | None = None,
     label: str = "",
+    on_output: Callable[[bytes], None] | None = None,
+    visible: Sequence[str] = (),
 ) -> ProcessOutcome:
     """Run `argv` to completion, timeout or cancel; raises `ToolError` if it cannot start.
 
@@ -247,6 +252,9 @@ def run_process(
 
     `on_writes`, where the platform can trace them (`normalize.sandbox.writes`),
     is told the absolute paths the program and its children wrote.
+
+    `on_output` is given each piece of output as it is read (a harness's stream);
+    `visible` names paths the program needs that the sandbox would empty (read-only).
 
     On cancel the process group gets SIGINT, then SIGTERM and SIGKILL `grace`
     seconds apart; a hard cancel sends SIGKILL at once. On timeout it gets
@@ -260,7 +268,7 @@ def run_process(
         return ProcessOutcome(argv, "", None, 0.0, cancelled=True)
     if not Path(cwd).is_dir():
         raise ToolError(f"working directory does not exist: {cwd}")
-    confinement = _confinement(sandbox or SandboxPolicy(), workspace or cwd, env, label)
+    confinement = _confinement(sandbox or SandboxPolicy(), workspace or cwd, env, label, visible)
     tracer = _tracer(confinement) if on_writes is not None else None
     try:
         confinement.env["PYTHONUNBUFFERED"] = "1"
@@ -270,7 +278,7 @@ def run_process(
         if on_spawn is not None:
             on_spawn(proc.pid)
         _serve_proxy(proc, confinement)
-        outcome = _finish(proc, argv, started, timeout, cancel, max_bytes, grace)
+        outcome = _finish(proc, argv, started, timeout, cancel, max_bytes, grace, on_output)
         outcome.killed_leftovers = confinement.leftovers()
         confinement.close()  # the proxy's log is whole once it stopped
         outcome.network = confinement.network_log()
@@ -313,7 +321,7 @@ def _serve_proxy(proc: subprocess.Popen[bytes], confinement: Confinement) -> Non
 
 
 def _confinement(policy: SandboxPolicy, workspace: Path | str, env: Mapping[str, str] | None,
-                 label: str) -> Confinement:
+                 label: str, visible: Sequence[str] = ()) -> Confinement:
     """The child's sandbox, or `ToolError` when it cannot be applied (fail closed)."""
     abi, tier = 0, SandboxTier.NONE
     if policy.mode is not SandboxMode.OFF:
@@ -323,7 +331,8 @@ def _confinement(policy: SandboxPolicy, workspace: Path | str, env: Mapping[str,
                             f"--sandbox off to run programs unconfined")
         abi, tier = found.landlock_abi, found.tier
     try:
-        return confine(policy, workspace, abi=abi, env=env, label=label, tier=tier)
+        return confine(policy, workspace, abi=abi, env=env, label=label, tier=tier,
+                       visible=visible)
     except OSError as exc:
         raise ToolError(f"refused: the sandbox could not be prepared ({exc.strerror or exc}); "
                         f"rerun with --sandbox off to run programs unconfined") from None
@@ -353,7 +362,8 @@ def _spawn(argv: list[str], cwd: Path | str, confinement: Confinement) -> subpro
 
 
 def _finish(proc: subprocess.Popen[bytes], argv: list[str], started: float, timeout: float,
-            cancel: CancelToken | None, max_bytes: int, grace: float) -> ProcessOutcome:
+            cancel: CancelToken | None, max_bytes: int, grace: float,
+            on_output: Callable[[bytes], None] | None = None) -> ProcessOutcome:
     """Read the running child to its end (timeout, cancel) and describe how it ended."""
 
     stopping = _Stopping()
@@ -376,7 +386,7 @@ def _finish(proc: subprocess.Popen[bytes], argv: list[str], started: float, time
     deadline = started + timeout
     timed_out = False
     try:
-        timed_out = _pump(proc, capture, stopping, deadline, grace)
+        timed_out = _pump(proc, capture, stopping, deadline, grace, on_output)
     finally:
         if unregister is not None:
             unregister()
