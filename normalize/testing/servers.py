@@ -64,6 +64,17 @@ class Reply:
     delay: float = 0.0
     chunk_delay: float = 0.0
     wait_for: threading.Event | None = None
+    tools: tuple[ToolUse, ...] = ()
+    """Tool calls after the text (Anthropic `tool_use` blocks; Responses `function_call`s)."""
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """A tool call in a reply: the tool's name and its input (a harness runs it)."""
+
+    name: str
+    input: Mapping[str, Any]
+    id: str = field(default_factory=lambda: "toolu_fake_" + secrets.token_hex(8))
 
 
 @dataclass(frozen=True)
@@ -551,6 +562,9 @@ class _Handler(BaseHTTPRequestHandler):
             )
             if stopping:
                 return
+        for call in reply.tools:
+            index += 1
+            self._tool_block(index, call)
         if isinstance(item, Fault):
             self._fault(
                 item,
@@ -564,7 +578,8 @@ class _Handler(BaseHTTPRequestHandler):
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+                "delta": {"stop_reason": "tool_use" if reply.tools else reply.stop_reason,
+                          "stop_sequence": None},
                 "usage": {"output_tokens": usage["output_tokens"]},
             },
         )
@@ -607,6 +622,17 @@ class _Handler(BaseHTTPRequestHandler):
         if not open_only:
             self._event("content_block_stop", {"type": "content_block_stop", "index": index})
         return False
+
+    def _tool_block(self, index: int, call: ToolUse) -> None:
+        """Stream one `tool_use` block, its input as JSON in pieces."""
+        start = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+        self._event("content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": start})
+        for piece in self._pieces(json.dumps(dict(call.input))):
+            self._event("content_block_delta", {
+                "type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": piece}})
+        self._event("content_block_stop", {"type": "content_block_stop", "index": index})
 
     def _fault(self, fault: Fault, send_error: Any) -> None:
         """Finish a stream the way `fault` says."""

@@ -157,8 +157,10 @@ class HarnessTool:
             outcome = run_process(
                 harness.argv(program, request), cwd=ctx.workspace,
                 timeout=float(params.get("timeout") or ctx.timeout), cancel=stop,
+                # no write tracer: a harness's runtime (Bun, Node) may write through io_uring,
+                # which it cannot see; the checkpoint counts every change of the turn instead
                 env={**os.environ, **env}, on_spawn=ctx.on_spawn,
-                on_writes=ctx.on_writes, on_output=stream, sandbox=policy,
+                on_output=stream, sandbox=policy,
                 workspace=ctx.workspace, label=ctx.task_id, visible=[installed(program)])
         finally:
             forward()
