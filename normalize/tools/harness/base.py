@@ -71,6 +71,8 @@ class TurnReader:
     """The harness reported the turn's total (else `usage` adds up its messages)."""
     model: str = ""
     unparsed: list[str] = field(default_factory=list)
+    stopped: str | None = None
+    """Why the harness stopped itself short of the end (its own budget: "budget")."""
 
     def feed(self, line: str) -> list[BaseEvent]:
         """The events one output line gives; a line that is not JSON is noted, not lost."""

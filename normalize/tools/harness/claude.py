@@ -143,7 +143,10 @@ class ClaudeReader(TurnReader):
         self.usage.requests = max(requests, int(obj.get("num_turns") or 1))
         self.usage.cost_usd = float(obj.get("total_cost_usd") or 0.0)
         self.final_usage = True
-        if obj.get("is_error") or str(obj.get("subtype", "success")) != "success":
+        subtype = str(obj.get("subtype", "success"))
+        if "budget" in subtype:  # its own --max-budget-usd: a limit, not a failure
+            self.stopped = "budget"
+        elif obj.get("is_error") or subtype != "success":
             why = self.result or str(obj.get("subtype") or "error")
             self.error = f"{obj.get('subtype', 'error')}: {why}" if self.result else why
             self.retryable = any(mark in why for mark in RETRYABLE)

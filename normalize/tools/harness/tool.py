@@ -199,11 +199,11 @@ class HarnessTool:
             data["network"] = outcome.network
         result = ActionResult(ResultStatus.SUCCESS, output=reader.result,
                               duration=outcome.duration, exit_code=outcome.exit_code, data=data)
-        if stream.over_budget:
+        if stream.over_budget or reader.stopped == "budget":
             data["stopped"] = "budget"
             emit(Notice(level="warning", message=(
                 f"{harness.name} was stopped: its turn reached the budget "
-                f"(${usage.cost_usd:.4f} of ${stream.budget:.4f} left)")))
+                f"(${usage.cost_usd:.4f} of ${stream.budget or 0:.4f} left)")))
             return result
         if cancelled or outcome.cancelled:
             result.status, result.error = ResultStatus.CANCELLED, "interrupted"
