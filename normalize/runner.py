@@ -417,7 +417,7 @@ def hand_over(task: Task, driver: str, *, model: str | None = None,
         raise UsageError(f"--driver {driver}: unknown driver "
                          f"(known: {', '.join(sorted(DRIVERS.names()))})")
     if model is not None or base_url is not None:
-        if driver != "llm":
+        if driver not in ("llm", "claude", "codex", "aider"):  # a model's or a harness's
             flag = "--model" if model is not None else "--base-url"
             raise UsageError(f"{flag} goes with --driver llm, not --driver {driver}")
         switch_model(task, model, base_url)

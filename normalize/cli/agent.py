@@ -49,10 +49,11 @@ TASK_PROMPT = "task › "
 def check_harness(name: str) -> str:
     """The driver name of harness `name`, once its CLI is found; a `UsageError` before a task."""
     from normalize.errors import ToolError
-    from normalize.tools.harness import find_program, harness_named
+    from normalize.tools.harness import harness_named
+    from normalize.tools.harness.preflight import preflight
 
     try:
-        find_program(harness_named(name))
+        preflight(harness_named(name))
     except ToolError as exc:
         raise UsageError(f"--harness {name}: {exc}") from None
     return name

@@ -200,6 +200,11 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         elif task.pending is not None and options.interactive:
             reply = _ask_pending(env, task)
         if driver is not None and driver != task.driver:
+            from normalize.cli.agent import check_harness
+            from normalize.tools.harness import HARNESSES
+
+            if driver in HARNESSES:  # refused before it runs: not installed, too old, no key
+                check_harness(driver)
             previous = hand_over(task, driver, model=model, base_url=base_url)
             if not quiet:
                 env.stderr.write(f"task {task.id}: handing over from {previous} to {driver} "

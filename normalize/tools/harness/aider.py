@@ -31,6 +31,7 @@ class AiderHarness:
     program: ClassVar[str] = "aider"
     key_variables: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
     tested_version: ClassVar[str] = "0.86.1"
+    minimum_version: ClassVar[tuple[int, ...]] = (0, 80)
 
     def argv(self, program: str, request: TurnRequest) -> list[str]:
         home = request.home

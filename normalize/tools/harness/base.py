@@ -112,6 +112,8 @@ class Harness(Protocol):
     """Secret variables the harness needs to reach its model (passed through the scrub)."""
     tested_version: ClassVar[str]
     """The version normalize's tests pin (`.ci/run` installs it)."""
+    minimum_version: ClassVar[tuple[int, ...]]
+    """The oldest version whose output normalize reads (older: refused before a task)."""
 
     def argv(self, program: str, request: TurnRequest) -> list[str]: ...
 

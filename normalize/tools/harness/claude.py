@@ -49,6 +49,7 @@ class ClaudeHarness:
     program: ClassVar[str] = "claude"
     key_variables: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     tested_version: ClassVar[str] = "2.1.332"
+    minimum_version: ClassVar[tuple[int, ...]] = (2, 0)
 
     def argv(self, program: str, request: TurnRequest) -> list[str]:
         argv = [program, "-p", request.prompt, "--output-format", "stream-json", "--verbose",
@@ -147,6 +148,5 @@ class ClaudeReader(TurnReader):
         if "budget" in subtype:  # its own --max-budget-usd: a limit, not a failure
             self.stopped = "budget"
         elif obj.get("is_error") or subtype != "success":
-            why = self.result or str(obj.get("subtype") or "error")
-            self.error = f"{obj.get('subtype', 'error')}: {why}" if self.result else why
-            self.retryable = any(mark in why for mark in RETRYABLE)
+            self.error = self.result or str(obj.get("terminal_reason") or subtype or "error")
+            self.retryable = any(mark in self.error for mark in RETRYABLE)

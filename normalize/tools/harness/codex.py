@@ -40,6 +40,7 @@ class CodexHarness:
     program: ClassVar[str] = "codex"
     key_variables: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
     tested_version: ClassVar[str] = "0.171.0"
+    minimum_version: ClassVar[tuple[int, ...]] = (0, 50)
 
     def argv(self, program: str, request: TurnRequest) -> list[str]:
         argv = [program, "exec"]
