@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,3 +88,31 @@ def make_site(root: Path, name: str) -> HarnessSite:
            "OPENAI_API_KEY": "sk-test-key", f"NORMALIZE_{name.upper()}_BIN": harness_bin(name)}
     env.pop("NO_COLOR", None)
     return HarnessSite(ws=ws, name=name, program=env[f"NORMALIZE_{name.upper()}_BIN"], env=env)
+
+
+class Listener:
+    """Another loopback TCP listener (not the model's), counting the connections it accepts."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.1)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            conn.sendall(b"HTTP/1.0 200 OK\r\n\r\nsecret")
+            conn.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
