@@ -469,9 +469,9 @@ def follow_up(task: Task, instruction: str) -> None:
     text = instruction.strip()
     if not text:
         raise UsageError("the follow-up instruction is empty: say what to do next")
-    if task.driver != "llm":
-        raise UsageError(f"task {task.id} is driven by {task.driver}: only llm tasks take a "
-                         f"follow-up instruction")
+    if task.driver not in ("llm", "claude", "codex", "aider"):  # a model's, or a harness's
+        raise UsageError(f"task {task.id} is driven by {task.driver}: only tasks a model or a "
+                         f"harness drives take a follow-up instruction")
     if task.status is TaskStatus.WAITING:
         raise UsageError(f"task {task.id} waits for an answer first: resume it with --answer")
     task.config = replace(task.config, follow_ups=(*task.config.follow_ups, text))

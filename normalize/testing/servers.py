@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from normalize.providers.anthropic import min_cacheable_tokens
 from normalize.providers.synthetic import estimate_tokens
+from normalize.testing.responses import as_chat, stream_response
 
 ANTHROPIC_ERROR_TYPES = {
     400: "invalid_request_error",
@@ -149,7 +150,7 @@ def _header_value(value: float | str) -> str:
 class RecordedRequest:
     """One request the server received."""
 
-    api: Literal["anthropic", "openai", "unknown"]
+    api: Literal["anthropic", "openai", "responses", "unknown"]
     path: str
     body: dict[str, Any]
     headers: dict[str, str]
@@ -465,11 +466,13 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {}
         path = self.path.split("?", 1)[0]
-        api: Literal["anthropic", "openai", "unknown"] = "unknown"
+        api: Literal["anthropic", "openai", "responses", "unknown"] = "unknown"
         if path.endswith("/messages"):
             api = "anthropic"
         elif path.endswith("/chat/completions"):
             api = "openai"
+        elif path.endswith("/responses"):
+            api = "responses"
         record = RecordedRequest(
             api=api,
             path=path,
@@ -506,6 +509,8 @@ class _Handler(BaseHTTPRequestHandler):
             item.wait_for.wait(30.0)
         if api == "anthropic":
             self._anthropic(record, item)
+        elif api == "responses":
+            self._responses(record, item)
         else:
             self._openai(record, item)
 
@@ -516,8 +521,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _usage(self, record: RecordedRequest, reply: Reply) -> dict[str, int]:
         """Estimated usage: input from the request text, cache reads and writes as the API's."""
         fake = self.server.fake
-        if record.api == "openai":
-            prompt, cached = fake.openai_usage(record.body)
+        if record.api in ("openai", "responses"):
+            body = as_chat(record.body) if record.api == "responses" else record.body
+            prompt, cached = fake.openai_usage(body)
             usage = {"input_tokens": prompt - cached, "cache_read_input_tokens": cached,
                      "cache_creation_input_tokens": 0}
         else:
@@ -647,6 +653,16 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._end_stream()
 
+    # OpenAI Responses streaming (normalize.testing.responses)
+
+    def _responses(self, record: RecordedRequest, item: Reply | Fault) -> None:
+        reply = item if isinstance(item, Reply) else Reply(item.after_text)
+        self._start_stream()
+        calls = [(call.id, call.name, call.input) for call in reply.tools]
+        stream_response(self._event, self._pieces, record.model, reply.text, calls,
+                        self._usage(record, reply))
+        self._end_stream()
+
     # OpenAI chat-completions streaming
 
     def _openai(self, record: RecordedRequest, item: Reply | Fault) -> None:
@@ -707,7 +723,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _error_body(api: str, error_type: str, message: str) -> dict[str, Any]:
-    if api == "openai":
+    if api in ("openai", "responses"):
         return {
             "error": {"message": message, "type": error_type, "param": None, "code": error_type}
         }

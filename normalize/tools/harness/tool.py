@@ -151,7 +151,9 @@ class HarnessTool:
         forward = ctx.cancel.on_cancel(lambda: stop.cancel(ctx.cancel.reason or "interrupted"))
         if ctx.cancel.cancelled:
             stop.cancel(ctx.cancel.reason or "interrupted")
-        stream = _Stream(harness.reader(), lambda e: emit(e, durable=_durable(e)), home,
+        reader = harness.reader()
+        reader.model = request.model or ""  # until the harness names the one it uses
+        stream = _Stream(reader, lambda e: emit(e, durable=_durable(e)), home,
                          request.budget_usd, dict(params.get("prices") or {}), stop)
         try:
             outcome = run_process(
