@@ -43,7 +43,7 @@ def test_claude_commands_cannot_write_outside_or_reach_another_listener(
     finally:
         listener.close()
     assert proc.returncode == 0, proc.stderr
-    results = [e for e in of_type(events, "harness_tool_finished")]
+    results = of_type(events, "harness_tool_finished")
     assert len(results) == 4 and not any(r["ok"] for r in results), results
     assert not (outside / "escaped.txt").exists()
     assert "[core]" not in (site.ws / ".git" / "config").read_text().splitlines()[-1:]
