@@ -36,7 +36,7 @@ class AiderHarness:
     def argv(self, program: str, request: TurnRequest) -> list[str]:
         home = request.home
         argv = [program, "--message", request.prompt, "--yes-always", "--no-git",
-                "--no-auto-commits", "--no-pretty", "--no-stream", "--no-check-update",
+                "--no-auto-commits", "--no-pretty", "--no-check-update",
                 "--no-show-model-warnings", "--analytics-disable", "--no-show-release-notes",
                 "--chat-history-file", str(home / "chat.history"),
                 "--input-history-file", str(home / "input.txt"),
@@ -50,7 +50,8 @@ class AiderHarness:
         return argv
 
     def env(self, request: TurnRequest) -> dict[str, str]:
-        return {"HOME": str(request.home), "AIDER_CHECK_UPDATE": "false", "NO_COLOR": "1"}
+        return {"HOME": str(request.home), "AIDER_CHECK_UPDATE": "false", "NO_COLOR": "1",
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # no price list from the internet
 
     def prepare(self, request: TurnRequest) -> None:
         """aider keeps everything in the files its flags name."""
