@@ -11,11 +11,13 @@ that spends it.
 Config it reads (any driver's task config, so `resume --driver claude` works
 on a task another driver started): `llm.model` and `llm.base_url` when
 `llm.provider` is the harness's API (anthropic for claude, openai for codex
-and aider), the `goal` variable, and `follow_ups`.
+and aider), else `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL` from the
+environment; a workflow step's `goal`; and `follow_ups`.
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Any, ClassVar
 
@@ -25,6 +27,9 @@ from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, T
 
 STATE_VERSION = 1
 PROVIDERS = {"claude": "anthropic", "codex": "openai", "aider": "openai"}
+BASE_URLS = {"claude": "ANTHROPIC_BASE_URL", "codex": "OPENAI_BASE_URL",
+             "aider": "OPENAI_BASE_URL"}
+"""Where a harness's model server is named when the task's llm table is for another API."""
 CONTINUE = ("Your previous turn on this task was interrupted before it finished. Check what "
             "was done and continue with the task:\n\n{goal}")
 
@@ -55,9 +60,10 @@ class HarnessDriver:
         llm = {**(spec.get("llm") or {}), **(config.get("llm") or {})}
         same_api = str(llm.get("provider", "anthropic")) == PROVIDERS.get(cls.harness)
         model = str(llm.get("model") or "") if same_api else ""
-        goal = (spec.get("vars") or {}).get("goal") if spec.get("name") != "dwim" else None
+        base_url = str(llm.get("base_url") or "") if same_api else ""
+        goal = config.get("goal")  # a workflow step's (the agent's goal is the task's)
         return cls(model=model.split(":", 1)[-1] or None,
-                   base_url=str(llm.get("base_url") or "") or None if same_api else None,
+                   base_url=base_url or os.environ.get(BASE_URLS[cls.harness]) or None,
                    follow_ups=[str(f) for f in config.get("follow_ups") or []],
                    inbox=services.inbox, goal=str(goal) if goal else None)
 
