@@ -52,8 +52,8 @@ def project(root: Path) -> Path:
     return ws
 
 
-def alone(name: str, program: str, ws: Path, url: str, home: Path) -> list[str]:
-    """The harness's own command line and (in `env_for`) variables, as normalize would run it."""
+def alone(name: str, program: str, url: str, home: Path) -> list[str]:
+    """The harness's own command line (its home written first), as normalize would run it."""
     if name == "codex":
         (home / "config.toml").write_text(
             'model_provider = "fake"\napproval_policy = "never"\n'
@@ -87,7 +87,7 @@ def one(name: str, program: str, root: Path, under: bool) -> float:
         if not under:
             env.update(HOME=str(home), CODEX_HOME=str(home), ANTHROPIC_BASE_URL=server.url,
                        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
-            return timed(alone(name, program, ws, server.url, home), ws, env)
+            return timed(alone(name, program, server.url, home), ws, env)
         url = f"http://api.harness.test:{port}" + ("/v1" if name == "codex" else "")
         model = "openai:gpt-5" if name == "codex" else "anthropic:claude-sonnet-4-5"
         argv = [*LAUNCHER, f"api.harness.test=127.0.0.1:{port}", "--", "agent", "--harness",

@@ -20,6 +20,8 @@ from normalize.events import (
     ContextCompacted,
     DecisionMade,
     FallbackUsed,
+    HarnessToolCalled,
+    HarnessToolFinished,
     InputReceived,
     LoopDetected,
     ModelRetried,
@@ -285,7 +287,24 @@ def message(event: BaseEvent) -> Line | None:
         case ContextCompacted():
             return Line(f"· context compacted: {event.before_chars:,} → {event.after_chars:,} "
                         f"characters ({event.results_compacted} results)", False)
+        case HarnessToolCalled():
+            return Line(f"· {event.harness} ran {event.tool} {harness_input(event.input)}",
+                        False)
+        case HarnessToolFinished(ok=False):
+            return Line(f"! {event.harness}'s call failed: {first_line(event.output, 100)}",
+                        True)
     return None
+
+
+def harness_input(given: dict[str, Any]) -> str:
+    """A harness tool call's input in one short line: its command or path, else its JSON."""
+    for key in ("command", "cmd", "file_path", "path", "pattern", "query"):
+        value = given.get(key)
+        if isinstance(value, str) and value:
+            return first_line(value, 90)
+    import json
+
+    return first_line(json.dumps(given, ensure_ascii=False), 90)
 
 
 def describe(event: BaseEvent) -> str | None:
