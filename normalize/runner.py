@@ -411,16 +411,21 @@ def hand_over(task: Task, driver: str, *, model: str | None = None,
     """Give `task` to the driver registered as `driver` for its next run; the one it had.
 
     Each driver's state is kept under its name, so handing the task back later
-    resumes the first driver where it stopped. `model` goes with `llm` only.
+    resumes the first driver where it stopped. `model` goes with `llm` or a harness.
     """
     if driver not in DRIVERS.names():
         raise UsageError(f"--driver {driver}: unknown driver "
                          f"(known: {', '.join(sorted(DRIVERS.names()))})")
     if model is not None or base_url is not None:
-        if driver not in ("llm", "claude", "codex", "aider"):  # a model's or a harness's
+        if driver in ("claude", "codex", "aider"):  # the harness's own model server
+            harness = {k: v for k, v in (("model", model), ("base_url", base_url)) if v}
+            task.config = replace(task.config, extra={**task.config.extra, "harness": {
+                **(task.config.extra.get("harness") or {}), **harness}})
+        elif driver != "llm":
             flag = "--model" if model is not None else "--base-url"
             raise UsageError(f"{flag} goes with --driver llm, not --driver {driver}")
-        switch_model(task, model, base_url)
+        else:
+            switch_model(task, model, base_url)
     previous, task.driver = task.driver, driver
     return previous
 

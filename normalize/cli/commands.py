@@ -156,9 +156,10 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 rewind: int | None = None, instruction: str | None = None,
                 fork: bool = False, base_url: str | None = None) -> int:
     try:
-        if (model is not None or base_url is not None) and (driver or "llm") != "llm":
+        if (model is not None or base_url is not None) and \
+                (driver or "llm") not in ("llm", "claude", "codex", "aider"):
             raise UsageError(f"{'--model' if model is not None else '--base-url'} goes with "
-                             "--driver llm")
+                             "--driver llm (or a harness: claude, codex, aider)")
         if instruction is None and rewind is None and not fork:
             ref = _resumable(ref)  # a done task says so before the engine is even loaded
         from normalize.engine import Reply, reply_text

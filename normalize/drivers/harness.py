@@ -9,7 +9,8 @@ the turn the budget left and the model's prices, so the tool can stop a turn
 that spends it.
 
 Config it reads (any driver's task config, so `resume --driver claude` works
-on a task another driver started): `llm.model` and `llm.base_url` when
+on a task another driver started): `harness.model` and `harness.base_url`
+(set by `resume --driver NAME --model/--base-url`), else `llm.model` and `llm.base_url` when
 `llm.provider` is the harness's API (anthropic for claude, openai for codex
 and aider), else `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL` from the
 environment; a workflow step's `goal`; and `follow_ups`.
@@ -53,14 +54,16 @@ class HarnessDriver:
         self.turns = 0
         self.ended: dict[str, Any] | None = None  # how the last turn ended
         self.interrupted = False
+        self.handed = ""  # what the driver before it did (`adopt`), for the first prompt
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> HarnessDriver:
         spec = config.get("spec") or {}
         llm = {**(spec.get("llm") or {}), **(config.get("llm") or {})}
         same_api = str(llm.get("provider", "anthropic")) == PROVIDERS.get(cls.harness)
-        model = str(llm.get("model") or "") if same_api else ""
-        base_url = str(llm.get("base_url") or "") if same_api else ""
+        own = config.get("harness") or {}  # `resume --driver claude --base-url URL`
+        model = str(own.get("model") or (llm.get("model") if same_api else "") or "")
+        base_url = str(own.get("base_url") or (llm.get("base_url") if same_api else "") or "")
         goal = config.get("goal")  # a workflow step's (the agent's goal is the task's)
         return cls(model=model.split(":", 1)[-1] or None,
                    base_url=base_url or os.environ.get(BASE_URLS[cls.harness]) or None,
@@ -81,6 +84,15 @@ class HarnessDriver:
         self.turns = int(state.get("turns", 0))
         self.ended = state.get("ended")
         self.interrupted = bool(state.get("interrupted", False))
+
+    def adopt(self, history: list[dict[str, Any]]) -> None:
+        """Taking a task over from another driver: its last actions open the first prompt."""
+        lines = [f"- `{h.get('command') or h.get('tool')}`: {h.get('status')}"
+                 f"{': ' + str(h['error']) if h.get('error') else ''}" for h in history[-10:]]
+        if lines:
+            self.handed = ("Another agent worked on this task before you. Its last actions "
+                           "were:\n" + "\n".join(lines) + "\n\nCheck the workspace and "
+                           "finish the task:\n\n")
 
     def decide(self, task: Task, ctx: RunContext) -> Decision | None:
         instruction = self._instruction(task, ctx)
@@ -103,7 +115,7 @@ class HarnessDriver:
         if self.interrupted:
             return CONTINUE.format(goal=self.goal or task.goal)
         if self.turns == 0:
-            return self.goal or task.goal
+            return self.handed + (self.goal or task.goal)
         return None
 
     def _action(self, task: Task, prompt: str) -> Action:
