@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from normalize.cli.commands import pin_replay, run_options, set_limits
+from normalize.cli.commands import check_harness, pin_replay, run_options, set_limits
 from normalize.cli.console import Environment, error_line, fail, prompt_reader
 from normalize.cli.follow import after_run, run_at_terminal
 from normalize.cli.outcome import finish
@@ -44,19 +44,6 @@ class _Clients:
 
 
 TASK_PROMPT = "task › "
-
-
-def check_harness(name: str) -> str:
-    """The driver name of harness `name`, once its CLI is found; a `UsageError` before a task."""
-    from normalize.errors import ToolError
-    from normalize.tools.harness import harness_named
-    from normalize.tools.harness.preflight import preflight
-
-    try:
-        preflight(harness_named(name))
-    except ToolError as exc:
-        raise UsageError(f"--harness {name}: {exc}") from None
-    return name
 
 
 def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str | None,

@@ -201,7 +201,6 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         elif task.pending is not None and options.interactive:
             reply = _ask_pending(env, task)
         if driver is not None and driver != task.driver:
-            from normalize.cli.agent import check_harness
             from normalize.tools.harness import HARNESSES
 
             if driver in HARNESSES:  # refused before it runs: not installed, too old, no key
@@ -387,3 +386,16 @@ def remove_task(env: Environment, ref: str) -> int:
         return fail(env, exc)
     env.stdout.write(f"removed task {task_id}\n")
     return int(ExitStatus.DONE)
+
+
+def check_harness(name: str) -> str:
+    """The driver name of harness `name`, once its CLI is found; a `UsageError` before a task."""
+    from normalize.errors import ToolError
+    from normalize.tools.harness import harness_named
+    from normalize.tools.harness.preflight import preflight
+
+    try:
+        preflight(harness_named(name))
+    except ToolError as exc:
+        raise UsageError(f"--harness {name}: {exc}") from None
+    return name
