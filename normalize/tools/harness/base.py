@@ -36,6 +36,8 @@ class TurnRequest:
     budget_usd: float | None = None
     new_session: str | None = None
     """A session id to start with, where the harness lets normalize choose it."""
+    permissions: dict[str, Any] | None = None
+    """The task's approval policy (`[workflow.permissions]`), for a harness that can ask it."""
 
 
 @dataclass

@@ -5,14 +5,17 @@ Its stream is one JSON object a line: `system`/`init` names the session;
 message's usage); `user` messages carry each `tool_result`; `result` ends the
 turn with its total usage, cost and outcome. Any other kind is kept whole.
 
-Its permission system is set non-interactive: edits accepted and its own tools
-allowed by name (`--permission-mode acceptEdits --allowedTools ...`), which
-also works as root, where `--dangerously-skip-permissions` is refused.
-normalize's sandbox is what bounds every command it runs.
+Its permission prompts are answered by normalize's approval policy: an MCP server
+of normalize's (`normalize.tools.harness.permit`) is its `--permission-prompt-tool`,
+so a command the task's policy refuses is refused to Claude Code too (this also
+works as root, where `--dangerously-skip-permissions` is refused). normalize's
+sandbox is what bounds every command it runs either way.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any, ClassVar
 
 from normalize.events import (
@@ -24,6 +27,8 @@ from normalize.events import (
     ThinkingDelta,
 )
 from normalize.tools.harness.base import TurnReader, TurnRequest, clip, content_text
+from normalize.tools.harness.permit import READING
+from normalize.tools.harness.permit import TOOL as PERMIT_TOOL
 
 ALLOWED_TOOLS = ("Bash", "Read", "Edit", "Write", "MultiEdit", "Glob", "Grep", "LS",
                  "NotebookEdit", "TodoWrite")
@@ -53,8 +58,7 @@ class ClaudeHarness:
 
     def argv(self, program: str, request: TurnRequest) -> list[str]:
         argv = [program, "-p", request.prompt, "--output-format", "stream-json", "--verbose",
-                "--permission-mode", "acceptEdits", "--allowedTools", ",".join(ALLOWED_TOOLS),
-                "--strict-mcp-config"]
+                *self._permissions(request), "--strict-mcp-config"]
         if request.session:
             argv += ["--resume", request.session]
         elif request.new_session:
@@ -64,6 +68,17 @@ class ClaudeHarness:
         if request.budget_usd is not None:
             argv += ["--max-budget-usd", f"{max(request.budget_usd, 0.0):.6f}"]
         return argv
+
+    def _permissions(self, request: TurnRequest) -> list[str]:
+        """Its permission prompts answered by normalize's policy (over MCP), or, without one,
+        its own tools allowed by name."""
+        if request.permissions is None:
+            return ["--permission-mode", "acceptEdits", "--allowedTools", ",".join(ALLOWED_TOOLS)]
+        server = {"command": sys.executable,
+                  "args": ["-m", "normalize.tools.harness.permit", json.dumps(request.permissions)]}
+        return ["--permission-prompt-tool", f"mcp__normalize__{PERMIT_TOOL}",
+                "--mcp-config", json.dumps({"mcpServers": {"normalize": server}}),
+                "--allowedTools", ",".join(sorted(READING))]
 
     def env(self, request: TurnRequest) -> dict[str, str]:
         env = {**QUIET, "HOME": str(request.home),

@@ -26,6 +26,7 @@ from normalize.errors import ToolError
 from normalize.events import BaseEvent, HarnessSession, ModelReplied, Notice
 from normalize.sandbox import SandboxMode, SandboxPolicy
 from normalize.task import Action, ActionResult, ResultStatus
+from normalize.tools.approval import outside_reason
 from normalize.tools.base import ToolContext
 from normalize.tools.harness.base import Harness, TurnReader, TurnRequest
 from normalize.tools.harness.registry import DEFAULT_HOSTS, harness_named
@@ -140,7 +141,7 @@ class HarnessTool:
         harness = harness_named(str(params.get("harness", "")))
         program = find_program(harness)
         home = harness_home(ctx, harness.name)
-        request = self._request(params, home)
+        request = replace(self._request(params, home), permissions=_policy_table(ctx))
         harness.prepare(request)
         policy, env = ctx.sandbox, harness.env(request)
         if policy.mode is not SandboxMode.OFF:
@@ -232,6 +233,13 @@ class HarnessTool:
             return (f"{harness.name} printed nothing normalize can read (is it the tested "
                     f"version {harness.tested_version}?){said}")
         return None
+
+
+def _policy_table(ctx: ToolContext) -> dict[str, Any]:
+    """The task's approval policy as a `[workflow.permissions]` table (for the harness)."""
+    policy = ctx.policy
+    return {"mode": policy.mode.value, "allow": list(policy.allow), "deny": list(policy.deny),
+            "allow_shell": policy.allow_shell, "outside": outside_reason(ctx.sandbox)}
 
 
 def _discard(event: BaseEvent, *, durable: bool = False) -> BaseEvent:  # noqa: ARG001
