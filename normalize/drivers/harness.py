@@ -122,7 +122,7 @@ class HarnessDriver:
         if self.session is None and self.new_session is None and self.harness == "claude":
             self.new_session = str(uuid.uuid4())  # chosen first: a crash cannot lose it
         params: dict[str, Any] = {
-            "harness": self.harness, "prompt": prompt, "turn": task.turn,
+            "harness": self.harness, "args": [self.harness], "prompt": prompt, "turn": task.turn,
             "session": self.session or (self.new_session if self.turns else None),
             "new_session": None if self.session else self.new_session,
             "continue_last": self.interrupted, "model": self.model, "base_url": self.base_url,
