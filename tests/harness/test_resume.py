@@ -83,3 +83,29 @@ def test_ctrl_c_interrupts_the_harness_and_saves_the_task_interrupted(
     ended = of_type(events_of(out), "run_ended")[-1]
     assert ended["status"] == "interrupted"
     assert of_type(events_of(out), "harness_session")  # named before the stop, journaled
+
+
+def test_kill_9_mid_codex_turn_then_resume_continues_its_thread(tmp_path: Path) -> None:
+    site = make_site(tmp_path, "codex")
+    release = threading.Event()
+    cat = Reply("", tools=(ToolUse("exec_command", {"cmd": "cat calc.py"}),))
+    with FakeModelServer([cat, Reply("never seen", wait_for=release),
+                          Reply("Fixed it after the interruption.")]) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        proc = subprocess.Popen(
+            site.argv(port, "agent", "--harness", "codex", "--model", "openai:gpt-5", "--json",
+                      "--base-url", site.base_url(port, "/v1"), "fix add in calc.py"),
+            cwd=site.ws, env=site.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: len(server.requests) >= 2, "codex's second request")
+            proc.kill()
+            proc.communicate(timeout=30)
+        finally:
+            release.set()
+        resumed, events = site.run(port, "resume", "last", "--json")
+        assert resumed.returncode == 0, resumed.stderr
+    carried = json.dumps(server.requests[2].body["input"])
+    assert "fix add in calc.py" in carried and "return a - b" in carried  # its earlier turn
+    assert "interrupted" in carried
+    assert of_type(events, "run_ended")[-1]["status"] == "done"
