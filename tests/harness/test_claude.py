@@ -60,3 +60,14 @@ def test_claude_fixes_a_file_and_diff_and_undo_cover_its_shell_changes(
     assert undone.returncode == 0, undone.stderr
     assert (site.ws / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
     assert not (site.ws / "report.txt").exists()
+
+
+def test_with_the_sandbox_off_claude_still_gets_its_key(site: HarnessSite) -> None:
+    with FakeModelServer([Reply("Nothing to do.")]) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        proc, events = site.run(port, "agent", "--harness", "claude", "--json", "--sandbox",
+                                "off", "--approve", "yes", "--base-url", server.url, "look")
+        server.assert_done()
+    assert proc.returncode == 0, proc.stderr
+    assert server.requests[0].headers["x-api-key"] == "sk-ant-test-key"
+    assert of_type(events, "run_ended")[-1]["summary"] == "Nothing to do."

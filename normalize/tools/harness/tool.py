@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from normalize.cancel import CancelToken
 from normalize.errors import ToolError
 from normalize.events import BaseEvent, HarnessSession, ModelReplied, Notice
-from normalize.sandbox import SandboxMode, SandboxPolicy
+from normalize.sandbox import SandboxPolicy
 from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.approval import outside_reason
 from normalize.tools.base import ToolContext
@@ -143,10 +143,9 @@ class HarnessTool:
         home = harness_home(ctx, harness.name)
         request = replace(self._request(params, home), permissions=_policy_table(ctx))
         harness.prepare(request)
-        policy, env = ctx.sandbox, harness.env(request)
-        if policy.mode is not SandboxMode.OFF:
-            policy = turn_policy(policy, harness, home,
-                                 model_host(request.base_url, harness.name), env)
+        env = harness.env(request)  # its keys pass the scrub even with --sandbox off
+        policy = turn_policy(ctx.sandbox, harness, home,
+                             model_host(request.base_url, harness.name), env)
         emit = ctx.emit or _discard
         stop = CancelToken()
         forward = ctx.cancel.on_cancel(lambda: stop.cancel(ctx.cancel.reason or "interrupted"))
