@@ -37,6 +37,8 @@ __all__ = ["HarnessTool", "find_program", "harness_home"]
 SESSION_FILE = ".normalize-session"
 """In the harness's home: the last session it named (a crash may come before the result)."""
 STDERR_LINES = 8
+TURN_TIMEOUT = 3600.0
+"""A harness turn is a whole agent session: an hour, unless its step sets a `timeout`."""
 
 
 def find_program(harness: Harness) -> str:
@@ -158,7 +160,8 @@ class HarnessTool:
         try:
             outcome = run_process(
                 harness.argv(program, request), cwd=ctx.workspace,
-                timeout=float(params.get("timeout") or ctx.timeout), cancel=stop,
+                timeout=float(params.get("timeout") or max(ctx.timeout, TURN_TIMEOUT)),
+                cancel=stop,
                 # no write tracer: a harness's runtime (Bun, Node) may write through io_uring,
                 # which it cannot see; the checkpoint counts every change of the turn instead
                 env={**os.environ, **env}, on_spawn=ctx.on_spawn,
