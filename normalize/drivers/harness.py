@@ -23,10 +23,12 @@ import uuid
 from typing import Any, ClassVar
 
 from normalize.drivers.base import DriverServices, LineQueue, RunContext
-from normalize.events import InputReceived
+from normalize.events import InputReceived, Notice
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus, Usage
 
 STATE_VERSION = 1
+RETRIES = 2
+"""Turns a harness gets again after a retryable failure (overloaded, rate-limited)."""
 PROVIDERS = {"claude": "anthropic", "codex": "openai", "aider": "openai"}
 BASE_URLS = {"claude": "ANTHROPIC_BASE_URL", "codex": "OPENAI_BASE_URL",
              "aider": "OPENAI_BASE_URL"}
@@ -55,6 +57,8 @@ class HarnessDriver:
         self.ended: dict[str, Any] | None = None  # how the last turn ended
         self.interrupted = False
         self.handed = ""  # what the driver before it did (`adopt`), for the first prompt
+        self.retries = 0  # turns given again after a retryable failure (at most RETRIES)
+        self.retrying = ""
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> HarnessDriver:
@@ -73,7 +77,8 @@ class HarnessDriver:
     def snapshot(self) -> dict[str, Any]:
         return {"v": STATE_VERSION, "session": self.session, "new_session": self.new_session,
                 "follow_ups_seen": self.follow_ups_seen, "turns": self.turns,
-                "ended": self.ended, "interrupted": self.interrupted}
+                "ended": self.ended, "interrupted": self.interrupted,
+                "retries": self.retries, "retrying": self.retrying}
 
     def restore(self, state: dict[str, Any]) -> None:
         if state.get("v") != STATE_VERSION:
@@ -84,6 +89,8 @@ class HarnessDriver:
         self.turns = int(state.get("turns", 0))
         self.ended = state.get("ended")
         self.interrupted = bool(state.get("interrupted", False))
+        self.retries = int(state.get("retries", 0))
+        self.retrying = str(state.get("retrying", ""))
 
     def adopt(self, history: list[dict[str, Any]]) -> None:
         """Taking a task over from another driver: its last actions open the first prompt."""
@@ -113,6 +120,11 @@ class HarnessDriver:
         if fresh or typed:
             return "\n\n".join([*fresh, *typed])
         if self.interrupted:
+            if self.retrying:
+                ctx.emit(Notice(level="warning", message=(
+                    f"{self.retrying}: a retryable error; {self.harness} goes on in its "
+                    f"session (retry {self.retries} of {RETRIES})")))
+                self.retrying = ""
             return CONTINUE.format(goal=self.goal or task.goal)
         if self.turns == 0:
             return self.handed + (self.goal or task.goal)
@@ -152,6 +164,9 @@ class HarnessDriver:
         self.interrupted = result.status in (ResultStatus.INTERRUPTED, ResultStatus.CANCELLED)
         if data.get("stopped") == "budget":
             self.interrupted = True  # more budget, then resume: it goes on
+        elif data.get("retryable") and self.retries < RETRIES:
+            self.retries += 1  # the model API failed for now: the same session, again
+            self.interrupted, self.retrying = True, str(result.error or "")
         elif not self.interrupted:
             failed = result.status in (ResultStatus.ERROR, ResultStatus.BLOCKED)
             self.ended = {"summary": _summary(result.output),

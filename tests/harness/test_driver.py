@@ -108,3 +108,15 @@ def test_the_harness_model_server_comes_from_its_own_config_or_its_api(
     monkeypatch.setenv("OPENAI_BASE_URL", "http://env.test/v1")
     driver, *_ = setup(tmp_path, "aider")
     assert driver.base_url == "http://env.test/v1"
+
+
+def test_a_retryable_failure_is_tried_again_twice_in_its_session(tmp_path: Path) -> None:
+    driver, task, ctx, _ = setup(tmp_path)
+    overloaded = ActionResult(ResultStatus.ERROR, error="claude: API Error: 529 overloaded",
+                              data={"retryable": True, "session": "s-1"})
+    turn(driver, task, ctx, overloaded)
+    again = turn(driver, task, ctx, overloaded)
+    assert again["session"] == "s-1" and "interrupted" in again["prompt"]
+    turn(driver, task, ctx, overloaded)
+    ended = finish(driver, task, ctx)  # the third failure is the task's
+    assert ended.status is TaskStatus.FAILED and "529" in ended.summary
