@@ -22,7 +22,7 @@ import os
 import uuid
 from typing import Any, ClassVar
 
-from normalize.drivers.base import DriverServices, LineQueue, RunContext
+from normalize.contract.driver import DriverServices, LineQueue, RunContext
 from normalize.events import InputReceived, Notice
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus, Usage
 

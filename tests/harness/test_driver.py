@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from normalize.cancel import CancelToken
-from normalize.drivers.base import DriverServices, LineQueue, RunContext, create_driver
+from normalize.contract.driver import DriverServices, LineQueue, RunContext, create_driver
 from normalize.drivers.harness import HarnessDriver
 from normalize.events import BaseEvent
 from normalize.task import ActionResult, Decision, Limits, ResultStatus, Task, TaskStatus
