@@ -449,7 +449,8 @@ class Engine:
             def child(event: Event) -> None:  # a sub-task made or collected
                 ctx.emit(event, durable=True)
 
-            tool_ctx = replace(tool_ctx, on_spawn=spawned, on_writes=wrote, on_child=child)
+            tool_ctx = replace(tool_ctx, on_spawn=spawned, on_writes=wrote, on_child=child,
+                               emit=ctx.emit)
         guard = None if read_only else self._git_guard()
         if guard is not None:
             guard.before()

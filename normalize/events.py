@@ -349,6 +349,47 @@ class HookRan(BaseEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class HarnessSession(BaseEvent):
+    """A harness (another agent run as a driver) named the session its turns continue."""
+
+    type: Literal["harness_session"] = "harness_session"
+    harness: str = ""
+    session_id: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HarnessToolCalled(BaseEvent):
+    """A harness ran one of its own tools (information: the harness executed it)."""
+
+    type: Literal["harness_tool_called"] = "harness_tool_called"
+    harness: str = ""
+    call_id: str = ""
+    tool: str = ""
+    input: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HarnessToolFinished(BaseEvent):
+    """What one of a harness's own tool calls gave back."""
+
+    type: Literal["harness_tool_finished"] = "harness_tool_finished"
+    harness: str = ""
+    call_id: str = ""
+    ok: bool = True
+    output: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HarnessEvent(BaseEvent):
+    """An event of a harness's stream normalize has no type for, kept as it came."""
+
+    type: Literal["harness_event"] = "harness_event"
+    harness: str = ""
+    kind: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunEnded(BaseEvent):
     type: Literal["run_ended"] = "run_ended"
     status: str = ""
@@ -403,6 +444,7 @@ Event = (
     | TaskSaved | WaitingForInput | InputReceived | ModelRequested | TextDelta
     | ThinkingDelta | ModelReplied | ModelRetried | FallbackUsed | LoopDetected
     | ContextCompacted | Notice | HookRan | RunEnded | UnknownEvent
+    | HarnessSession | HarnessToolCalled | HarnessToolFinished | HarnessEvent
 )
 """Every event: a `match` over it that misses a case fails type-checking (`assert_never`)."""
 
@@ -415,6 +457,7 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
         TaskSaved, WaitingForInput, InputReceived, ModelRequested, TextDelta,
         ThinkingDelta, ModelReplied, ModelRetried, FallbackUsed, LoopDetected,
         ContextCompacted, Notice, HookRan, RunEnded,
+        HarnessSession, HarnessToolCalled, HarnessToolFinished, HarnessEvent,
     )
 }
 

@@ -279,7 +279,14 @@ def tool_context(task: Task, options: RunOptions) -> ToolContext:
                        cancel=options.cancel, timeout=options.timeout,
                        approver=options.approver if options.interactive else None,
                        asker=options.asker if options.interactive else None, caches=caches,
-                       sandbox=sandbox, mcp=sessions, children=spawner(task, options))
+                       sandbox=sandbox, mcp=sessions, children=spawner(task, options),
+                       state_dir=harness_state(store.home, task.id))
+
+
+def harness_state(home: Path, task_id: str) -> Path:
+    """Where a harness driver keeps the task's sessions: beside the data home, not in it
+    (programs cannot see the data home; a harness must write its own session files)."""
+    return home.parent / f"{home.name}-harness" / task_id
 
 
 def spawner(task: Task, options: RunOptions) -> Spawner:
@@ -450,16 +457,21 @@ def hand_over(task: Task, driver: str, *, model: str | None = None,
     """Give `task` to the driver registered as `driver` for its next run; the one it had.
 
     Each driver's state is kept under its name, so handing the task back later
-    resumes the first driver where it stopped. `model` goes with `llm` only.
+    resumes the first driver where it stopped. `model` goes with `llm` or a harness.
     """
     if driver not in DRIVERS.names():
         raise UsageError(f"--driver {driver}: unknown driver "
                          f"(known: {', '.join(sorted(DRIVERS.names()))})")
     if model is not None or base_url is not None:
-        if driver != "llm":
+        if driver in ("claude", "codex", "aider"):  # the harness's own model server
+            harness = {k: v for k, v in (("model", model), ("base_url", base_url)) if v}
+            task.config = replace(task.config, extra={**task.config.extra, "harness": {
+                **(task.config.extra.get("harness") or {}), **harness}})
+        elif driver != "llm":
             flag = "--model" if model is not None else "--base-url"
             raise UsageError(f"{flag} goes with --driver llm, not --driver {driver}")
-        switch_model(task, model, base_url)
+        else:
+            switch_model(task, model, base_url)
     previous, task.driver = task.driver, driver
     return previous
 
@@ -508,9 +520,9 @@ def follow_up(task: Task, instruction: str) -> None:
     text = instruction.strip()
     if not text:
         raise UsageError("the follow-up instruction is empty: say what to do next")
-    if task.driver != "llm":
-        raise UsageError(f"task {task.id} is driven by {task.driver}: only llm tasks take a "
-                         f"follow-up instruction")
+    if task.driver not in ("llm", "claude", "codex", "aider"):  # a model's, or a harness's
+        raise UsageError(f"task {task.id} is driven by {task.driver}: only tasks a model or a "
+                         f"harness drives take a follow-up instruction")
     if task.status is TaskStatus.WAITING:
         raise UsageError(f"task {task.id} waits for an answer first: resume it with --answer")
     task.config = replace(task.config, follow_ups=(*task.config.follow_ups, text))

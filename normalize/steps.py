@@ -8,6 +8,9 @@ registry (`create_driver`), never by importing one. Built in:
 
     llm-decide [TEXT]   a model works on TEXT (or the step's `prompt`) until it
                         says `done` or the step's `max_turns` is reached
+    claude [TEXT]       a harness (Claude Code, Codex, aider: docs/harnesses.md)
+    codex [TEXT]        takes one turn on TEXT (or the step's `prompt`) in
+    aider [TEXT]        normalize's sandbox
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from normalize.plugins import PluginGroup
 
 
 def _builtin_steps() -> dict[str, str]:
-    return {"llm-decide": "normalize.steps:llm_decide"}
+    return {"llm-decide": "normalize.steps:llm_decide", "claude": "normalize.steps:claude",
+            "codex": "normalize.steps:codex", "aider": "normalize.steps:aider"}
 
 
 STEPS: PluginGroup[Any] = PluginGroup("normalize.steps", _builtin_steps)
@@ -48,3 +52,26 @@ def llm_decide(config: dict[str, Any], services: DriverServices) -> Driver:
         "goal": goal.replace("{", "{{").replace("}", "}}") if goal else None,
     }
     return create_driver("llm", llm_config, services)
+
+
+def _harness(name: str, config: dict[str, Any], services: DriverServices) -> Driver:
+    """A harness step: that harness's driver on the step's goal (its turn ends the step)."""
+    goal = str(config.get("goal") or "")
+    if config.get("notes"):
+        goal += f"\n\nNotes from the workflow:\n{config['notes']}"
+    return create_driver(name, {"llm": config.get("llm") or {}, "goal": goal}, services)
+
+
+def claude(config: dict[str, Any], services: DriverServices) -> Driver:
+    """The `claude` step: Claude Code takes a turn on the step's goal."""
+    return _harness("claude", config, services)
+
+
+def codex(config: dict[str, Any], services: DriverServices) -> Driver:
+    """The `codex` step: Codex CLI takes a turn on the step's goal."""
+    return _harness("codex", config, services)
+
+
+def aider(config: dict[str, Any], services: DriverServices) -> Driver:
+    """The `aider` step: aider takes a turn on the step's goal."""
+    return _harness("aider", config, services)

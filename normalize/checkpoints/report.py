@@ -30,6 +30,10 @@ from normalize.events import (
     DecisionMade,
     Event,
     FallbackUsed,
+    HarnessEvent,
+    HarnessSession,
+    HarnessToolCalled,
+    HarnessToolFinished,
     HookRan,
     InputReceived,
     LoopDetected,
@@ -161,7 +165,9 @@ def group_turns(events: Iterable[Event]) -> tuple[list[Turn], list[Event]]:
             case (CheckpointTaken() | StepStarted() | ActionStarted() | ProcessStarted()
                   | ActionInterrupted() | ChildCreated() | ChildCollected() | TaskSaved()
                   | TextDelta() | ThinkingDelta() | ModelRetried() | FallbackUsed()
-                  | LoopDetected() | ContextCompacted() | HookRan() | ActionProgressed()):
+                  | LoopDetected() | ContextCompacted() | HookRan() | ActionProgressed()
+                  | HarnessSession() | HarnessEvent()
+                  | HarnessToolCalled() | HarnessToolFinished()):
                 continue  # the turn's actions and tokens say enough
             case _:
                 assert_never(event)

@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from normalize.cli.commands import pin_replay
+from normalize.cli.commands import check_harness, pin_replay
 from normalize.cli.console import Environment, error_line, fail, prompt_reader
 from normalize.cli.launch import (
     run_options,
@@ -62,7 +62,8 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               network: bool | tuple[str, ...] | None = None, project_instructions: bool = True,
               repo_map: int | None = None, output_schema: Path | None = None,
               output_retries: int | None = None, otel: bool = False,
-              attempts: int | None = None, pick: str | None = None) -> int:
+              attempts: int | None = None, pick: str | None = None,
+              harness: str | None = None) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.contract.driver import DriverServices
     from normalize.drivers.llm import LLMSettings
@@ -98,12 +99,14 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
             if problem:
                 raise UsageError(f"--repo-map {repo_map}: {problem} (tokens; 0 leaves it out)")
             spec.context = replace(spec.context, repo_map=repo_map)
+        if harness is not None:
+            spec.driver = check_harness(harness)
         if spec.llm is not None or model or base_url:
             spec.llm = with_model(spec.llm, model, base_url)
             choices: list[str | None] = [*models] or [None]
             for each in choices:
                 settings = LLMSettings.of(with_model(spec.llm, each))
-                if not settings.spec.startswith("replay:"):
+                if harness is None and not settings.spec.startswith("replay:"):
                     try:
                         client = clients(settings.spec, base_url=settings.base_url)
                     except MissingKeyError:

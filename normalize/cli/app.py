@@ -252,10 +252,13 @@ def agent(
         "best attempt ended done and its COMMAND exited 0; among those the smallest diff, "
         "then the first.")] = None,
     otel: OtelOpt = False,
+    harness: Annotated[str | None, typer.Option(
+        "--harness", help="Another agent takes the turns: claude, codex or aider "
+        "(in normalize's sandbox; docs/harnesses.md).")] = None,
 ) -> None:
     """A model works on TASK with normalize's commands.
 
-    It runs the dwim workflow.
+    It runs the dwim workflow (or, with --harness, another agent's CLI).
     """
     from normalize.cli.agent import run_agent
     from normalize.cli.console import fail
@@ -273,7 +276,7 @@ def agent(
                      network=_network(network, no_network),
                      project_instructions=not no_instructions,
                      repo_map=repo_map, output_retries=output_retries, otel=otel,
-                     attempts=attempts, pick=pick)
+                     attempts=attempts, pick=pick, harness=harness)
     raise typer.Exit(_then_commit(env, code, commit, json_output))
 
 

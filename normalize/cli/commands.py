@@ -89,9 +89,10 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
     try:
         if in_place and not fork:
             raise UsageError("--in-place goes with --fork")
-        if (model is not None or base_url is not None) and (driver or "llm") != "llm":
+        if (model is not None or base_url is not None) and \
+                (driver or "llm") not in ("llm", "claude", "codex", "aider"):
             raise UsageError(f"{'--model' if model is not None else '--base-url'} goes with "
-                             "--driver llm")
+                             "--driver llm (or a harness: claude, codex, aider)")
         if instruction is None and rewind is None and not fork:
             ref = _resumable(ref)  # a done task says so before the engine is even loaded
         from normalize.engine import Reply, reply_text
@@ -134,6 +135,10 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         elif task.pending is not None and options.interactive:
             reply = _ask_pending(env, task)
         if driver is not None and driver != task.driver:
+            from normalize.tools.harness import HARNESSES
+
+            if driver in HARNESSES:  # refused before it runs: not installed, too old, no key
+                check_harness(driver)
             previous = hand_over(task, driver, model=model, base_url=base_url)
             if not quiet:
                 env.stderr.write(f"task {task.id}: handing over from {previous} to {driver} "
@@ -352,3 +357,16 @@ def remove_task(env: Environment, ref: str) -> int:
         return fail(env, exc)
     env.stdout.write(f"removed task {task_id}\n")
     return int(ExitStatus.DONE)
+
+
+def check_harness(name: str) -> str:
+    """The driver name of harness `name`, once its CLI is found; a `UsageError` before a task."""
+    from normalize.errors import ToolError
+    from normalize.tools.harness import harness_named
+    from normalize.tools.harness.preflight import preflight
+
+    try:
+        preflight(harness_named(name))
+    except ToolError as exc:
+        raise UsageError(f"--harness {name}: {exc}") from None
+    return name

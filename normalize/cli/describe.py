@@ -23,6 +23,10 @@ from normalize.events import (
     DecisionMade,
     Event,
     FallbackUsed,
+    HarnessEvent,
+    HarnessSession,
+    HarnessToolCalled,
+    HarnessToolFinished,
     HookRan,
     InputReceived,
     LoopDetected,
@@ -321,7 +325,24 @@ def message(event: Event) -> Line | None:
         case ContextCompacted():
             return Line(f"· context compacted: {event.before_chars:,} → {event.after_chars:,} "
                         f"characters ({event.results_compacted} results)", False)
+        case HarnessToolCalled():
+            return Line(f"· {event.harness} ran {event.tool} {harness_input(event.input)}",
+                        False)
+        case HarnessToolFinished(ok=False):
+            return Line(f"! {event.harness}'s call failed: {first_line(event.output, 100)}",
+                        True)
     return None
+
+
+def harness_input(given: dict[str, Any]) -> str:
+    """A harness tool call's input in one short line: its command or path, else its JSON."""
+    for key in ("command", "cmd", "file_path", "path", "pattern", "query"):
+        value = given.get(key)
+        if isinstance(value, str) and value:
+            return first_line(value, 90)
+    import json
+
+    return first_line(json.dumps(given, ensure_ascii=False), 90)
 
 
 def describe(event: Event) -> str | None:
@@ -352,10 +373,12 @@ def describe(event: Event) -> str | None:
             return f"  {first_line(event.thinking, 120)}" if event.thinking else None
         case RunEnded():
             return summary_line(event)
-        case Notice() | FallbackUsed() | ModelRetried() | LoopDetected():
+        case (Notice() | FallbackUsed() | ModelRetried() | LoopDetected() | HarnessToolCalled()
+              | HarnessToolFinished()):
             line = message(event)
             return None if line is None else f"  {line.text}"
         case (ContextCompacted()  # the live view's footnote; too chatty for a log
+              | HarnessSession() | HarnessEvent()
               | ActionStarted() | ProcessStarted() | ChildCreated() | ChildCollected()
               | TaskSaved() | CheckpointTaken() | TaskRewound() | ModelRequested()
               | TextDelta() | ThinkingDelta() | ModelReplied() | HookRan() | UnknownEvent()

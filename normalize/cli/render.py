@@ -73,6 +73,10 @@ from normalize.events import (
     DecisionMade,
     Event,
     FallbackUsed,
+    HarnessEvent,
+    HarnessSession,
+    HarnessToolCalled,
+    HarnessToolFinished,
     HookRan,
     InputReceived,
     LoopDetected,
@@ -393,7 +397,8 @@ class LiveRenderer:
             case RunEnded():
                 s.running.clear()
                 add(summary_panel(event, s.changes, s.resumed))
-            case ModelRetried() | Notice() | FallbackUsed() | LoopDetected() | ContextCompacted():
+            case (ModelRetried() | Notice() | FallbackUsed() | LoopDetected() | ContextCompacted()
+                  | HarnessToolCalled() | HarnessToolFinished()):
                 if isinstance(event, ModelRetried):  # the streamed text so far is void
                     s.text.clear()
                     s.thinking.clear()
@@ -402,7 +407,7 @@ class LiveRenderer:
                     add(Text(line.text, style="yellow" if line.warning else "dim"))
             case (ModelRequested() | ProcessStarted() | ChildCreated() | ChildCollected()
                   | TaskSaved() | TaskRewound() | TextDelta() | ThinkingDelta()
-                  | HookRan() | UnknownEvent()):
+                  | HookRan() | UnknownEvent() | HarnessSession() | HarnessEvent()):
                 pass
             case _:
                 assert_never(event)

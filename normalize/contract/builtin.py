@@ -5,4 +5,7 @@ BUILTIN_DRIVERS: dict[str, str] = {  # in the order shell completion offers them
     "llm": "normalize.drivers.llm:LLMDriver",
     "workflow": "normalize.drivers.workflow:WorkflowDriver",
     "state_machine": "normalize.drivers.state_machine:StateMachineDriver",
+    "claude": "normalize.drivers.harness:ClaudeDriver",
+    "codex": "normalize.drivers.harness:CodexDriver",
+    "aider": "normalize.drivers.harness:AiderDriver",
 }

@@ -247,6 +247,7 @@ def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
             ruleset.allow(workspace, write)
         ruleset.allow(tmpdir, write)
         ruleset.allow_all(devices, write)
+        ruleset.allow_all([os.path.realpath(p) for p in policy.writable], write)
     except BaseException:
         ruleset.close()
         raise
@@ -359,7 +360,7 @@ def _named(paths: Iterable[str]) -> set[str]:
 
 def _plan(policy: SandboxPolicy, root: str, tmpdir: str, env: Mapping[str, str],
           ruleset: landlock.Ruleset, visible: Iterable[str] = ()) -> ChildPlan:
-    mounts = _mounts(root, tmpdir, env, policy.network, visible)
+    mounts = _mounts(root, tmpdir, env, policy.network, [*visible, *policy.writable])
     private = [p for p in PRIVATE_TMPFS if os.path.isdir(p)]
     hidden = _hidden(policy, env)
     hide = _hideable(hidden, root, tmpdir, mounts)

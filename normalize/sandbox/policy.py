@@ -33,6 +33,8 @@ class SandboxPolicy:
     true is every host; otherwise `hosts`, when given, are the only ones
     programs reach (through normalize's proxy), and `hosts_ask` says a
     workspace file chose them, so they ask in auto as `network` does.
+    `writable` names more directories programs may write (a harness's own
+    session home, kept between its turns), outside the workspace.
     """
 
     mode: SandboxMode = SandboxMode.WORKSPACE
@@ -41,3 +43,4 @@ class SandboxPolicy:
     hosts_ask: bool = False
     env_allow: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
+    writable: tuple[str, ...] = ()

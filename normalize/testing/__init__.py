@@ -2,7 +2,7 @@
 
 The scripted model is a provider like the others (`scripted:FILE`, defined in
 `normalize.providers.scripted`); it is shown here beside the fake servers, so
-tests find every double in one place. `FakeModelServer`, `Fault` and `Reply`
+tests find every double in one place. `FakeModelServer`, `Fault`, `Reply` and `ToolUse`
 load `http.server` on first use only.
 """
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from normalize.providers.scripted import ScriptedModel, ScriptExhaustedError
 
 if TYPE_CHECKING:
-    from normalize.testing.servers import FakeModelServer, Fault, RecordedRequest, Reply
+    from normalize.testing.servers import FakeModelServer, Fault, RecordedRequest, Reply, ToolUse
 
 __all__ = [
     "FakeModelServer",
@@ -22,9 +22,10 @@ __all__ = [
     "Reply",
     "ScriptExhaustedError",
     "ScriptedModel",
+    "ToolUse",
 ]
 
-_LAZY = {"FakeModelServer", "Fault", "RecordedRequest", "Reply"}
+_LAZY = {"FakeModelServer", "Fault", "RecordedRequest", "Reply", "ToolUse"}
 
 
 def __getattr__(name: str) -> Any:

@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from normalize.providers.anthropic import min_cacheable_tokens
 from normalize.providers.synthetic import estimate_tokens
+from normalize.testing.responses import as_chat, stream_response
 
 ANTHROPIC_ERROR_TYPES = {
     400: "invalid_request_error",
@@ -64,6 +65,17 @@ class Reply:
     delay: float = 0.0
     chunk_delay: float = 0.0
     wait_for: threading.Event | None = None
+    tools: tuple[ToolUse, ...] = ()
+    """Tool calls after the text (Anthropic `tool_use` blocks; Responses `function_call`s)."""
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """A tool call in a reply: the tool's name and its input (a harness runs it)."""
+
+    name: str
+    input: Mapping[str, Any]
+    id: str = field(default_factory=lambda: "toolu_fake_" + secrets.token_hex(8))
 
 
 @dataclass(frozen=True)
@@ -138,7 +150,7 @@ def _header_value(value: float | str) -> str:
 class RecordedRequest:
     """One request the server received."""
 
-    api: Literal["anthropic", "openai", "unknown"]
+    api: Literal["anthropic", "openai", "responses", "unknown"]
     path: str
     body: dict[str, Any]
     headers: dict[str, str]
@@ -454,11 +466,13 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {}
         path = self.path.split("?", 1)[0]
-        api: Literal["anthropic", "openai", "unknown"] = "unknown"
+        api: Literal["anthropic", "openai", "responses", "unknown"] = "unknown"
         if path.endswith("/messages"):
             api = "anthropic"
         elif path.endswith("/chat/completions"):
             api = "openai"
+        elif path.endswith("/responses"):
+            api = "responses"
         record = RecordedRequest(
             api=api,
             path=path,
@@ -495,6 +509,8 @@ class _Handler(BaseHTTPRequestHandler):
             item.wait_for.wait(30.0)
         if api == "anthropic":
             self._anthropic(record, item)
+        elif api == "responses":
+            self._responses(record, item)
         else:
             self._openai(record, item)
 
@@ -505,8 +521,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _usage(self, record: RecordedRequest, reply: Reply) -> dict[str, int]:
         """Estimated usage: input from the request text, cache reads and writes as the API's."""
         fake = self.server.fake
-        if record.api == "openai":
-            prompt, cached = fake.openai_usage(record.body)
+        if record.api in ("openai", "responses"):
+            body = as_chat(record.body) if record.api == "responses" else record.body
+            prompt, cached = fake.openai_usage(body)
             usage = {"input_tokens": prompt - cached, "cache_read_input_tokens": cached,
                      "cache_creation_input_tokens": 0}
         else:
@@ -551,6 +568,9 @@ class _Handler(BaseHTTPRequestHandler):
             )
             if stopping:
                 return
+        for call in reply.tools:
+            index += 1
+            self._tool_block(index, call)
         if isinstance(item, Fault):
             self._fault(
                 item,
@@ -564,7 +584,8 @@ class _Handler(BaseHTTPRequestHandler):
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+                "delta": {"stop_reason": "tool_use" if reply.tools else reply.stop_reason,
+                          "stop_sequence": None},
                 "usage": {"output_tokens": usage["output_tokens"]},
             },
         )
@@ -608,6 +629,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._event("content_block_stop", {"type": "content_block_stop", "index": index})
         return False
 
+    def _tool_block(self, index: int, call: ToolUse) -> None:
+        """Stream one `tool_use` block, its input as JSON in pieces."""
+        start = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+        self._event("content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": start})
+        for piece in self._pieces(json.dumps(dict(call.input))):
+            self._event("content_block_delta", {
+                "type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": piece}})
+        self._event("content_block_stop", {"type": "content_block_stop", "index": index})
+
     def _fault(self, fault: Fault, send_error: Any) -> None:
         """Finish a stream the way `fault` says."""
         if fault.kind == "error_event":
@@ -620,6 +652,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._drop()
         else:
             self._end_stream()
+
+    # OpenAI Responses streaming (normalize.testing.responses)
+
+    def _responses(self, record: RecordedRequest, item: Reply | Fault) -> None:
+        reply = item if isinstance(item, Reply) else Reply(item.after_text)
+        self._start_stream()
+        calls = [(call.id, call.name, call.input) for call in reply.tools]
+        stream_response(self._event, self._pieces, record.model, reply.text, calls,
+                        self._usage(record, reply))
+        self._end_stream()
 
     # OpenAI chat-completions streaming
 
@@ -681,7 +723,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _error_body(api: str, error_type: str, message: str) -> dict[str, Any]:
-    if api == "openai":
+    if api in ("openai", "responses"):
         return {
             "error": {"message": message, "type": error_type, "param": None, "code": error_type}
         }

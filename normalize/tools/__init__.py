@@ -24,6 +24,7 @@ BUILTIN_TOOLS: dict[str, str] = {
     "done": "normalize.tools.meta:DoneTool",
     "mcp": "normalize.tools.mcp:McpTool",
     "spawn": "normalize.tools.spawn:SpawnTool",
+    "harness": "normalize.tools.harness:HarnessTool",
 }
 """Tool name → `module:Class`, imported only when asked for (one verb, one module)."""
 

@@ -240,7 +240,7 @@ def _parts(action: Action, outside: str | None,
         ]
         return whole, parts
     whole = " ".join([action.tool, *args])
-    if action.tool == "test":
+    if action.tool in ("test", "harness"):  # a harness's every command runs in the sandbox
         kind = "outside" if outside is not None else "confined"
     elif action.tool in ("edit", "write"):
         kind = "edit"
@@ -308,7 +308,7 @@ class ApprovalPolicy:
 
     def _judge(self, action: Action, ctx: PolicyContext,
                detail: Callable[[], str] | None) -> ActionResult | None:
-        outside = outside_reason(ctx.sandbox) if action.tool in ("run", "test") else None
+        outside = self.outside(action, ctx)
         mcp_kind = _mcp_kind(action, ctx) if action.tool == "mcp" else None
         whole, parts = _parts(action, outside, mcp_kind)
         if not parts:
@@ -337,6 +337,11 @@ class ApprovalPolicy:
                 f"allow pattern such as {_suggest(pending[0])!r} in [workflow.permissions]"
             )
         return self._escalate(action, ctx, whole, parts, pending, outside, detail)
+
+    def outside(self, action: Action, ctx: PolicyContext) -> str | None:
+        """Why the program `action` starts would leave the sandbox (None: it stays inside)."""
+        return outside_reason(ctx.sandbox) if action.tool in ("run", "test", "harness") \
+            else None
 
     def _passes(self, part: _Part) -> bool:
         if any(fnmatchcase(part.text, pattern) for pattern in self.allow):

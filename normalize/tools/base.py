@@ -27,7 +27,7 @@ from normalize.task import Action, ActionResult
 
 if TYPE_CHECKING:
     from normalize.children import Spawner
-    from normalize.events import Event
+    from normalize.events import Emit, Event
     from normalize.execution.cache import CacheSet, ResultCache
     from normalize.mcp.client import McpSessions
     from normalize.tools.approval import ApprovalPolicy
@@ -101,6 +101,8 @@ class ToolContext:
     on_child: Callable[[Event], None] | None = None  # journals a child's creation/outcome
     on_progress: Callable[[list[str], dict[str, int]], None] | None = None
     """Told a running program's last lines and a test run's counts so far (the live view)."""
+    emit: Emit | None = None  # streams a harness's events (text, its tool calls) as they come
+    state_dir: Path | None = None  # the task's own directory outside normalize's hidden data
 
     def cache_for(self, action: Action) -> ResultCache:
         """The cache an action's result goes to: its scope's, or the task's default."""

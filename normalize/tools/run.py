@@ -204,7 +204,7 @@ def _pump(
             elif selector.select(_POLL):
                 chunk = os.read(fd, _CHUNK)
                 if chunk:
-                    capture.add(chunk)
+                    capture.add(chunk)  # (which hands it on to `on_output`)
                 else:
                     eof = True
                     selector.unregister(fd)
@@ -245,10 +245,12 @@ def run_process(
     workspace: Path | str | None = None,
     label: str = "",
     on_output: Callable[[bytes], None] | None = None,
+    visible: Sequence[str] = (),
 ) -> ProcessOutcome:
     """Run `argv` to completion, timeout or cancel; raises `ToolError` if it cannot start.
 
-    `on_output` is given each chunk of output as it arrives (a live view's tail).
+    `on_output` is given each chunk of output as it arrives (a live view's tail, a
+    harness's stream), and an empty one on quiet polls.
 
     `sandbox` (default: workspace mode) confines the child to `workspace`
     (default: `cwd`); when the sandbox cannot be applied it raises `ToolError`
@@ -256,6 +258,8 @@ def run_process(
 
     `on_writes`, where the platform can trace them (`normalize.sandbox.writes`),
     is told the absolute paths the program and its children wrote.
+
+    `visible` names paths the program needs that the sandbox would empty (read-only).
 
     On cancel the process group gets SIGINT, then SIGTERM and SIGKILL `grace`
     seconds apart; a hard cancel sends SIGKILL at once. On timeout it gets
@@ -269,7 +273,7 @@ def run_process(
         return ProcessOutcome(argv, "", None, 0.0, cancelled=True)
     if not Path(cwd).is_dir():
         raise ToolError(f"working directory does not exist: {cwd}")
-    confinement = _confinement(sandbox or SandboxPolicy(), workspace or cwd, env, label)
+    confinement = _confinement(sandbox or SandboxPolicy(), workspace or cwd, env, label, visible)
     tracer = _tracer(confinement) if on_writes is not None else None
     try:
         confinement.env["PYTHONUNBUFFERED"] = "1"
@@ -322,7 +326,7 @@ def _serve_proxy(proc: subprocess.Popen[bytes], confinement: Confinement) -> Non
 
 
 def _confinement(policy: SandboxPolicy, workspace: Path | str, env: Mapping[str, str] | None,
-                 label: str) -> Confinement:
+                 label: str, visible: Sequence[str] = ()) -> Confinement:
     """The child's sandbox, or `ToolError` when it cannot be applied (fail closed)."""
     abi, tier = 0, SandboxTier.NONE
     if policy.mode is not SandboxMode.OFF:
@@ -332,7 +336,8 @@ def _confinement(policy: SandboxPolicy, workspace: Path | str, env: Mapping[str,
                             f"--sandbox off to run programs unconfined")
         abi, tier = found.landlock_abi, found.tier
     try:
-        return confine(policy, workspace, abi=abi, env=env, label=label, tier=tier)
+        return confine(policy, workspace, abi=abi, env=env, label=label, tier=tier,
+                       visible=visible)
     except OSError as exc:
         raise ToolError(f"refused: the sandbox could not be prepared ({exc.strerror or exc}); "
                         f"rerun with --sandbox off to run programs unconfined") from None

@@ -1,0 +1,17 @@
+"""The versions the harness adapters say they are tested with are the ones `.ci/run` installs."""
+
+from __future__ import annotations
+
+import pytest
+from harness_support import REPO
+
+from normalize.tools.harness import HARNESSES, harness_named
+
+PACKAGES = {"claude": "@anthropic-ai/claude-code@", "codex": "@openai/codex@",
+            "aider": "aider-chat=="}
+
+
+@pytest.mark.parametrize("name", sorted(HARNESSES))
+def test_ci_installs_the_tested_version(name: str) -> None:
+    ci = (REPO / ".ci" / "run").read_text()
+    assert PACKAGES[name] + harness_named(name).tested_version in ci
