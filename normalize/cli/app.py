@@ -32,6 +32,10 @@ tasks_app = typer.Typer(help="List, show, repair and remove tasks.", no_args_is_
                         rich_markup_mode=None)
 app.add_typer(tasks_app, name="tasks")
 
+from normalize.cli.batch import batch_app  # noqa: E402 (the group beside the others)
+
+app.add_typer(batch_app, name="batch")
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON event per line on stdout.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Only the final summary.")]
 ApproveOpt = Annotated[str | None, typer.Option(

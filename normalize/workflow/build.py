@@ -108,6 +108,16 @@ def _output_schema(source: Source, value: Any) -> None:
         raise source.check.fail("workflow.output_schema", str(exc)) from None
 
 
+def _workspace(source: Source, value: Any) -> None:
+    if not str(value).startswith(("dir:", "clone:", "copy")):
+        raise source.check.fail("workflow.workspace", f"workspace {value!r} must be dir:PATH, "
+                                "clone:REPO or copy (a batch item's)")
+
+
+def _on_item_error(source: Source, value: Any) -> None:
+    source.check.choice(value, ("continue", "stop"), "workflow.on_item_error", "on_item_error")
+
+
 def _hooks(source: Source, tables: Any) -> None:
     from normalize.hooks import parse_hooks
 
@@ -124,6 +134,8 @@ WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
     "mcp": _mcp,
     "hooks": _hooks,
     "output_schema": _output_schema,
+    "workspace": _workspace,
+    "on_item_error": _on_item_error,
 }
 """`[workflow]` keys with rules beyond their type → their check (run when the key is set)."""
 
@@ -147,7 +159,7 @@ def _variables(check: Checker, wf: Mapping[str, Any],
                overrides: Mapping[str, Any] | None) -> dict[str, Any]:
     """The workflow's `vars` with `--var` overrides applied (an unknown one is an error)."""
     variables = dict(wf.get("vars", {}))
-    unknown = set(overrides or {}) - set(variables) - {"task"}
+    unknown = set(overrides or {}) - set(variables) - {"task", "item"}  # item: a batch's
     if unknown:
         name = sorted(unknown)[0]
         raise ConfigError(f"--var {name}: the workflow {check.path} has no variable {name!r} "
@@ -214,6 +226,7 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
         hooks=[dict(t) for t in wf.get("hooks", [])],
         output_schema=str(source.path.parent / wf["output_schema"])
         if wf.get("output_schema") else None,
+        workspace=wf.get("workspace", ""), on_item_error=wf.get("on_item_error", "continue"),
     )
     validator = Validator(check, plugins, (*source.stack, source.path.resolve()), load)
     try:

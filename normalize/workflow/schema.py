@@ -68,7 +68,7 @@ SCHEMAS: dict[str, dict[str, Checker]] = {
                  "context": _str_or_table, "cache": _str_or_table, "retry": _str_or_table,
                  "limits": _table, "llm": _table, "permissions": _table, "steps": _tables,
                  "driver": _str, "on_interrupt": _str, "mcp": _tables, "hooks": _tables,
-                 "output_schema": _str},
+                 "output_schema": _str, "workspace": _str, "on_item_error": _str},
     "context": {"strategy": _str, "max_results": _int, "max_history": _int,
                 "compact_after_chars": _int, "repo_map": _int},
     "cache": {"strategy": _str, "preview_length": _int, "preview_lines": _int,

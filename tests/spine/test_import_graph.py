@@ -28,6 +28,7 @@ LAYERS: dict[str, str] = {
     "normalize.runner": "api",
     "normalize.spawner": "api",  # makes, runs and collects sub-tasks (store, checkpoints, executor)
     "normalize.fork": "api",  # a new task from another's state and checkpoint
+    "normalize.batch": "api",  # a workflow over many items: sub-tasks, the executor, the store
     "normalize.drivers": "drivers",
     "normalize.drivers.base": "contract",
     "normalize.drivers.builtin": "contract",

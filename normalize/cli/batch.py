@@ -1,0 +1,243 @@
+"""`normalize batch`: one workflow (or the agent) over many items, as sub-tasks of one parent.
+
+`normalize batch WORKFLOW --items FILE` runs it (the `run` word may be left
+out); `batch status BATCH` and `batch collect BATCH -o DIR` watch and gather
+it. `resume BATCH` continues a batch whose parent stopped (see
+`normalize.batch.parent`).
+"""
+
+# No `from __future__ import annotations`: typer reads the annotations at start-up.
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from normalize.errors import NormalizeError, UsageError
+
+
+class _DefaultRun(TyperGroup):
+    """A group whose first word may be left out: `batch WF …` means `batch run WF …`."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+batch_app = typer.Typer(cls=_DefaultRun, rich_markup_mode=None, help=(
+    "Run a workflow over many items (each a sub-task), watch it, collect it."))
+
+ItemsOpt = Annotated[str, typer.Option(
+    "--items", metavar="FILE|-",
+    help="The items: JSON lines, CSV with a header, or plain lines ({item.NAME} in the "
+    "workflow; a plain line is {item.line}).")]
+
+
+def item_flags(approve: str | None, sandbox: str | None,
+               network: bool | tuple[str, ...] | None) -> tuple[str, ...]:
+    """The flags every item's run gets (as a sub-task's)."""
+    flags: list[str] = []
+    if sandbox is not None:
+        flags += ["--sandbox", sandbox]
+    if network is False:
+        flags.append("--no-network")
+    elif network is not None:
+        for host in ("*",) if network is True else network:
+            flags += ["--network", host]
+    if approve:
+        flags += ["--approve", approve]
+    return tuple(flags)
+
+
+def _env() -> Any:
+    from normalize.cli.console import Environment
+
+    return Environment()
+
+
+def fail(env: Any, exc: NormalizeError) -> int:
+    from normalize.cli.console import fail as failed
+
+    return int(failed(env, exc))
+
+
+@batch_app.command("run")
+def batch_run(
+    workflow: Annotated[str, typer.Argument(help="A workflow file, or a name.")],
+    items: ItemsOpt,
+    items_format: Annotated[str | None, typer.Option(
+        "--items-format", metavar="FORMAT", help="jsonl, csv or lines (default: guessed).")]
+    = None,
+    var: Annotated[list[str] | None, typer.Option("--var", "-v", help="KEY=VALUE; repeatable.")]
+    = None,
+    goal: Annotated[str, typer.Option("--goal", help="The task text ({task}); may use "
+                                                     "{item.NAME}.")] = "",
+    approve: Annotated[str | None, typer.Option(
+        "--approve", metavar="MODE", help="Approval mode for each item: auto, yes, never.")]
+    = None,
+    executor: Annotated[str, typer.Option("--executor", help="local (default) or ray.")]
+    = "local",
+    address: Annotated[str | None, typer.Option(
+        "--address", envvar="RAY_ADDRESS", help="The Ray cluster (with --executor ray).")]
+    = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1,
+                                             help="Items in flight at once.")] = 4,
+    budget: Annotated[float | None, typer.Option(
+        "--budget", metavar="USD", help="The whole batch's model cost.")] = None,
+    item_budget: Annotated[float | None, typer.Option(
+        "--item-budget", metavar="USD", help="Each item's model cost.")] = None,
+    max_attempts: Annotated[int, typer.Option(
+        "--max-attempts", min=1, help="Runs of one item whose process or worker died.")] = 3,
+    on_item_error: Annotated[str | None, typer.Option(
+        "--on-item-error", metavar="WHAT", help="continue (default) or stop.")] = None,
+    item_workspace: Annotated[str | None, typer.Option(
+        "--item-workspace", metavar="WHERE",
+        help="Each item's workspace: dir:PATH, clone:REPO or copy (default: the workflow's "
+        "`workspace`, else copy).")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="PROVIDER:MODEL.")] = None,
+    sandbox: Annotated[str | None, typer.Option("--sandbox", metavar="MODE",
+                                                help="workspace (default), read-only, off.")]
+    = None,
+    no_network: Annotated[bool, typer.Option("--no-network", help="No network for programs.")]
+    = False,
+    workspace: Annotated[Path | None, typer.Option(
+        "--workspace", "-w", help="Directory to work in.")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON event per line.")]
+    = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the final summary.")]
+    = False,
+) -> None:
+    """Run WORKFLOW once per item, each a sub-task with its own workspace."""
+    from normalize.batch.begin import BatchRequest
+    from normalize.batch.manifest import BatchLimits
+    from normalize.runner import parse_vars
+
+    env = _env()
+    try:
+        request = BatchRequest(
+            workflow, read_items(env, items, items_format), goal=goal,
+            variables=parse_vars(var or []), model=model, workspace=item_workspace,
+            executor=executor, address=address or "", on_item_error=on_item_error,
+            limits=BatchLimits(concurrency=concurrency, budget=_usd("--budget", budget),
+                               item_budget=_usd("--item-budget", item_budget),
+                               max_attempts=max_attempts),
+            flags=item_flags(approve, sandbox, False if no_network else None))
+    except NormalizeError as exc:
+        raise typer.Exit(fail(env, exc)) from None
+    raise typer.Exit(start(env, request, workspace=workspace, approve=approve, sandbox=sandbox,
+                           network=False if no_network else None, json_output=json_output,
+                           quiet=quiet))
+
+
+def _usd(flag: str, value: float | None) -> float | None:
+    if value is not None and value <= 0:
+        raise UsageError(f"{flag} {value:g}: must be more than 0 (USD)")
+    return value
+
+
+def read_items(env: Any, source: str, fmt: str | None) -> list[dict[str, Any]]:
+    from normalize.batch.items import read_items as parse
+
+    text = env.stdin.read() if source == "-" else None
+    return parse(source, text, fmt)
+
+
+def start(env: Any, request: Any, *, workspace: Path | None, approve: str | None,
+          sandbox: str | None, network: bool | None, json_output: bool, quiet: bool) -> int:
+    """Start the batch, print its id first, and drive it to its end."""
+    from normalize.batch.begin import start_batch
+    from normalize.runner import RunOptions
+    from normalize.store import TaskStore
+
+    try:
+        root = (workspace or Path.cwd()).resolve()
+        if not root.is_dir():
+            raise UsageError(f"--workspace {root}: not a directory")
+        store = TaskStore()
+        options = RunOptions(workspace=root, approve=approve, sandbox=sandbox, network=network,
+                             store=store)
+        manifest = start_batch(request, options, store)
+    except NormalizeError as exc:
+        return fail(env, exc)
+    _line(env, json_output, {"type": "batch_started", "batch": manifest.batch,
+                             "items": len(manifest.items), "executor": manifest.executor},
+          f"batch {manifest.batch}: {len(manifest.items)} items ({manifest.executor})")
+    return drive(env, manifest, store, options, json_output=json_output, quiet=quiet)
+
+
+def drive(env: Any, manifest: Any, store: Any, options: Any, *, json_output: bool,
+          quiet: bool) -> int:
+    """Run the batch's parent to its end, one line per item; the batch's exit status."""
+    from normalize.batch.begin import make_executor
+    from normalize.batch.parent import BatchParent, ItemUpdate
+    from normalize.cli.console import SignalCancel
+    from normalize.cli.outcome import stopping_note
+
+    def report(update: ItemUpdate) -> None:
+        if quiet or (update.status == "running" and not json_output):
+            return
+        note = f" ({update.note})" if update.note else ""
+        _line(env, json_output, {"type": "item_updated", **update.__dict__},
+              f"item {update.position} {update.task_id} {update.status} "
+              f"${update.cost_usd:.4f} attempt {update.attempts}{note}")
+
+    try:
+        executor = make_executor(manifest)
+        parent = BatchParent(manifest, store, executor, options, report=report)
+        with SignalCancel(options.cancel, notify=stopping_note(env)):
+            outcome = parent.run()
+    except NormalizeError as exc:
+        return fail(env, exc)
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.counts.items()))
+    _line(env, json_output, {"type": "batch_ended", "batch": outcome.batch,
+                             "status": outcome.status.value, "counts": outcome.counts,
+                             "cost_usd": outcome.cost_usd, "untouched": outcome.untouched},
+          f"batch {outcome.batch} {outcome.status.value}: {counts}, "
+          f"${outcome.cost_usd:.4f}")
+    if outcome.untouched and not json_output:
+        shown = ", ".join(map(str, outcome.untouched[:20]))
+        more = " …" if len(outcome.untouched) > 20 else ""
+        env.stdout.write(f"  left untouched (the budget could not cover them): items "
+                         f"{shown}{more}\n")
+    if not json_output and outcome.status.value != "done":
+        env.stdout.write(f"  see `normalize batch status {outcome.batch}`; "
+                         f"`normalize resume {outcome.batch}` continues it\n")
+    return outcome.exit_status
+
+
+def _line(env: Any, json_output: bool, event: dict[str, Any], text: str) -> None:
+    env.stdout.write((json.dumps(event) if json_output else text) + "\n")
+    env.stdout.flush()
+
+
+def resume_batch(env: Any, ref: str, *, json_output: bool, quiet: bool) -> int:
+    """`normalize resume BATCH`: collect what ended, re-attach, submit only the rest."""
+    from normalize.batch.begin import open_batch
+    from normalize.runner import RunOptions
+    from normalize.store import TaskStore
+
+    try:
+        store = TaskStore()
+        manifest = open_batch(store, ref)
+        options = RunOptions(workspace=Path(manifest.origin), store=store)
+    except NormalizeError as exc:
+        return fail(env, exc)
+    _line(env, json_output, {"type": "batch_resumed", "batch": manifest.batch},
+          f"batch {manifest.batch}: resumed ({len(manifest.items)} items)")
+    return drive(env, manifest, store, options, json_output=json_output, quiet=quiet)
+
+
+def batch_of(ref: str) -> str | None:
+    """The batch `ref` names, if it names one (a cheap look for `resume`)."""
+    from normalize.batch.manifest import is_batch
+    from normalize.store import TaskStore
+
+    store = TaskStore()
+    try:
+        task_id = store.resolve(ref)
+    except NormalizeError:
+        return None
+    return task_id if is_batch(store.home, task_id) else None
