@@ -34,9 +34,10 @@ from normalize.batch.manifest import BatchFiles, Manifest, Progress
 from normalize.cancel import CancelToken
 from normalize.errors import ExitStatus, NormalizeError
 from normalize.execution.executor import ChildJob, Executor, Handle, Placing
+from normalize.faults import crash_point
 from normalize.runner import RunOptions
 from normalize.store import TaskStore
-from normalize.store.ownership import pid_alive
+from normalize.store.ownership import TaskLock, pid_alive
 from normalize.task import Task, TaskStatus
 
 POLL = 0.1  # seconds between looks at the items in flight
@@ -102,14 +103,16 @@ class BatchParent:
         self.node = socket.gethostname()
         self._flights: dict[int, _Flight] = {}
         self._progress = [self.files.progress(n) for n in range(len(manifest.items))]
+        self.parent: Task = Task(id="", goal="", workspace="", driver="batch")  # (run sets)
+        self.lock: TaskLock | None = None
         self._stopped = False  # on_item_error = stop, after a failed item
         self._short = False  # the budget could not cover the next item
 
     # -- the loop ------------------------------------------------------------
 
     def run(self) -> BatchOutcome:
-        parent = self.store.load(self.manifest.batch)
-        lock = self.store.lock(parent.id)
+        parent = self.parent = self.store.load(self.manifest.batch)
+        lock = self.lock = self.store.lock(parent.id)
         lock.acquire(parent.epoch)
         try:
             parent.status, parent.epoch = TaskStatus.RUNNING, lock.epoch
@@ -192,6 +195,8 @@ class BatchParent:
                 progress.note = str(exc)
                 self._finish(progress, "failed", 0.0)
                 return
+            self.parent.children.append(progress.task_id)
+            self.store.save(self.parent, lock=self.lock)
         progress.stage, progress.attempts = "submitted", progress.attempts + 1
         progress.node = self.node
         self.files.save(progress)
@@ -237,6 +242,7 @@ class BatchParent:
     def _finish(self, progress: Progress, status: str, cost: float) -> None:
         progress.stage = "collected"
         self.files.save(progress)
+        crash_point("batch_collected")
         if self.manifest.limits.on_item_error == "stop" and status in FAILED | {"failed"}:
             self._stopped = True
         self.report(ItemUpdate(progress.position, progress.task_id, status, progress.attempts,

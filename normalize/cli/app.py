@@ -233,6 +233,13 @@ def agent(
         "--repo-map", metavar="TOKENS",
         help="Put a repo map of about TOKENS tokens in the cached prompt (0: none).")] = None,
     commit: CommitOpt = False,
+    items: Annotated[str | None, typer.Option(
+        "--items", metavar="FILE|-", help="Run TASK once per item (a batch: JSON lines, CSV, "
+        "or lines; {item.NAME} in TASK); --budget is then the whole batch's.")] = None,
+    item_budget: Annotated[float | None, typer.Option(
+        "--item-budget", metavar="USD", help="With --items: each item's model cost.")] = None,
+    concurrency: Annotated[int, typer.Option(
+        "--concurrency", min=1, help="With --items: items in flight at once.")] = 4,
 ) -> None:
     """A model works on TASK with normalize's commands.
 
@@ -243,6 +250,14 @@ def agent(
     from normalize.cli.taskinput import task_text
 
     env = _env()
+    if items is not None:
+        from normalize.cli.batch import agent_items
+
+        raise typer.Exit(agent_items(
+            env, task, items, workflow=workflow, model=model, budget=budget,
+            item_budget=item_budget, concurrency=concurrency, approve=approve,
+            sandbox=sandbox, network=_network(network, no_network), workspace=workspace,
+            json_output=json_output, quiet=quiet))
     try:
         goal = task_text(env, task, task_file)
     except NormalizeError as exc:

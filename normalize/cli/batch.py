@@ -132,6 +132,29 @@ def batch_run(
                            quiet=quiet))
 
 
+def agent_items(env: Any, goal: str, items: str, *, workflow: str | None, model: str | None,
+                budget: float | None, item_budget: float | None, concurrency: int,
+                approve: str | None, sandbox: str | None, network: bool | tuple[str, ...] | None,
+                workspace: Path | None, json_output: bool, quiet: bool) -> int:
+    """`normalize agent --items FILE GOAL`: the agent once per item, GOAL with {item.NAME}."""
+    from normalize.batch.begin import BatchRequest
+    from normalize.batch.manifest import BatchLimits
+    from normalize.cli.commands import pin_replay
+
+    try:
+        if not goal.strip():
+            raise UsageError("TASK is empty: say what the agent should do with each item")
+        request = BatchRequest(
+            workflow or "dwim", read_items(env, items, None), goal=goal, model=pin_replay(model),
+            limits=BatchLimits(concurrency=concurrency, budget=_usd("--budget", budget),
+                               item_budget=_usd("--item-budget", item_budget)),
+            flags=item_flags(approve, sandbox, network))
+    except NormalizeError as exc:
+        return fail(env, exc)
+    return start(env, request, workspace=workspace, approve=approve, sandbox=sandbox,
+                 network=network, json_output=json_output, quiet=quiet)
+
+
 def _usd(flag: str, value: float | None) -> float | None:
     if value is not None and value <= 0:
         raise UsageError(f"{flag} {value:g}: must be more than 0 (USD)")
@@ -146,7 +169,8 @@ def read_items(env: Any, source: str, fmt: str | None) -> list[dict[str, Any]]:
 
 
 def start(env: Any, request: Any, *, workspace: Path | None, approve: str | None,
-          sandbox: str | None, network: bool | None, json_output: bool, quiet: bool) -> int:
+          sandbox: str | None, network: bool | tuple[str, ...] | None, json_output: bool,
+          quiet: bool) -> int:
     """Start the batch, print its id first, and drive it to its end."""
     from normalize.batch.begin import start_batch
     from normalize.runner import RunOptions
