@@ -8,7 +8,6 @@ the batch's parent as each item moves on). An item's own state is its task's.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from normalize.errors import TaskNotFoundError, UsageError
 from normalize.fsutil import private_dirs
 from normalize.serial import Record
 from normalize.store.ownership import atomic_write_bytes
+from normalize.store.paths import batch_item_id
 
 OnItemError = Literal["continue", "stop"]
 Stage = Literal["untouched", "submitted", "collected"]
@@ -26,7 +26,7 @@ WORKSPACE_KINDS = ("dir:", "clone:", "copy")
 
 def item_id(batch: str, position: int) -> str:
     """An item's task id: the same for the same batch and position, on every run."""
-    return hashlib.sha256(f"{batch}/item/{position}".encode()).hexdigest()[:8]
+    return batch_item_id(batch, position)
 
 
 def check_workspace(template: str, where: str) -> None:

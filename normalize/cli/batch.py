@@ -265,3 +265,93 @@ def batch_of(ref: str) -> str | None:
     except NormalizeError:
         return None
     return task_id if is_batch(store.home, task_id) else None
+
+
+StoreOpt = Annotated[str | None, typer.Option(
+    "--store", metavar="URL", help="The data home the batch lives in (a path or file://URL; "
+    "default: this machine's).")]
+
+
+def _store(url: str | None) -> Any:
+    from normalize.store import TaskStore
+
+    if url is None:
+        return TaskStore()
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme != "file":
+        raise UsageError(f"--store {url}: only file:// stores are supported here")
+    path = Path(rest if sep else url).expanduser()
+    if not (path / "batches").is_dir():
+        raise UsageError(f"--store {url}: no batches there")
+    return TaskStore(path.resolve())
+
+
+@batch_app.command("status")
+def batch_status(
+    batch: Annotated[str, typer.Argument(help="A batch id (or a unique prefix).")],
+    store: StoreOpt = None,
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON object per item.")]
+    = False,
+) -> None:
+    """Where each item of a batch stands: status, attempts, node, turns, cost, +/-."""
+    from normalize.batch.manifest import BatchFiles
+    from normalize.batch.watch import rows
+
+    env = _env()
+    try:
+        where = _store(store)
+        manifest = BatchFiles(where.home, where.resolve(batch)).manifest()
+        found = rows(where, manifest)
+    except NormalizeError as exc:
+        raise typer.Exit(fail(env, exc)) from None
+    if json_output:
+        for row in found:
+            env.stdout.write(json.dumps(row.__dict__) + "\n")
+        raise typer.Exit(0)
+    raise typer.Exit(_table(env, manifest, found))
+
+
+def _table(env: Any, manifest: Any, found: list[Any]) -> int:
+    from normalize.redact import inert
+
+    counts: dict[str, int] = {}
+    for row in found:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    cost = sum(row.cost_usd for row in found)
+    shown = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    env.stdout.write(f"batch {manifest.batch}: {len(found)} items ({shown}), ${cost:.4f}\n")
+    env.stdout.write(f"{'item':>5}  {'task':<8}  {'status':<14} {'tries':>5}  {'node':<16} "
+                     f"{'turns':>5}  {'cost':>8}  {'+/-':<11}\n")
+    for row in found:
+        change = f"+{row.added} -{row.removed}" if row.added or row.removed else ""
+        line = (f"{row.position:>5}  {row.task_id:<8}  {row.status:<14} {row.attempts:>5}  "
+                f"{row.node[:16]:<16} {row.turns:>5}  ${row.cost_usd:>7.4f}  {change:<11}")
+        question = row.question or row.note
+        if question:
+            line += f"  {inert(question.splitlines()[0])[:80]}"
+        env.stdout.write(line.rstrip() + "\n")
+    return 0
+
+
+@batch_app.command("collect")
+def batch_collect(
+    batch: Annotated[str, typer.Argument(help="A batch id (or a unique prefix).")],
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR",
+                                         help="Where the diffs and results.jsonl go.")],
+    store: StoreOpt = None,
+) -> None:
+    """Every item's diff, summary and structured result, in DIR (results.jsonl)."""
+    from normalize.batch.manifest import BatchFiles
+    from normalize.batch.watch import collect
+
+    env = _env()
+    try:
+        where = _store(store)
+        manifest = BatchFiles(where.home, where.resolve(batch)).manifest()
+        count = collect(where, manifest, output)
+    except NormalizeError as exc:
+        raise typer.Exit(fail(env, exc)) from None
+    except OSError as exc:
+        raise typer.Exit(fail(env, UsageError(f"--output {output}: {exc.strerror}"))) from None
+    env.stdout.write(f"batch {manifest.batch}: {count} items collected in {output}\n")
+    raise typer.Exit(0)

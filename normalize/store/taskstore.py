@@ -42,7 +42,7 @@ from normalize.store import ckptlog, index
 from normalize.store.journal import JournalWriter, read_journal, tail_events, write_hint
 from normalize.store.migrations import migrate
 from normalize.store.ownership import TaskLock, atomic_write_bytes, pid_alive
-from normalize.store.paths import data_home
+from normalize.store.paths import batch_item_id, data_home
 from normalize.task import SCHEMA_VERSION, Kept, Task
 
 __all__ = ["StoreProblem", "TaskLock", "TaskStore", "atomic_write_bytes", "pid_alive"]
@@ -615,6 +615,15 @@ class TaskStore:
             return str(max(rows, key=lambda row: row[index.UPDATED] or 0.0)[index.ID])
         if "/" not in ref and not ref.startswith(".") and self.task_path(ref).is_file():
             return ref  # an exact id: its file, without listing the store
+        head, slash, tail = ref.partition("/")
+        if slash and head and tail:  # BATCH/N (an item's position) or BATCH/ITEM
+            batch = self.resolve(head)
+            if tail.isdigit():
+                return self.resolve(batch_item_id(batch, int(tail)))
+            found = self.resolve(tail)
+            if self.state(found).get("parent") != batch:
+                raise TaskNotFoundError(f"task {found} is not an item of batch {batch}")
+            return found
         ids = self.ids()
         matches = [i for i in ids if i.startswith(ref)]
         if len(matches) == 1:

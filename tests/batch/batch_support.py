@@ -37,6 +37,7 @@ name = "edit"
 action = "run sh -c 'echo {item.word} >> f.txt; echo once >> effects.log'"
 [[workflow.steps]]
 name = "wait"
+on_interrupt = "rerun"  # waiting has no effect: a run cut short here is safe to run again
 action = "run sh -c 'while [ -n \\"{item.gate}\\" ] && [ ! -e \\"{item.gate}\\" ]; do \
 sleep 0.05; done'"
 [[workflow.steps]]
@@ -143,3 +144,15 @@ def runs_of(home: Path, task_id: str) -> int:
     path = home / "tasks" / f"{task_id}.jsonl"
     return sum(1 for line in path.read_text().splitlines()
                if line.strip() and json.loads(line).get("type") == "run_started")
+
+
+def in_step(home: Path, task_id: str, key: str) -> bool:
+    """Whether the task's journal has the action `key` started (its earlier ones ended)."""
+    path = home / "tasks" / f"{task_id}.jsonl"
+    if not path.exists():
+        return False
+    for line in path.read_text().splitlines():
+        event = json.loads(line) if line.strip() else {}
+        if event.get("type") == "action_started" and event["action"].get("key") == key:
+            return True
+    return False

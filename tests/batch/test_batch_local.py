@@ -18,6 +18,7 @@ from batch_support import (
     cli,
     edit_items,
     effects,
+    in_step,
     needs_sandbox,
     progress,
     runs_of,
@@ -100,15 +101,10 @@ def test_a_killed_item_process_is_retried_and_its_effect_happens_once(tmp_path: 
     try:
         assert parent.stdout is not None
         batch = json.loads(parent.stdout.readline())["batch"]
-        item = progress(home, batch)[0]["task_id"] if progress(home, batch) else ""
-
-        def waiting() -> bool:
-            rows = progress(home, batch)
-            return bool(rows) and (home / "tasks" / f"{rows[0]['task_id']}.owner").exists() \
-                and effects(tmp_path)["r00"] == 1
-
-        wait_for(waiting, 120, "item 0 running, its effect done, waiting for its gate")
+        wait_for(lambda: progress(home, batch)[0]["stage"] == "submitted", 60, "item 0")
         item = progress(home, batch)[0]["task_id"]
+        wait_for(lambda: in_step(home, item, "1.0"), 120,
+                 "item 0's effect done, its process waiting for its gate")
         pid = json.loads((home / "tasks" / f"{item}.owner").read_text())["pid"]
         os.kill(pid, signal.SIGKILL)
         wait_for(lambda: progress(home, batch)[0]["attempts"] == 2, 120, "a second attempt")
