@@ -43,7 +43,7 @@ def rows(store: TaskStore, manifest: Manifest, *, changes: bool = True) -> list[
     for position in range(len(manifest.items)):
         progress = files.progress(position)
         row = ItemRow(position, progress.task_id, item_status(store, progress),
-                      progress.attempts, progress.node, note=progress.note)
+                      progress.attempts, _node(store, progress), note=progress.note)
         task = _task(store, progress)
         if task is not None:
             row.turns, row.cost_usd = task.turn, task.usage.cost_usd
@@ -52,6 +52,14 @@ def rows(store: TaskStore, manifest: Manifest, *, changes: bool = True) -> list[
                 row.added, row.removed = _lines(store, task)
         out.append(row)
     return out
+
+
+def _node(store: TaskStore, progress: Progress) -> str:
+    """Where the item runs or ran: what its worker wrote last, else what its parent saw."""
+    try:
+        return (store.tasks_dir / progress.task_id / "node").read_text().strip()[:64]
+    except OSError:
+        return progress.node
 
 
 def _task(store: TaskStore, progress: Progress) -> Task | None:

@@ -54,6 +54,10 @@ def run_job(argv: list[str], env: dict[str, str], log: str) -> tuple[int, str]:
         node = ray.get_runtime_context().get_node_id()
     except Exception:  # (run outside a worker: the tests of this function)
         node = ""
+    if log and node:  # where it runs now, for `batch status` (beside the job's log)
+        from pathlib import Path
+
+        Path(log).with_name("node").write_text(node)
     out: Any = open(log, "ab") if log else subprocess.DEVNULL
     try:
         proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,

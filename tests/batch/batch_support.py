@@ -146,13 +146,19 @@ def runs_of(home: Path, task_id: str) -> int:
                if line.strip() and json.loads(line).get("type") == "run_started")
 
 
-def in_step(home: Path, task_id: str, key: str) -> bool:
-    """Whether the task's journal has the action `key` started (its earlier ones ended)."""
+def in_step(home: Path, task_id: str, key: str, run: int = 1) -> bool:
+    """Whether the task's journal has the action `key` started in its `run`-th run.
+
+    `key` may be `wait`: the wait step's action, under whatever key its run gave it.
+    """
     path = home / "tasks" / f"{task_id}.jsonl"
     if not path.exists():
         return False
+    runs = 0
     for line in path.read_text().splitlines():
         event = json.loads(line) if line.strip() else {}
-        if event.get("type") == "action_started" and event["action"].get("key") == key:
+        runs += event.get("type") == "run_started"
+        if runs == run and event.get("type") == "action_started" \
+                and key in (event["action"].get("key"), "wait" * ("while" in line)):
             return True
     return False
