@@ -48,6 +48,10 @@ def cluster() -> Iterator[Any]:
         made.wait_for_nodes()
         yield made
     finally:
+        import ray
+
+        if ray.is_initialized():  # this process looked at the nodes (`_nodes`)
+            ray.shutdown()
         made.shutdown()
         if saved is None:
             os.environ.pop("RAY_USAGE_STATS_ENABLED", None)
