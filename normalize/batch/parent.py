@@ -37,7 +37,7 @@ from normalize.execution.executor import ChildJob, Executor, Handle, Placing
 from normalize.faults import crash_point
 from normalize.runner import RunOptions
 from normalize.store import TaskStore
-from normalize.store.ownership import TaskLock, pid_alive
+from normalize.store.ownership import TaskLock, expire_lease, pid_alive
 from normalize.task import Task, TaskStatus
 
 POLL = 0.1  # seconds between looks at the items in flight
@@ -225,11 +225,18 @@ class BatchParent:
             elif self.cancel.cancelled:
                 continue
             elif progress.attempts < self.manifest.limits.max_attempts:
+                self._expire(progress.task_id, flight)
                 waiting.insert(0, progress)  # its worker died: its next attempt resumes it
             else:
                 progress.note = f"gave up after {progress.attempts} attempt(s)"
                 self._finish(progress, task.status.value if task else "failed",
                              task.usage.cost_usd if task else 0.0)
+
+    def _expire(self, task_id: str, flight: _Flight) -> None:
+        """The executor says the attempt ended: its lease ends too (its holder is gone)."""
+        owner = self.store.owner(task_id)
+        if flight.handle is not None and owner is not None:
+            expire_lease(self.store.tasks_dir, task_id, owner[1])
 
     def _ended(self, flight: _Flight) -> bool:
         if flight.handle is not None:

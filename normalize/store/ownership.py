@@ -139,6 +139,17 @@ class Lease:
             self.path.unlink()
 
 
+def expire_lease(tasks_dir: Path, task_id: str, epoch: int) -> None:
+    """End the lease of `epoch` now: its executor reported the attempt holding it dead.
+
+    The next attempt then takes the task over at once instead of after
+    `lease_seconds()`; should the holder live on after all (cut off, not dead),
+    it is fenced like any other stale holder.
+    """
+    with contextlib.suppress(OSError):
+        os.utime(tasks_dir / f"{task_id}.lease.{epoch}", (0, 0))
+
+
 class TaskLock:
     """Ownership of one task: an flock, an owner file naming pid and epoch, and a lease.
 
@@ -238,7 +249,7 @@ class TaskLock:
 
     def release(self) -> None:
         if self.lease is not None:
-            if self.store.owner(self.task_id) == (os.getpid(), self.epoch):
+            if self.store.owner(self.task_id) in (None, (os.getpid(), self.epoch)):
                 self.lease.drop()  # (a process that lost the task leaves its taker's alone)
             else:
                 self.lease.stop()

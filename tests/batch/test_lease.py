@@ -99,3 +99,17 @@ def test_a_live_lease_is_not_taken_over(tmp_path: Path) -> None:
         out, err = holder.communicate(timeout=120)
     assert holder.returncode == 0, out + err
     assert (ws / "effects.log").read_text() == "edit\nmark\n"
+
+
+def test_a_run_step_gets_its_idempotency_key_in_its_environment(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.toml").write_text(
+        '[workflow]\nname = "key"\n[workflow.permissions]\nmode = "yes"\n'
+        '[[workflow.steps]]\nname = "a"\naction = "run sh -c \'echo $NORMALIZE_IDEMPOTENCY_KEY'
+        ' >> keys.txt\'"\n[[workflow.steps]]\nname = "b"\naction = "run sh -c \'echo '
+        '$NORMALIZE_IDEMPOTENCY_KEY >> keys.txt\'"\n')
+    done = cli("run", "wf.toml", "--json", cwd=ws, home=tmp_path / "home")
+    assert done.returncode == 0, done.stdout + done.stderr
+    task = json.loads(done.stdout.splitlines()[0])["task_id"]
+    assert (ws / "keys.txt").read_text().splitlines() == [f"{task}:0.0", f"{task}:1.0"]
