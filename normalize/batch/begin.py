@@ -33,6 +33,7 @@ class BatchRequest:
     limits: BatchLimits = field(default_factory=BatchLimits)
     on_item_error: str | None = None  # overrides the workflow's
     flags: tuple[str, ...] = ()  # what each item's run is given
+    store: str = ""  # the URL to publish the batch to (empty: none)
 
 
 def workflow_hash(path: str) -> str:
@@ -62,7 +63,8 @@ def start_batch(request: BatchRequest, options: RunOptions, store: TaskStore) ->
                         request.goal or spec.description or spec.name, str(origin),
                         request.items, workspace=template, executor=request.executor,
                         address=request.address, flags=request.flags,
-                        variables=request.variables, model=request.model, limits=limits)
+                        variables=request.variables, model=request.model, limits=limits,
+                        store=request.store)
     if template in ("", "copy"):
         manifest.base = base_tree(origin, store.home)
     BatchFiles(store.home, batch, fsync=store.fsync).write_manifest(manifest)

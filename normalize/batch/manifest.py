@@ -65,6 +65,7 @@ class Manifest(Record):
     model: str | None = None
     limits: BatchLimits = field(default_factory=BatchLimits)
     base: str = ""  # isolated copies: the tree of the origin they are made from
+    store: str = ""  # the URL the batch is published to (empty: none)
 
 
 @dataclass

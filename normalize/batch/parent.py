@@ -31,6 +31,7 @@ from pathlib import Path
 
 from normalize.batch.items_make import make_item
 from normalize.batch.manifest import BatchFiles, Manifest, Progress
+from normalize.batch.publish import Publisher
 from normalize.cancel import CancelToken
 from normalize.errors import ExitStatus, NormalizeError
 from normalize.execution.executor import ChildJob, Executor, Handle, Placing
@@ -105,6 +106,8 @@ class BatchParent:
         self._progress = [self.files.progress(n) for n in range(len(manifest.items))]
         self.parent: Task = Task(id="", goal="", workspace="", driver="batch")  # (run sets)
         self.lock: TaskLock | None = None
+        self.publisher = None if not manifest.store else Publisher(manifest.store, store,
+                                                                   manifest.batch)
         self._stopped = False  # on_item_error = stop, after a failed item
         self._short = False  # the budget could not cover the next item
 
@@ -117,10 +120,14 @@ class BatchParent:
         try:
             parent.status, parent.epoch = TaskStatus.RUNNING, lock.epoch
             self.store.save(parent, lock=lock)
+            if self.publisher is not None:
+                self.publisher.manifest()
             outcome = self._loop()
             parent.status, parent.usage.cost_usd = outcome.status, outcome.cost_usd
             parent.summary = ", ".join(f"{n} {s}" for s, n in sorted(outcome.counts.items()))
             self.store.save(parent, lock=lock)
+            if self.publisher is not None:
+                self.publisher.task(parent.id)
             return outcome
         finally:
             lock.release()
@@ -141,6 +148,11 @@ class BatchParent:
         if self.cancel.cancelled:
             self._stop_all()
         return self._outcome()
+
+    def _save(self, progress: Progress) -> None:
+        self.files.save(progress)
+        if self.publisher is not None:
+            self.publisher.progress(progress)
 
     # -- starting an item -------------------------------------------------------
 
@@ -172,7 +184,7 @@ class BatchParent:
         if limits.budget is not None and self._committed() + share > limits.budget + EPSILON:
             return False
         progress.reserved = share
-        self.files.save(progress)
+        self._save(progress)
         return True
 
     def _committed(self) -> float:
@@ -199,7 +211,7 @@ class BatchParent:
             self.store.save(self.parent, lock=self.lock)
         progress.stage, progress.attempts = "submitted", progress.attempts + 1
         progress.node = self.node
-        self.files.save(progress)
+        self._save(progress)
         log = self.store.tasks_dir / progress.task_id / "executor.log"
         log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         handle = self.executor.submit(ChildJob(progress.task_id, str(self.store.home),
@@ -244,11 +256,13 @@ class BatchParent:
         return flight.pid is None or not _alive(flight.pid)
 
     def _collect(self, progress: Progress, task: Task) -> None:
+        if self.publisher is not None:
+            self.publisher.item(task.id)
         self._finish(progress, task.status.value, task.usage.cost_usd)
 
     def _finish(self, progress: Progress, status: str, cost: float) -> None:
         progress.stage = "collected"
-        self.files.save(progress)
+        self._save(progress)
         crash_point("batch_collected")
         if self.manifest.limits.on_item_error == "stop" and status in FAILED | {"failed"}:
             self._stopped = True

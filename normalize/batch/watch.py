@@ -83,7 +83,8 @@ def _lines(store: TaskStore, task: Task) -> tuple[int, int]:
             sum(max(r, 0) for _, r in counts.values()))
 
 
-def _patch(store: TaskStore, task: Task) -> str:
+def patch_of(store: TaskStore, task: Task) -> str:
+    """The task's net change as a readable patch (empty without checkpoints)."""
     from normalize.checkpoints.changes import TaskChanges, readable_patch
 
     try:
@@ -105,7 +106,7 @@ def collect(store: TaskStore, manifest: Manifest, out: Path) -> int:
         record: dict[str, Any] = {**asdict(row), "item": manifest.items[row.position]}
         if task is not None:
             redactor = Redactor.for_workspace(task.workspace)  # shown, so redacted
-            patch = redactor.redact(_patch(store, task))
+            patch = redactor.redact(patch_of(store, task))
             if patch:
                 name = f"{row.position:05d}-{row.task_id}.diff"
                 (out / name).write_text(patch)

@@ -331,6 +331,9 @@ def diff(
     stat: Annotated[bool, typer.Option("--stat", help="Files and +/- lines only.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Files and hunks as JSON.")]
     = False,
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL", help="Read BATCH/ITEM from the store a batch was published "
+        "to.")] = None,
 ) -> None:
     """What a task (or one STEP of it) changed, as a diff.
 
@@ -338,6 +341,10 @@ def diff(
     """
     from normalize.cli.changes import show_diff
 
+    if store is not None:
+        from normalize.cli.batch import diff_remote
+
+        raise typer.Exit(diff_remote(_env(), task, store))
     raise typer.Exit(show_diff(_env(), task, step, stat=stat, json_output=json_output))
 
 
@@ -421,10 +428,17 @@ def tasks_show(
     task: Annotated[str, typer.Argument(autocompletion=complete_task_ids)],
     json_output: Annotated[bool, typer.Option("--json", help="The task and its events.")] = False,
     full: Annotated[bool, typer.Option("--full", help="Each step's whole output.")] = False,
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL", help="Read BATCH/ITEM from the store a batch was published "
+        "to.")] = None,
 ) -> None:
     """Show a task and its steps, each with its output."""
     from normalize.cli.commands import show_task
 
+    if store is not None:
+        from normalize.cli.batch import show_remote
+
+        raise typer.Exit(show_remote(_env(), task, store, json_output=json_output))
     raise typer.Exit(show_task(_env(), task, json_output=json_output, full=full))
 
 

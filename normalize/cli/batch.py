@@ -9,6 +9,7 @@ it. `resume BATCH` continues a batch whose parent stopped (see
 # No `from __future__ import annotations`: typer reads the annotations at start-up.
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -105,6 +106,9 @@ def batch_run(
     = False,
     workspace: Annotated[Path | None, typer.Option(
         "--workspace", "-w", help="Directory to work in.")] = None,
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL", help="Also publish the batch to URL (s3://…, gs://…), to "
+        "watch it from anywhere with --store URL.")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON event per line.")]
     = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the final summary.")]
@@ -124,7 +128,8 @@ def batch_run(
             limits=BatchLimits(concurrency=concurrency, budget=_usd("--budget", budget),
                                item_budget=_usd("--item-budget", item_budget),
                                max_attempts=max_attempts),
-            flags=item_flags(approve, sandbox, False if no_network else None))
+            flags=item_flags(approve, sandbox, False if no_network else None),
+            store=_publish_url(store))
     except NormalizeError as exc:
         raise typer.Exit(fail(env, exc)) from None
     raise typer.Exit(start(env, request, workspace=workspace, approve=approve, sandbox=sandbox,
@@ -153,6 +158,19 @@ def agent_items(env: Any, goal: str, items: str, *, workflow: str | None, model:
         return fail(env, exc)
     return start(env, request, workspace=workspace, approve=approve, sandbox=sandbox,
                  network=network, json_output=json_output, quiet=quiet)
+
+
+def _publish_url(url: str | None) -> str:
+    """`--store URL` of a new batch: a remote URL (it is checked as the batch starts)."""
+    from normalize.store.remote import RemoteStore, is_remote
+
+    if url is None:
+        return ""
+    if not is_remote(url):
+        raise UsageError(f"--store {url}: a batch runs in this data home; --store names a "
+                         "URL to publish it to (s3://…, gs://…)")
+    RemoteStore(url)  # its protocol's package is there
+    return url
 
 
 def _usd(flag: str, value: float | None) -> float | None:
@@ -272,11 +290,15 @@ StoreOpt = Annotated[str | None, typer.Option(
     "default: this machine's).")]
 
 
-def _store(url: str | None) -> Any:
+def _store(url: str | None, batch: str = "") -> Any:
+    """The data home to read a batch from: this one, a path, or a pull of a URL's."""
     from normalize.store import TaskStore
+    from normalize.store.remote import is_remote
 
     if url is None:
         return TaskStore()
+    if is_remote(url):
+        return TaskStore(pulled(url, batch))
     scheme, sep, rest = url.partition("://")
     if sep and scheme != "file":
         raise UsageError(f"--store {url}: only file:// stores are supported here")
@@ -299,7 +321,7 @@ def batch_status(
 
     env = _env()
     try:
-        where = _store(store)
+        where = _store(store, batch)
         manifest = BatchFiles(where.home, where.resolve(batch)).manifest()
         found = rows(where, manifest)
     except NormalizeError as exc:
@@ -346,7 +368,7 @@ def batch_collect(
 
     env = _env()
     try:
-        where = _store(store)
+        where = _store(store, batch)
         manifest = BatchFiles(where.home, where.resolve(batch)).manifest()
         count = collect(where, manifest, output)
     except NormalizeError as exc:
@@ -355,3 +377,49 @@ def batch_collect(
         raise typer.Exit(fail(env, UsageError(f"--output {output}: {exc.strerror}"))) from None
     env.stdout.write(f"batch {manifest.batch}: {count} items collected in {output}\n")
     raise typer.Exit(0)
+
+
+def pulled(url: str, ref: str) -> Path:
+    """A scratch data home holding the batch `ref` (or the batch of `BATCH/ITEM`) from `url`."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from normalize.batch.publish import pull_batch
+
+    home = Path(tempfile.mkdtemp(prefix="normalize-pulled-"))
+    atexit.register(shutil.rmtree, home, True)
+    pull_batch(url, ref.partition("/")[0], home)
+    return home
+
+
+def show_remote(env: Any, ref: str, url: str, *, json_output: bool) -> int:
+    """`tasks show BATCH/ITEM --store URL`: the item as its batch's parent published it."""
+    from normalize.cli.commands import show_task
+
+    try:
+        home = _store(url, ref).home
+    except NormalizeError as exc:
+        return fail(env, exc)
+    os.environ["NORMALIZE_HOME"] = str(home)  # (this process reads that store from here on)
+    return int(show_task(env, ref, json_output=json_output))
+
+
+def diff_remote(env: Any, ref: str, url: str) -> int:
+    """`diff BATCH/ITEM --store URL`: the item's net change as its batch's parent published it."""
+    from normalize.batch.publish import published_diff
+
+    try:
+        where = _store(url, ref)
+        task_id = where.resolve(ref)
+        batch = where.resolve(ref.partition("/")[0])
+    except NormalizeError as exc:
+        return fail(env, exc)
+    patch = published_diff(where.home, batch, task_id)
+    if not patch:
+        env.stderr.write(f"task {task_id}: no changes published\n")
+        return 0
+    from normalize.redact import inert
+
+    env.stdout.write(inert(patch))
+    return 0
