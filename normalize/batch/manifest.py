@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from normalize.errors import TaskNotFoundError, UsageError
+from normalize.errors import NormalizeError, TaskNotFoundError, UsageError
 from normalize.fsutil import private_dirs
 from normalize.serial import Record
+from normalize.store import TaskStore
 from normalize.store.ownership import atomic_write_bytes
 from normalize.store.paths import batch_item_id
 
@@ -127,3 +128,15 @@ class BatchFiles:
 def is_batch(home: Path, task_id: str) -> bool:
     """Whether `task_id` is a batch's parent (it has a manifest)."""
     return BatchFiles(home, task_id).exists
+
+
+def item_status(store: TaskStore, progress: Progress) -> str:
+    """An item's status: its task's, or `untouched` / `failed` (it never got a task)."""
+    if progress.stage == "untouched":
+        return "untouched"
+    try:
+        return str(store.state(progress.task_id).get("status", "pending"))
+    except NormalizeError:
+        return "failed"
+    except (OSError, ValueError):
+        return "failed"

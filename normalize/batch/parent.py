@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from normalize.batch.items_make import make_item
-from normalize.batch.manifest import BatchFiles, Manifest, Progress
+from normalize.batch.manifest import BatchFiles, Manifest, Progress, item_status
 from normalize.batch.publish import Publisher
 from normalize.cancel import CancelToken
 from normalize.errors import ExitStatus, NormalizeError
@@ -301,18 +301,6 @@ class BatchParent:
             return self.store.load(task_id, with_config=False)
         except NormalizeError:
             return None
-
-
-def item_status(store: TaskStore, progress: Progress) -> str:
-    """An item's status: its task's, or `untouched` / `failed` (it never got a task)."""
-    if progress.stage == "untouched":
-        return "untouched"
-    try:
-        return str(store.state(progress.task_id).get("status", "pending"))
-    except NormalizeError:
-        return "failed"
-    except (OSError, ValueError):
-        return "failed"
 
 
 def _alive(pid: int) -> bool:

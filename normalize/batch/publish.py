@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from normalize.batch.manifest import BatchFiles, Progress
-from normalize.errors import TaskNotFoundError
+from normalize.errors import NormalizeError, TaskNotFoundError
 from normalize.store import TaskStore
 from normalize.store.remote import RemoteStore
+from normalize.task import Task
 
 DIFFS = "diffs"  # under batches/BATCH/: ITEM.diff, each item's net change
 
@@ -44,8 +45,6 @@ class Publisher:
 
     def item(self, task_id: str) -> None:
         """A collected item: its task and its diff."""
-        from normalize.batch.watch import patch_of
-
         self.task(task_id)
         try:
             task = self.store.load(task_id, with_config=False)
@@ -54,6 +53,16 @@ class Publisher:
         patch = patch_of(self.store, task)
         if patch:
             self.remote.put(f"batches/{self.batch}/{DIFFS}/{task_id}.diff", patch.encode())
+
+
+def patch_of(store: TaskStore, task: Task) -> str:
+    """The task's net change as a readable patch (empty without checkpoints)."""
+    from normalize.checkpoints.changes import TaskChanges, readable_patch
+
+    try:
+        return readable_patch(TaskChanges.open(store, task).patch(None))
+    except NormalizeError:
+        return ""
 
 
 def pull_batch(url: str, ref: str, home: Path) -> str:

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from normalize.batch.manifest import BatchFiles, Manifest, Progress
-from normalize.batch.parent import item_status
+from normalize.batch.manifest import BatchFiles, Manifest, Progress, item_status
+from normalize.batch.publish import patch_of
 from normalize.errors import NormalizeError
 from normalize.store import TaskStore
 from normalize.task import Task
@@ -81,16 +81,6 @@ def _lines(store: TaskStore, task: Task) -> tuple[int, int]:
         return 0, 0
     return (sum(max(a, 0) for a, _ in counts.values()),
             sum(max(r, 0) for _, r in counts.values()))
-
-
-def patch_of(store: TaskStore, task: Task) -> str:
-    """The task's net change as a readable patch (empty without checkpoints)."""
-    from normalize.checkpoints.changes import TaskChanges, readable_patch
-
-    try:
-        return readable_patch(TaskChanges.open(store, task).patch(None))
-    except NormalizeError:
-        return ""
 
 
 def collect(store: TaskStore, manifest: Manifest, out: Path) -> int:

@@ -313,8 +313,12 @@ def resume(
     quiet: QuietOpt = False,
 ) -> None:
     """Continue a task where it stopped."""
+    from normalize.cli.batch import batch_of, resume_batch
     from normalize.cli.commands import resume_task
 
+    batch = batch_of(task)
+    if batch is not None:  # a batch's parent: its items are collected, re-attached, submitted
+        raise typer.Exit(resume_batch(_env(), batch, json_output=json_output, quiet=quiet))
     raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve,
                                  driver=driver, max_turns=max_turns, budget=budget,
                                  json_output=json_output, quiet=quiet, model=model,

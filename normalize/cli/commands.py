@@ -155,11 +155,6 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 sandbox: str | None = None, network: bool | tuple[str, ...] | None = None,
                 rewind: int | None = None, instruction: str | None = None,
                 fork: bool = False, base_url: str | None = None) -> int:
-    from normalize.cli.batch import batch_of, resume_batch
-
-    batch = batch_of(ref)
-    if batch is not None:  # a batch's parent: its items are collected, re-attached, submitted
-        return resume_batch(env, batch, json_output=json_output, quiet=quiet)
     try:
         if (model is not None or base_url is not None) and (driver or "llm") != "llm":
             raise UsageError(f"{'--model' if model is not None else '--base-url'} goes with "
