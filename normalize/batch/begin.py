@@ -87,10 +87,12 @@ def open_batch(store: TaskStore, batch: str) -> Manifest:
 def make_executor(manifest: Manifest) -> Executor:
     """The executor the batch's items run on."""
     if manifest.executor == "ray":
-        from normalize.execution.ray import RayExecutor
+        from normalize.execution.ray import RayExecutor, Resources
 
-        return RayExecutor(address=manifest.address or None,
-                           limit=manifest.limits.concurrency)
+        limits = manifest.limits
+        return RayExecutor(address=manifest.address or None, limit=limits.concurrency,
+                           resources=Resources(limits.cpus, limits.memory_mb),
+                           retries=max(0, limits.max_attempts - 1))
     from normalize.execution.local import LocalExecutor
 
     return LocalExecutor(manifest.limits.concurrency)

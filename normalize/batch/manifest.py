@@ -46,6 +46,8 @@ class BatchLimits(Record):
     item_budget: float | None = None  # USD per item
     max_attempts: int = 3  # runs of one item (a worker or process that died counts)
     on_item_error: OnItemError = "continue"
+    cpus: float = 1.0  # what one item asks a cluster for (Ray's scheduling request)
+    memory_mb: int | None = None
 
 
 @dataclass

@@ -92,6 +92,12 @@ def batch_run(
         "--item-budget", metavar="USD", help="Each item's model cost.")] = None,
     max_attempts: Annotated[int, typer.Option(
         "--max-attempts", min=1, help="Runs of one item whose process or worker died.")] = 3,
+    item_cpus: Annotated[float, typer.Option(
+        "--item-cpus", min=0.01, help="CPUs one item asks the cluster for (--executor ray).")]
+    = 1.0,
+    item_memory: Annotated[int | None, typer.Option(
+        "--item-memory", metavar="MB", min=1,
+        help="Memory one item asks the cluster for (--executor ray).")] = None,
     on_item_error: Annotated[str | None, typer.Option(
         "--on-item-error", metavar="WHAT", help="continue (default) or stop.")] = None,
     item_workspace: Annotated[str | None, typer.Option(
@@ -127,7 +133,8 @@ def batch_run(
             executor=executor, address=address or "", on_item_error=on_item_error,
             limits=BatchLimits(concurrency=concurrency, budget=_usd("--budget", budget),
                                item_budget=_usd("--item-budget", item_budget),
-                               max_attempts=max_attempts),
+                               max_attempts=max_attempts, cpus=item_cpus,
+                               memory_mb=item_memory),
             flags=item_flags(approve, sandbox, False if no_network else None),
             store=_publish_url(store))
     except NormalizeError as exc:
@@ -218,13 +225,21 @@ def drive(env: Any, manifest: Any, store: Any, options: Any, *, json_output: boo
     from normalize.cli.console import SignalCancel
     from normalize.cli.outcome import stopping_note
 
+    tally = Tally(len(manifest.items))
+    live = env.stderr_tty and not env.plain and not json_output and not quiet
+
     def report(update: ItemUpdate) -> None:
-        if quiet or (update.status == "running" and not json_output):
-            return
-        note = f" ({update.note})" if update.note else ""
-        _line(env, json_output, {"type": "item_updated", **update.__dict__},
-              f"item {update.position} {update.task_id} {update.status} "
-              f"${update.cost_usd:.4f} attempt {update.attempts}{note}")
+        tally.note(update)
+        if live:
+            env.stderr.write("\r\033[2K")  # the status line goes; the item's line goes above
+        if not quiet and (json_output or update.status != "running"):
+            note = f" ({update.note})" if update.note else ""
+            _line(env, json_output, {"type": "item_updated", **update.__dict__},
+                  f"item {update.position} {update.task_id} {update.status} "
+                  f"${update.cost_usd:.4f} attempt {update.attempts}{note}")
+        if live:
+            env.stderr.write(tally.line())
+            env.stderr.flush()
 
     try:
         executor = make_executor(manifest)
@@ -233,6 +248,9 @@ def drive(env: Any, manifest: Any, store: Any, options: Any, *, json_output: boo
             outcome = parent.run()
     except NormalizeError as exc:
         return fail(env, exc)
+    finally:
+        if live:
+            env.stderr.write("\r\033[2K")
     counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.counts.items()))
     _line(env, json_output, {"type": "batch_ended", "batch": outcome.batch,
                              "status": outcome.status.value, "counts": outcome.counts,
@@ -248,6 +266,40 @@ def drive(env: Any, manifest: Any, store: Any, options: Any, *, json_output: boo
         env.stdout.write(f"  see `normalize batch status {outcome.batch}`; "
                          f"`normalize resume {outcome.batch}` continues it\n")
     return outcome.exit_status
+
+
+class Tally:
+    """The batch so far, for the status line at a terminal: counts, cost, ETA."""
+
+    def __init__(self, total: int) -> None:
+        import time
+
+        self.total = total
+        self.clock = time.monotonic
+        self.started = self.clock()
+        self.status: dict[int, str] = {}
+        self.cost: dict[int, float] = {}
+
+    def note(self, update: Any) -> None:
+        self.status[update.position] = update.status
+        self.cost[update.position] = update.cost_usd
+
+    def line(self) -> str:
+        """`12/40 done · 4 running · 1 failed · 0 waiting · $0.1200 · ETA 1m20s`."""
+        counts = {"done": 0, "running": 0, "failed": 0, "waiting": 0}
+        for status in self.status.values():
+            key = {"limit_reached": "failed", "stuck": "failed", "interrupted": "failed",
+                   "pending": "running"}.get(status, status)
+            counts[key] = counts.get(key, 0) + 1
+        ended = self.total - sum(1 for s in self.status.values() if s in ("running", "pending"))
+        ended -= self.total - len(self.status)
+        eta = ""
+        if ended:
+            left = (self.clock() - self.started) / ended * (self.total - ended)
+            eta = f" · ETA {int(left // 60)}m{int(left % 60):02d}s"
+        return (f"{counts['done']}/{self.total} done · {counts['running']} running · "
+                f"{counts['failed']} failed · {counts['waiting']} waiting · "
+                f"${sum(self.cost.values()):.4f}{eta}")
 
 
 def _line(env: Any, json_output: bool, event: dict[str, Any], text: str) -> None:

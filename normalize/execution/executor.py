@@ -65,3 +65,4 @@ class Placing(Protocol):
     """An executor that says where each job ran (a cluster's node)."""
 
     nodes: dict[str, str]  # task id -> the node its last ended job ran on
+    lost: dict[str, str]  # task id -> why the executor gave its last job up (a dead worker)

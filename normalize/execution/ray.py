@@ -85,6 +85,7 @@ class RayExecutor:
         self._lock = threading.Lock()
         self._remote: Any = None
         self.nodes: dict[str, str] = {}  # task id -> the node its last ended job ran on
+        self.lost: dict[str, str] = {}  # task id -> why Ray gave its last job up
 
     def _ray(self) -> Any:
         import ray
@@ -138,8 +139,10 @@ class RayExecutor:
             return None
         try:
             status, node = ray.get(ref)
-        except ray.exceptions.RayError:  # its workers died more times than it retries
-            status, node = LOST, ""
+        except ray.exceptions.RayError as exc:  # its workers died more than it retries
+            status, node = LOST, ""  # (the memory monitor's kills among them)
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            self.lost[handle.task_id] = f"{type(exc).__name__}: {first}"[:200]
         self.nodes[handle.task_id] = str(node)
         self._forget(handle)
         return int(status)

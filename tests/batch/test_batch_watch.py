@@ -116,3 +116,43 @@ def test_an_exhausted_budget_leaves_the_rest_untouched_and_exits_3(tmp_path: Pat
     assert parent["status"] == "limit_reached" and parent["usage"]["cost_usd"] <= 0.085
     status = cli("batch", "status", batch, cwd=tmp_path, home=home).stdout
     assert "3 done, 2 untouched" in status.splitlines()[0]
+
+
+def test_at_a_terminal_a_status_line_counts_the_items_and_ci_gets_plain_lines(
+        tmp_path: Path) -> None:
+    import os
+    import pty
+    import select
+    import subprocess
+
+    from batch_support import PY, env
+
+    items = edit_items(tmp_path, 2)
+    home = tmp_path / "home"
+    main, side = pty.openpty()
+    proc = subprocess.Popen([PY, "-m", "normalize.cli.app", "batch", "wf.toml", "--items",
+                             str(items), "--concurrency", "1"], cwd=tmp_path,
+                            env={**env(home), "TERM": "xterm", "COLUMNS": "120"},
+                            stdin=side, stdout=side, stderr=side, start_new_session=True)
+    os.close(side)
+    seen = b""
+    try:
+        while True:
+            ready, _, _ = select.select([main], [], [], 120)
+            assert ready, "the batch went quiet at its terminal"
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # the other side closed: the batch ended
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        proc.wait(60)
+        os.close(main)
+    text = seen.decode(errors="replace")
+    assert proc.returncode == 0, text
+    assert "1/2 done · 0 running · 0 failed · 0 waiting · $0.0000 · ETA 0m" in text
+    assert "\r\x1b[2K" in text  # the line is redrawn in place, and cleared at the end
+    plain = cli("batch", "wf.toml", "--items", str(items), cwd=tmp_path, home=home)
+    assert "done ·" not in plain.stdout + plain.stderr and "\x1b" not in plain.stdout
