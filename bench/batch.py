@@ -38,7 +38,7 @@ action = "run sh -c 'echo {item.word} >> f.txt'"
 [[workflow.steps]]
 name = "wait"
 on_interrupt = "rerun"
-action = "run sh -c 'while [ -n \\"{item.gate}\\" ] && [ ! -e \\"{item.gate}\\" ]; do \\
+action = "run sh -c 'while [ -n \\"{item.gate}\\" ] && [ ! -e \\"{item.gate}\\" ]; do \
 sleep 0.05; done'"
 [[workflow.steps]]
 name = "check"

@@ -198,7 +198,15 @@ class TaskLock:
                              f"{exc.strerror or exc}", hint=write_hint(exc)) from exc
         self.epoch = max(epoch, previous[1] + 1 if previous else 0)
         self.lease = Lease(self.store.tasks_dir, self.task_id, self.epoch)
-        if not self.lease.claim():
+        try:
+            claimed = self.lease.claim()
+        except OSError as exc:
+            self.lease = None
+            self.release()
+            raise StoreError(f"cannot take task {self.task_id}: cannot write "
+                             f"{self.store.tasks_dir}: {exc.strerror or exc}",
+                             hint=write_hint(exc)) from exc
+        if not claimed:
             self.lease = None
             self.release()
             raise TaskLockedError(f"task {self.task_id} was just taken by another process "
