@@ -28,8 +28,8 @@ class _DefaultRun(TyperGroup):
         return super().parse_args(ctx, args)
 
 
-batch_app = typer.Typer(cls=_DefaultRun, rich_markup_mode=None, help=(
-    "Run a workflow over many items (each a sub-task), watch it, collect it."))
+batch_app = typer.Typer(cls=_DefaultRun, rich_markup_mode=None,
+                        help="A workflow over many items, each a sub-task.")
 
 ItemsOpt = Annotated[str, typer.Option(
     "--items", metavar="FILE|-",
