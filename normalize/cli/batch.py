@@ -120,7 +120,7 @@ def batch_run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the final summary.")]
     = False,
 ) -> None:
-    """Run WORKFLOW once per item, each a sub-task with its own workspace."""
+    """Run WORKFLOW once per item (each a sub-task)."""
     from normalize.batch.begin import BatchRequest
     from normalize.batch.manifest import BatchLimits
     from normalize.runner import parse_vars
@@ -367,7 +367,7 @@ def batch_status(
     json_output: Annotated[bool, typer.Option("--json", help="One JSON object per item.")]
     = False,
 ) -> None:
-    """Where each item of a batch stands: status, attempts, node, turns, cost, +/-."""
+    """Where each item of a batch stands."""
     from normalize.batch.manifest import BatchFiles
     from normalize.batch.watch import rows
 
@@ -414,7 +414,7 @@ def batch_collect(
                                          help="Where the diffs and results.jsonl go.")],
     store: StoreOpt = None,
 ) -> None:
-    """Every item's diff, summary and structured result, in DIR (results.jsonl)."""
+    """Gather every item's diff and result in DIR."""
     from normalize.batch.manifest import BatchFiles
     from normalize.batch.watch import collect
 
