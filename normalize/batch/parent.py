@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,7 +37,7 @@ from normalize.execution.executor import ChildJob, Executor, Handle, Placing
 from normalize.faults import crash_point
 from normalize.runner import RunOptions
 from normalize.store import TaskStore
-from normalize.store.ownership import TaskLock, expire_lease, pid_alive
+from normalize.store.ownership import TaskLock, expire_lease, lease_held, pid_alive
 from normalize.task import Task, TaskStatus
 
 POLL = 0.1  # seconds between looks at the items in flight
@@ -86,7 +85,7 @@ class _Flight:
 
     progress: Progress
     handle: Handle | None = None
-    pid: int | None = None
+    owner: tuple[int, int] | None = None  # (pid, epoch) of the process re-attached to
 
 
 class BatchParent:
@@ -164,8 +163,8 @@ class BatchParent:
             return True
         owner = self.store.owner(progress.task_id)
         if task is not None and task.status is TaskStatus.RUNNING and owner is not None \
-                and owner[0] != os.getpid() and _alive(owner[0]):
-            self._flights[progress.position] = _Flight(progress, pid=owner[0])
+                and owner[0] != os.getpid() and self._running(progress.task_id, owner):
+            self._flights[progress.position] = _Flight(progress, owner=owner)
             return True
         if progress.stage == "untouched" and not self._reserve(progress):
             self._short = True
@@ -255,7 +254,13 @@ class BatchParent:
     def _ended(self, flight: _Flight) -> bool:
         if flight.handle is not None:
             return self.executor.collect(flight.handle, 0) is not None
-        return flight.pid is None or not _alive(flight.pid)
+        return flight.owner is None or not self._running(flight.progress.task_id, flight.owner)
+
+    def _running(self, task_id: str, owner: tuple[int, int]) -> bool:
+        """Whether another process still runs the task: its lease renewed (on any machine),
+        or, for a task without one, its process alive here."""
+        held = lease_held(self.store.tasks_dir, task_id, owner[1])
+        return _alive(owner[0]) if held is None else held
 
     def _collect(self, progress: Progress, task: Task) -> None:
         if self.publisher is not None:
@@ -314,9 +319,3 @@ def _alive(pid: int) -> bool:
     except OSError:
         return True
     return stat.rsplit(b")", 1)[-1].split()[0] != b"Z"
-
-
-def wait_pid(pid: int, cancel: CancelToken, poll: float = POLL) -> None:
-    """Wait until `pid` has ended (or the batch is stopped)."""
-    while _alive(pid) and not cancel.cancelled:
-        time.sleep(poll)

@@ -139,6 +139,17 @@ class Lease:
             self.path.unlink()
 
 
+def lease_held(tasks_dir: Path, task_id: str, epoch: int) -> bool | None:
+    """Whether someone renews the task's lease of `epoch` (None: there is no such lease).
+
+    This is how a process on another machine sees that the task still runs.
+    """
+    lease = Lease(tasks_dir, task_id, epoch)
+    if not lease.path.exists():
+        return None
+    return not lease.expired()
+
+
 def expire_lease(tasks_dir: Path, task_id: str, epoch: int) -> None:
     """End the lease of `epoch` now: its executor reported the attempt holding it dead.
 
