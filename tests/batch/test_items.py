@@ -44,3 +44,30 @@ def test_item_ids_come_from_the_batch_and_the_position() -> None:
     assert item_id("abcd1234", 3) == item_id("abcd1234", 3)
     ids = {item_id("abcd1234", n) for n in range(1000)} | {item_id("abcd1235", 0)}
     assert len(ids) == 1001 and all(len(i) == 8 for i in ids)
+
+
+STEPS = '[[workflow.steps]]\nname = "a"\naction = "run echo {item.word}"\n'
+
+
+def test_a_workflow_names_its_items_workspace_and_what_a_failed_item_does() -> None:
+    from normalize.workflow.loader import load_workflow_text
+
+    spec = load_workflow_text(
+        '[workflow]\nworkspace = "clone:{item.repo}"\non_item_error = "stop"\n' + STEPS,
+        overrides={"item": {"word": "x", "repo": "r"}})
+    assert (spec.workspace, spec.on_item_error) == ("clone:{item.repo}", "stop")
+    assert spec.vars["item"] == {"word": "x", "repo": "r"}
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('workspace = "tmp:x"', "workspace 'tmp:x' must be dir:PATH, clone:REPO or copy"),
+    ('on_item_error = "retry"', "unknown on_item_error 'retry' (choose from continue, stop)"),
+])
+def test_a_bad_workspace_or_on_item_error_is_refused_in_one_line(table: str,
+                                                                 message: str) -> None:
+    from normalize.errors import ConfigError
+    from normalize.workflow.loader import load_workflow_text
+
+    with pytest.raises(ConfigError) as caught:
+        load_workflow_text(f"[workflow]\n{table}\n" + STEPS, overrides={"item": {}})
+    assert message in str(caught.value) and "\n" not in str(caught.value)
