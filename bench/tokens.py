@@ -206,7 +206,7 @@ def script(turns: int) -> list[Reply]:
 
 def run_strategy(strategy: str, turns: int, work: Path) -> dict[str, Any]:
     """Run the scripted task under `strategy`; prompt tokens per turn and task file sizes."""
-    from normalize.drivers.base import DriverServices
+    from normalize.contract.driver import DriverServices
     from normalize.events import BaseEvent
     from normalize.runner import RunOptions, load_spec, run_task, start_task
     from normalize.store import TaskStore
@@ -392,7 +392,7 @@ def review_strategy(strategy: str, work: Path, sdist: Path, repo_map: int = 0) -
     """The review story under `strategy` (with a repo map of `repo_map` tokens), at the server."""
     import os
 
-    from normalize.drivers.base import DriverServices
+    from normalize.contract.driver import DriverServices
     from normalize.events import BaseEvent
     from normalize.runner import RunOptions, load_spec, run_task, start_task
     from normalize.store import TaskStore

@@ -37,12 +37,12 @@ _EXPORTS: dict[str, str] = {
     "Engine": "normalize.engine",
     "RunOutcome": "normalize.engine",
     "Reply": "normalize.engine",
-    "Driver": "normalize.drivers.base",
-    "DriverConfig": "normalize.drivers.base",
-    "DriverFactory": "normalize.drivers.base",
-    "DriverServices": "normalize.drivers.base",
-    "RunContext": "normalize.drivers.base",
-    "create_driver": "normalize.drivers.base",
+    "Driver": "normalize.contract.driver",
+    "DriverConfig": "normalize.contract.driver",
+    "DriverFactory": "normalize.contract.driver",
+    "DriverServices": "normalize.contract.driver",
+    "RunContext": "normalize.contract.driver",
+    "create_driver": "normalize.contract.driver",
     # running tasks
     "RunOptions": "normalize.runner",
     "load_spec": "normalize.runner",
@@ -124,7 +124,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from normalize.drivers.base import (
+    from normalize.contract.driver import (
         Driver,
         DriverConfig,
         DriverFactory,

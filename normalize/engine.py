@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from normalize.cancel import CancelToken
-from normalize.drivers.base import Driver, RunContext
+from normalize.contract.driver import Driver, RunContext
 from normalize.errors import (
     ExitStatus,
     NormalizeError,
@@ -211,7 +211,9 @@ class Engine(Recovery):
         return RunContext(task=task, workspace=self.tool_ctx.workspace, emit=emitter.emit,
                           cancel=self.cancel, interactive=self.interactive,
                           request_context=None if self.hooks is None or not self.hooks.active(
-                              "before_request") else self.hooks.before_request)
+                              "before_request") else self.hooks.before_request,
+                          compact_veto=None if self.hooks is None or not self.hooks.active(
+                              "before_compact") else self.hooks.before_compact)
 
     def _begin(self, task: Task, driver: Driver, ctx: RunContext, resumed: bool,
                reply: Reply | None) -> None:

@@ -5,7 +5,8 @@ stdin (shapes in the README's Hooks section, close to Claude Code's), runs in
 the workspace with a scrubbed environment, and is killed, with everything it
 started, at its timeout. A `before_action` hook blocks the action by exiting 2
 (its stderr is the reason) or by printing `{"decision": "block", "reason": …}`;
-anything else lets the action through. A hook can only block, never allow what
+anything else lets the action through. A `before_compact` hook vetoes a
+compaction of the model's context the same way. A hook can only block, never allow what
 the permissions refuse. Every run is a `hook_ran` event; a failing or hanging
 hook is reported and the task goes on.
 """
@@ -30,7 +31,9 @@ from normalize.sandbox.env import scrub_env
 
 __all__ = ["EVENTS", "Hook", "HookRunner", "parse_hooks"]
 
-EVENTS = ("before_action", "after_action", "before_request", "waiting", "run_end")
+EVENTS = ("before_action", "after_action", "before_request", "before_compact", "waiting",
+          "run_end")
+BLOCKING = frozenset({"before_action", "before_compact"})  # the events whose hooks may say no
 KEYS = ("event", "match", "command", "timeout")
 DEFAULT_TIMEOUT = 30.0
 BLOCK_EXIT = 2
@@ -130,6 +133,12 @@ class HookRunner:
                 if hook.event == "before_request"]
         return "\n\n".join(text for text in said if text) or None
 
+    def before_compact(self, payload: Mapping[str, Any]) -> str | None:
+        """The reason a `before_compact` hook vetoes compacting the context, if one does."""
+        if not self.active("before_compact"):
+            return None
+        return self.run("before_compact", {"trigger": "auto", **payload})
+
     def waiting(self, wait: Any, command: str) -> None:
         """Tell `waiting` hooks what the task waits for (`wait`: a `Wait`)."""
         if self.active("waiting"):
@@ -148,13 +157,13 @@ class HookRunner:
 
     def run(self, event: str, payload: Mapping[str, Any], subject: str | None = None
             ) -> str | None:
-        """Run `event`'s hooks in order; the first block's reason (before_action only)."""
+        """Run `event`'s hooks in order; the first block's reason (`BLOCKING` events only)."""
         data = self._data(event, payload)
         for hook in self.hooks:
             if hook.event != event or not hook.selects(subject):
                 continue
             ran = self._one(hook, data)
-            reason = _block_reason(ran) if event == "before_action" else None
+            reason = _block_reason(ran) if event in BLOCKING else None
             if reason is not None:
                 return reason
         return None
@@ -167,7 +176,7 @@ class HookRunner:
         """One hook run, reported as a `hook_ran` event."""
         started = time.monotonic()
         ran = _spawn(hook, data, self.workspace)
-        reason = _block_reason(ran) if hook.event == "before_action" else None
+        reason = _block_reason(ran) if hook.event in BLOCKING else None
         outcome = "timed_out" if ran.timed_out else "blocked" if reason is not None else \
             "failed" if ran.error or ran.exit_code != 0 else "ok"
         said = reason if reason is not None else ran.error or (
@@ -205,7 +214,7 @@ def _context(ran: _Ran) -> str | None:
 
 
 def _block_reason(ran: _Ran) -> str | None:
-    """Why a before_action hook blocked: exit 2 (stderr), or `{"decision": "block"}` on stdout."""
+    """Why a blocking hook said no: exit 2 (stderr), or `{"decision": "block"}` on stdout."""
     if ran.timed_out or ran.error:
         return None
     if ran.exit_code == BLOCK_EXIT:

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from normalize.errors import ConfigError
+from normalize.homes import config_home
 from normalize.sandbox import SandboxMode, SandboxPolicy
 from normalize.sandbox.hosts import check_host, covered
-from normalize.store.paths import config_home
 
 if TYPE_CHECKING:
     from normalize.hooks import Hook

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from normalize.drivers.base import Driver, RunContext
+from normalize.contract.driver import Driver, RunContext
 from normalize.events import (
     ActionFinished,
     ActionInterrupted,

@@ -168,8 +168,8 @@ def _secret_key(key: str) -> bool:
     return _SECRET_KEY_RE.search(key) is not None
 
 
-_ENV_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|DSN|CONNECTION_STRING",
-                          re.IGNORECASE)
+_ENV_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|DSN|CONNECTION_STRING"
+                          r"|OTLP_(?:[A-Z]+_)?HEADERS", re.IGNORECASE)
 _DOTENV_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|AUTH|CREDENTIAL|PRIVATE|DSN", re.I)
 _DOTENV_SKIPPED = (".example", ".sample", ".template", ".dist")
 # Walking the workspace for `.env*` files: directories never entered, and bounds.
@@ -246,7 +246,8 @@ class Redactor:
         the value holds a digit, so `HOST=localhost` stays readable while tokens
         and passwords do not. From the environment (`os.environ` unless `env`
         is given) a value counts when its name holds KEY, TOKEN, SECRET, PASSW,
-        CREDENTIAL, PRIVATE, DSN or CONNECTION_STRING. Values shorter than 8
+        CREDENTIAL, PRIVATE, DSN, CONNECTION_STRING or OTLP_…HEADERS (a tracing
+        backend's key). Values shorter than 8
         characters never count. `walk=False` reads no file (the environment only).
         """
         values: list[str] = []

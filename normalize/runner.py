@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from normalize.cancel import CancelToken
-from normalize.drivers.base import DRIVERS, Driver, DriverServices, create_driver
+from normalize.contract.driver import DRIVERS, Driver, DriverServices, create_driver
 from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
+from normalize.homes import config_home
 from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, probe
 from normalize.spawner import Spawner, private_places
 from normalize.store import TaskStore
-from normalize.store.paths import config_home
 from normalize.structured import OutputContract
 from normalize.task import Limits, Task, TaskConfig
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from normalize.mcp.config import ServerSpec
     from normalize.permissions import Permissions
     from normalize.sandbox import SandboxPolicy
+    from normalize.telemetry import RunTracing
 
 
 @dataclass
@@ -63,6 +64,7 @@ class RunOptions:
     fsync: bool = True
     project_instructions: bool = True  # AGENTS.md / CLAUDE.md into the prompt (new tasks)
     output: OutputContract | None = None  # --output-schema: the result's schema (new tasks)
+    tracing: RunTracing | None = None  # --otel: spans of every run (and the children's context)
 
 
 def _store(options: RunOptions) -> TaskStore:
@@ -195,15 +197,19 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
 
 
 def _output(spec: WorkflowSpec, options: RunOptions) -> OutputContract | None:
-    """The result's schema: `--output-schema`, else the workflow's `output_schema`."""
-    if options.output is not None or not spec.output_schema:
-        return options.output
-    from normalize.structured import load_contract
+    """The result's schema: `--output-schema`, else the workflow's `output_schema`; with the
+    workflow's `output_retries` (or `--output-retries`, put there) when it sets them."""
+    contract = options.output
+    if contract is None and spec.output_schema:
+        from normalize.structured import load_contract
 
-    if spec.driver != "llm":
-        raise UsageError(f"{spec.path}: output_schema needs a workflow a model drives "
-                         f"(this one's driver is {spec.driver})")
-    return load_contract(Path(spec.output_schema), flag=f"{spec.path}: output_schema")
+        if spec.driver != "llm":
+            raise UsageError(f"{spec.path}: output_schema needs a workflow a model drives "
+                             f"(this one's driver is {spec.driver})")
+        contract = load_contract(Path(spec.output_schema), flag=f"{spec.path}: output_schema")
+    if contract is not None and spec.output_retries is not None:
+        contract = replace(contract, retries=spec.output_retries)
+    return contract
 
 
 def mcp_servers(spec: WorkflowSpec, options: RunOptions) -> tuple[list[ServerSpec], list[str]]:
@@ -295,9 +301,13 @@ def spawner(task: Task, options: RunOptions) -> Spawner:
             flags += ["--network", host]
     if options.approve:
         flags += ["--approve", options.approve]
+    tracing = options.tracing
+    if tracing is not None:
+        flags.append("--otel")
     limit = int(os.environ.get("NORMALIZE_MAX_CONCURRENCY") or MAX_CONCURRENCY)
     return Spawner(task, _store(options), LocalExecutor(limit), cancel=options.cancel,
-                   set_model=apply_model, flags=tuple(flags))
+                   set_model=apply_model, flags=tuple(flags),
+                   child_env=tracing.child_env if tracing is not None else None)
 
 
 def task_permissions(task: Task, options: RunOptions) -> Permissions:
@@ -498,6 +508,8 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
         _lend_repo_map(driver, task, store)
         notes = [] if resumed else list(task.config.permission_notes)
         subscribers = list(options.subscribers)
+        if options.tracing is not None:
+            subscribers.append(options.tracing)
         engine = Engine(store, tools, tool_ctx, cancel=options.cancel,
                         subscribers=subscribers, interactive=options.interactive)
         engine.workspace_checkpoints = workspace_checkpoints(task, store)

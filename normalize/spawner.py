@@ -105,8 +105,10 @@ class Spawner:
 
     def __init__(self, task: Task, store: TaskStore, executor: Executor, *,
                  cancel: CancelToken, set_model: SetModel, flags: tuple[str, ...] = (),
-                 rules: ChildRules | None = None) -> None:
+                 rules: ChildRules | None = None,
+                 child_env: Callable[[str], dict[str, str]] | None = None) -> None:
         self.task = task
+        self.child_env = child_env  # a child's extra environment (its trace context)
         self.set_model = set_model
         self.store = store
         self.executor = executor
@@ -213,8 +215,9 @@ class Spawner:
                 continue
             log = self.store.tasks_dir / child_id / "executor.log"
             log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            env = self.child_env(child_id) if self.child_env is not None else {}
             handle = self.executor.submit(ChildJob(child_id, str(self.store.home), self.flags,
-                                                   str(log)))
+                                                   str(log), env=env))
             while self.executor.collect(handle, POLL) is None:
                 if self.cancel.cancelled:
                     self.executor.cancel(handle)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from normalize.drivers.base import Driver, DriverServices, create_driver
+from normalize.contract.driver import Driver, DriverServices, create_driver
 from normalize.plugins import PluginGroup
 
 

@@ -16,10 +16,13 @@ from typing import Any
 from normalize.errors import UsageError
 from normalize.serial import Record
 
-__all__ = ["DEFAULT_RETRIES", "Checked", "OutputContract", "check", "load_contract"]
+__all__ = ["DEFAULT_RETRIES", "MAX_RETRIES", "Checked", "OutputContract", "check",
+           "load_contract", "mismatch"]
 
 DEFAULT_RETRIES = 2
 """How many times an invalid result goes back to the model before the task fails."""
+MAX_RETRIES = 20
+"""The most `output_retries` (`--output-retries`) may ask for."""
 
 HOW = ("End the task with `done`, a one-line summary, then the result as JSON in a heredoc:\n"
        "done SUMMARY <<EOF\n{...}\nEOF\n"
@@ -64,8 +67,8 @@ def load_contract(path: Path, retries: int = DEFAULT_RETRIES, *,
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise UsageError(f"{flag} {path}: not a valid JSON Schema: {exc.message}") from None
-    if retries < 0:
-        raise UsageError(f"output_schema retries {retries}: must be 0 or more")
+    if not 0 <= retries <= MAX_RETRIES:
+        raise UsageError(f"output_schema retries {retries}: must be from 0 to {MAX_RETRIES}")
     return OutputContract(schema=schema, source=str(path), retries=retries)
 
 
@@ -89,12 +92,20 @@ def check(contract: OutputContract, summary: str) -> Checked:
     if not found:
         return Checked(error="no JSON result after `done`: end with `done SUMMARY <<EOF`, "
                              "the JSON, then `EOF`")
+    problem = mismatch(contract.schema, value, "the result")
+    if problem is None:
+        return Checked(value=value)
+    return Checked(error=f"the result does not match the schema: {problem}")
+
+
+def mismatch(schema: dict[str, Any], value: Any, whole: str = "the value") -> str | None:
+    """Where and how `value` fails `schema` (`at PATH: message`, PATH `whole` at the top)."""
     import jsonschema
     from jsonschema.exceptions import best_match
 
-    validator = jsonschema.validators.validator_for(contract.schema)(contract.schema)
+    validator = jsonschema.validators.validator_for(schema)(schema)
     problem = best_match(validator.iter_errors(value))
     if problem is None:
-        return Checked(value=value)
-    where = "/".join(str(p) for p in problem.absolute_path) or "the result"
-    return Checked(error=f"the result does not match the schema: at {where}: {problem.message}")
+        return None
+    where = "/".join(str(p) for p in problem.absolute_path) or whole
+    return f"at {where}: {problem.message}"

@@ -15,10 +15,10 @@ from typing import Any, Literal
 
 from normalize.errors import NormalizeError, TaskNotFoundError, UsageError
 from normalize.fsutil import private_dirs
+from normalize.homes import batch_item_id
 from normalize.serial import Record
 from normalize.store import TaskStore
 from normalize.store.ownership import atomic_write_bytes
-from normalize.store.paths import batch_item_id
 
 OnItemError = Literal["continue", "stop"]
 Stage = Literal["untouched", "submitted", "collected"]

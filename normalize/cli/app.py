@@ -64,6 +64,12 @@ CommitOpt = Annotated[bool, typer.Option(
 OutputSchemaOpt = Annotated[Path | None, typer.Option(
     "--output-schema", metavar="FILE",
     help="A JSON Schema the model's final result must meet (it ends with `done` and the JSON).")]
+OutputRetriesOpt = Annotated[int | None, typer.Option(
+    "--output-retries", metavar="N", min=0, max=20,
+    help="How often an invalid result goes back to the model (default 2).")]
+OtelOpt = Annotated[bool, typer.Option(
+    "--otel", help="Export OpenTelemetry traces (to OTEL_EXPORTER_OTLP_ENDPOINT, else "
+    "localhost:4318); on by itself when that variable is set.")]
 WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", "-w",
                                                    help="Directory to work in.")]
 
@@ -98,7 +104,7 @@ def _env() -> Any:
 
 def _driver_help() -> str:
     """The --driver help with every registered driver (entry points read, nothing imported)."""
-    from normalize.drivers.builtin import BUILTIN_DRIVERS
+    from normalize.contract.builtin import BUILTIN_DRIVERS
     from normalize.plugins import advertised_names
 
     names = sorted({*BUILTIN_DRIVERS, *advertised_names("normalize.drivers")})
@@ -187,6 +193,8 @@ def run(
     quiet: QuietOpt = False,
     commit: CommitOpt = False,
     output_schema: OutputSchemaOpt = None,
+    output_retries: OutputRetriesOpt = None,
+    otel: OtelOpt = False,
 ) -> None:
     """Run a workflow file (steps, a state machine, or a model loop)."""
     from normalize.cli.commands import run_workflow
@@ -196,7 +204,8 @@ def run(
                         max_turns=max_turns, approve=approve, dry_run=dry_run,
                         json_output=json_output, quiet=quiet, model=model,
                         base_url=base_url, sandbox=sandbox,
-                        network=_network(network, no_network), output_schema=output_schema)
+                        network=_network(network, no_network), output_schema=output_schema,
+                        output_retries=output_retries, otel=otel)
     raise typer.Exit(_then_commit(env, code, commit, json_output))
 
 
@@ -208,6 +217,7 @@ def agent(
     task_file: Annotated[Path | None, typer.Option(
         "--task-file", metavar="FILE", help="Read the task from FILE.")] = None,
     output_schema: OutputSchemaOpt = None,
+    output_retries: OutputRetriesOpt = None,
     model: ModelOpt = None,
     base_url: Annotated[str | None, typer.Option("--base-url",
                                                  help="Base URL of the model server.")] = None,
@@ -233,6 +243,7 @@ def agent(
         "--repo-map", metavar="TOKENS",
         help="Put a repo map of about TOKENS tokens in the cached prompt (0: none).")] = None,
     commit: CommitOpt = False,
+    otel: OtelOpt = False,
     items: Annotated[str | None, typer.Option(
         "--items", metavar="FILE|-", help="Run TASK once per item (a batch: JSON lines, CSV, "
         "or lines; {item.NAME} in TASK); --budget is then the whole batch's.")] = None,
@@ -268,7 +279,7 @@ def agent(
                      json_output=json_output, quiet=quiet, sandbox=sandbox,
                      network=_network(network, no_network),
                      project_instructions=not no_instructions,
-                     repo_map=repo_map)
+                     repo_map=repo_map, output_retries=output_retries, otel=otel)
     raise typer.Exit(_then_commit(env, code, commit, json_output))
 
 
@@ -311,6 +322,7 @@ def resume(
         "last step or --rewind N; the task itself is left as it is.")] = False,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
+    otel: OtelOpt = False,
 ) -> None:
     """Continue a task where it stopped."""
     from normalize.cli.batch import batch_of, resume_batch
@@ -324,7 +336,7 @@ def resume(
                                  json_output=json_output, quiet=quiet, model=model,
                                  sandbox=sandbox, network=_network(network, no_network),
                                  rewind=rewind, instruction=instruction, fork=fork,
-                                 base_url=base_url))
+                                 base_url=base_url, otel=otel))
 
 
 @app.command()
@@ -712,7 +724,7 @@ def main(argv: list[str] | None = None) -> int:
             reconfigure(errors="backslashreplace")
     try:
         if COMPLETE_VAR not in os.environ:  # (a TAB press reads no task, and stays light)
-            from normalize.store.paths import settle_homes
+            from normalize.homes import settle_homes
 
             settle_homes()  # a relative NORMALIZE_HOME means the directory it meant here
         # standalone_mode=False: click returns a command's `typer.Exit` code instead of exiting

@@ -22,9 +22,10 @@ from normalize.structured import OutputContract
 
 def run_options(env: Environment, *, workspace: Path | None, json_output: bool, quiet: bool,
                 approve: str | None = None, sandbox: str | None = None,
-                network: bool | tuple[str, ...] | None = None) -> tuple[Any, Any]:
-    """The RunOptions a command runs under (terminal, approvals, prompt) and its renderer."""
-    from normalize.drivers.base import DriverServices
+                network: bool | tuple[str, ...] | None = None, otel: bool = False
+                ) -> tuple[Any, Any]:
+    """The RunOptions a command runs under (terminal, approvals, prompt, traces), its renderer."""
+    from normalize.contract.driver import DriverServices
     from normalize.runner import RunOptions
     from normalize.tools.approval import ApprovalMode
 
@@ -55,9 +56,34 @@ def run_options(env: Environment, *, workspace: Path | None, json_output: bool, 
         asker=(lambda q: read(f"{q}\n> ")) if interactive else None,
     )
     holder.append(options)
+    options.tracing = tracing(env, otel)
     options.services = DriverServices(read_line=prompt_reader(
         env, lambda: options.workspace, current=current, cancel=options.cancel))
     return options, renderer
+
+
+def tracing(env: Environment, flag: bool) -> Any:
+    """The run's tracing when `--otel` or an OTLP endpoint asks for it; None otherwise.
+
+    With only the variable set and OpenTelemetry absent, one line says so and
+    the task runs untraced; `--otel` then refuses (the person asked for it).
+    """
+    from normalize.telemetry import tracing_wanted
+
+    if not tracing_wanted(flag, env.env):
+        return None
+    from normalize.redact import Redactor
+    from normalize.telemetry import start_tracing
+
+    try:
+        return start_tracing(env.env, redact=Redactor.for_workspace(".", env.env,
+                                                                     walk=False).redact)
+    except UsageError as exc:
+        if flag:
+            raise
+        env.stderr.write(f"normalize: warning: OTEL_EXPORTER_OTLP_ENDPOINT is set, but {exc}; "
+                         f"no traces ({exc.hint})\n")
+        return None
 
 
 def _check_sandbox(env: Environment, sandbox: str | None) -> None:
@@ -96,6 +122,16 @@ def pin_replay(model: str | None) -> str | None:
     return f"replay:{TaskStore().resolve(ref)}"
 
 
+def set_output_retries(spec: Any, retries: int | None, schema: Path | None) -> None:
+    """`--output-retries N` into the workflow's spec; refused where no result has a schema."""
+    if retries is None:
+        return
+    if schema is None and not spec.output_schema:
+        raise UsageError(f"--output-retries {retries}: goes with --output-schema (or a workflow "
+                         f"with output_schema)")
+    spec.output_retries = retries
+
+
 def contract_for(driver: str, path: Path) -> OutputContract:
     """The `--output-schema` contract, for a workflow a model drives (it gives the result)."""
     from normalize.structured import load_contract
@@ -111,7 +147,8 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  dry_run: bool, json_output: bool, quiet: bool, model: str | None = None,
                  base_url: str | None = None, sandbox: str | None = None,
                  network: bool | tuple[str, ...] | None = None,
-                 output_schema: Path | None = None) -> int:
+                 output_schema: Path | None = None, output_retries: int | None = None,
+                 otel: bool = False) -> int:
     from normalize.runner import apply_model, load_spec, parse_vars, run_task, start_task
 
     try:
@@ -123,6 +160,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         if model or base_url:
             spec.llm = dict(spec.llm or {})
             apply_model(spec.llm, model, base_url)
+        set_output_retries(spec, output_retries, output_schema)
         if dry_run:
             from normalize.cli.plan import print_plan, print_plan_json
 
@@ -130,7 +168,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
             return 0
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
-                                        network=network)
+                                        network=network, otel=otel)
         if output_schema is not None:
             options.output = contract_for(spec.driver, output_schema)
         task = start_task(spec, goal, options)
@@ -154,7 +192,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 json_output: bool, quiet: bool, model: str | None = None,
                 sandbox: str | None = None, network: bool | tuple[str, ...] | None = None,
                 rewind: int | None = None, instruction: str | None = None,
-                fork: bool = False, base_url: str | None = None) -> int:
+                fork: bool = False, base_url: str | None = None, otel: bool = False) -> int:
     try:
         if (model is not None or base_url is not None) and (driver or "llm") != "llm":
             raise UsageError(f"{'--model' if model is not None else '--base-url'} goes with "
@@ -166,7 +204,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
 
         options, renderer = run_options(env, workspace=None, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
-                                        network=network)
+                                        network=network, otel=otel)
         task = open_task(ref, options)
         if fork:  # a new task in a copy, from the last step or --rewind N; the task unchanged
             from normalize.fork import fork_task

@@ -14,37 +14,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from normalize.contract.builtin import BUILTIN_DRIVERS
+from normalize.homes import data_home
+from normalize.workflow.catalog import search_dirs
+
 COMPLETE_VAR = "_NORMALIZE_COMPLETE"
-
-
-def data_home() -> Path:
-    """`normalize.store.paths.data_home()`, without importing the store package."""
-    override = os.environ.get("NORMALIZE_HOME")
-    if override:
-        return Path(os.path.abspath(os.path.expanduser(override)))
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("normalize"))
-
-
-def workflow_dirs(workspace: Path) -> list[Path]:
-    """`normalize.workflow.catalog.search_dirs`, without importing the store package."""
-    environ = os.environ
-    if environ.get("NORMALIZE_CONFIG"):
-        config = Path(environ["NORMALIZE_CONFIG"]).expanduser()
-    elif environ.get("NORMALIZE_HOME"):
-        config = Path(environ["NORMALIZE_HOME"]).expanduser() / "config"
-    else:
-        import platformdirs
-
-        config = Path(platformdirs.user_config_dir("normalize"))
-    import normalize
-
-    package = Path(normalize.__file__).parent
-    builtin = package / "_builtin_workflows"
-    if not builtin.is_dir():
-        builtin = package.parent / "workflows"
-    return [workspace / ".normalize" / "workflows", config / "workflows", builtin]
 
 
 def task_ids(incomplete: str) -> list[str]:
@@ -58,7 +32,6 @@ def task_ids(incomplete: str) -> list[str]:
 
 
 _DONE = re.compile(rb'"status"\s*:\s*"done"')
-BUILTIN_DRIVERS = ("user", "llm", "workflow", "state_machine")
 
 
 def _is_done(path: Path) -> bool:
@@ -79,7 +52,7 @@ def resumable_task_ids(incomplete: str) -> list[str]:
 
 def drivers(incomplete: str) -> list[str]:
     """The built-in drivers' names (plugins' drivers are listed by `normalize plugins`)."""
-    return [name for name in BUILTIN_DRIVERS if name.startswith(incomplete)]
+    return [name for name in sorted(BUILTIN_DRIVERS) if name.startswith(incomplete)]
 
 
 def workflows(incomplete: str, cwd: Path | None = None) -> list[str]:
@@ -89,7 +62,7 @@ def workflows(incomplete: str, cwd: Path | None = None) -> list[str]:
     """
     here = cwd or Path.cwd()
     found: set[str] = set()
-    for directory in workflow_dirs(here):
+    for _, directory in search_dirs(here):
         try:
             found.update(entry.name[:-5] for entry in os.scandir(directory)
                          if entry.name.endswith(".toml"))

@@ -232,7 +232,7 @@ def prompt_reader(env: Environment, workspace: Callable[[], Path], *,
         nonlocal reader
         if reader is None:
             from normalize.cli.prompt import PromptReader
-            from normalize.store.paths import data_home
+            from normalize.homes import data_home
 
             interrupt = (lambda: cancel.cancel("stopped by Ctrl-C")) if cancel else None
             reader = PromptReader(workspace(), history=data_home(env.env) / "history",

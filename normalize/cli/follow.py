@@ -52,13 +52,18 @@ def leftover_lines(options: Any) -> list[str]:
 def run_at_terminal(env: Environment, task: Any, options: Any, renderer: Any, *,
                     resumed: bool = False, reply: Any = None) -> Any:
     """`run_task` with Ctrl-C wired to the cancel token and, when a model drives the task,
-    lines typed at a terminal queued for it."""
+    lines typed at a terminal queued for it; traces that could not be sent are said once."""
     from normalize.cli.typeahead import typed_lines
     from normalize.runner import run_task
 
     with SignalCancel(options.cancel, notify=stopping_note(env)), \
             typed_lines(env, options, renderer, model=task.driver == "llm"):
-        return run_task(task, options, resumed=resumed, reply=reply)
+        outcome = run_task(task, options, resumed=resumed, reply=reply)
+    problem = options.tracing.problem() if options.tracing is not None else None
+    if problem:  # said once: later runs of this process drop their spans at once
+        env.stderr.write(f"normalize: warning: {problem}\n")
+        env.stderr.flush()
+    return outcome
 
 
 def after_run(env: Environment, outcome: Any, options: Any, code: int, read: Any) -> int:

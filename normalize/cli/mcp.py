@@ -11,7 +11,7 @@ from normalize.errors import NormalizeError, UsageError
 def serve_mcp(env: Environment, *, workspace: Path | None, allow_run: bool,
               allow_approve_all: bool = False) -> int:
     """Serve until the client disconnects; stdout carries the protocol only."""
-    from normalize.mcp.server import ServeOptions, serve
+    from normalize.mcp_server import ServeOptions, serve
 
     root = (workspace or Path.cwd()).resolve()
     try:
@@ -46,9 +46,9 @@ def user_servers_reference(env: Environment, workspace: Path | None = None) -> s
         return ""
     from dataclasses import replace
 
+    from normalize.homes import config_home, data_home
     from normalize.mcp.client import McpSessions
     from normalize.sandbox import SandboxPolicy
-    from normalize.store.paths import config_home, data_home
 
     policy = replace(SandboxPolicy(), hidden=(str(data_home()), str(config_home())))
     with McpSessions(servers, workspace=(workspace or Path.cwd()).resolve(),

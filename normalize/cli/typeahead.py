@@ -181,7 +181,7 @@ def typed_lines(env: Any, options: Any, renderer: Any, *, model: bool = True) ->
     if not (model and env.stdin_tty and env.stdout_tty) or attach is None:
         yield None
         return
-    from normalize.drivers.base import LineQueue
+    from normalize.contract.driver import LineQueue
 
     queue = options.services.inbox
     if queue is None:

@@ -18,7 +18,7 @@ def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | 
              json_output: bool = False) -> int:
     """Run one read-only tool on the workspace and print its whole output."""
     from normalize.execution.cache import NoCache
-    from normalize.store.paths import data_home
+    from normalize.homes import data_home
     from normalize.tools import default_tools
     from normalize.tools.approval import ApprovalMode, ApprovalPolicy
     from normalize.tools.base import ToolContext

@@ -149,7 +149,7 @@ BUILT_IN_WORDS = {
 
 def plugin_rows() -> tuple[list[PluginRow], list[str]]:
     """Everything registered, and the warnings of plugins that failed to load."""
-    from normalize.drivers.base import DRIVERS
+    from normalize.contract.driver import DRIVERS
     from normalize.plugins import PluginGroup
     from normalize.steps import STEPS
     from normalize.workflow.conditions import CONDITIONS

@@ -1,1 +1,1 @@
-"""The drivers: the contract in `base`, the built-in implementations beside it."""
+"""The built-in drivers: llm, workflow, state_machine, user (the contract: `normalize.contract`)."""

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from normalize.drivers.base import DriverServices, RunContext
+from normalize.contract.driver import DriverServices, RunContext
 from normalize.drivers.llm import LLMSettings, record_reply
 from normalize.events import ModelRequested, Notice
 from normalize.execution.context.results import bounded, neutralise, new_marker

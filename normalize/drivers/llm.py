@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from normalize.drivers.base import DriverServices, LineQueue, RunContext
+from normalize.contract.driver import DriverServices, LineQueue, RunContext
 from normalize.errors import ConfigError, NormalizeError
 from normalize.events import (
     ContextCompacted,
@@ -58,7 +58,7 @@ from normalize.events import (
 )
 from normalize.execution.context import make_context
 from normalize.execution.context.base import ContextStrategy
-from normalize.execution.context.results import bounded, neutralise, signature
+from normalize.execution.context.results import Prompt, bounded, neutralise, signature
 from normalize.intents import parse
 from normalize.providers import base as model_events
 from normalize.providers.base import (
@@ -444,6 +444,25 @@ class LLMDriver:
 
     # -- deciding ------------------------------------------------------------
 
+    def _prompt(self, task: Task, ctx: RunContext) -> Prompt:
+        """This turn's messages, compacted past the size unless a `before_compact` hook says no."""
+        ask = ctx.compact_veto
+        veto = None if ask is None else lambda c: ask({
+            "turn": task.turn, "before_chars": c.before_chars, "after_chars": c.after_chars,
+            "results_compacted": c.results_compacted,
+            "compact_after_chars": self.context.compact_after_chars})
+        prompt = self.context.build(self.goal(task), task.turn, veto)
+        if prompt.compaction is not None:
+            c = prompt.compaction
+            ctx.emit(ContextCompacted(before_chars=c.before_chars, after_chars=c.after_chars,
+                                      results_compacted=c.results_compacted))
+        if prompt.kept is not None:
+            c, reason = prompt.kept
+            ctx.emit(Notice(level="info", message=(
+                f"context not compacted ({c.before_chars:,} characters): a before_compact "
+                f"hook said no: {reason}")))
+        return prompt
+
     def decide(self, task: Task, ctx: RunContext) -> Decision | None:
         self._take_follow_ups(ctx)
         for loop in self.loops:
@@ -463,11 +482,7 @@ class LLMDriver:
                     "Deal with it, then finish with done."
                 )
         self._take_typed(ctx)
-        prompt = self.context.build(self.goal(task), task.turn)
-        if prompt.compaction is not None:
-            c = prompt.compaction
-            ctx.emit(ContextCompacted(before_chars=c.before_chars, after_chars=c.after_chars,
-                                      results_compacted=c.results_compacted))
+        prompt = self._prompt(task, ctx)
         system = self.system_prompt(ctx.workspace)
         if task.output is not None:  # the same each turn: it stays in the cached prefix
             system = f"{system}\n\n## Result\n{task.output.instructions()}"

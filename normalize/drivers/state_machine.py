@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from normalize.drivers.base import DriverServices, RunContext
+from normalize.contract.driver import DriverServices, RunContext
 from normalize.drivers.interrupts import interrupt_policy, interrupt_question, rerun_answer
 from normalize.drivers.step_actions import (
     RESULT_KEEP,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from normalize.drivers.base import DriverServices, LineReader, RunContext
+from normalize.contract.driver import DriverServices, LineReader, RunContext
 from normalize.errors import UsageError
 from normalize.events import Notice
 from normalize.intents import parse, to_decision

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from normalize.drivers.base import DriverServices, RunContext
+from normalize.contract.driver import DriverServices, RunContext
 from normalize.drivers.frames import (
     Frame,
     Interrupted,
@@ -54,6 +54,7 @@ from normalize.execution.scope import (
     resolve,
 )
 from normalize.retry import RetryPolicy
+from normalize.structured import mismatch
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus
 from normalize.workflow.conditions import evaluate
 from normalize.workflow.delegate import Delegate, StepOutcome
@@ -379,8 +380,8 @@ class WorkflowDriver:
             self.interrupted = Interrupted(kept, action.text)
             return  # the next decide follows the step's on_interrupt
         if result.ok and step.capture:
-            self.vars[step.capture] = apply_transform(step.transform, result.output,
-                                                      self._bindings(task))
+            result = self._capture(step, apply_transform(step.transform, result.output,
+                                                         self._bindings(task)), result)
         self._remember(step, action.text or action.tool, result)
         note = result.data.get("note") if result.ok else None
         if note:
@@ -389,6 +390,17 @@ class WorkflowDriver:
             self.frames[-1].scope = {**scope, "notes": [*scope.get("notes", ()),
                                                         added.to_dict()]}
         self._settle(step, result, 0 if result.ok else 1)
+
+    def _capture(self, step: StepSpec, value: Any, result: ActionResult) -> ActionResult:
+        """Keep `value` as the step's capture; one its `schema` refuses fails the step instead."""
+        problem = None if step.schema is None else mismatch(step.schema, value)
+        if problem is None:
+            self.vars[str(step.capture)] = value
+            return result
+        failed = ActionResult(ResultStatus.ERROR, output=result.output, error=(
+            f"{{{step.capture}}} does not match its schema: {problem}"))
+        self.last = failed.to_dict()
+        return failed
 
     def _fanout_result(self, task: Task, step: StepSpec, kept: dict[str, Any]) -> None:
         """One result of a fan-out; the last one merges them all and settles the step."""
@@ -442,7 +454,10 @@ class WorkflowDriver:
             return
         result = outcome.result()
         self.last = result.to_dict()
-        if step.capture and (result.ok or step.on_error == "continue"):
+        if step.capture and result.ok:
+            result = self._capture(step, apply_transform(step.transform, outcome.summary,
+                                                         self._bindings(task)), result)
+        elif step.capture and step.on_error == "continue":
             self.vars[step.capture] = apply_transform(step.transform, outcome.summary,
                                                       self._bindings(task))
         self._remember(step, f"{kind} {step.name}", result)

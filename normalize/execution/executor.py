@@ -10,7 +10,7 @@ back from the store by the caller, not from the executor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
@@ -23,6 +23,7 @@ class ChildJob:
     store: str  # the data home the task lives in (a path, or a URL for a remote store)
     flags: tuple[str, ...] = ()  # the parent run's flags the child runs under (`--sandbox …`)
     log: str = ""  # where the run's own output goes (empty: nowhere)
+    env: dict[str, str] = field(default_factory=dict)  # more environment (`TRACEPARENT`)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ class LocalExecutor:
     def submit(self, job: ChildJob) -> Handle:
         self._places.acquire()
         try:
-            env = {**self.env, "NORMALIZE_HOME": job.store}
+            env = {**self.env, **job.env, "NORMALIZE_HOME": job.store}
             out = open(job.log, "ab") if job.log else subprocess.DEVNULL
             try:
                 proc = subprocess.Popen(self.argv(job), env=env, stdin=subprocess.DEVNULL,

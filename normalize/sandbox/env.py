@@ -29,7 +29,8 @@ AGENT_SOCKETS = frozenset({
     "VSCODE_IPC_HOOK_CLI"})
 """Variables naming a socket or session that leads outside the sandbox."""
 _SECRET_RE = re.compile(r"(?:_TOKEN$|SECRET|PASSWORD|PASSWD|_API_KEY$|^API_KEY$|_APIKEY$"
-                        r"|PRIVATE_KEY|_CREDENTIALS?$|_ACCESS_KEY$)")
+                        r"|PRIVATE_KEY|_CREDENTIALS?$|_ACCESS_KEY$"
+                        r"|^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?HEADERS$)")  # a tracing backend's key
 
 
 def is_secret_name(name: str) -> bool:

@@ -1,7 +1,7 @@
 """Persistence of tasks: files, journals, locks, migrations."""
 
+from normalize.homes import config_home, data_home
 from normalize.store.journal import JournalWriter, read_journal
-from normalize.store.paths import config_home, data_home
 from normalize.store.taskstore import (
     StoreProblem,
     TaskLock,

@@ -38,11 +38,11 @@ from normalize.errors import (
     TaskNotFoundError,
 )
 from normalize.fsutil import json_bytes, private_dirs
+from normalize.homes import batch_item_id, data_home
 from normalize.store import ckptlog, index
 from normalize.store.journal import JournalWriter, read_journal, tail_events, write_hint
 from normalize.store.migrations import migrate
 from normalize.store.ownership import TaskLock, atomic_write_bytes, pid_alive
-from normalize.store.paths import batch_item_id, data_home
 from normalize.task import SCHEMA_VERSION, Kept, Task
 
 __all__ = ["StoreProblem", "TaskLock", "TaskStore", "atomic_write_bytes", "pid_alive"]

@@ -70,7 +70,7 @@ def _llm(source: Source, llm: Any) -> None:
 
 
 def _driver(source: Source, driver: Any) -> None:
-    from normalize.drivers.base import DRIVERS
+    from normalize.contract.driver import DRIVERS
 
     if driver not in DRIVERS:
         raise source.check.fail("workflow.driver", f"unknown driver {driver!r} "
@@ -108,6 +108,14 @@ def _output_schema(source: Source, value: Any) -> None:
         raise source.check.fail("workflow.output_schema", str(exc)) from None
 
 
+def _output_retries(source: Source, value: Any) -> None:
+    from normalize.structured import MAX_RETRIES
+
+    if not 0 <= value <= MAX_RETRIES:
+        raise source.check.fail("workflow.output_retries",
+                                f"output_retries = {value}: must be from 0 to {MAX_RETRIES}")
+
+
 def _workspace(source: Source, value: Any) -> None:
     if not str(value).startswith(("dir:", "clone:", "copy")):
         raise source.check.fail("workflow.workspace", f"workspace {value!r} must be dir:PATH, "
@@ -134,6 +142,7 @@ WORKFLOW_KEYS: dict[str, Callable[[Source, Any], None]] = {
     "mcp": _mcp,
     "hooks": _hooks,
     "output_schema": _output_schema,
+    "output_retries": _output_retries,
     "workspace": _workspace,
     "on_item_error": _on_item_error,
 }
@@ -225,7 +234,7 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
         on_interrupt=wf.get("on_interrupt"), mcp=[dict(t) for t in wf.get("mcp", [])],
         hooks=[dict(t) for t in wf.get("hooks", [])],
         output_schema=str(source.path.parent / wf["output_schema"])
-        if wf.get("output_schema") else None,
+        if wf.get("output_schema") else None, output_retries=wf.get("output_retries"),
         workspace=wf.get("workspace", ""), on_item_error=wf.get("on_item_error", "continue"),
     )
     validator = Validator(check, plugins, (*source.stack, source.path.resolve()), load)

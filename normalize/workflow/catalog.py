@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from normalize.errors import UsageError
-from normalize.store.paths import config_home
+from normalize.homes import config_home
 
 
 @dataclass(frozen=True)

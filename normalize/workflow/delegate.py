@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from normalize.drivers.base import Driver, DriverServices, RunContext, create_driver
+from normalize.contract.driver import Driver, DriverServices, RunContext, create_driver
 from normalize.errors import ConfigError
 from normalize.task import Action, ActionResult, Decision, Task, TaskStatus
 

@@ -42,6 +42,7 @@ class StepSpec:
     until: str | None = None  # repeat the step (or its nested steps) until this holds
     max_iterations: int | None = None  # the bound of an `until` loop
     otherwise: list[StepSpec] = field(default_factory=list)  # `else`: when `condition` fails
+    schema: JSON | None = None  # the JSON Schema a captured value must meet (`schema = FILE`)
     line: int = 0
 
     @property
@@ -185,6 +186,7 @@ class WorkflowSpec:
     mcp: list[JSON] = field(default_factory=list)  # [[workflow.mcp]]: the MCP servers it uses
     hooks: list[JSON] = field(default_factory=list)  # [[workflow.hooks]]: run if trusted
     output_schema: str | None = None  # the result's JSON Schema file (beside the workflow)
+    output_retries: int | None = None  # how often an invalid result goes back (None: default)
     workspace: str = ""  # a batch item's: dir:{item.path}, clone:{item.repo}, copy
     on_item_error: str = "continue"  # a batch's, when an item fails: continue or stop
     steps: Sequence[StepSpec] = field(default_factory=list)  # a StepList when read from JSON

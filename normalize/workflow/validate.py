@@ -107,6 +107,7 @@ NEEDS: dict[str, tuple[str, str]] = {
     "max_iterations": ("until", "`max_iterations` bounds an `until` loop; add `until`"),
     "else": ("condition", "`else` runs when `condition` does not hold; add `condition`"),
     "transform": ("capture", "`transform` shapes a captured value; add `capture`"),
+    "schema": ("capture", "`schema` checks a captured value; add `capture`"),
 }
 """A step key that means nothing without another: key → (the other, the error)."""
 
@@ -115,6 +116,8 @@ CONFLICTS: tuple[tuple[str, str, str], ...] = (
                           "in order"),
     ("parallel", "workflow", "`parallel` fans out one `action`, not a nested workflow"),
     ("until", "for_each", "a step loops over `for_each` or `until`, not both"),
+    ("schema", "parallel", "`schema` checks one captured value; a parallel fan-out captures a "
+                           "list of them"),
 )
 """Step keys that cannot be set together: (the key blamed, the other, the error)."""
 
@@ -312,6 +315,15 @@ class Validator:
         if value in BUILTIN_VARS:
             raise self.check.fail(where, f"{{{value}}} is built in; capture into another name")
 
+    def schema_file(self, value: str, where: str) -> dict[str, Any]:
+        """The JSON Schema in the file `value` (beside the workflow), checked."""
+        from normalize.structured import load_contract
+
+        try:
+            return load_contract(self.check.path.parent / value, flag="schema").schema
+        except UsageError as exc:
+            raise self.check.fail(where, str(exc)) from None
+
     def retry(self, value: Any, where: str) -> dict[str, Any] | None:
         if value is None:
             return None
@@ -367,6 +379,8 @@ class Validator:
         fields = {FIELDS.get(k, k): v for k, v in item.items() if k not in BUILT}
         if "until" in item:
             fields.setdefault("max_iterations", DEFAULT_MAX_ITERATIONS)
+        if "schema" in item:
+            fields["schema"] = self.schema_file(item["schema"], f"{here}.schema")
         # what the step (or its nested steps, or its `else`) captures is known after it
         known |= (inner - local) | (otherwise_known - known)
         return StepSpec(name=name, steps=children, otherwise=otherwise, retry=retry,

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.drivers.llm import LLMDriver
 from normalize.engine import RunOutcome
 from normalize.events import BaseEvent

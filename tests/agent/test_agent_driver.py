@@ -12,7 +12,7 @@ import pytest
 from agent_helpers import scripted
 
 from normalize.cancel import CancelToken
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.drivers.llm import CORRECTIVE_NOTE, LLMDriver, LLMSettings
 from normalize.errors import ConfigError
 from normalize.intents import system_prompt_section
@@ -289,7 +289,7 @@ def test_the_first_request_goes_before_the_sdk_loads_and_later_ones_through_it()
         "import sys, normalize.drivers.llm as llm\n"
         "heavy = [m for m in ('anthropic', 'httpx') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
-        "from normalize.drivers.base import DriverServices\n"
+        "from normalize.contract.driver import DriverServices\n"
         "driver = llm.LLMDriver.from_config({'llm': {}}, DriverServices())\n"
         "assert driver._client is None and 'anthropic' not in sys.modules\n"
         "import normalize.providers.anthropic as sdk\n"

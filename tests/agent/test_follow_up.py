@@ -15,7 +15,7 @@ from prompt_toolkit.output import DummyOutput
 from normalize.cli.console import Environment
 from normalize.cli.follow import FOLLOW_UP_PROMPT, follow_ups
 from normalize.cli.prompt import PromptReader
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.drivers.llm import LineQueue
 from normalize.providers.base import ModelRequest
 from normalize.runner import RunOptions, load_spec, run_task, start_task

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agent_helpers import KEYS, cli, json_lines
 
 from normalize.testing.servers import FakeModelServer, Reply
@@ -215,3 +218,96 @@ def test_before_request_hook_adds_context_to_that_request_only(
     assert "build status note number 2" in second
     assert "build status note number 1" not in second  # transient: not kept in the history
     assert [e["event"] for e in _ran(events)] == ["before_request", "before_request"]
+
+
+COMPACTING = """[workflow]
+name = "compacting"
+[workflow.vars]
+goal = "{task}"
+[workflow.llm]
+model = "anthropic:claude-sonnet-4-5"
+[workflow.context]
+strategy = "conversation"
+compact_after_chars = 2000
+"""
+VETO = RECORD + """sys.stderr.write("keep my context whole")
+sys.exit(2)
+"""
+
+
+@pytest.mark.parametrize("vetoed", [True, False])
+def test_a_before_compact_hook_can_veto_a_compaction(
+        repo: Path, server: FakeModelServer, tmp_path: Path, vetoed: bool) -> None:
+    for name in ("alpha", "beta", "gamma"):
+        (repo / f"{name}.txt").write_text("".join(f"{name} line {n}\n" for n in range(200)))
+    flow = tmp_path / "compacting.toml"
+    flow.write_text(COMPACTING)
+    site = _setup(tmp_path, repo, server)
+    seen = site.hook("before_compact", VETO if vetoed else RECORD)
+    server.add("view alpha.txt", "view beta.txt", "view gamma.txt", "done read them")
+    done = cli("agent", "read the files", "--workflow", str(flow), "--json", "--approve", "yes",
+               "--sandbox", "off", cwd=repo, home=tmp_path / "home",
+               env={"ANTHROPIC_BASE_URL": server.url, "NORMALIZE_CONFIG": str(site.config),
+                    **KEYS})
+    events = json_lines(done.stdout)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(seen.read_text())
+    assert data["hook_event_name"] == "before_compact" and data["trigger"] == "auto"
+    assert data["before_chars"] > data["compact_after_chars"] == 2000
+    assert data["results_compacted"] >= 1 and data["after_chars"] < data["before_chars"]
+    last = json.dumps(server.requests[3].body["messages"])
+    compacted = [e for e in events if e["type"] == "context_compacted"]
+    notices = [e["message"] for e in events if e["type"] == "notice"]
+    if vetoed:
+        assert [(e["event"], e["outcome"], e["reason"]) for e in _ran(events)] == [
+            ("before_compact", "blocked", "keep my context whole")]
+        assert not compacted and "alpha line 150" in last  # the first result, whole
+        assert any("a before_compact hook said no: keep my context whole" in n
+                   for n in notices), notices
+    else:
+        assert [(e["event"], e["outcome"]) for e in _ran(events)] == [("before_compact", "ok")]
+        assert compacted and "alpha line 150" not in last
+
+
+ENVIRONMENT = RECORD.replace("json.dumps(data)", "json.dumps(dict(__import__('os').environ))")
+SPAWN_AND_HANG = """import pathlib, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+pathlib.Path({out!r}).write_text(str(child.pid))
+time.sleep(600)
+"""
+
+
+def test_a_hook_runs_with_a_scrubbed_environment(
+        repo: Path, server: FakeModelServer, tmp_path: Path) -> None:
+    site = _setup(tmp_path, repo, server)
+    seen = site.hook("run_end", ENVIRONMENT)
+    code, _events = site.agent("done nothing to do")
+    assert code == 0
+    environment = json.loads(seen.read_text())
+    assert environment.get("PATH") and "ANTHROPIC_API_KEY" not in environment
+    assert not any(value == KEYS["ANTHROPIC_API_KEY"] for value in environment.values())
+
+
+def test_a_hanging_hook_is_killed_with_what_it_started(
+        repo: Path, server: FakeModelServer, tmp_path: Path) -> None:
+    site = _setup(tmp_path, repo, server)
+    started = site.hook("run_end", SPAWN_AND_HANG, timeout=2)
+    code, events = site.agent("done nothing to do")
+    assert code == 0 and _ran(events)[0]["outcome"] == "timed_out"
+    pid = int(started.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survived = _alive(pid)
+    if survived:  # never leave it behind, whatever the verdict
+        os.kill(pid, signal.SIGKILL)
+    assert not survived, f"the hook's child {pid} outlived it"
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for init counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

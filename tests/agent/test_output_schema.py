@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from agent_helpers import KEYS, cli, json_lines
 
 from normalize.testing.servers import FakeModelServer
@@ -84,3 +85,43 @@ def test_a_workflows_output_schema_beside_it(repo: Path, server: FakeModelServer
     bad = cli("run", str(flow), "--json", cwd=repo, home=tmp_path / "home", env=env)
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1, bad.stderr
     assert str(flow) in bad.stderr and "missing.json" in bad.stderr
+
+
+@pytest.mark.parametrize(("retries", "replies", "code"), [
+    ("0", [INVALID, VALID], 1),  # no second chance
+    ("3", [INVALID, INVALID, INVALID, VALID], 0),  # more than the default two
+])
+def test_output_retries_sets_how_often_an_invalid_result_goes_back(
+        repo: Path, server: FakeModelServer, tmp_path: Path, retries: str,
+        replies: list[str], code: int) -> None:
+    server.add(*replies)
+    home, args = _agent(repo, tmp_path, server)
+    done = cli(*args, "--output-retries", retries, cwd=repo, home=home,
+               env={"ANTHROPIC_BASE_URL": server.url, **KEYS})
+    assert done.returncode == code, done.stderr
+    assert len(server.requests) == int(retries) + 1
+    assert json_lines(done.stdout)[-1]["result"] == ({"count": 2} if code == 0 else None)
+
+
+def test_a_workflows_output_retries_and_their_bad_forms(
+        repo: Path, server: FakeModelServer, tmp_path: Path) -> None:
+    (tmp_path / "schema.json").write_text(json.dumps(SCHEMA))
+    flow = tmp_path / "count.toml"
+    flow.write_text('[workflow]\nname = "count"\noutput_schema = "schema.json"\n'
+                    'output_retries = 0\n[workflow.llm]\nmodel = "anthropic:claude-sonnet-4-5"\n')
+    server.add(INVALID)
+    env = {"ANTHROPIC_BASE_URL": server.url, **KEYS}
+    done = cli("run", str(flow), "--json", cwd=repo, home=tmp_path / "home", env=env)
+    assert done.returncode == 1 and len(server.requests) == 1, done.stderr
+    # the flag wins over the workflow's key
+    server.add(INVALID, VALID)
+    done = cli("run", str(flow), "--json", "--output-retries", "1", cwd=repo,
+               home=tmp_path / "home", env=env)
+    assert done.returncode == 0 and len(server.requests) == 3, done.stderr
+
+    flow.write_text(flow.read_text().replace("output_retries = 0", "output_retries = 99"))
+    bad = cli("run", str(flow), cwd=repo, home=tmp_path / "home", env=env)
+    assert bad.returncode == 2 and "output_retries = 99: must be from 0 to 20" in bad.stderr
+    alone = cli("agent", "x", "--output-retries", "1", cwd=repo, home=tmp_path / "home", env=env)
+    assert alone.returncode == 2 and len(alone.stderr.splitlines()) == 1, alone.stderr
+    assert "--output-retries 1: goes with --output-schema" in alone.stderr

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from agent_helpers import KEYS, Run, cli, scripted
 
+from normalize.homes import config_home
 from normalize.prompts.instructions import MAX_CHARS
-from normalize.store.paths import config_home
 from normalize.testing.servers import FakeModelServer
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.engine import RunOutcome
 from normalize.events import BaseEvent
 from normalize.providers.scripted import Step

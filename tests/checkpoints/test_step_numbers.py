@@ -12,7 +12,7 @@ from pathlib import Path
 
 from checkpoint_helpers import cli, edit, run_scripted
 
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.drivers.llm import LineQueue
 from normalize.events import BaseEvent, RunEnded
 from normalize.providers.base import ModelRequest

@@ -18,7 +18,7 @@ from prompt_toolkit.output import DummyOutput
 from normalize.cancel import CancelToken
 from normalize.cli.prompt import CommandCompleter, PromptReader
 from normalize.cli.render import LiveRenderer
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.errors import ExitStatus
 from normalize.runner import RunOptions, run_task
 from normalize.store import TaskStore

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from durability_support import append_action
 
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.events import BaseEvent
 from normalize.runner import RunOptions, load_spec, run_task, start_task
 from normalize.store import TaskStore

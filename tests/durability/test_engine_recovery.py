@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from normalize.drivers.base import DriverServices, RunContext
+from normalize.contract.driver import DriverServices, RunContext
 from normalize.engine import OUTCOME_UNKNOWN, Engine
 from normalize.execution.cache import NoCache
 from normalize.store import TaskStore

@@ -7,7 +7,7 @@ from typing import Any
 
 from mcp_helpers import cli, git_repo, git_server, time_server, write_config
 
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.events import BaseEvent
 from normalize.redact import Redactor
 from normalize.retry import RetryPolicy

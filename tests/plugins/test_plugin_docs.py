@@ -10,7 +10,7 @@ import pytest
 
 import normalize
 from normalize import RunOptions, load_spec, run_task, start_task
-from normalize.drivers.base import Driver
+from normalize.contract.driver import Driver
 from normalize.plugins import use_entry_points
 
 REPO = Path(__file__).resolve().parents[2]

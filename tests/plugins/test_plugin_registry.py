@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from normalize.drivers.base import DRIVERS, Driver, DriverServices, RunContext, create_driver
-from normalize.drivers.builtin import BUILTIN_DRIVERS
+from normalize.contract.builtin import BUILTIN_DRIVERS
+from normalize.contract.driver import DRIVERS, Driver, DriverServices, RunContext, create_driver
 from normalize.errors import UsageError
 from normalize.plugins import (
     PluginGroup,
@@ -56,7 +56,7 @@ class NoFactory:
 
 def test_the_session_runs_with_a_strangers_plugin_installed(foreign_plugin: Path) -> None:
     assert "stranger" in DRIVERS.names()  # in-process
-    code = "from normalize.drivers.base import DRIVERS; print(DRIVERS.names())"
+    code = "from normalize.contract.driver import DRIVERS; print(DRIVERS.names())"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, env=dict(os.environ))
     assert "'stranger'" in proc.stdout, proc.stderr  # and in the programs tests start
@@ -130,7 +130,7 @@ def test_every_builtin_driver_implements_the_whole_contract() -> None:
 
 def test_drivers_are_not_lent_the_tools() -> None:
     assert [f.name for f in dataclasses.fields(RunContext)] == [
-        "task", "workspace", "emit", "cancel", "interactive", "request_context"]
+        "task", "workspace", "emit", "cancel", "interactive", "request_context", "compact_veto"]
 
 
 def test_a_workflow_naming_a_broken_driver_says_why_before_running(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -132,9 +133,19 @@ def test_a_repository_in_a_directory_that_cannot_be_listed_is_still_found(
     _init(hidden)
     os.chmod(hidden, 0o311)  # searchable, not readable: `cd d && git status` still works
     try:
-        if os.access(hidden, os.R_OK):
-            pytest.skip("this user reads every directory (root)")
-        assert RepoWalk(tmp_path).find() == ["d/.git"]
+        if not os.access(hidden, os.R_OK):
+            assert RepoWalk(tmp_path).find() == ["d/.git"]
+            return
+        # root reads every directory: walk in a child without the two capabilities that allow it
+        drop = "-dac_override,-dac_read_search"
+        code = ("import os, sys; from normalize.sandbox.gitguard import RepoWalk\n"
+                "assert not os.access(sys.argv[1] + '/d', os.R_OK), 'still reads d'\n"
+                "print(RepoWalk(__import__('pathlib').Path(sys.argv[1])).find())")
+        seen = subprocess.run(["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}",
+                               sys.executable, "-c", code, str(tmp_path)],
+                              capture_output=True, text=True, timeout=60)
+        assert seen.returncode == 0, seen.stderr
+        assert seen.stdout.strip() == "['d/.git']"
     finally:
         os.chmod(hidden, 0o755)
 

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import pytest
 
 from normalize.cancel import CancelToken
-from normalize.drivers.base import DriverServices, RunContext
+from normalize.contract.driver import DriverServices, RunContext
 from normalize.engine import Engine
 from normalize.events import BaseEvent
 from normalize.execution.cache import NoCache

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import pytest
 
 from normalize.cancel import CancelToken
-from normalize.drivers.base import DriverServices, RunContext
+from normalize.contract.driver import DriverServices, RunContext
 from normalize.engine import Engine
 from normalize.events import BaseEvent, Notice, RunEnded
 from normalize.execution.cache import NoCache

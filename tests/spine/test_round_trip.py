@@ -134,12 +134,17 @@ def codec(cls: type) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
     for write, read in (("to_dict", "from_dict"), ("to_json", "from_json")):
         if callable(getattr(cls, read, None)):
             return getattr(cls, write), getattr(cls, read)
-    if issubclass(cls, BaseEvent):
-        pytest.fail(f"{cls.__name__}: the journal persists it, but it cannot be read back")
-    pytest.skip(f"{cls.__name__} is read back by the class that holds it")
+    raise AssertionError(f"{cls.__name__}: persisted, but it cannot be read back")
+
+
+def _own_codec(cls: type) -> bool:
+    return any(callable(getattr(cls, read, None)) for read in ("from_dict", "from_json"))
 
 
 CLASSES = persisted_classes()
+# a nested class without a codec of its own is written and read by its holder, whose
+# round trip covers it; an event must read itself back (the journal is decoded event by event)
+OWN_CODEC = [c for c in CLASSES if _own_codec(c) or issubclass(c, BaseEvent)]
 
 
 def test_the_walk_finds_the_task_and_what_it_holds() -> None:
@@ -153,7 +158,7 @@ def _round_trip(cls: type, original: Any) -> Any:
     return read(json.loads(json.dumps(write(original), default=lambda v: getattr(v, "value", v))))
 
 
-@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: f"{c.__module__}.{c.__qualname__}")
+@pytest.mark.parametrize("cls", OWN_CODEC, ids=lambda c: f"{c.__module__}.{c.__qualname__}")
 def test_every_persisted_class_round_trips_with_values_unlike_its_defaults(cls: type) -> None:
     original = build(cls)
     again = _round_trip(cls, original)

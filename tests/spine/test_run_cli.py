@@ -178,10 +178,12 @@ def test_help_does_not_import_heavy_modules(tmp_path: Path) -> None:
     code = ("import sys\nfrom normalize.cli.app import main\n"
             "import contextlib, io\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n    main(['--help'])\n"
-            "heavy = [m for m in ('anthropic', 'httpx', 'prompt_toolkit') if m in sys.modules]\n"
+            "heavy = [m for m in ('anthropic', 'httpx', 'prompt_toolkit', 'opentelemetry')\n"
+            "         if m in sys.modules]\n"
             "print(heavy)\n")
+    traced = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}  # still none
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=60)
+                          cwd=tmp_path, timeout=60, env=traced)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
 

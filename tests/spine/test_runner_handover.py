@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.errors import UsageError
 from normalize.runner import (
     RunOptions,

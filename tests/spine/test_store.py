@@ -251,7 +251,7 @@ def test_a_plugin_that_fails_to_import_is_a_warning(tmp_path: Path) -> None:
     (site / "fakeplug_mod.py").write_text(
         "class EchoDriver:\n    name = 'echo'\n"
         "    @classmethod\n    def from_config(cls, config, services):\n        return cls()\n")
-    code = ("from normalize.drivers.base import DRIVERS\n"
+    code = ("from normalize.contract.driver import DRIVERS\n"
             "loaded = DRIVERS.load_all()\n"
             "print(sorted(loaded))\n"
             "print([w for w in DRIVERS.warnings if \"'broken'\" in w][0])\n"

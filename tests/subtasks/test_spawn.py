@@ -33,7 +33,7 @@ from subtasks_support import (
     workspace,
 )
 
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.providers.base import ModelRequest
 from normalize.runner import RunOptions, load_spec, run_task, start_task
 from normalize.store import TaskStore

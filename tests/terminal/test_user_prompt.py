@@ -16,7 +16,7 @@ from rich.console import Console
 
 from normalize.cli.prompt import PromptReader
 from normalize.cli.render import LiveRenderer, PlainRenderer, Results, cache_reader
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.runner import RunOptions, hand_over, load_spec, run_task, start_task
 from normalize.store import TaskStore
 from normalize.task import Task, TaskStatus

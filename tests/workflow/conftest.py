@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.events import BaseEvent
 from normalize.runner import RunOptions, run_task, start_task
 from normalize.store import TaskStore

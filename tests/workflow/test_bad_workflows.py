@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, cli
 
-from normalize.drivers.base import DRIVERS
+from normalize.contract.driver import DRIVERS
 from normalize.errors import ConfigError, ExitStatus
 from normalize.workflow.loader import load_workflow
 

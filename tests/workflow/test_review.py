@@ -1,4 +1,5 @@
-"""The built-in `review` workflow: the diff against a base ref in, findings as JSON out."""
+"""The built-in `review` workflow: the diff against a base ref in, findings as a checked JSON
+result out (review.schema.json)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.events import ActionFinished, BaseEvent
 from normalize.runner import RunOptions, load_spec, parse_vars, run_task, start_task
 from normalize.store import TaskStore
@@ -41,7 +42,8 @@ def test_review_reads_the_diff_never_edits_and_ends_with_findings(
         "run git diff --no-color --no-ext-diff main...HEAD",
         "edit calc.py <<EOF\n<<<<<<< SEARCH\n    return '1'\n=======\n    return 1\n"
         ">>>>>>> REPLACE\nEOF",
-        "done " + json.dumps(FINDINGS)])
+        "done One error <<EOF\n" + json.dumps({**FINDINGS, "verdict": "maybe"}) + "\nEOF",
+        f"done One error: f returns a string <<EOF\n{json.dumps(FINDINGS)}\nEOF"])
     events: list[BaseEvent] = []
     store = TaskStore(normalize_home, fsync=False)
     opts = RunOptions(workspace=repo, subscribers=[events.append], store=store, fsync=False,
@@ -50,11 +52,13 @@ def test_review_reads_the_diff_never_edits_and_ends_with_findings(
     outcome = run_task(start_task(spec, "mind the types", opts), opts)
     model.assert_done()
     assert outcome.status.value == "done", outcome.error
-    assert json.loads(outcome.summary) == FINDINGS
+    assert outcome.task.result == FINDINGS and outcome.summary == "One error: f returns a string"
     first = model.requests[0].messages[0]["content"]
     text = first if isinstance(first, str) else json.dumps(first)
     assert "against main" in text and "main...HEAD" in text and "mind the types" in text
-    assert '{"verdict": "approve"' in text  # the schema's braces reach the model as braces
+    assert "request_changes" in str(model.requests[0].system)  # told the schema
+    retried = json.dumps(model.requests[3].messages)  # the invalid verdict went back
+    assert "not accepted" in retried and "'maybe' is not one of" in retried
     ran = [e for e in events if isinstance(e, ActionFinished)]
     assert ran[0].status == "success" and "+    return '1'" in ran[0].preview
     assert ran[1].status == "blocked" and "deny pattern" in (ran[1].error or "")

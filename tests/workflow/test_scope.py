@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from wf_support import Runner
 
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.drivers.frames import Frame, Hop, steps_at
 from normalize.drivers.workflow import WorkflowDriver
 from normalize.execution.scope import Note, Resolved, Scope, ScopeSettings, resolve

@@ -8,7 +8,7 @@ from pathlib import Path
 from helpers import REPO, make_sample_repo
 from wf_support import Runner
 
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.drivers.choose import parse_pick
 from normalize.testing import ScriptedModel
 

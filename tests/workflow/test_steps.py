@@ -13,7 +13,7 @@ import pytest
 from wf_support import Runner
 
 from normalize.cancel import CancelToken
-from normalize.drivers.base import DriverServices
+from normalize.contract.driver import DriverServices
 from normalize.errors import ConfigError
 from normalize.testing import ScriptedModel
 from normalize.workflow.loader import load_workflow
@@ -445,3 +445,56 @@ action = "done {what}"
     assert outcome.status.value == "done", outcome.error
     assert outcome.summary == "read a.txt"
     assert "The user answered: a.txt" in model.requests[1].messages[-1]["content"]
+
+
+CHECKED = """
+[workflow]
+name = "checked"
+[[workflow.steps]]
+name = "read"
+action = "run cat {file}"
+capture = "data"
+transform = "json"
+schema = "count.schema.json"
+[[workflow.steps]]
+action = "done counted {data}"
+"""
+COUNT_SCHEMA = {"type": "object", "required": ["count"],
+                "properties": {"count": {"type": "integer"}}}
+
+
+@pytest.mark.parametrize(("text", "status"), [('{"count": 3}', "done"),
+                                               ('{"count": "three"}', "failed")])
+def test_a_captured_value_is_checked_against_its_schema(
+        run_spec: Runner, workspace: Path, text: str, status: str) -> None:
+    (workspace.parent / "count.schema.json").write_text(json.dumps(COUNT_SCHEMA))
+    (workspace / "data.json").write_text(text)
+    run = run_spec(CHECKED.replace("{file}", "data.json"))
+    assert run.outcome.status.value == status, run.outcome.error
+    variables = run.outcome.task.driver_state["vars"]
+    if status == "done":
+        assert variables["data"] == {"count": 3}
+        assert run.outcome.summary.startswith("counted ")
+    else:
+        assert "data" not in variables
+        assert run.outcome.summary == ("step 'read' failed: {data} does not match its schema: "
+                                       "at count: 'three' is not of type 'integer'")
+
+
+@pytest.mark.parametrize(("step", "message"), [
+    ('action = "run true"\nschema = "count.schema.json"', "`schema` checks a captured value"),
+    ('action = "run true"\ncapture = "x"\nschema = "missing.json"', "missing.json"),
+    ('action = "run true"\ncapture = "x"\nschema = "bad.json"', "not a valid JSON Schema"),
+])
+def test_a_step_schema_is_checked_when_the_workflow_loads(
+        tmp_path: Path, step: str, message: str) -> None:
+    from normalize.errors import ConfigError
+    from normalize.workflow.loader import load_workflow
+
+    (tmp_path / "count.schema.json").write_text(json.dumps(COUNT_SCHEMA))
+    (tmp_path / "bad.json").write_text('{"type": 12}')
+    flow = tmp_path / "wf.toml"
+    flow.write_text(f'[workflow]\nname = "w"\n[[workflow.steps]]\n{step}\n')
+    with pytest.raises(ConfigError) as caught:
+        load_workflow(flow)
+    assert message in str(caught.value)

@@ -17,6 +17,7 @@ from normalize.execution.context.results import (
     RESULT_CHARS,
     Prompt,
     ResultEntry,
+    Veto,
     bounded,
     clip,
     first_line,
@@ -163,8 +164,8 @@ class ContextStrategy:
 
     # -- prompts -------------------------------------------------------------
 
-    def build(self, goal: str, turn: int) -> Prompt:
-        """The messages for the prompt of `turn` (0-based)."""
+    def build(self, goal: str, turn: int, veto: Veto | None = None) -> Prompt:  # noqa: ARG002
+        """The messages for the prompt of `turn` (0-based); `veto` is asked before compacting."""
         return Prompt([{"role": "user", "content": self.render(goal, turn)}])
 
     def render(self, goal: str, turn: int) -> str:

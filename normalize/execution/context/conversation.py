@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from normalize.execution.context.base import ContextStrategy
-from normalize.execution.context.results import Compaction, Message, Prompt, ResultEntry
+from normalize.execution.context.results import Compaction, Message, Prompt, ResultEntry, Veto
 from normalize.task import Action, ActionResult
 
 KEEP_RECENT_TURNS = 2  # results of the last turns are never compacted
@@ -19,6 +19,8 @@ class ConversationContext(ContextStrategy):
     `compact_after_chars`, the oldest results (never those of the last
     KEEP_RECENT_TURNS turns) are replaced by their first lines and their
     fetch id, oldest first, until the messages fit in half the threshold.
+    A `veto` (the person's `before_compact` hooks) is asked first, with what
+    the compaction would do; its reason leaves the context whole this turn.
     """
 
     name = "conversation"
@@ -43,8 +45,18 @@ class ConversationContext(ContextStrategy):
             self.turns[-1]["results"].append(entry)
         return entry
 
-    def build(self, goal: str, turn: int) -> Prompt:
-        compaction = self._compact(goal, turn)
+    def build(self, goal: str, turn: int, veto: Veto | None = None) -> Prompt:
+        plan = self._plan(goal, turn)
+        if plan is None:
+            return Prompt(self._messages(goal, turn))
+        picked, estimate = plan
+        reason = veto(estimate) if veto is not None else None
+        if reason is not None:
+            return Prompt(self._messages(goal, turn), kept=(estimate, reason))
+        for record, index in picked:
+            record["results"][index] = record["results"][index].compact()
+        after = sum(len(m["content"]) for m in self._messages(goal, turn))
+        compaction = Compaction(estimate.before_chars, after, len(picked))
         return Prompt(self._messages(goal, turn), compaction)
 
     def render(self, goal: str, turn: int) -> str:
@@ -70,14 +82,16 @@ class ConversationContext(ContextStrategy):
                              "content": "\n\n".join(parts) if parts else "(nothing ran)"})
         return messages
 
-    def _compact(self, goal: str, turn: int) -> Compaction | None:
+    def _plan(self, goal: str, turn: int
+              ) -> tuple[list[tuple[dict[str, Any], int]], Compaction] | None:
+        """The results a compaction would shrink, and what it would do (the size estimated)."""
         if not self.compact_after_chars:
             return None
         before = sum(len(m["content"]) for m in self._messages(goal, turn))
         if before <= self.compact_after_chars:
             return None
         target = self.compact_after_chars // 2
-        size, count = before, 0
+        size, picked = before, []
         for record in self.turns[: max(len(self.turns) - KEEP_RECENT_TURNS, 0)]:
             for index, entry in enumerate(record["results"]):
                 if size <= target:
@@ -85,13 +99,11 @@ class ConversationContext(ContextStrategy):
                 if entry.compacted:
                     continue
                 small = entry.compact()
-                record["results"][index] = small
                 size -= len(entry.render(self.marker)) - len(small.render(self.marker))
-                count += 1
-        if not count:
+                picked.append((record, index))
+        if not picked:
             return None
-        after = sum(len(m["content"]) for m in self._messages(goal, turn))
-        return Compaction(before, after, count)
+        return picked, Compaction(before, size, len(picked))
 
     def snapshot(self) -> dict[str, Any]:
         state = super().snapshot()

@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from normalize.execution.cache import DEFAULT_ASKED_CHARS
@@ -140,12 +141,17 @@ class Compaction:
     results_compacted: int
 
 
+Veto = Callable[[Compaction], str | None]
+"""Asked before a compaction with what it would do: a reason to leave the context whole, or None."""
+
+
 @dataclass(frozen=True)
 class Prompt:
     """The messages of one model request (user first and last, alternating)."""
 
     messages: list[Message]
     compaction: Compaction | None = None
+    kept: tuple[Compaction, str] | None = None  # a compaction a hook vetoed, and its reason
 
     @property
     def chars(self) -> int:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 from normalize.cancel import CancelToken
-from normalize.drivers.builtin import BUILTIN_DRIVERS
+from normalize.contract.builtin import BUILTIN_DRIVERS
 from normalize.errors import UsageError
 from normalize.events import Emit
 from normalize.plugins import PluginGroup
@@ -90,6 +90,8 @@ class RunContext:
     interactive: bool = False
     request_context: Callable[[dict[str, Any]], str | None] | None = None
     """The person's `before_request` hooks: context for one model request (None: no hooks)."""
+    compact_veto: Callable[[dict[str, Any]], str | None] | None = None
+    """The person's `before_compact` hooks: a reason not to compact the context (None: none)."""
 
 
 @runtime_checkable

@@ -115,7 +115,7 @@ class _Scope:
 def _code_tool(options: ServeOptions) -> Callable[[str, list[str]], str]:
     """Run one read-only code tool (view, skeleton, grep) under the workspace guard."""
     from normalize.execution.cache import NoCache
-    from normalize.store.paths import config_home, data_home
+    from normalize.homes import config_home, data_home
     from normalize.tools import default_tools
     from normalize.tools.approval import ApprovalMode, ApprovalPolicy
     from normalize.tools.base import ToolContext
