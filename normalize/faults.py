@@ -16,6 +16,7 @@ The points:
                        variable a step set) is written to its temporary file
     model_stream       a model reply is half streamed (scripted models)
     undo_write         half of a file an undo or rewind puts back is written to its temporary file
+    batch_collected    a batch's parent has recorded an item as collected
 
 `NORMALIZE_NO_SANDBOX=1` makes the sandbox report itself unavailable, so the
 fail-closed paths can be tested on a machine that has one. It is read at each
@@ -29,7 +30,7 @@ import signal
 import threading
 
 POINTS = ("before_action", "action_started", "action_ran", "checkpoint_write",
-          "checkpoint_append", "kept_write", "model_stream", "undo_write")
+          "checkpoint_append", "kept_write", "model_stream", "undo_write", "batch_collected")
 
 
 def _parse(value: str) -> tuple[str, int]:

@@ -74,3 +74,10 @@ def settle_homes(environ: MutableMapping[str, str] | None = None) -> None:
             raise UsageError(f"{name}={value}: {path} {problem}; point {name} at a "
                              f"directory you can write")
         environ[name] = str(path)
+
+
+def batch_item_id(batch: str, position: int) -> str:
+    """A batch item's task id: the same for the same batch and position, on every run."""
+    import hashlib  # (loaded by batches only)
+
+    return hashlib.sha256(f"{batch}/item/{position}".encode()).hexdigest()[:8]

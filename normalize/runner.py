@@ -171,8 +171,13 @@ def sandbox_policy(options: RunOptions, permissions: Mapping[str, Any], *,
 
 
 def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
-               limits: Limits | None = None) -> Task:
-    """A new task that runs `spec` in the workspace."""
+               limits: Limits | None = None, task_id: str | None = None,
+               **fields: Any) -> Task:
+    """A new task that runs `spec` in the workspace.
+
+    `task_id` fixes its id (a batch item's, derived from its position); `fields`
+    are more of the Task's (`parent`, `child`).
+    """
     limits = limits or replace(spec.limits)
     perms = resolve_permissions(spec, options)
     refuse_unconfined(perms.sandbox_policy(), perms.mode, options.interactive)  # before a task
@@ -189,7 +194,9 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     task = Task.new(goal=goal or spec.description or spec.name,
                     workspace=str(options.workspace.resolve()), driver=spec.driver,
                     config=config, limits=limits, workflow=spec.path,
-                    output=_output(spec, options))
+                    output=_output(spec, options), **fields)
+    if task_id is not None:
+        task.id = task_id
     _store(options).create(task)
     return task
 

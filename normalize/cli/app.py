@@ -35,6 +35,10 @@ tasks_app = typer.Typer(help="List, show, repair and remove tasks.", no_args_is_
                         rich_markup_mode=None)
 app.add_typer(tasks_app, name="tasks")
 
+from normalize.cli.batch import batch_app  # noqa: E402 (the group beside the others)
+
+app.add_typer(batch_app, name="batch")
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON event per line on stdout.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Only the final summary.")]
 ApproveOpt = Annotated[str | None, typer.Option(
@@ -255,6 +259,13 @@ def agent(
     harness: Annotated[str | None, typer.Option(
         "--harness", help="Another agent takes the turns: claude, codex or aider "
         "(in normalize's sandbox; docs/harnesses.md).")] = None,
+    items: Annotated[str | None, typer.Option(
+        "--items", metavar="FILE|-", help="Run TASK once per item (a batch: JSON lines, CSV, "
+        "or lines; {item.NAME} in TASK); --budget is then the whole batch's.")] = None,
+    item_budget: Annotated[float | None, typer.Option(
+        "--item-budget", metavar="USD", help="With --items: each item's model cost.")] = None,
+    concurrency: Annotated[int, typer.Option(
+        "--concurrency", min=1, help="With --items: items in flight at once.")] = 4,
 ) -> None:
     """A model works on TASK with normalize's commands.
 
@@ -265,6 +276,14 @@ def agent(
     from normalize.cli.taskinput import task_text
 
     env = _env()
+    if items is not None:
+        from normalize.cli.batch import agent_items
+
+        raise typer.Exit(agent_items(
+            env, task, items, workflow=workflow, model=model, budget=budget,
+            item_budget=item_budget, concurrency=concurrency, approve=approve,
+            sandbox=sandbox, network=_network(network, no_network), workspace=workspace,
+            json_output=json_output, quiet=quiet))
     try:
         goal = task_text(env, task, task_file)
     except NormalizeError as exc:
@@ -325,8 +344,12 @@ def resume(
     otel: OtelOpt = False,
 ) -> None:
     """Continue a task where it stopped."""
+    from normalize.cli.batch import batch_of, resume_batch
     from normalize.cli.commands import resume_task
 
+    batch = batch_of(task)
+    if batch is not None:  # a batch's parent: its items are collected, re-attached, submitted
+        raise typer.Exit(resume_batch(_env(), batch, json_output=json_output, quiet=quiet))
     raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve,
                                  driver=driver, max_turns=max_turns, budget=budget,
                                  json_output=json_output, quiet=quiet, model=model,
@@ -343,6 +366,9 @@ def diff(
     stat: Annotated[bool, typer.Option("--stat", help="Files and +/- lines only.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Files and hunks as JSON.")]
     = False,
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL", help="Read BATCH/ITEM from the store a batch was published "
+        "to.")] = None,
 ) -> None:
     """What a task (or one STEP of it) changed, as a diff.
 
@@ -350,6 +376,10 @@ def diff(
     """
     from normalize.cli.changes import show_diff
 
+    if store is not None:
+        from normalize.cli.batch import diff_remote
+
+        raise typer.Exit(diff_remote(_env(), task, store))
     raise typer.Exit(show_diff(_env(), task, step, stat=stat, json_output=json_output))
 
 
@@ -436,10 +466,17 @@ def tasks_show(
     task: Annotated[str, typer.Argument(autocompletion=complete_task_ids)],
     json_output: Annotated[bool, typer.Option("--json", help="The task and its events.")] = False,
     full: Annotated[bool, typer.Option("--full", help="Each step's whole output.")] = False,
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL", help="Read BATCH/ITEM from the store a batch was published "
+        "to.")] = None,
 ) -> None:
     """Show a task and its steps, each with its output."""
     from normalize.cli.commands import show_task
 
+    if store is not None:
+        from normalize.cli.batch import show_remote
+
+        raise typer.Exit(show_remote(_env(), task, store, json_output=json_output))
     raise typer.Exit(show_task(_env(), task, json_output=json_output, full=full))
 
 

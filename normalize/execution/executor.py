@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -59,3 +59,11 @@ class Executor(Protocol):
     def cancel(self, handle: Handle) -> None:
         """Stop the job (it ends as an interrupted task, resumable) and wait for it."""
         ...
+
+
+@runtime_checkable
+class Placing(Protocol):
+    """An executor that says where each job ran (a cluster's node)."""
+
+    nodes: dict[str, str]  # task id -> the node its last ended job ran on
+    lost: dict[str, str]  # task id -> why the executor gave its last job up (a dead worker)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Protocol
@@ -75,15 +76,102 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def lease_seconds() -> float:
+    """How long a lease lasts without a heartbeat (`NORMALIZE_LEASE_SECONDS`, default 60)."""
+    try:
+        return max(0.2, float(os.environ.get("NORMALIZE_LEASE_SECONDS") or LEASE_SECONDS))
+    except ValueError:
+        return LEASE_SECONDS
+
+
+LEASE_SECONDS = 60.0
+
+
+class Lease:
+    """A task's lease for one epoch: `tasks/ID.lease.EPOCH`, made by a conditional create.
+
+    Its holder renews it (its mtime) from a heartbeat thread; a lease not
+    renewed for `lease_seconds()` has expired, and its task may be taken over
+    (at the next epoch) even while its holder still holds the flock: a
+    stopped or partitioned process. Only one process can make the lease of
+    an epoch (`O_EXCL`), so two takers never both win.
+    """
+
+    def __init__(self, tasks_dir: Path, task_id: str, epoch: int) -> None:
+        self.path = tasks_dir / f"{task_id}.lease.{epoch}"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def claim(self) -> bool:
+        """Make the lease; False when another process made it first."""
+        try:
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+        except FileExistsError:
+            return False
+        return True
+
+    def expired(self) -> bool:
+        """Whether the lease went unrenewed too long (a missing one never expires)."""
+        try:
+            return time.time() - os.stat(self.path).st_mtime > lease_seconds()
+        except OSError:
+            return False
+
+    def keep(self) -> None:
+        """Renew the lease in the background until `drop`."""
+        self._thread = threading.Thread(target=self._beat, name=f"lease {self.path.name}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(lease_seconds() / 4):
+            with contextlib.suppress(OSError):
+                os.utime(self.path)
+
+    def stop(self) -> None:
+        """Stop renewing it (it then expires)."""
+        self._stop.set()
+
+    def drop(self) -> None:
+        """Stop renewing it and remove it."""
+        self.stop()
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+
+def lease_held(tasks_dir: Path, task_id: str, epoch: int) -> bool | None:
+    """Whether someone renews the task's lease of `epoch` (None: there is no such lease).
+
+    This is how a process on another machine sees that the task still runs.
+    """
+    lease = Lease(tasks_dir, task_id, epoch)
+    if not lease.path.exists():
+        return None
+    return not lease.expired()
+
+
+def expire_lease(tasks_dir: Path, task_id: str, epoch: int) -> None:
+    """End the lease of `epoch` now: its executor reported the attempt holding it dead.
+
+    The next attempt then takes the task over at once instead of after
+    `lease_seconds()`; should the holder live on after all (cut off, not dead),
+    it is fenced like any other stale holder.
+    """
+    with contextlib.suppress(OSError):
+        os.utime(tasks_dir / f"{task_id}.lease.{epoch}", (0, 0))
+
+
 class TaskLock:
-    """Ownership of one task: an flock plus an owner file naming pid and epoch.
+    """Ownership of one task: an flock, an owner file naming pid and epoch, and a lease.
 
     The flock is released by the kernel when its process dies, so a task left
-    by a killed process is simply taken over. Each acquisition records a new,
-    higher epoch in the owner file; `verify` (run before every durable journal
-    append and every checkpoint: once per durable write) refuses a writer
-    whose epoch is no longer the recorded one — a process that lost the task
-    to another must not write over it.
+    by a killed process is simply taken over. A process that still holds the
+    flock but stopped renewing its lease (stopped, cut off) loses the task
+    too, once the lease expires. Each acquisition records a new, higher epoch
+    in the owner file; `verify` (run before every durable journal append and
+    every checkpoint: once per durable write) refuses a writer whose epoch is
+    no longer the recorded one — a process that lost the task to another
+    must not write over it.
     """
 
     OWNER_WAIT = 2.0  # seconds a refused process waits for the winner to name itself
@@ -96,6 +184,7 @@ class TaskLock:
         self._lock = FileLock(str(store.tasks_dir / f"{task_id}.lock"), timeout=0,
                               mode=FILE_MODE)
         self.epoch = 0
+        self.lease: Lease | None = None
         self._stamp: tuple[int, int] | None = None
         self.owner_path = store.tasks_dir / f"{task_id}.owner"
         self._owner = str(self.owner_path)  # the fence stats it once per durable write
@@ -104,18 +193,35 @@ class TaskLock:
         """Take the lock or fail at once naming the holder; record a new epoch (≥ `epoch`)."""
         from filelock import Timeout
 
+        previous = self.store.owner(self.task_id)
         try:
             self._lock.acquire(timeout=0)
         except Timeout:
-            raise TaskLockedError(
-                f"task {self.task_id} is running in {self._holder()}; wait for it to end or "
-                "stop that process first",
-            ) from None
+            if previous is None or not Lease(self.store.tasks_dir, self.task_id,
+                                             previous[1]).expired():
+                raise TaskLockedError(
+                    f"task {self.task_id} is running in {self._holder()}; wait for it to end "
+                    "or stop that process first",
+                ) from None
+            # its holder stopped renewing its lease: take the task over (it is fenced)
         except OSError as exc:
             raise StoreError(f"cannot lock task {self.task_id}: {self.store.tasks_dir}: "
                              f"{exc.strerror or exc}", hint=write_hint(exc)) from exc
-        previous = self.store.owner(self.task_id)
         self.epoch = max(epoch, previous[1] + 1 if previous else 0)
+        self.lease = Lease(self.store.tasks_dir, self.task_id, self.epoch)
+        try:
+            claimed = self.lease.claim()
+        except OSError as exc:
+            self.lease = None
+            self.release()
+            raise StoreError(f"cannot take task {self.task_id}: cannot write "
+                             f"{self.store.tasks_dir}: {exc.strerror or exc}",
+                             hint=write_hint(exc)) from exc
+        if not claimed:
+            self.lease = None
+            self.release()
+            raise TaskLockedError(f"task {self.task_id} was just taken by another process "
+                                  f"(epoch {self.epoch})")
         owner = json.dumps({"pid": os.getpid(), "epoch": self.epoch}).encode()
         try:
             atomic_write_bytes(self.owner_path, owner, fsync=self.store.fsync)
@@ -126,7 +232,12 @@ class TaskLock:
                              f"{self.owner_path}: {exc.strerror or exc}",
                              hint=write_hint(exc)) from exc
         self._stamp = (st.st_ino, st.st_mtime_ns)
+        self.lease.keep()
         self.store.sweep(self.task_id)
+        for old in self.store.tasks_dir.glob(f"{self.task_id}.lease.*"):
+            if old != self.lease.path:  # the leases of earlier epochs
+                with contextlib.suppress(OSError):
+                    old.unlink()
 
     def _holder(self) -> str:
         """Who holds the lock: the winner writes its owner file just after locking."""
@@ -156,6 +267,12 @@ class TaskLock:
         self._stamp = (st.st_ino, st.st_mtime_ns)
 
     def release(self) -> None:
+        if self.lease is not None:
+            if self.store.owner(self.task_id) in (None, (os.getpid(), self.epoch)):
+                self.lease.drop()  # (a process that lost the task leaves its taker's alone)
+            else:
+                self.lease.stop()
+            self.lease = None
         if self._lock.is_locked:
             self._lock.release()
 

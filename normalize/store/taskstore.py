@@ -38,7 +38,7 @@ from normalize.errors import (
     TaskNotFoundError,
 )
 from normalize.fsutil import json_bytes, private_dirs
-from normalize.homes import data_home
+from normalize.homes import batch_item_id, data_home
 from normalize.store import ckptlog, index, salvage
 from normalize.store.journal import JournalWriter, read_journal, tail_events, write_hint
 from normalize.store.migrations import migrate
@@ -636,6 +636,15 @@ class TaskStore:
             return str(max(rows, key=lambda row: row[index.UPDATED] or 0.0)[index.ID])
         if "/" not in ref and not ref.startswith(".") and self.task_path(ref).is_file():
             return ref  # an exact id: its file, without listing the store
+        head, slash, tail = ref.partition("/")
+        if slash and head and tail:  # BATCH/N (an item's position) or BATCH/ITEM
+            batch = self.resolve(head)
+            if tail.isdigit():
+                return self.resolve(batch_item_id(batch, int(tail)))
+            found = self.resolve(tail)
+            if self.state(found).get("parent") != batch:
+                raise TaskNotFoundError(f"task {found} is not an item of batch {batch}")
+            return found
         ids = self.ids() + salvage.aside_ids(self.tasks_dir)  # a damaged one is still found
         matches = [i for i in ids if i.startswith(ref)]
         if len(matches) == 1:

@@ -529,6 +529,17 @@ def _shell_command(action: Action, words: list[str]) -> str:
     return " ".join(shlex.quote(w) if any(c.isspace() for c in w) else w for w in words)
 
 
+IDEMPOTENCY_VAR = "NORMALIZE_IDEMPOTENCY_KEY"
+
+
+def idempotency_env(ctx: ToolContext, action: Action) -> dict[str, str] | None:
+    """The environment with the action's idempotency key (`TASK:KEY`), for a program that
+    makes a request elsewhere and can pass it on (a retried run sends the same key)."""
+    if not action.key or not ctx.task_id:
+        return None
+    return {**os.environ, IDEMPOTENCY_VAR: f"{ctx.task_id}:{action.key}"}
+
+
 class RunTool:
     """`run [--timeout N] PROGRAM ARGS...`: a program in the workspace, output and exit code."""
 
@@ -555,6 +566,7 @@ class RunTool:
             cwd=ctx.workspace,
             timeout=timeout,
             cancel=ctx.cancel,
+            env=idempotency_env(ctx, action),
             max_bytes=self.max_bytes,
             grace=self.grace,
             on_spawn=ctx.on_spawn,

@@ -101,6 +101,16 @@ def _output_retries(source: Source, value: Any) -> None:
                                 f"output_retries = {value}: must be from 0 to {MAX_RETRIES}")
 
 
+def _workspace(source: Source, value: Any) -> None:
+    if not str(value).startswith(("dir:", "clone:", "copy")):
+        raise source.check.fail("workflow.workspace", f"workspace {value!r} must be dir:PATH, "
+                                "clone:REPO or copy (a batch item's)")
+
+
+def _on_item_error(source: Source, value: Any) -> None:
+    source.check.choice(value, ("continue", "stop"), "workflow.on_item_error", "on_item_error")
+
+
 def _hooks(source: Source, tables: Any) -> tuple[Hook, ...]:
     return parse_hooks(tables, f"{source.path}: workflow")
 
@@ -114,6 +124,8 @@ WORKFLOW_KEYS: dict[str, Callable[[Source, Any], Any]] = {
     "hooks": _hooks,
     "output_schema": _output_schema,
     "output_retries": _output_retries,
+    "workspace": _workspace,
+    "on_item_error": _on_item_error,
 }
 """`[workflow]` keys with rules beyond their type → their check (run when the key is set),
 which gives the key's value as the spec keeps it (or None: the file's value, as it is).
@@ -131,7 +143,7 @@ def _variables(check: Checker, wf: Mapping[str, Any],
                overrides: Mapping[str, Any] | None) -> dict[str, Any]:
     """The workflow's `vars` with `--var` overrides applied (an unknown one is an error)."""
     variables = dict(wf.get("vars", {}))
-    unknown = set(overrides or {}) - set(variables) - {"task"}
+    unknown = set(overrides or {}) - set(variables) - {"task", "item"}  # item: a batch's
     if unknown:
         name = sorted(unknown)[0]
         raise ConfigError(f"--var {name}: the workflow {check.path} has no variable {name!r} "
@@ -197,6 +209,7 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
         hooks=checked.get("hooks", ()),
         output_schema=str(source.path.parent / wf["output_schema"])
         if wf.get("output_schema") else None, output_retries=wf.get("output_retries"),
+        workspace=wf.get("workspace", ""), on_item_error=wf.get("on_item_error", "continue"),
     )
     validator = Validator(check, plugins, (*source.stack, source.path.resolve()), load)
     try:

@@ -169,6 +169,8 @@ class WorkflowSpec(Record):
     hooks: tuple[Hook, ...] = ()  # [[workflow.hooks]]: run if trusted
     output_schema: str | None = None  # the result's JSON Schema file (beside the workflow)
     output_retries: int | None = None  # how often an invalid result goes back (None: default)
+    workspace: str = ""  # a batch item's: dir:{item.path}, clone:{item.repo}, copy
+    on_item_error: str = "continue"  # a batch's, when an item fails: continue or stop
     steps: Sequence[StepSpec] = field(default_factory=list)  # a StepList when read from JSON
     states: list[StateSpec] = field(default_factory=list)
     includes: JSON = field(default_factory=dict)  # nested workflow files, by path

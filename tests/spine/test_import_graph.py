@@ -30,6 +30,7 @@ LAYERS: dict[str, str] = {
     "normalize.attempts": "api",  # best-of-N over the spawner: judge, pick, apply
     "normalize.copies": "api",  # the sweep of isolated copies no task needs
     "normalize.fork": "api",  # a new task from another's state and checkpoint
+    "normalize.batch": "api",  # a workflow over many items: sub-tasks, the executor, the store
     "normalize.drivers": "drivers",
     "normalize.contract": "contract",  # the Driver protocol, RunContext, the registry
     "normalize.workflow": "workflow",

@@ -46,7 +46,8 @@ def test_the_readme_table_names_every_command_and_completion() -> None:
     assert "`normalize --version" in table and "--install-completion" in text
 
 
-@pytest.mark.parametrize("group", [[], ["tasks"], ["workflows"], ["sandbox"], ["help"]])
+@pytest.mark.parametrize("group", [[], ["tasks"], ["workflows"], ["sandbox"], ["help"],
+                                   ["batch"]])
 def test_help_never_cuts_a_description_mid_phrase(group: list[str]) -> None:
     env = {**os.environ, "COLUMNS": "80", "TERM": "dumb"}
     done = subprocess.run([sys.executable, "-m", "normalize.cli.app", *group, "--help"],

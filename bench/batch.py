@@ -1,0 +1,213 @@
+"""What a batch costs per item: one by one (`normalize run`), `batch` locally, `batch` on Ray.
+
+    python bench/batch.py                  # 8 items; 1, 2 and 4 workers; a 2-node cluster
+    python bench/batch.py --items 16 --no-ray
+
+Each item is a generated git repository and a two-step workflow (an edit and
+a check, each a sandboxed program). "One by one" runs `normalize run` once per
+item in a row; `batch` runs them with `--concurrency` 1, 2 and 4, locally and
+on a Ray cluster started here (a head without CPUs and two nodes of 2 CPUs).
+Per-item figures are the wall time over the item count. Recovery is the time
+from removing the node an item runs on to the item running again on the other
+node. Peak memory is the largest sum of the resident sizes of the cluster's
+processes (GCS, raylets, workers) sampled while the batch ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+PY = sys.executable
+WORKFLOW = """[workflow]
+name = "bench"
+workspace = "dir:{item.path}"
+[workflow.permissions]
+mode = "yes"
+[[workflow.steps]]
+name = "edit"
+action = "run sh -c 'echo {item.word} >> f.txt'"
+[[workflow.steps]]
+name = "wait"
+on_interrupt = "rerun"
+action = "run sh -c 'while [ -n \\"{item.gate}\\" ] && [ ! -e \\"{item.gate}\\" ]; do \
+sleep 0.05; done'"
+[[workflow.steps]]
+name = "check"
+action = "run grep -q {item.word} f.txt"
+"""
+ONE = WORKFLOW.replace('workspace = "dir:{item.path}"\n', "").replace(
+    "{item.word}", "{word}").replace('[workflow.permissions]', '[workflow.vars]\nword = ""\n'
+                                     '[workflow.permissions]').replace(
+    '[ -n \\"{item.gate}\\" ] && [ ! -e \\"{item.gate}\\" ]', "false")
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@b", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
+def setup(root: Path, count: int, gate: str = "") -> Path:
+    root.mkdir(parents=True)
+    (root / "wf.toml").write_text(WORKFLOW)
+    (root / "one.toml").write_text(ONE)
+    rows = []
+    for number in range(count):
+        repo = root / f"r{number:03d}"
+        repo.mkdir()
+        (repo / "f.txt").write_text(f"{number}\n")
+        git(repo, "init", "-q")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "s")
+        rows.append({"path": repo.name, "word": f"w{number}", "gate": gate})
+    (root / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root
+
+
+def env(home: Path) -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.startswith("NORMALIZE_")}
+    out.update(NORMALIZE_HOME=str(home), CI="true")
+    return out
+
+
+def timed(argv: list[str], cwd: Path, home: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run([PY, "-m", "normalize.cli.app", *argv], cwd=cwd, env=env(home), check=True,
+                   capture_output=True, timeout=3600)
+    return time.perf_counter() - started
+
+
+def one_by_one(root: Path, count: int) -> float:
+    started = time.perf_counter()
+    for number in range(count):
+        repo = str(root / f"r{number:03d}")
+        timed(["run", str(root / "one.toml"), "--var", f"word=w{number}", "-w", repo], root,
+              root / "home")
+    return time.perf_counter() - started
+
+
+def batch(root: Path, executor: str, workers: int, address: str = "") -> float:
+    argv = ["batch", "wf.toml", "--items", "items.jsonl", "--executor", executor,
+            "--concurrency", str(workers)]
+    return timed([*argv, "--address", address] if address else argv, root, root / "home")
+
+
+class Sampler:
+    """The largest summed RSS (MB) of the processes whose command line names ray's."""
+
+    def __init__(self) -> None:
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            total = 0
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+                    if b"ray" not in cmd:
+                        continue
+                    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1])
+                except OSError:
+                    continue
+            self.peak = max(self.peak, total / 1024)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def recovery(cluster: Any, root: Path) -> float:
+    """Seconds from removing the node an item runs on to the item running on another."""
+    gate = Path(tempfile.mkdtemp(prefix="gate-", dir=Path.home())) / "gate"
+    setup(root, 1, str(gate))
+    home = root / "home"
+    proc = subprocess.Popen([PY, "-m", "normalize.cli.app", "batch", "wf.toml", "--items",
+                             "items.jsonl", "--executor", "ray", "--address", cluster.address],
+                            cwd=root, env={**env(home), "HOME": str(Path.home())},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        node_file = _wait_node_file(home)
+        first = node_file.read_text()
+        node = next(n for n in cluster.list_all_nodes() if n.node_id == first)
+        started = time.perf_counter()
+        cluster.remove_node(node)
+        while node_file.read_text() == first:
+            time.sleep(0.02)
+        return time.perf_counter() - started
+    finally:
+        gate.write_text("go")
+        proc.wait(600)
+
+
+def _wait_node_file(home: Path) -> Path:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        found = list((home / "tasks").glob("*/node")) if (home / "tasks").is_dir() else []
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise SystemExit("the item never started on the cluster")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=8)
+    parser.add_argument("--no-ray", action="store_true")
+    args = parser.parse_args()
+    count = args.items
+    work = Path(tempfile.mkdtemp(prefix="bench-batch-"))
+    rows: list[tuple[str, float]] = []
+    total = one_by_one(setup(work / "one", count), count)
+    rows.append(("one by one (normalize run)", total))
+    for workers in (1, 2, 4):
+        rows.append((f"batch local, {workers} worker(s)",
+                     batch(setup(work / f"local{workers}", count), "local", workers)))
+    peak = recovered = 0.0
+    if not args.no_ray:
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        from ray.cluster_utils import Cluster
+
+        started = time.perf_counter()
+        cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 0, "include_dashboard": False, "object_store_memory": 80 << 20})
+        for _ in range(2):
+            cluster.add_node(num_cpus=2, object_store_memory=80 << 20)
+        cluster.wait_for_nodes()
+        print(f"cluster (head + 2 nodes) started in {time.perf_counter() - started:.1f} s")
+        try:
+            with Sampler() as sampler:
+                for workers in (1, 2, 4):
+                    rows.append((f"batch ray, {workers} worker(s)",
+                                 batch(setup(work / f"ray{workers}", count), "ray", workers,
+                                       cluster.address)))
+            peak = sampler.peak
+            recovered = recovery(cluster, work / "recovery")
+        finally:
+            cluster.shutdown()
+    print(f"{count} items, each: an edit and a check (sandboxed programs)\n")
+    print(f"{'how':<32} {'wall s':>8} {'per item s':>11}")
+    for name, seconds in rows:
+        print(f"{name:<32} {seconds:>8.2f} {seconds / count:>11.2f}")
+    if not args.no_ray:
+        print(f"\nrecovery after a node is removed: {recovered:.2f} s to run again elsewhere")
+        print(f"peak memory of the cluster's processes: {peak:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,321 @@
+"""A batch's parent: an ordinary task that submits its items, watches them and collects them.
+
+The parent holds its own task's lock while it works, so only one process
+drives a batch. It goes through the items in order, keeping at most
+`concurrency` in flight. For each item it first looks at what is there
+already, so that a parent started again after a crash (`resume BATCH`)
+repeats nothing: an item whose task is at rest is collected; one whose task
+another live process is running is re-attached to (waited for); any other is
+submitted (made first, if it has no task yet), and its task's own resume
+guarantees keep its side effects to one. An attempt whose process ended with
+the task not at rest (killed, its worker lost) is submitted again, up to
+`max_attempts`.
+
+Before it submits an item the parent reserves the item's budget: what is left
+of `--budget` after every collected item's spending and every other item's
+reservation (or spending, when more). When what is left cannot cover an item,
+nothing more is submitted; the rest stay untouched and the batch ends
+`limit_reached`. With `on_item_error = "stop"` a failed item stops new
+submissions the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from normalize.batch.items_make import make_item
+from normalize.batch.manifest import BatchFiles, Manifest, Progress, item_status
+from normalize.batch.publish import Publisher
+from normalize.cancel import CancelToken
+from normalize.errors import ExitStatus, NormalizeError
+from normalize.execution.executor import ChildJob, Executor, Handle, Placing
+from normalize.faults import crash_point
+from normalize.runner import RunOptions
+from normalize.store import TaskStore
+from normalize.store.ownership import TaskLock, expire_lease, lease_held, pid_alive
+from normalize.task import Task, TaskStatus
+
+POLL = 0.1  # seconds between looks at the items in flight
+AT_REST = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.LIMIT, TaskStatus.STUCK,
+                     TaskStatus.WAITING})
+FAILED = frozenset({TaskStatus.FAILED, TaskStatus.STUCK, TaskStatus.LIMIT})
+EPSILON = 1e-9
+
+
+@dataclass(frozen=True)
+class ItemUpdate:
+    """What the parent tells its watcher about one item (the CLI renders it)."""
+
+    position: int
+    task_id: str
+    status: str  # the item task's status, or `untouched` / `failed` without a task
+    attempts: int
+    cost_usd: float = 0.0
+    note: str = ""
+
+
+Report = Callable[[ItemUpdate], None]
+
+
+@dataclass
+class BatchOutcome:
+    """How a batch's run ended."""
+
+    batch: str
+    status: TaskStatus
+    counts: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    untouched: list[int] = field(default_factory=list)  # positions never submitted
+
+    @property
+    def exit_status(self) -> int:
+        return {TaskStatus.DONE: ExitStatus.DONE, TaskStatus.LIMIT: ExitStatus.LIMIT,
+                TaskStatus.INTERRUPTED: ExitStatus.INTERRUPTED}.get(self.status,
+                                                                    ExitStatus.FAILED)
+
+
+@dataclass
+class _Flight:
+    """An item in flight: a job this parent submitted, or a process it re-attached to."""
+
+    progress: Progress
+    handle: Handle | None = None
+    owner: tuple[int, int] | None = None  # (pid, epoch) of the process re-attached to
+
+
+class BatchParent:
+    """Drives one batch to its end (see the module doc)."""
+
+    def __init__(self, manifest: Manifest, store: TaskStore, executor: Executor,
+                 options: RunOptions, *, report: Report | None = None) -> None:
+        self.manifest = manifest
+        self.store = store
+        self.files = BatchFiles(store.home, manifest.batch, fsync=store.fsync)
+        self.executor = executor
+        self.options = options
+        self.cancel: CancelToken = options.cancel
+        self.report = report or (lambda _update: None)
+        self.node = socket.gethostname()
+        self._flights: dict[int, _Flight] = {}
+        self._progress = [self.files.progress(n) for n in range(len(manifest.items))]
+        self.parent: Task = Task(id="", goal="", workspace="", driver="batch")  # (run sets)
+        self.lock: TaskLock | None = None
+        self.publisher = None if not manifest.store else Publisher(manifest.store, store,
+                                                                   manifest.batch)
+        self._stopped = False  # on_item_error = stop, after a failed item
+        self._short = False  # the budget could not cover the next item
+
+    # -- the loop ------------------------------------------------------------
+
+    def run(self) -> BatchOutcome:
+        parent = self.parent = self.store.load(self.manifest.batch)
+        lock = self.lock = self.store.lock(parent.id)
+        lock.acquire(parent.epoch)
+        try:
+            parent.status, parent.epoch = TaskStatus.RUNNING, lock.epoch
+            self.store.save(parent, lock=lock)
+            if self.publisher is not None:
+                self.publisher.manifest()
+            outcome = self._loop()
+            parent.status, parent.usage.cost_usd = outcome.status, outcome.cost_usd
+            parent.summary = ", ".join(f"{n} {s}" for s, n in sorted(outcome.counts.items()))
+            self.store.save(parent, lock=lock)
+            if self.publisher is not None:
+                self.publisher.task(parent.id)
+            return outcome
+        finally:
+            lock.release()
+
+    def _loop(self) -> BatchOutcome:
+        waiting = [p for p in self._progress if p.stage != "collected"]
+        while (waiting or self._flights) and not self.cancel.cancelled:
+            while waiting and len(self._flights) < self.manifest.limits.concurrency \
+                    and not (self._stopped or self._short):
+                if not self._start(waiting[0]):
+                    break
+                waiting.pop(0)
+            if (self._stopped or self._short) and not self._flights:
+                break
+            self._settle(waiting)
+            if self._flights:
+                self.cancel.wait(POLL)
+        if self.cancel.cancelled:
+            self._stop_all()
+        return self._outcome()
+
+    def _save(self, progress: Progress) -> None:
+        self.files.save(progress)
+        if self.publisher is not None:
+            self.publisher.progress(progress)
+
+    # -- starting an item -------------------------------------------------------
+
+    def _start(self, progress: Progress) -> bool:
+        """Collect, re-attach to or submit one item; False when its budget cannot be reserved."""
+        task = self._load(progress.task_id)
+        if task is not None and task.status in AT_REST:
+            self._collect(progress, task)
+            return True
+        owner = self.store.owner(progress.task_id)
+        if task is not None and task.status is TaskStatus.RUNNING and owner is not None \
+                and owner[0] != os.getpid() and self._running(progress.task_id, owner):
+            self._flights[progress.position] = _Flight(progress, owner=owner)
+            return True
+        if progress.stage == "untouched" and not self._reserve(progress):
+            self._short = True
+            return False
+        self._submit(progress, task)
+        return True
+
+    def _reserve(self, progress: Progress) -> bool:
+        """Set the item's budget aside, if `--budget` still covers it."""
+        limits = self.manifest.limits
+        share = limits.item_budget
+        if share is None and limits.budget is not None:
+            share = limits.budget / len(self.manifest.items)
+        if share is None:
+            return True
+        if limits.budget is not None and self._committed() + share > limits.budget + EPSILON:
+            return False
+        progress.reserved = share
+        self._save(progress)
+        return True
+
+    def _committed(self) -> float:
+        """What the batch has spent, or set aside for items still running."""
+        total = 0.0
+        for progress in self._progress:
+            task = self._load(progress.task_id) if progress.stage != "untouched" else None
+            spent = task.usage.cost_usd if task is not None else 0.0
+            settled = progress.stage == "collected"
+            total += spent if settled else max(progress.reserved, spent)
+        return total
+
+    def _submit(self, progress: Progress, task: Task | None) -> None:
+        if task is None:
+            try:
+                make_item(self.manifest, progress.position, progress.task_id,
+                          replace(self.options, store=self.store), self.store,
+                          progress.reserved or None)
+            except NormalizeError as exc:
+                progress.note = str(exc)
+                self._finish(progress, "failed", 0.0)
+                return
+            self.parent.children.append(progress.task_id)
+            self.store.save(self.parent, lock=self.lock)
+        progress.stage, progress.attempts = "submitted", progress.attempts + 1
+        progress.node = self.node
+        self._save(progress)
+        log = self.store.tasks_dir / progress.task_id / "executor.log"
+        log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle = self.executor.submit(ChildJob(progress.task_id, str(self.store.home),
+                                               self.manifest.flags, str(log)))
+        self._flights[progress.position] = _Flight(progress, handle=handle)
+        self.report(ItemUpdate(progress.position, progress.task_id, "running",
+                               progress.attempts))
+
+    # -- watching and collecting ---------------------------------------------------
+
+    def _settle(self, waiting: list[Progress]) -> None:
+        """Collect each item in flight whose attempt has ended; submit again one cut short."""
+        for position, flight in list(self._flights.items()):
+            if not self._ended(flight):
+                continue
+            del self._flights[position]
+            progress = flight.progress
+            if isinstance(self.executor, Placing):
+                progress.node = self.executor.nodes.get(progress.task_id, progress.node)
+                lost = self.executor.lost.pop(progress.task_id, "")
+                progress.note = f"attempt {progress.attempts} lost: {lost}" if lost else ""
+            task = self._load(progress.task_id)
+            if task is not None and task.status in AT_REST:
+                self._collect(progress, task)
+            elif self.cancel.cancelled:
+                continue
+            elif progress.attempts < self.manifest.limits.max_attempts:
+                self._expire(progress.task_id, flight)
+                waiting.insert(0, progress)  # its worker died: its next attempt resumes it
+            else:
+                progress.note = f"gave up after {progress.attempts} attempt(s)"
+                self._finish(progress, task.status.value if task else "failed",
+                             task.usage.cost_usd if task else 0.0)
+
+    def _expire(self, task_id: str, flight: _Flight) -> None:
+        """The executor says the attempt ended: its lease ends too (its holder is gone)."""
+        owner = self.store.owner(task_id)
+        if flight.handle is not None and owner is not None:
+            expire_lease(self.store.tasks_dir, task_id, owner[1])
+
+    def _ended(self, flight: _Flight) -> bool:
+        if flight.handle is not None:
+            return self.executor.collect(flight.handle, 0) is not None
+        return flight.owner is None or not self._running(flight.progress.task_id, flight.owner)
+
+    def _running(self, task_id: str, owner: tuple[int, int]) -> bool:
+        """Whether another process still runs the task: its lease renewed (on any machine),
+        or, for a task without one, its process alive here."""
+        held = lease_held(self.store.tasks_dir, task_id, owner[1])
+        return _alive(owner[0]) if held is None else held
+
+    def _collect(self, progress: Progress, task: Task) -> None:
+        if self.publisher is not None:
+            self.publisher.item(task.id)
+        self._finish(progress, task.status.value, task.usage.cost_usd)
+
+    def _finish(self, progress: Progress, status: str, cost: float) -> None:
+        progress.stage = "collected"
+        self._save(progress)
+        crash_point("batch_collected")
+        if self.manifest.limits.on_item_error == "stop" and status in FAILED | {"failed"}:
+            self._stopped = True
+        self.report(ItemUpdate(progress.position, progress.task_id, status, progress.attempts,
+                               cost, progress.note))
+
+    def _stop_all(self) -> None:
+        for flight in self._flights.values():
+            if flight.handle is not None:
+                with contextlib.suppress(KeyError):
+                    self.executor.cancel(flight.handle)
+
+    # -- the end ------------------------------------------------------------------
+
+    def _outcome(self) -> BatchOutcome:
+        counts: dict[str, int] = {}
+        cost, untouched = 0.0, []
+        for progress in self._progress:
+            status = item_status(self.store, progress)
+            counts[status] = counts.get(status, 0) + 1
+            task = self._load(progress.task_id)
+            cost += task.usage.cost_usd if task is not None else 0.0
+            if status == "untouched":
+                untouched.append(progress.position)
+        status = TaskStatus.DONE
+        if self.cancel.cancelled:
+            status = TaskStatus.INTERRUPTED
+        elif untouched and self._short:
+            status = TaskStatus.LIMIT
+        elif untouched or any(counts.get(s, 0) for s in (*FAILED, "failed", "interrupted")):
+            status = TaskStatus.FAILED
+        return BatchOutcome(self.manifest.batch, status, counts, cost, untouched)
+
+    def _load(self, task_id: str) -> Task | None:
+        try:
+            return self.store.load(task_id, with_config=False)
+        except NormalizeError:
+            return None
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie no one reaped does not)."""
+    if not pid_alive(pid):
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True
+    return stat.rsplit(b")", 1)[-1].split()[0] != b"Z"

@@ -1,0 +1,96 @@
+"""Publishing a batch to a store at a URL, and pulling it back to watch it from anywhere.
+
+The parent publishes the manifest when it starts, each item's progress when
+it changes, each collected item's task, journal and diff, and its own task
+at the end (see `normalize.store.remote`). `pull_batch` brings them into a
+scratch data home, where the ordinary code reads them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from normalize.batch.manifest import BatchFiles, Progress
+from normalize.errors import NormalizeError, TaskNotFoundError
+from normalize.store import TaskStore
+from normalize.store.remote import RemoteStore
+from normalize.task import Task
+
+DIFFS = "diffs"  # under batches/BATCH/: ITEM.diff, each item's net change
+
+
+class Publisher:
+    """Copies a batch's files from its data home to its store's URL."""
+
+    def __init__(self, url: str, store: TaskStore, batch: str) -> None:
+        self.remote = RemoteStore(url)
+        self.store = store
+        self.batch = batch
+        self.files = BatchFiles(store.home, batch)
+
+    def _put(self, local: Path) -> None:
+        self.remote.put_file(str(local.relative_to(self.store.home)), local)
+
+    def manifest(self) -> None:
+        self._put(self.files.dir / "manifest.json")
+
+    def progress(self, progress: Progress) -> None:
+        self._put(self.files.dir / "items" / f"{progress.position:05d}.json")
+
+    def task(self, task_id: str) -> None:
+        """The task's file, its newer checkpoint records and its journal."""
+        for path in (self.store.task_path(task_id), self.store.log_path(task_id),
+                     self.store.journal_path(task_id)):
+            self._put(path)
+
+    def item(self, task_id: str) -> None:
+        """A collected item: its task and its diff."""
+        self.task(task_id)
+        try:
+            task = self.store.load(task_id, with_config=False)
+        except TaskNotFoundError:
+            return
+        patch = patch_of(self.store, task)
+        if patch:
+            self.remote.put(f"batches/{self.batch}/{DIFFS}/{task_id}.diff", patch.encode())
+
+
+def patch_of(store: TaskStore, task: Task) -> str:
+    """The task's net change as a readable patch (empty without checkpoints)."""
+    from normalize.checkpoints.changes import TaskChanges, readable_patch
+
+    try:
+        return readable_patch(TaskChanges.open(store, task).patch(None))
+    except NormalizeError:
+        return ""
+
+
+def pull_batch(url: str, ref: str, home: Path) -> str:
+    """Pull the batch `ref` (an id or a unique prefix) from `url` into `home`; its id."""
+    remote = RemoteStore(url)
+    names = {name.split("/")[1] for name in remote.listing("batches")
+             if name.count("/") >= 2}
+    matches = sorted(n for n in names if n.startswith(ref))
+    if len(matches) != 1:
+        why = "no batch matches" if not matches else "more than one batch matches"
+        raise TaskNotFoundError(f"{why} {ref!r} in {url}")
+    batch = matches[0]
+    remote.pull(f"batches/{batch}", home)
+    files = BatchFiles(home, batch)
+    ids = [batch] + [files.progress(n).task_id for n in range(len(files.manifest().items))]
+    for task_id in ids:
+        for suffix in (".json", ".ckpt", ".jsonl"):
+            data = remote.get(f"tasks/{task_id}{suffix}")
+            if data is not None:
+                dest = home / "tasks" / f"{task_id}{suffix}"
+                dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                dest.write_bytes(data)
+    return batch
+
+
+def published_diff(home: Path, batch: str, task_id: str) -> str | None:
+    """An item's diff as its parent published it (None: it changed nothing, or is not done)."""
+    try:
+        return (home / "batches" / batch / DIFFS / f"{task_id}.diff").read_text()
+    except OSError:
+        return None

@@ -1,0 +1,108 @@
+"""Where a batch stands (`batch status`) and what it made (`batch collect`), read from the store.
+
+Nothing here needs the batch's parent to run: the manifest, each item's
+progress and each item's task say it all, so a batch is watched from any
+machine that reaches its store.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from normalize.batch.manifest import BatchFiles, Manifest, Progress, item_status
+from normalize.batch.publish import patch_of
+from normalize.errors import NormalizeError
+from normalize.store import TaskStore
+from normalize.task import Task
+
+
+@dataclass
+class ItemRow:
+    """One line of `batch status`."""
+
+    position: int
+    task_id: str
+    status: str
+    attempts: int
+    node: str
+    turns: int = 0
+    cost_usd: float = 0.0
+    added: int = 0
+    removed: int = 0
+    question: str = ""
+    note: str = ""
+
+
+def rows(store: TaskStore, manifest: Manifest, *, changes: bool = True) -> list[ItemRow]:
+    """A row per item, in order."""
+    files = BatchFiles(store.home, manifest.batch)
+    out = []
+    for position in range(len(manifest.items)):
+        progress = files.progress(position)
+        row = ItemRow(position, progress.task_id, item_status(store, progress),
+                      progress.attempts, _node(store, progress), note=progress.note)
+        task = _task(store, progress)
+        if task is not None:
+            row.turns, row.cost_usd = task.turn, task.usage.cost_usd
+            row.question = task.pending.question if task.pending is not None else ""
+            if changes:
+                row.added, row.removed = _lines(store, task)
+        out.append(row)
+    return out
+
+
+def _node(store: TaskStore, progress: Progress) -> str:
+    """Where the item runs or ran: what its worker wrote last, else what its parent saw."""
+    try:
+        return (store.tasks_dir / progress.task_id / "node").read_text().strip()[:64]
+    except OSError:
+        return progress.node
+
+
+def _task(store: TaskStore, progress: Progress) -> Task | None:
+    if progress.stage == "untouched":
+        return None
+    try:
+        return store.load(progress.task_id, with_config=False)
+    except NormalizeError:
+        return None
+
+
+def _lines(store: TaskStore, task: Task) -> tuple[int, int]:
+    """The task's net lines added and removed (0, 0 without checkpoints)."""
+    from normalize.checkpoints.changes import TaskChanges
+
+    try:
+        counts = TaskChanges.open(store, task).numstat(None)
+    except NormalizeError:
+        return 0, 0
+    return (sum(max(a, 0) for a, _ in counts.values()),
+            sum(max(r, 0) for _, r in counts.values()))
+
+
+def collect(store: TaskStore, manifest: Manifest, out: Path) -> int:
+    """Write each item's diff (`NNNNN-ID.diff`) and one `results.jsonl`; the items written."""
+    from normalize.redact import Redactor
+
+    out.mkdir(parents=True, exist_ok=True)
+    files = BatchFiles(store.home, manifest.batch)
+    lines = []
+    for row in rows(store, manifest, changes=False):
+        progress = files.progress(row.position)
+        task = _task(store, progress)
+        record: dict[str, Any] = {**asdict(row), "item": manifest.items[row.position]}
+        if task is not None:
+            redactor = Redactor.for_workspace(task.workspace)  # shown, so redacted
+            patch = redactor.redact(patch_of(store, task))
+            if patch:
+                name = f"{row.position:05d}-{row.task_id}.diff"
+                (out / name).write_text(patch)
+                record["diff"] = name
+            record.update(summary=redactor.redact(task.summary), error=task.error,
+                          result=task.result, workspace=task.workspace)
+        lines.append(json.dumps(record, sort_keys=True))
+    (out / "results.jsonl").write_text("".join(line + "\n" for line in lines))
+    return len(lines)
