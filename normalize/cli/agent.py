@@ -19,6 +19,7 @@ from normalize.errors import ExitStatus, MissingKeyError, NormalizeError, UsageE
 
 if TYPE_CHECKING:
     from normalize.providers.base import ModelClient
+    from normalize.workflow.spec import WorkflowSpec
 
 DEFAULT_WORKFLOW = "dwim"
 
@@ -151,7 +152,7 @@ def attempt_models(attempts: int | None, pick: str | None, model: str | None) ->
     return models
 
 
-def best_of_spec(spec: Any, attempts: int, pick: str | None, models: list[str],
+def best_of_spec(spec: WorkflowSpec, attempts: int, pick: str | None, models: list[str],
                  max_turns: int | None) -> None:
     """Make `spec` run TASK as best-of-N: one `spawn --attempts` step (see normalize.attempts).
 

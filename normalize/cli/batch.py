@@ -11,12 +11,21 @@ it. `resume BATCH` continues a batch whose parent stopped (see
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
 from normalize.errors import NormalizeError, UsageError
+
+if TYPE_CHECKING:
+    from normalize.batch.begin import BatchRequest
+    from normalize.batch.manifest import Manifest
+    from normalize.batch.parent import ItemUpdate
+    from normalize.batch.watch import ItemRow
+    from normalize.cli.console import Environment
+    from normalize.runner import RunOptions
+    from normalize.store import TaskStore
 
 
 class _DefaultRun(TyperGroup):
@@ -53,13 +62,13 @@ def item_flags(approve: str | None, sandbox: str | None,
     return tuple(flags)
 
 
-def _env() -> Any:
+def _env() -> "Environment":
     from normalize.cli.console import Environment
 
     return Environment()
 
 
-def fail(env: Any, exc: NormalizeError) -> int:
+def fail(env: "Environment", exc: NormalizeError) -> int:
     from normalize.cli.console import fail as failed
 
     return int(failed(env, exc))
@@ -144,7 +153,8 @@ def batch_run(
                            quiet=quiet))
 
 
-def agent_items(env: Any, goal: str, items: str, *, workflow: str | None, model: str | None,
+def agent_items(env: "Environment", goal: str, items: str, *, workflow: str | None,
+                model: str | None,
                 budget: float | None, item_budget: float | None, concurrency: int,
                 approve: str | None, sandbox: str | None, network: bool | tuple[str, ...] | None,
                 workspace: Path | None, json_output: bool, quiet: bool) -> int:
@@ -186,14 +196,15 @@ def _usd(flag: str, value: float | None) -> float | None:
     return value
 
 
-def read_items(env: Any, source: str, fmt: str | None) -> list[dict[str, Any]]:
+def read_items(env: "Environment", source: str, fmt: str | None) -> list[dict[str, Any]]:
     from normalize.batch.items import read_items as parse
 
     text = env.stdin.read() if source == "-" else None
     return parse(source, text, fmt)
 
 
-def start(env: Any, request: Any, *, workspace: Path | None, approve: str | None,
+def start(env: "Environment", request: "BatchRequest", *, workspace: Path | None,
+          approve: str | None,
           sandbox: str | None, network: bool | tuple[str, ...] | None, json_output: bool,
           quiet: bool) -> int:
     """Start the batch, print its id first, and drive it to its end."""
@@ -217,7 +228,8 @@ def start(env: Any, request: Any, *, workspace: Path | None, approve: str | None
     return drive(env, manifest, store, options, json_output=json_output, quiet=quiet)
 
 
-def drive(env: Any, manifest: Any, store: Any, options: Any, *, json_output: bool,
+def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
+          options: "RunOptions", *, json_output: bool,
           quiet: bool) -> int:
     """Run the batch's parent to its end, one line per item; the batch's exit status."""
     from normalize.batch.begin import make_executor
@@ -280,7 +292,7 @@ class Tally:
         self.status: dict[int, str] = {}
         self.cost: dict[int, float] = {}
 
-    def note(self, update: Any) -> None:
+    def note(self, update: "ItemUpdate") -> None:
         self.status[update.position] = update.status
         self.cost[update.position] = update.cost_usd
 
@@ -302,12 +314,12 @@ class Tally:
                 f"${sum(self.cost.values()):.4f}{eta}")
 
 
-def _line(env: Any, json_output: bool, event: dict[str, Any], text: str) -> None:
+def _line(env: "Environment", json_output: bool, event: dict[str, Any], text: str) -> None:
     env.stdout.write((json.dumps(event) if json_output else text) + "\n")
     env.stdout.flush()
 
 
-def resume_batch(env: Any, ref: str, *, json_output: bool, quiet: bool) -> int:
+def resume_batch(env: "Environment", ref: str, *, json_output: bool, quiet: bool) -> int:
     """`normalize resume BATCH`: collect what ended, re-attach, submit only the rest."""
     from normalize.batch.begin import open_batch
     from normalize.runner import RunOptions
@@ -342,7 +354,7 @@ StoreOpt = Annotated[str | None, typer.Option(
     "default: this machine's).")]
 
 
-def _store(url: str | None, batch: str = "") -> Any:
+def _store(url: str | None, batch: str = "") -> "TaskStore":
     """The data home to read a batch from: this one, a path, or a pull of a URL's."""
     from normalize.store import TaskStore
     from normalize.store.remote import is_remote
@@ -385,7 +397,7 @@ def batch_status(
     raise typer.Exit(_table(env, manifest, found))
 
 
-def _table(env: Any, manifest: Any, found: list[Any]) -> int:
+def _table(env: "Environment", manifest: "Manifest", found: "list[ItemRow]") -> int:
     from normalize.redact import inert
 
     counts: dict[str, int] = {}
@@ -445,7 +457,7 @@ def pulled(url: str, ref: str) -> Path:
     return home
 
 
-def show_remote(env: Any, ref: str, url: str, *, json_output: bool) -> int:
+def show_remote(env: "Environment", ref: str, url: str, *, json_output: bool) -> int:
     """`tasks show BATCH/ITEM --store URL`: the item as its batch's parent published it."""
     from normalize.cli.commands import show_task
 
@@ -457,7 +469,7 @@ def show_remote(env: Any, ref: str, url: str, *, json_output: bool) -> int:
     return int(show_task(env, ref, json_output=json_output))
 
 
-def diff_remote(env: Any, ref: str, url: str) -> int:
+def diff_remote(env: "Environment", ref: str, url: str) -> int:
     """`diff BATCH/ITEM --store URL`: the item's net change as its batch's parent published it."""
     from normalize.batch.publish import published_diff
 

@@ -279,13 +279,14 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
     return 0
 
 
-def load_or_salvage(env: Environment, store: TaskStore, task_id: str, **options: Any) -> Task:
+def load_or_salvage(env: Environment, store: TaskStore, task_id: str, *,
+                    with_config: bool = True) -> Task:
     """The stored task, or, when its file is damaged, the task as its journal tells it (with
     a warning naming the damage and where the file was moved)."""
     from normalize.errors import CorruptTaskError
 
     try:
-        return store.load(task_id, **options)
+        return store.load(task_id, with_config=with_config)
     except CorruptTaskError as exc:
         task = store.salvage(task_id)
         if task is None:

@@ -6,10 +6,13 @@ import contextlib
 import os
 import signal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from normalize.cli.console import Environment, error_line, fail
 from normalize.errors import NormalizeError, UsageError
+
+if TYPE_CHECKING:
+    from normalize.mcp_server import ServeOptions
 
 
 def serve_mcp(env: Environment, *, workspace: Path | None, allow_run: bool,
@@ -42,7 +45,7 @@ def serve_mcp(env: Environment, *, workspace: Path | None, allow_run: bool,
     return 0
 
 
-def _stop(env: Environment, options: Any) -> None:
+def _stop(env: Environment, options: ServeOptions) -> None:
     """Ctrl-C: the stdin reader cannot be woken, so the tasks started stop at a safe point
     (resumable) and the process leaves at once with 130."""
     options.cancel.cancel()

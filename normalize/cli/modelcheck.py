@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from normalize.errors import MissingKeyError
 
 if TYPE_CHECKING:
+    from normalize.providers.base import ModelClient
     from normalize.tables import LLMTable
 
 
@@ -30,7 +31,7 @@ def local_server_down(llm: LLMTable) -> None:
         close_client(client)
 
 
-def check_server(client: Any) -> None:
+def check_server(client: ModelClient) -> None:
     """Raise ServerDownError when the client's server is on this machine and not running."""
     from normalize.providers.openai_compat import OpenAICompatClient
 

@@ -22,6 +22,7 @@ CLI = Path(normalize.__file__).resolve().parent / "cli"
 FOREIGN: dict[tuple[str, str], str] = {
     ("action.py", "Outcome.result"): "the run's structured result: any JSON value",
     ("agent.py", "_Clients.__call__.**opts"): "a provider's own options, passed through",
+    ("batch.py", "_DefaultRun.parse_args.ctx"): "click's Context (typer's vendored click)",
     ("app.py", "usage_error.exc"): "click's UsageError (typer imports click lazily)",
     ("complete.py", "lighten_typer.process_value.self"): "a click.Parameter subclass made lazily",
     ("complete.py", "lighten_typer.process_value.ctx"): "click's Context",
