@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from durability_support import append_action, cli, log_lines, only_task, task_file
 
-from normalize.events import BaseEvent, CheckpointSaved
+from normalize.events import BaseEvent, TaskSaved
 from normalize.runner import RunOptions, run_task, start_task
 from normalize.store import TaskStore
 from normalize.workflow.spec import StepSpec, WorkflowSpec
@@ -34,7 +34,7 @@ def loop_record_sizes(home: Path, workspace: Path, count: int) -> list[int]:
                          subscribers=[events.append])
     outcome = run_task(start_task(spec, "loop", options), options)
     assert outcome.status.value == "done", outcome.error
-    return [e.bytes for e in events if isinstance(e, CheckpointSaved)]
+    return [e.bytes for e in events if isinstance(e, TaskSaved)]
 
 
 def test_a_loops_checkpoint_records_do_not_grow_with_the_variables_length(
