@@ -649,18 +649,21 @@ def _joined(error: str | None, more: str | None) -> str | None:
     return f"{error}; {more}" if error else more
 
 
+NEXT_REQUEST = 1.25  # a sub-task's next request, guessed from its average so far
+
+
 def _spent(task: Task, budget: float) -> bool:
     """Whether the task's budget is spent (with its children's spending).
 
     A sub-task's budget is promised out of its parent's, so it stops already
-    before a request that, costing what its requests did on average, would
-    overrun it.
+    before a request that could overrun it: one costing `NEXT_REQUEST` times what
+    its requests did on average (a conversation's requests grow as it goes on).
     """
     used = task.usage
     if used.total_cost_usd >= budget:
         return True
     return task.parent is not None and used.requests > 0 and \
-        used.total_cost_usd + used.cost_usd / used.requests > budget
+        used.total_cost_usd + NEXT_REQUEST * used.cost_usd / used.requests > budget
 
 
 def _with_children(used: Usage) -> str:
