@@ -54,12 +54,15 @@ def find_program(harness: Harness) -> str:
 
 
 def installed(program: str) -> str:
-    """Where the harness is installed: its npm `node_modules` (its dependencies beside it),
-    or the directory of its real executable; kept visible where the sandbox empties /tmp."""
+    """Where the harness is installed: its npm `node_modules` or its Python virtualenv (its
+    dependencies beside it), or the directory of its real executable; kept visible where the
+    sandbox empties /tmp."""
     real = Path(os.path.realpath(program))
     for parent in real.parents:
         if parent.name == "node_modules":
             return str(parent)
+    if (real.parent.parent / "pyvenv.cfg").is_file():  # bin/aider of a venv: its lib/ too
+        return str(real.parent.parent)
     return str(real.parent)
 
 
