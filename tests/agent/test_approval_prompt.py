@@ -77,7 +77,7 @@ def test_ctrl_c_at_the_approval_prompt_stops_at_once(
         terminal: Callable[..., Terminal], server: FakeModelServer, repo: Path) -> None:
     server.add(FIX, "done fixed the call")
     term = terminal(["agent", "fix the call", "--approve", "ask"])
-    term.wait_for("[a]lways:")
+    term.wait_for("[a]lways (every edit in this run):")
     typed = time.monotonic()
     term.type("\x03")  # the terminal sends SIGINT to the foreground process group
     status = term.finish(timeout=20)
