@@ -164,9 +164,10 @@ def sandbox_policy(options: RunOptions, permissions: Mapping[str, Any], *,
 
     `hidden` names paths no program may read (normalize's store and config).
     """
-    from normalize.permissions import Permissions
+    from normalize.permissions import Permissions, validate
 
-    policy = command_line(Permissions.from_dict(permissions), options).sandbox_policy()
+    checked = Permissions.from_dict(validate(permissions, "the task's permissions"))
+    policy = command_line(checked, options).sandbox_policy()
     return replace(policy, hidden=hidden) if hidden else policy
 
 
