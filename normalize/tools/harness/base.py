@@ -11,6 +11,7 @@ into normalize events (`TurnReader.feed`). The harness tool
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -60,7 +61,7 @@ class TurnUsage:
 
 
 @dataclass
-class TurnReader:
+class TurnReader(ABC):
     """The state of one turn's stream; adapters subclass it and implement `read`."""
 
     harness: str
@@ -95,9 +96,9 @@ class TurnReader:
         del self.unparsed[:-20]
         return []
 
+    @abstractmethod
     def read(self, obj: dict[str, Any]) -> list[Event]:
         """The events one JSON object of the stream gives."""
-        raise NotImplementedError
 
     def kept(self, kind: str, obj: dict[str, Any]) -> HarnessEvent:
         """An event kind normalize does not know: kept whole in the journal."""
