@@ -119,7 +119,7 @@ def _spans(run: Any) -> list[tuple[float, float]]:
 
 def test_a_fan_out_really_overlaps(run_spec: Runner) -> None:
     run = run_spec(_clock_workflow(6, 6))
-    assert run.outcome.status.value == "done", run.outcome.error
+    assert run.outcome.status.value == "done", run.why
     spans = _spans(run)
     assert len(spans) == 6
     assert max(start for start, _ in spans) < min(end for _, end in spans)

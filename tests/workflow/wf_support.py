@@ -29,5 +29,12 @@ class Run:
         """(command, status) of every finished action, in order."""
         return [(e.command, e.status) for e in self.of("action_finished")]  # type: ignore[attr-defined]
 
+    @property
+    def why(self) -> str:
+        """What a failed run said: its summary and each action that did not end ok."""
+        failed = [f"{e.command[:60]} -> {e.status} exit {e.exit_code}: {e.error or e.preview[-300:]}"
+                  for e in self.of("action_finished") if e.status != "ok"]
+        return "\n".join([f"summary: {self.outcome.summary}", *failed])
+
 
 Runner = Callable[..., Run]
