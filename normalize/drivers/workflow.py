@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from normalize.contract.driver import DriverServices, RunContext
+from normalize.contract.driver import DriverServices, RunContext, redecides
 from normalize.drivers.frames import (
     ForEach,
     Frame,
@@ -129,8 +129,7 @@ class WorkflowDriver:
     @property
     def redecides_on_resume(self) -> bool:
         """Inside an `llm-decide` step, the model decides again after a troubled stop."""
-        return self.delegate is not None and \
-            bool(getattr(self.delegate.driver, "redecides_on_resume", False))
+        return self.delegate is not None and redecides(self.delegate.driver)
 
     # -- navigation ------------------------------------------------------
 
