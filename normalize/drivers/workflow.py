@@ -58,6 +58,7 @@ from normalize.execution.scope import (
 )
 from normalize.retry import RetryPolicy
 from normalize.structured import mismatch
+from normalize.tables import given
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus
 from normalize.workflow.conditions import evaluate
 from normalize.workflow.delegate import Delegate, StepOutcome
@@ -71,7 +72,7 @@ DEFAULT_RETRY = {"strategy": "exponential", "max_attempts": 3, "base_delay": 0.5
 
 def settings_of(step: StepSpec) -> ScopeSettings:
     return ScopeSettings(step.context, {"strategy": step.cache} if step.cache else None,
-                         step.retry)
+                         None if step.retry is None else given(step.retry))
 
 
 class WorkflowDriver:
