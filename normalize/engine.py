@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from normalize.cancel import CancelToken
-from normalize.contract.driver import Driver, RunContext
+from normalize.contract.driver import Adopts, Driver, RunContext, bound_by_limits
 from normalize.errors import (
     ExitStatus,
     NormalizeError,
@@ -116,7 +116,7 @@ def limits_bind(task: Task, driver: Driver) -> bool:
     """Whether the task's limits bind `driver`: the one they were set for, else any but a person."""
     if task.limits.driver is not None:
         return task.limits.driver == task.driver
-    return bool(getattr(driver, "bound_by_limits", True))
+    return bound_by_limits(driver)
 
 
 class Engine:
@@ -131,6 +131,8 @@ class Engine:
         cancel: CancelToken | None = None,
         subscribers: Iterable[Subscriber] = (),
         interactive: bool = False,
+        workspace_checkpoints: WorkspaceCheckpoints | None = None,
+        hooks: HookRunner | None = None,
     ) -> None:
         self.store = store
         self.tools = tools
@@ -144,10 +146,10 @@ class Engine:
         self._emitter: Emitter | None = None
         self._inflight_saved: tuple[dict[str, Any], int] | None = None
         self._approved: set[str] = set()
-        self.workspace_checkpoints: WorkspaceCheckpoints | None = None  # the runner sets it
+        self.workspace_checkpoints = workspace_checkpoints  # None: the workspace is not recorded
         self._written: dict[str, set[str]] = {}  # action key -> paths its programs wrote
         self._guard: GitGuard | None = None
-        self.hooks: HookRunner | None = None  # the person's hooks (the runner sets them)
+        self.hooks = hooks  # the person's hooks (None: none)
         self._recovery = Recovery(store, tools, steps=self)
 
     # -- the loop --------------------------------------------------------
@@ -255,9 +257,8 @@ class Engine:
         if resumed and handed_from and task.driver not in task.driver_states:
             ctx.emit(Notice(message=f"the {task.driver} driver takes over this task "
                                     f"from {', '.join(handed_from)} at turn {task.turn}"))
-            adopt = getattr(driver, "adopt", None)
-            if callable(adopt):  # optional: a driver may read what happened before it
-                adopt(self._history(task))
+            if isinstance(driver, Adopts):  # optional: a driver may read what happened before it
+                driver.adopt(self._history(task))
         warned = self._warn(warned)
         if resumed:
             self._recovery.recover(task, driver, ctx, reply)
@@ -508,7 +509,7 @@ class Engine:
         journal = self._emitter.journal
         task.driver_state = driver.snapshot()
         task.seq = self._emitter.seq
-        task.journal_offset = getattr(journal, "offset", 0)
+        task.journal_offset = 0 if journal is None else journal.offset
         size = self.store.save(task, lock=self._lock, full=False)
         self._inflight_saved = None if task.inflight is None else \
             (copy.deepcopy(task.driver_state), task.journal_offset)
@@ -583,7 +584,7 @@ class Engine:
                 task.driver_state = driver.snapshot()
             except Exception as exc:
                 problem = f"cannot snapshot the driver: {type(exc).__name__}: {exc}"
-            task.journal_offset = getattr(self._journal, "offset", 0)
+            task.journal_offset = 0 if self._journal is None else self._journal.offset
         if self._emitter is not None:
             task.seq = self._emitter.seq + 1 + traced  # the seq `run_ended` will get
         self.store.save(task, lock=self._lock)
@@ -620,13 +621,13 @@ class Engine:
         if journal is not None:
             assert self._emitter is not None
             self._emitter.journal = None
-            _close_journal(journal)
+            journal.close()
 
     def _close(self) -> None:
         """Close the journal, release the lock, re-arm the cancel signal, come what may."""
         try:
             if self._journal is not None:
-                _close_journal(self._journal)
+                self._journal.close()
             if self._lock is not None:
                 self.store.close_log(self._lock.task_id)
         finally:
@@ -671,8 +672,3 @@ def _with_children(used: Usage) -> str:
     return f", ${used.children_cost_usd:.4f} of it by its sub-tasks" \
         if used.children_cost_usd else ""
 
-
-def _close_journal(journal: Journal) -> None:
-    close = getattr(journal, "close", None)
-    if close is not None:
-        close()

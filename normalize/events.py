@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from normalize.fsutil import json_bytes
-from normalize.redact import Redactor, inert_already, inert_obj
+from normalize.redact import DeltaRedaction, Redactor, inert_already, inert_obj
 from normalize.serial import Record
 
 EVENT_VERSION = 1
@@ -492,7 +492,12 @@ def decode_events(raw: Iterable[Mapping[str, Any]]) -> Iterator[Event]:
 class Journal(Protocol):
     """Where emitted events are appended."""
 
+    offset: int
+    """How many bytes the journal holds so far (a checkpoint records it)."""
+
     def append(self, event: BaseEvent, *, durable: bool = False) -> None: ...
+
+    def close(self) -> None: ...
 
 
 Subscriber = Callable[[Event], None]
@@ -520,7 +525,7 @@ class Emitter:
     """The one emit: stamps, redacts, journals, fans out. Thread-safe.
 
     Streamed deltas are not journaled (the assembled reply is). When `redact`
-    offers `stream()` (a `normalize.redact.Redactor` does), deltas are redacted
+    is a `normalize.redact.Redactor`, deltas are redacted
     too: each stream holds back a short tail, so a secret split across deltas
     is caught, and the tail is let out before the next other event.
 
@@ -535,8 +540,8 @@ class Emitter:
         self.seq = seq
         self.journal = journal
         self.redact = redact
-        stream = getattr(redact, "stream", None)
-        self._deltas: Any = stream() if callable(stream) else None
+        self._deltas: DeltaRedaction | None = \
+            redact.stream() if isinstance(redact, Redactor) else None
         self._subscribers: list[Subscriber] = []
         self._lock = threading.RLock()
 

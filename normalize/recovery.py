@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from normalize.contract.driver import Driver, RunContext
+from normalize.contract.driver import Driver, RunContext, redecides
 from normalize.events import (
     ActionFinished,
     ActionInterrupted,
@@ -57,16 +57,6 @@ NOT_STARTED = ("not run: normalize stopped before this action started; "
                "run it again if it is still needed")
 NOT_FINISHED = ("not finished: normalize stopped while this read-only action ran, so it "
                 "changed nothing; run it again if it is still needed")
-
-
-def redecides(driver: Driver) -> bool:
-    """Whether `driver` decides again after a troubled stop rather than run its decision's rest.
-
-    A driver says so with a true `redecides_on_resume` attribute (the LLM driver
-    does: a model must see what happened before anything else runs). Others,
-    like the workflow driver, are deterministic: resume runs what never ran.
-    """
-    return bool(getattr(driver, "redecides_on_resume", False))
 
 
 @dataclass

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from normalize.cancel import CancelToken
 from normalize.contract.driver import DRIVERS, Driver, DriverServices, create_driver
@@ -364,16 +364,37 @@ def task_permissions(task: Task, options: RunOptions) -> Permissions:
     return resolve_permissions(spec, options)
 
 
-def driver_services(options: RunOptions) -> DriverServices:
-    """The caller's services; `replay:TASKID` looks the task up in the run's own store."""
-    services = options.services
+def driver_services(task: Task, options: RunOptions,
+                    tools: ToolContext | None = None) -> DriverServices:
+    """The caller's services, with what the run lends where the caller lent nothing.
+
+    `replay:TASKID` looks the task up in the run's own store; the repo map is
+    the tools' cached map of the task's workspace; `tools` (the run's tool
+    context) lends its MCP servers' commands.
+    """
+    services, store = options.services, _store(options)
+    lent: dict[str, Any] = {}
     if services.resolve_journal is None:
-        store = _store(options)
-        services = replace(services,
-                           resolve_journal=lambda ref: store.journal_path(store.resolve(ref)))
+        lent["resolve_journal"] = lambda ref: store.journal_path(store.resolve(ref))
     if services.config_dir is None:  # where the user-wide AGENTS.md lives
-        services = replace(services, config_dir=config_home())
-    return services
+        lent["config_dir"] = config_home()
+    if services.repo_map is None:
+        lent["repo_map"] = _repo_map(Path(task.workspace), store)
+    if services.extra_commands is None and tools is not None and tools.mcp is not None:
+        lent["extra_commands"] = tools.mcp.reference  # the MCP tools, in a model's prompt
+    return replace(services, **lent)
+
+
+def _repo_map(workspace: Path, store: TaskStore) -> Callable[[int], Callable[[], str]]:
+    """Makes the tools' cached repo map of `workspace` within N tokens (kept in the store)."""
+
+    def make(tokens: int) -> Callable[[], str]:
+        from normalize.tools.code.mapcache import CachedRepoMap
+
+        return CachedRepoMap(workspace, tokens, store.shared_cache_dir("repomap"),
+                             redact=store.redact).text
+
+    return make
 
 
 def tier_notice(task: Task, options: RunOptions) -> str:
@@ -421,8 +442,10 @@ def refuse_unconfined(sandbox: SandboxPolicy, approve: str, interactive: bool) -
                          f"them anyway")
 
 
-def make_driver(task: Task, options: RunOptions) -> Driver:
-    return create_driver(task.driver, task.config.to_driver_json(), driver_services(options))
+def make_driver(task: Task, options: RunOptions, tools: ToolContext | None = None) -> Driver:
+    """The task's driver, built with everything it is lent (`tools`: the run's tool context)."""
+    return create_driver(task.driver, task.config.to_driver_json(),
+                         driver_services(task, options, tools))
 
 
 def with_model(llm: LLMTable | None, model: str | None, base_url: str | None = None
@@ -491,31 +514,6 @@ def workspace_checkpoints(task: Task, store: TaskStore) -> WorkspaceCheckpoints 
     return WorkspaceCheckpoints.for_workspace(Path(task.workspace), store.home, store.task_path)
 
 
-@runtime_checkable
-class _TakesCommands(Protocol):
-    """A driver whose prompt lists more commands than the built-in verbs (the LLM driver)."""
-
-    extra_commands: Callable[[], str] | None
-
-
-@runtime_checkable
-class _TakesRepoMap(Protocol):
-    """A driver whose prompt can hold the repo map (the LLM driver)."""
-
-    repo_map_tokens: int
-    repo_map: Callable[[], str] | None
-
-
-def _lend_repo_map(driver: Driver, task: Task, store: TaskStore) -> None:
-    """Give a driver that asks for a repo map (`repo_map = N`) the tools' cached map."""
-    if not isinstance(driver, _TakesRepoMap) or not driver.repo_map_tokens:
-        return
-    from normalize.tools.code.mapcache import CachedRepoMap
-
-    driver.repo_map = CachedRepoMap(Path(task.workspace), driver.repo_map_tokens,
-                                    store.shared_cache_dir("repomap"), redact=store.redact).text
-
-
 def follow_up(task: Task, instruction: str) -> None:
     """Give a finished (or stopped) task a new instruction for its next run.
 
@@ -551,18 +549,15 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     tools = options.tools or default_tools()
     tool_ctx = tool_context(task, options)
     try:
-        driver = driver or make_driver(task, options)
-        if tool_ctx.mcp is not None and isinstance(driver, _TakesCommands):
-            driver.extra_commands = tool_ctx.mcp.reference  # the MCP tools, in its prompt
-        _lend_repo_map(driver, task, store)
+        driver = driver or make_driver(task, options, tool_ctx)
         notes = [] if resumed else list(task.config.permission_notes)
         subscribers = list(options.subscribers)
         if options.tracing is not None:
             subscribers.append(options.tracing)
+        hooks, ignored = task_hooks(task)
         engine = Engine(store, tools, tool_ctx, cancel=options.cancel,
-                        subscribers=subscribers, interactive=options.interactive)
-        engine.workspace_checkpoints = workspace_checkpoints(task, store)
-        engine.hooks, ignored = task_hooks(task)
+                        subscribers=subscribers, interactive=options.interactive,
+                        workspace_checkpoints=workspace_checkpoints(task, store), hooks=hooks)
         notes = [*notes, *ignored]
         if notes:
             engine.subscribers.append(_announcer(engine, notes))

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TextIO, runtime_checkable
 
 from normalize.cancel import CancelToken
 from normalize.errors import NormalizeError
@@ -28,6 +28,34 @@ class Renderer(Protocol):
 
     def close(self) -> None:
         """The run ended: leave the terminal as a shell expects it."""
+        ...
+
+
+class Pauses(Protocol):
+    """A reader of the terminal that can give it up for a while (cli/typeahead.py's)."""
+
+    def paused(self) -> contextlib.AbstractContextManager[None]: ...
+
+
+@runtime_checkable
+class Prompting(Protocol):
+    """A renderer that can give the terminal to a prompt and take it back (not JSON lines)."""
+
+    def attach_input(self, reader: Pauses | None) -> None:
+        """The type-ahead reader to pause while a prompt has the terminal (or None)."""
+        ...
+
+    def hold(self) -> contextlib.AbstractContextManager[None]:
+        """Give a prompt the terminal while the block runs."""
+        ...
+
+
+@runtime_checkable
+class ShowsTyping(Prompting, Protocol):
+    """A renderer that draws the line a person types for the model as it is typed (live view)."""
+
+    def typing(self, line: str, waiting: int) -> None:
+        """The line being typed, and how many lines wait for the model's next turn."""
         ...
 
 
@@ -264,7 +292,7 @@ def prompt_reader(env: Environment, workspace: Callable[[], Path], *,
 
 def hold_of(current: Current) -> Callable[[], contextlib.AbstractContextManager[None]]:
     def hold() -> contextlib.AbstractContextManager[None]:
-        method = getattr(current(), "hold", None)
-        return method() if method is not None else contextlib.nullcontext()
+        renderer = current()
+        return renderer.hold() if isinstance(renderer, Prompting) else contextlib.nullcontext()
 
     return hold

@@ -31,6 +31,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from normalize.cli.console import Prompting, ShowsTyping
+
 if TYPE_CHECKING:
     from normalize.cli.console import Environment, Renderer
     from normalize.contract.driver import LineQueue
@@ -183,8 +185,7 @@ def typed_lines(env: Environment, options: RunOptions, renderer: Renderer, *,
     cannot hand the terminal to a prompt (JSON lines), or when no model drives
     the task (`model=False`: a person at the prompt types commands there).
     """
-    attach = getattr(renderer, "attach_input", None)
-    if not (model and env.stdin_tty and env.stdout_tty) or attach is None:
+    if not (model and env.stdin_tty and env.stdout_tty) or not isinstance(renderer, Prompting):
         yield None
         return
     from normalize.contract.driver import LineQueue
@@ -192,16 +193,15 @@ def typed_lines(env: Environment, options: RunOptions, renderer: Renderer, *,
     queue = options.services.inbox
     if queue is None:
         queue = options.services.inbox = LineQueue()
-    live = getattr(renderer, "live", None) is not None
-    ahead = TypeAhead(env.stdin.fileno(), queue, edit=live,
-                      show=getattr(renderer, "typing", None))
-    attach(ahead)
+    show = renderer.typing if isinstance(renderer, ShowsTyping) else None
+    ahead = TypeAhead(env.stdin.fileno(), queue, edit=show is not None, show=show)
+    renderer.attach_input(ahead)
     ahead.start()
     try:
         yield queue
     finally:
         ahead.stop()
-        attach(None)
+        renderer.attach_input(None)
 
 
 def report_unsent(env: Environment, task_id: str, lines: list[str]) -> None:

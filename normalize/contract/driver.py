@@ -77,6 +77,11 @@ class DriverServices:
     """The user's config directory (where the user-wide AGENTS.md lives)."""
     model_retry: RetryPolicy | None = None
     """How provider calls are retried (None: the driver's own default)."""
+    extra_commands: Callable[[], str] | None = None
+    """More commands for a model's prompt than the built-in verbs (the run's MCP tools)."""
+    repo_map: Callable[[int], Callable[[], str]] | None = None
+    """The workspace's repo map within N tokens: a callable giving its text, asked each turn
+    (the tools' cached map: it changes only when the source files do)."""
 
 
 @dataclass
@@ -128,6 +133,58 @@ class Driver(Protocol):
     def restore(self, state: dict[str, Any]) -> None:
         """Continue from a `snapshot` taken by an earlier process."""
         ...
+
+
+# -- what a driver may declare beyond the protocol (docs/plugins.md, "Capabilities") --------
+# Each is optional; a driver without it gets the documented default. The engine checks them
+# with `isinstance`, never by probing for a name.
+
+
+@runtime_checkable
+class Adopts(Protocol):
+    """A driver that reads what happened before it took a task over from another driver."""
+
+    def adopt(self, history: list[dict[str, Any]]) -> None:
+        """Called once, before the first `decide`, with the task's last finished actions
+        (`command`, `tool`, `status`, `output`, `error`), oldest first."""
+        ...
+
+
+@runtime_checkable
+class Redecides(Protocol):
+    """A driver that says whether it decides again after a troubled stop (default: no).
+
+    True: when a resume finds an outcome unknown (or a failure in an in-order
+    decision), the rest of the in-flight decision is not run; each action of it
+    gets a `cancelled` result and the driver is asked for a new decision (a
+    model must see what happened first). False: the rest runs as it would have.
+    """
+
+    @property
+    def redecides_on_resume(self) -> bool: ...
+
+
+@runtime_checkable
+class BoundByLimits(Protocol):
+    """A driver that says whether the task's limits bind it (default: they do).
+
+    False (a person at the prompt): `max_turns`, `max_tokens`, the budget and the
+    timeout are not checked before its decisions, unless the limits were set
+    for this very driver (`Limits.driver`).
+    """
+
+    @property
+    def bound_by_limits(self) -> bool: ...
+
+
+def redecides(driver: Driver) -> bool:
+    """Whether `driver` decides again after a troubled stop rather than run its decision's rest."""
+    return isinstance(driver, Redecides) and driver.redecides_on_resume
+
+
+def bound_by_limits(driver: Driver) -> bool:
+    """Whether a task's limits bind `driver` (every driver's but one that says otherwise)."""
+    return not isinstance(driver, BoundByLimits) or driver.bound_by_limits
 
 
 DriverFactory = Callable[[DriverConfig, DriverServices], Driver]

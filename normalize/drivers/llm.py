@@ -38,7 +38,7 @@ Rules the driver keeps:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -88,6 +88,37 @@ CORRECTIVE_NOTE = (
     "(for example `view PATH`, `grep PATTERN`, `edit PATH <<EOF`), or `done SUMMARY` "
     "when the task is finished. Write each command on its own line, without backticks."
 )
+
+@dataclass(frozen=True)
+class Models:
+    """Where the driver's model clients come from, and how their calls are retried."""
+
+    factory: ModelFactory | None = None  # None: the provider registry's `create_client`
+    retry: RetryPolicy = MODEL_RETRY
+    resolve_journal: Callable[[str], Path] | None = None  # the journal `replay:TASKID` names
+
+
+@dataclass(frozen=True)
+class Briefing:
+    """What the model is told beyond the task: the goal template and its variables, the
+    instruction files, the follow-up instructions given after the goal (in order)."""
+
+    goal: str | None = None  # a template over `variables`, `{task}` and `{workspace}`
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    prompt_dir: Path | None = None  # where `system_prompt_file` is found (the workflow's dir)
+    project_instructions: bool = True  # AGENTS.md / CLAUDE.md into the prompt
+    config_dir: Path | None = None  # where the user-wide AGENTS.md lives
+    follow_ups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Lent:
+    """What the run lends the prompt, asked each turn (each may be absent)."""
+
+    inbox: LineQueue | None = None  # lines typed at the terminal while the model works
+    extra_commands: Callable[[], str] | None = None  # more commands than the verbs (MCP tools)
+    repo_map: Callable[[], str] | None = None  # the repo map's text (the tools' cached map)
+
 
 class LLMSettings(LLMTable):
     """The `[workflow.llm]` table, checked, with the model specs it names."""
@@ -170,40 +201,24 @@ class LLMDriver:
         settings: LLMSettings | None = None,
         *,
         context: ContextStrategy | None = None,
-        goal: str | None = None,
-        variables: Mapping[str, Any] | None = None,
-        model_factory: ModelFactory | None = None,
-        retry: RetryPolicy = MODEL_RETRY,
-        prompt_dir: Path | None = None,
-        resolve_journal: Callable[[str], Path] | None = None,
-        project_instructions: bool = True,
-        config_dir: Path | None = None,
-        follow_ups: list[str] | None = None,
-        inbox: LineQueue | None = None,
+        models: Models | None = None,
+        briefing: Briefing | None = None,
+        lent: Lent | None = None,
         repo_map_tokens: int = 0,
     ) -> None:
         self.settings = settings or LLMSettings()
+        self.context = context or make_context()
+        self.models = models or Models()
+        self.briefing = briefing or Briefing()
+        self.lent = lent or Lent()
         self.repo_map_tokens = repo_map_tokens  # [workflow.context] repo_map (0: none)
-        self.repo_map: Callable[[], str] | None = None  # lent by the runner (the tools' map)
-        self.follow_ups = list(follow_ups or [])  # instructions given after the goal, in order
-        self.inbox = inbox
-        self.project_instructions = project_instructions
-        self.config_dir = config_dir
         self.nested_seen: list[str] = []  # nested AGENTS.md files already given
         self.follow_ups_seen = 0  # follow-ups the model has been told about
-        self.context = context or make_context()
-        self.goal_template = goal
-        self.variables = dict(variables or {})
-        self.model_factory = model_factory
-        self.retry = retry
-        self.prompt_dir = prompt_dir
-        self.resolve_journal = resolve_journal
         self.prices: PriceTable = (DEFAULT_TABLE.merged(self.settings.prices)
                                    if self.settings.prices else DEFAULT_TABLE)
         self._client: ModelClient | None = None
         self._fallbacks: list[ModelClient] = []
         self._system: str | None = None
-        self.extra_commands: Callable[[], str] | None = None  # more commands (MCP tools)
         self._instruction_notices: list[str] = []
         self._unpriced: set[str] = set()
         # persisted state (bounded)
@@ -229,17 +244,25 @@ class LLMDriver:
         variables = {**(spec.get("vars") or {}), **(config.get("vars") or {})}
         goal = config.get("goal") or variables.get("goal")
         path = spec.get("path")
+        tokens = context.repo_map or 0
         return cls(settings, context=make_context(context.strategy, **context.options()),
-                   goal=str(goal) if goal else None, variables=variables,
-                   model_factory=services.model_factory,
-                   retry=services.model_retry or MODEL_RETRY,
-                   prompt_dir=Path(path).parent if path else None,
-                   resolve_journal=services.resolve_journal,
-                   project_instructions=bool(config.get("project_instructions", True)),
-                   config_dir=services.config_dir,
-                   follow_ups=[str(f) for f in config.get("follow_ups") or []],
-                   inbox=services.inbox,
-                   repo_map_tokens=context.repo_map or 0)
+                   models=Models(services.model_factory, services.model_retry or MODEL_RETRY,
+                                 services.resolve_journal),
+                   briefing=Briefing(
+                       goal=str(goal) if goal else None, variables=variables,
+                       prompt_dir=Path(path).parent if path else None,
+                       project_instructions=bool(config.get("project_instructions", True)),
+                       config_dir=services.config_dir,
+                       follow_ups=tuple(str(f) for f in config.get("follow_ups") or [])),
+                   lent=Lent(services.inbox, services.extra_commands,
+                             services.repo_map(tokens) if tokens and services.repo_map
+                             else None),
+                   repo_map_tokens=tokens)
+
+    @property
+    def repo_map(self) -> Callable[[], str] | None:
+        """The repo map's text, asked for each turn (None: no map in the prompt)."""
+        return self.lent.repo_map
 
     # -- state -------------------------------------------------------------
 
@@ -286,13 +309,13 @@ class LLMDriver:
 
     def _make(self, spec: str) -> ModelClient:
         opts: dict[str, Any] = {}
-        if spec.startswith("replay:") and self.resolve_journal is not None:
-            opts["resolve_journal"] = self.resolve_journal
+        if spec.startswith("replay:") and self.models.resolve_journal is not None:
+            opts["resolve_journal"] = self.models.resolve_journal
         if spec.startswith("scripted:") and self.played and \
                 _script_key(spec) == self.played_spec:
             opts["skip"] = self.played  # a resumed task goes on with its next reply
-        if self.model_factory is not None:
-            return self.model_factory(spec, base_url=self.settings.base_url, **opts)
+        if self.models.factory is not None:
+            return self.models.factory(spec, base_url=self.settings.base_url, **opts)
         from normalize.providers.registry import create_client
 
         return create_client(spec, base_url=self.settings.base_url, **opts)
@@ -331,9 +354,9 @@ class LLMDriver:
         return self._stable_prompt(workspace) + self._repo_map_section()
 
     def _repo_map_section(self) -> str:
-        if not self.repo_map_tokens or self.repo_map is None:
+        if not self.repo_map_tokens or self.lent.repo_map is None:
             return ""
-        text = self.repo_map()
+        text = self.lent.repo_map()
         if not text:
             return ""
         from normalize.prompts import repo_map_section
@@ -353,21 +376,23 @@ class LLMDriver:
             if self.settings.system_prompt:
                 text = self.settings.system_prompt
             elif self.settings.system_prompt_file:
-                text = read_prompt_file(self.settings.system_prompt_file, self.prompt_dir)
+                text = read_prompt_file(self.settings.system_prompt_file,
+                                        self.briefing.prompt_dir)
             else:
                 text = default_prompt()
             self.facts = self.facts or workspace_facts(workspace)
             instructions = ""
-            if self.project_instructions:
+            if self.briefing.project_instructions:
                 from normalize.prompts.instructions import project_instructions
 
-                found = project_instructions(workspace, self.config_dir)
+                found = project_instructions(workspace, self.briefing.config_dir)
                 instructions = found.text
                 self._instruction_notices = list(found.notices)
+            commands = self.lent.extra_commands
             self._system = build_system_prompt(
                 text, self.facts, instructions,
-                omit=() if self.extra_commands is not None else ("mcp",))  # no server: no verb
-            extra = self.extra_commands() if self.extra_commands is not None else ""
+                omit=() if commands is not None else ("mcp",))  # no server: no verb
+            extra = commands() if commands is not None else ""
             if extra:
                 self._system += "\n" + extra
         return self._system
@@ -375,38 +400,39 @@ class LLMDriver:
     def goal(self, task: Task) -> str:
         """The goal as the model reads it, with the follow-up instructions after it."""
         goal = task.goal
-        if self.goal_template:
+        if self.briefing.goal:
             from normalize.workflow.interpolate import interpolate
 
-            values = {**self.variables, "task": task.goal, "workspace": task.workspace}
+            values = {**self.briefing.variables, "task": task.goal, "workspace": task.workspace}
             try:
-                goal = interpolate(self.goal_template, values)
+                goal = interpolate(self.briefing.goal, values)
             except (KeyError, IndexError, TypeError) as err:
-                raise ConfigError(f"goal {self.goal_template!r}: unknown variable {err}"
+                raise ConfigError(f"goal {self.briefing.goal!r}: unknown variable {err}"
                                   ) from None
-        if not self.follow_ups:
+        if not self.briefing.follow_ups:
             return goal
-        *earlier, latest = self.follow_ups
+        *earlier, latest = self.briefing.follow_ups
         lines = [f"- (done) {text}" for text in earlier]
         return (f"{goal.rstrip()}\n\nThat was done. Follow-up instructions from the user:\n"
                 + "".join(line + "\n" for line in lines) + f"- (now) {latest}")
 
     def _take_follow_ups(self, ctx: RunContext) -> None:
         """A new follow-up instruction restarts the task's ending (and joins the journal)."""
-        if len(self.follow_ups) > self.follow_ups_seen:
-            for text in self.follow_ups[self.follow_ups_seen:]:
+        follow_ups = self.briefing.follow_ups
+        if len(follow_ups) > self.follow_ups_seen:
+            for text in follow_ups[self.follow_ups_seen:]:
                 ctx.emit(InputReceived(kind="follow_up", answer=text))
-            self.follow_ups_seen = len(self.follow_ups)
+            self.follow_ups_seen = len(follow_ups)
             self.done_after, self.stuck, self.malformed = None, None, 0
             self.turn_ok, self.failed_command = True, ""
             self.recent, self.warned = [], []
-            self.context.add_feedback(f"New instruction from the user: {self.follow_ups[-1]}")
+            self.context.add_feedback(f"New instruction from the user: {follow_ups[-1]}")
 
     def _take_typed(self, ctx: RunContext) -> None:
         """Lines typed meanwhile join the request about to be made (never a finishing turn's:
         they stay queued, and the caller makes them a follow-up)."""
-        if self.inbox is not None:
-            for line in self.inbox.drain():
+        if self.lent.inbox is not None:
+            for line in self.lent.inbox.drain():
                 self.context.add_feedback(f"The user wrote while you worked: {line}")
                 ctx.emit(InputReceived(kind="typed", answer=line))
 
@@ -495,7 +521,7 @@ class LLMDriver:
             ctx.emit(ModelRequested(turn=turn, model=to_model, attempt=1, input_chars=chars))
 
         ctx.emit(ModelRequested(turn=turn, model=client.model, attempt=1, input_chars=chars))
-        reply = complete(client, request, on_event=on_event, retry=self.retry,
+        reply = complete(client, request, on_event=on_event, retry=self.models.retry,
                          cancel=ctx.cancel, fallbacks=fallbacks, on_retry=on_retry,
                          on_fallback=on_fallback)
         record_reply(task, ctx, reply, turn=turn, prices=self.prices, unpriced=self._unpriced)
@@ -575,7 +601,7 @@ class LLMDriver:
     def on_result(self, task: Task, action: Action, result: ActionResult) -> None:
         entry = self.context.add_result(action, result, task.turn)
         path = result.data.get("path")
-        if self.project_instructions and isinstance(path, str) and path:
+        if self.briefing.project_instructions and isinstance(path, str) and path:
             self._nested_instructions(Path(task.workspace), path)
         if result.ok:
             if action.tool == "note" and result.data.get("note"):

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from normalize.contract.driver import DriverServices, RunContext
+from normalize.contract.driver import DriverServices, RunContext, redecides
 from normalize.drivers.frames import (
     ForEach,
     Frame,
@@ -58,6 +58,7 @@ from normalize.execution.scope import (
 )
 from normalize.retry import RetryPolicy
 from normalize.structured import mismatch
+from normalize.tables import given
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus
 from normalize.workflow.conditions import evaluate
 from normalize.workflow.delegate import Delegate, StepOutcome
@@ -71,7 +72,7 @@ DEFAULT_RETRY = {"strategy": "exponential", "max_attempts": 3, "base_delay": 0.5
 
 def settings_of(step: StepSpec) -> ScopeSettings:
     return ScopeSettings(step.context, {"strategy": step.cache} if step.cache else None,
-                         step.retry)
+                         None if step.retry is None else given(step.retry))
 
 
 class WorkflowDriver:
@@ -129,8 +130,7 @@ class WorkflowDriver:
     @property
     def redecides_on_resume(self) -> bool:
         """Inside an `llm-decide` step, the model decides again after a troubled stop."""
-        return self.delegate is not None and \
-            bool(getattr(self.delegate.driver, "redecides_on_resume", False))
+        return self.delegate is not None and redecides(self.delegate.driver)
 
     # -- navigation ------------------------------------------------------
 

@@ -27,6 +27,7 @@ import os
 import re
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -47,6 +48,8 @@ __all__ = [
     "NoCache",
     "PersistentCache",
     "ResultCache",
+    "SaysRetention",
+    "SizedByIntent",
     "build_preview",
     "cache_from",
     "make_cache",
@@ -92,6 +95,28 @@ class ResultCache(Protocol):
     def preview(self, content: str) -> tuple[str, str | None]:
         """`(content, None)` when short; otherwise `(summary, id)` with the content kept."""
         ...
+
+
+@runtime_checkable
+class SizedByIntent(Protocol):
+    """A cache that shows what the reader asked to read whole, up to a bound of its own."""
+
+    @property
+    def asked_bound(self) -> tuple[int, int]:
+        """(lines, characters) up to which an asked-for result is shown whole."""
+        ...
+
+    def preview_asked(self, content: str) -> tuple[str, str | None]:
+        """Like `preview`, with the asked-for bound."""
+        ...
+
+
+@runtime_checkable
+class SaysRetention(Protocol):
+    """A cache that can say how long it keeps results (for a `fetch` that finds nothing)."""
+
+    @property
+    def retention(self) -> str: ...
 
 
 def _is_short(content: str, lines: int, chars: int) -> bool:
@@ -235,7 +260,7 @@ class _PreviewShape:
                              self.asked_chars)
 
 
-class _SizedByIntent:
+class _SizedByIntent(ABC):
     """`preview_asked` and `asked_bound` for the caches below (each keeps a `_shape`)."""
 
     _shape: _PreviewShape
@@ -259,16 +284,19 @@ class _SizedByIntent:
             cache_id = self._kept(shown)
         return shown, cache_id
 
+    @abstractmethod
     def _preview(self, content: str, shape: _PreviewShape) -> tuple[str, str | None]:
-        raise NotImplementedError  # abstract: each cache keeps (or does not keep) the content
+        """The preview of `content` in `shape`; each cache keeps (or does not keep) it."""
+
+    def _keep(self, content: str) -> str | None:
+        """Keep already-redacted `content` and give its id (None: this cache keeps nothing)."""
+        del content
+        return None
 
     def _kept(self, content: str) -> str | None:
-        """Keep already-redacted `content` and give its id, where this cache keeps anything."""
-        keep = getattr(self, "_keep", None)
-        if keep is None:
-            return None
+        """`_keep`, with a result larger than the cache not kept."""
         try:
-            return str(keep(content))
+            return self._keep(content)
         except ValueError:  # larger than the cache
             return None
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from normalize.cancel import CancelToken
 from normalize.errors import NormalizeError, ToolError, WorkspaceError
+from normalize.execution.cache import DEFAULT_ASKED_CHARS, DEFAULT_ASKED_LINES, SizedByIntent
 from normalize.sandbox import SandboxPolicy
 from normalize.task import Action, ActionResult
 
@@ -58,7 +59,8 @@ class Previews(Protocol):
 
 @runtime_checkable
 class Concurrent(Protocol):
-    """A side-effecting tool whose consecutive actions in a decision run together."""
+    """A side-effecting tool whose consecutive actions in a decision run together (when true;
+    default: they run one after the other)."""
 
     concurrent: ClassVar[bool]
 
@@ -67,11 +69,54 @@ class Concurrent(Protocol):
 class Reattaches(Protocol):
     """A side-effecting tool safe to run again after a crash: it finds its own earlier work.
 
-    Resume then runs a started, never finished action of it again instead of
-    reporting its outcome as unknown (`spawn`: the same child, re-attached).
+    When true, resume runs a started, never finished action of it again instead
+    of reporting its outcome as unknown (`spawn`: the same child, re-attached).
+    Default: the outcome is unknown.
     """
 
     reattaches: ClassVar[bool]
+
+
+@runtime_checkable
+class Previewed(Protocol):
+    """A tool that says whether the registry cuts its long output to a preview (default: yes).
+
+    False: the tool bounds its own output (`fetch` gives back what it kept,
+    `spawn` a child's summary), and the registry leaves it as it is.
+    """
+
+    previewed: ClassVar[bool]
+
+
+@runtime_checkable
+class AskedFor(Protocol):
+    """A tool whose output the reader explicitly asked to read (when true; default: no).
+
+    Its output comes back whole up to the cache's asked-for bound (`view`,
+    `fetch`) instead of as the short preview incidental output gets.
+    """
+
+    asked: ClassVar[bool]
+
+
+def runs_together(tool: Tool | None) -> bool:
+    """Whether `tool` declares that its consecutive actions run together."""
+    return isinstance(tool, Concurrent) and tool.concurrent
+
+
+def reattaches(tool: Tool | None) -> bool:
+    """Whether `tool` declares that a cut-short action of it may simply run again."""
+    return isinstance(tool, Reattaches) and tool.reattaches
+
+
+def previewed(tool: Tool) -> bool:
+    """Whether the registry cuts `tool`'s long output to a preview."""
+    return not isinstance(tool, Previewed) or tool.previewed
+
+
+def asked_for(tool: Tool) -> bool:
+    """Whether `tool`'s output is what the reader asked to read (shown whole, within bounds)."""
+    return isinstance(tool, AskedFor) and tool.asked
 
 
 Approver = Callable[[str], str]
@@ -153,11 +198,11 @@ class ToolRegistry:
 
     def runs_together(self, action: Action) -> bool:
         """Whether a side-effecting tool's actions run together with their neighbours (`spawn`)."""
-        return isinstance(self.get(action.tool), Concurrent)
+        return runs_together(self.get(action.tool))
 
     def reattaches(self, action: Action) -> bool:
         """Whether a side effect a crash cut short may simply run again (it finds its work)."""
-        return isinstance(self.get(action.tool), Reattaches)
+        return reattaches(self.get(action.tool))
 
     def execute(self, action: Action, ctx: ToolContext, *, approved: bool = False) -> ActionResult:
         """Run `action`: never raises for a tool's own failure, returns an error result.
@@ -187,9 +232,9 @@ class ToolRegistry:
             where = f": {exc.filename}" if exc.filename else ""
             result = ActionResult.failure(f"{exc.strerror or exc}{where}")
         result.duration = result.duration or (time.perf_counter() - started)
-        if getattr(tool, "previewed", True) and (result.ok or result.output):
+        if previewed(tool) and (result.ok or result.output):
             preview, cache_id = shape_output(ctx.cache_for(action), result.output,
-                                             asked=bool(getattr(tool, "asked", False)))
+                                             asked=asked_for(tool))
             if cache_id is not None or preview != result.output:
                 result.preview, result.cache_id = preview, cache_id
         return result
@@ -198,20 +243,15 @@ class ToolRegistry:
 def shape_output(cache: ResultCache, output: str, *, asked: bool) -> tuple[str, str | None]:
     """What a reader sees of `output`: whole when asked for and within the bound, else a preview.
 
-    A cache without `preview_asked` (a third-party one) previews everything alike.
+    A cache that does not size by intent (a third-party one) previews everything alike.
     """
-    whole = getattr(cache, "preview_asked", None) if asked else None
-    if callable(whole):
-        shown, cache_id = whole(output)
-        return str(shown), cache_id
+    if asked and isinstance(cache, SizedByIntent):
+        return cache.preview_asked(output)
     return cache.preview(output)
 
 
 def asked_bound(cache: ResultCache) -> tuple[int, int]:
     """(lines, characters) up to which `cache` shows an asked-for result whole."""
-    from normalize.execution.cache import DEFAULT_ASKED_CHARS, DEFAULT_ASKED_LINES
-
-    bound = getattr(cache, "asked_bound", None)
-    if isinstance(bound, tuple) and len(bound) == 2:
-        return int(bound[0]), int(bound[1])
+    if isinstance(cache, SizedByIntent):
+        return cache.asked_bound
     return DEFAULT_ASKED_LINES, DEFAULT_ASKED_CHARS

@@ -6,6 +6,7 @@ import re
 from typing import ClassVar
 
 from normalize.errors import ToolError
+from normalize.execution.cache import SaysRetention
 from normalize.task import Action, ActionResult
 from normalize.tools.base import ToolContext
 
@@ -52,8 +53,8 @@ class FetchTool:
         cache_id, span = _parse(action.args)
         text = ctx.retrieve(cache_id)
         if text is None:
-            retention = getattr(ctx.cache, "retention", None)
-            why = f" ({retention})" if isinstance(retention, str) and retention else ""
+            retention = ctx.cache.retention if isinstance(ctx.cache, SaysRetention) else ""
+            why = f" ({retention})" if retention else ""
             raise ToolError(f"no cached result {cache_id}{why}")
         lines = text.splitlines()
         data: dict[str, object] = {"cache_id": cache_id, "lines": len(lines)}

@@ -112,7 +112,7 @@ def _steps(out: list[str], spec: WorkflowSpec, steps: Sequence[StepSpec], values
             if getattr(step, key):
                 extras.append(f"{key}={getattr(step, key)}")
         if step.retry:
-            extras.append(f"retry={_strategies(step.retry, 'none')}")
+            extras.append(f"retry={_strategies(given(step.retry), 'none')}")
         if step.capture:
             extras.append(f"→ {{{step.capture}}}")
         if step.transform:

@@ -53,7 +53,7 @@ class StepSpec(Record):
     steps: list[StepSpec] = field(default_factory=list)
     context: str | None = None
     cache: str | None = None
-    retry: JSON | None = None
+    retry: RetrySettings | None = None  # the step's own `retry` table (None: inherited)
     timeout: float | None = None
     workflow: str | None = None
     prompt: str | None = None

@@ -337,13 +337,12 @@ class Validator:
         except UsageError as exc:
             raise self.check.fail(where, str(exc)) from None
 
-    def retry(self, value: Any, where: str) -> dict[str, Any] | None:
-        """A step's `retry` (`"fixed"` is `{strategy = "fixed"}`), checked as `[workflow.retry]`."""
+    def retry(self, value: Any, where: str) -> RetrySettings | None:
+        """A step's `retry` (`"fixed"` is `{strategy = "fixed"}`), typed as `[workflow.retry]`."""
         if value is None:
             return None
         table = {"strategy": value} if isinstance(value, str) else dict(value)
-        parse_table(RetrySettings, table, where, self.check.fail)
-        return table
+        return parse_table(RetrySettings, table, where, self.check.fail)
 
     # -- steps -----------------------------------------------------------
 

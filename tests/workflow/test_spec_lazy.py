@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
+from normalize.tables import RetrySettings
 from normalize.workflow.spec import StepList, StepSpec, WorkflowSpec
 
 
 def spec(steps: int) -> WorkflowSpec:
     return WorkflowSpec(name="flow", path="flow.toml", driver="workflow", steps=[
         StepSpec(name="group", steps=[StepSpec(name="inner", action="view a.py",
-                                               retry={"max_attempts": 2})],
+                                               retry=RetrySettings(max_attempts=2))],
                  otherwise=[StepSpec(name="else", action="note no", parallel=True)]),
         *(StepSpec(name=f"s{i}", action=f"note {i}", line=i) for i in range(steps)),
     ])
@@ -27,7 +28,7 @@ def test_a_spec_read_back_decodes_only_the_steps_it_is_asked_for() -> None:
     assert len(back.steps) == 1001
     assert back.steps[500] == StepSpec(name="s499", action="note 499", line=499)
     assert back.steps.decoded() == 1
-    assert back.steps[0].steps[0].retry == {"max_attempts": 2}  # nested steps decode with it
+    assert back.steps[0].steps[0].retry == RetrySettings(max_attempts=2)  # nested: decoded too
     assert back.steps[0].otherwise[0].parallel is True
     assert back.steps.decoded() == 2
 
