@@ -32,7 +32,8 @@ class Run:
     @property
     def why(self) -> str:
         """What a failed run said: its summary and each action that did not end ok."""
-        failed = [f"{e.command[:60]} -> {e.status} exit {e.exit_code}: {e.error or e.preview[-300:]}"
+        failed = [f"{e.command[:60]} -> {e.status} exit {e.exit_code}: "
+                  f"{e.error or e.preview[-300:]}"
                   for e in self.of("action_finished") if e.status != "ok"]
         return "\n".join([f"summary: {self.outcome.summary}", *failed])
 
