@@ -133,6 +133,7 @@ class Engine:
         interactive: bool = False,
         workspace_checkpoints: WorkspaceCheckpoints | None = None,
         hooks: HookRunner | None = None,
+        notices: Iterable[str] = (),
     ) -> None:
         self.store = store
         self.tools = tools
@@ -150,6 +151,7 @@ class Engine:
         self._written: dict[str, set[str]] = {}  # action key -> paths its programs wrote
         self._guard: GitGuard | None = None
         self.hooks = hooks  # the person's hooks (None: none)
+        self.notices = list(notices)  # warnings said right after `run_started` (what was ignored)
         self._recovery = Recovery(store, tools, steps=self)
 
     # -- the loop --------------------------------------------------------
@@ -254,6 +256,9 @@ class Engine:
                             input_tokens=task.usage.input_tokens,
                             output_tokens=task.usage.output_tokens,
                             cost_usd=task.usage.cost_usd))
+        for message in self.notices:
+            ctx.emit(Notice(level="warning", message=message))
+        self.notices.clear()  # said once, as the run that was given them starts
         if resumed and handed_from and task.driver not in task.driver_states:
             ctx.emit(Notice(message=f"the {task.driver} driver takes over this task "
                                     f"from {', '.join(handed_from)} at turn {task.turn}"))

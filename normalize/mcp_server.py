@@ -325,11 +325,11 @@ def _answer(options: ServeOptions, task: Task, answer: str) -> str:
 
 def _persons_call(task: Task) -> str | None:
     """Why approving what `task` waits for is the person's call alone (a refusal), or None."""
-    from normalize.runner import RunOptions, task_permissions
+    from normalize.permissions import Flags, task_permissions
     from normalize.tools.approval import persons_call
 
     action = task.pending.action if task.pending is not None else None
-    perms = task_permissions(task, RunOptions(workspace=Path(task.workspace)))
+    perms = task_permissions(task, Flags())  # no flags: the person's own record decides
     why = "its action is not recorded" if action is None else \
         persons_call(action, perms.sandbox_policy())
     if why is None:

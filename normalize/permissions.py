@@ -30,15 +30,41 @@ from normalize.keys import declared
 from normalize.sandbox import SandboxMode, SandboxPolicy
 from normalize.sandbox.hosts import check_host, covered
 from normalize.serial import Record, stored
-from normalize.tables import PermissionsTable
+from normalize.tables import PermissionsTable, given
 
 if TYPE_CHECKING:
-    from normalize.hooks import Hook
+    from normalize.hooks import Hook, HookRunner
     from normalize.mcp.config import ServerSpec
+    from normalize.task import Task
+    from normalize.tools.approval import ApprovalPolicy
+    from normalize.workflow.spec import WorkflowSpec
 
-__all__ = ["KEYS", "MODES", "SANDBOXES", "Permissions", "config_path", "file_digest",
-           "is_trusted", "load_mcp_servers", "load_user_config", "load_user_hooks",
-           "network_value", "trust_file", "trusted_files", "untrust_file"]
+__all__ = [
+    "KEYS",
+    "MODES",
+    "SANDBOXES",
+    "Flags",
+    "Grants",
+    "Permissions",
+    "command_line",
+    "config_path",
+    "file_digest",
+    "is_trusted",
+    "load_mcp_servers",
+    "load_user_config",
+    "load_user_hooks",
+    "mcp_servers",
+    "network_value",
+    "resolve_permissions",
+    "shown_path",
+    "task_grants",
+    "task_hooks",
+    "task_mcp_servers",
+    "task_permissions",
+    "trust_file",
+    "trusted_files",
+    "untrust_file",
+]
 
 MODES = ("never", "ask", "auto", "yes")
 """Approval modes, strictest first."""
@@ -80,10 +106,12 @@ class Permissions(Record):
         """The table `ApprovalPolicy.from_config` takes."""
         return {key: value for key, value in self.to_dict().items() if key in APPROVAL_KEYS}
 
-    def sandbox_policy(self) -> SandboxPolicy:
+    def sandbox_policy(self, hidden: tuple[Path, ...] = ()) -> SandboxPolicy:
+        """What programs may touch; `hidden` names paths none may read (normalize's own)."""
         hosts = self.network if isinstance(self.network, tuple) else ()
         return SandboxPolicy(mode=SandboxMode(self.sandbox), network=self.network is True,
-                             hosts=hosts, hosts_ask=self.hosts_ask, env_allow=self.env_allow)
+                             hosts=hosts, hosts_ask=self.hosts_ask, env_allow=self.env_allow,
+                             hidden=tuple(map(str, hidden)))
 
     def overlay(self, table: Mapping[str, Any], where: str, *, trusted: bool = True,
                 locate: Any = None) -> Permissions:
@@ -290,6 +318,173 @@ def load_mcp_servers(path: Path | None = None) -> list[ServerSpec]:
         return ConfigError(f"{path}:{found[0]}: {message}" if found else f"{path}: {message}")
 
     return parse_servers(tables, str(path), fail)
+
+
+# -- a run's permissions, servers and hooks: the layers resolved for one task ---------------
+
+
+@dataclass(frozen=True)
+class Flags:
+    """The command line's layer of one run: it may widen (the person typed it)."""
+
+    approve: str | None = None
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    env_allow: tuple[str, ...] = ()
+    sandbox: str | None = None  # --sandbox workspace|read-only|off
+    network: bool | tuple[str, ...] | None = None  # --network
+
+    def table(self) -> dict[str, Any]:
+        """The flags as a permissions table (the top layer)."""
+        table: dict[str, Any] = {"allow": list(self.allow), "deny": list(self.deny),
+                                 "env_allow": list(self.env_allow)}
+        if self.approve:
+            table["mode"] = self.approve
+        if self.sandbox is not None:
+            table["sandbox"] = self.sandbox
+        if self.network is not None:
+            table["network"] = self.network
+        return table
+
+    def argv(self) -> tuple[str, ...]:
+        """The flags a child's `normalize` process is started with (it keeps its parent's)."""
+        argv: list[str] = []
+        if self.sandbox is not None:
+            argv += ["--sandbox", self.sandbox]
+        if self.network is False:
+            argv.append("--no-network")
+        elif self.network is not None:  # every host ("*"), or those named
+            for host in ("*",) if self.network is True else self.network:
+                argv += ["--network", host]
+        if self.approve:
+            argv += ["--approve", self.approve]
+        return tuple(argv)
+
+
+def command_line(perms: Permissions, flags: Flags) -> Permissions:
+    """`perms` with the flags on top (they may widen: the user typed them)."""
+    return perms.overlay(flags.table(), "the command line")
+
+
+def shown_path(path: str, workspace: Path) -> str:
+    """`path` as a note shows it: relative to the workspace when it is inside."""
+    try:
+        return Path(path).resolve().relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        return path
+
+
+def resolve_permissions(spec: WorkflowSpec, flags: Flags, workspace: Path) -> Permissions:
+    """Defaults < the user's config < the workflow (only narrowing, if untrusted) < flags."""
+    perms = load_user_config()
+    where = shown_path(spec.path, workspace)
+    if spec.shadowed:
+        shadowed = shown_path(spec.shadowed, workspace)
+        perms = replace(perms, notes=(f"ignored {shadowed}: {UNTRUSTED_HINT}; running the "
+                                      f"{spec.origin} workflow {spec.name!r} ({where}) instead",))
+    perms = perms.overlay(given(spec.permissions), where, trusted=spec.origin != "workspace")
+    return command_line(perms, flags)
+
+
+def task_permissions(task: Task, flags: Flags) -> Permissions:
+    """The permissions recorded when the task started, with this run's flags on top.
+
+    A task from before permissions were recorded is resolved anew from its
+    stored spec (and its recorded `approve`).
+    """
+    from normalize.workflow.spec import WorkflowSpec
+
+    config = task.config
+    if config.permissions is not None:
+        return command_line(Permissions.from_dict(config.permissions), flags)
+    spec = WorkflowSpec.from_dict(config.spec) if config.spec else \
+        WorkflowSpec(name=task.driver, path="", driver=task.driver)
+    if config.approve and not flags.approve:
+        flags = replace(flags, approve=config.approve)
+    return resolve_permissions(spec, flags, Path(task.workspace))
+
+
+def mcp_servers(spec: WorkflowSpec, workspace: Path) -> tuple[list[ServerSpec], list[str]]:
+    """The MCP servers a run of `spec` uses: the user's `[[mcp]]`, then `[[workflow.mcp]]`.
+
+    A server names a program to start, so an untrusted workspace workflow's
+    servers are left out (with a note), as any widening it asks for is.
+    """
+    servers = {server.name: server for server in load_mcp_servers()}
+    ignored: list[str] = []
+    if spec.mcp:
+        if spec.origin == "workspace":
+            names = ", ".join(server.name for server in spec.mcp)
+            ignored.append(f"ignored [[workflow.mcp]] {names} from "
+                           f"{shown_path(spec.path, workspace)}: {UNTRUSTED_HINT}")
+        else:
+            servers.update((server.name, server) for server in spec.mcp)
+    return list(servers.values()), ignored
+
+
+def task_mcp_servers(task: Task) -> list[ServerSpec]:
+    """The servers recorded when the task started (or, for an older task, found anew)."""
+    from normalize.mcp.config import ServerSpec
+    from normalize.workflow.spec import WorkflowSpec
+
+    config = task.config
+    if config.mcp_servers is not None:
+        return [ServerSpec.from_dict(item) for item in config.mcp_servers]
+    if config.permissions is not None or not config.spec:
+        return []  # started with none (or from before servers were recorded, without a spec)
+    return mcp_servers(WorkflowSpec.from_dict(config.spec), Path(task.workspace))[0]
+
+
+def task_hooks(task: Task) -> tuple[HookRunner | None, list[str]]:
+    """The user's hooks, then a trusted workflow's; an untrusted workflow's are left out, said."""
+    from normalize.hooks import Hook, HookRunner
+
+    hooks = list(load_user_hooks())
+    spec = task.config.spec_table
+    tables, notes = spec.get("hooks") or [], []
+    if tables and spec.get("origin") == "workspace":
+        where = shown_path(str(spec.get("path", "")), Path(task.workspace))
+        notes.append(f"ignored {len(tables)} hook(s) of {where}: {UNTRUSTED_HINT}")
+    elif tables:  # checked when the workflow was loaded
+        hooks.extend(Hook.from_dict(table) for table in tables)
+    runner = HookRunner(hooks, Path(task.workspace), task.id) if hooks else None
+    return runner, notes
+
+
+@dataclass(frozen=True)
+class Grants:
+    """What one run of a task may do and start, resolved once before anything runs."""
+
+    permissions: Permissions
+    policy: ApprovalPolicy  # who says yes
+    sandbox: SandboxPolicy  # what a yes can touch (normalize's own data hidden)
+    servers: tuple[ServerSpec, ...]  # the MCP servers it may start
+    hooks: HookRunner | None  # the person's hooks, and a trusted workflow's
+    ignored: tuple[str, ...]  # what a workspace file asked for and was left out (said at start)
+    argv: tuple[str, ...]  # the flags its children's processes are started with
+
+
+def task_grants(task: Task, flags: Flags, *, hidden: tuple[Path, ...], home: Path,
+                interactive: bool) -> Grants:
+    """What one run of `task` may do: its permissions with `flags` on top, the approval
+    policy, the sandbox (`hidden`: normalize's own data), the MCP servers and the hooks.
+
+    Fails closed (a `UsageError`) when its programs could run unconfined with no
+    person to ask, or the sandbox could not hide the data `home` from them.
+    """
+    from normalize.sandbox.refuse import refuse_state_in_workspace, refuse_unconfined
+    from normalize.tools.approval import ApprovalMode, ApprovalPolicy
+
+    perms = task_permissions(task, flags)
+    policy = ApprovalPolicy.from_config(perms.approval_config(), interactive=interactive)
+    if task.driver == "user" and policy.mode is ApprovalMode.ASK:
+        policy.mode = ApprovalMode.AUTO  # a person's own edits are not put to them again
+    sandbox = perms.sandbox_policy(hidden)
+    refuse_unconfined(sandbox, policy.mode.value, interactive)
+    refuse_state_in_workspace(sandbox, Path(task.workspace), home)
+    hooks, ignored = task_hooks(task)
+    return Grants(perms, policy, sandbox, tuple(task_mcp_servers(task)), hooks, tuple(ignored),
+                  flags.argv())
 
 
 # -- trust ----------------------------------------------------------------------------------

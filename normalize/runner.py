@@ -21,24 +21,23 @@ from typing import TYPE_CHECKING, Any
 from normalize.cancel import CancelToken
 from normalize.contract.driver import DRIVERS, Driver, DriverServices, create_driver
 from normalize.engine import Engine, Reply, RunOutcome
-from normalize.errors import ToolError, UsageError
+from normalize.errors import UsageError
 from normalize.events import Subscriber
 from normalize.homes import config_home
-from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, probe
-from normalize.spawner import Spawner, private_places
+from normalize.sandbox import SandboxMode, probe
+from normalize.spawner import Spawner, sandboxed_judge
 from normalize.store import TaskStore
 from normalize.structured import OutputContract
-from normalize.tables import CacheSettings, LLMTable, given
+from normalize.tables import CacheSettings, LLMTable
 from normalize.task import Limits, Task, TaskConfig
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
 from normalize.workflow.spec import WorkflowSpec
 
 if TYPE_CHECKING:
-    from normalize.checkpoints import WorkspaceCheckpoints
-    from normalize.hooks import HookRunner
-    from normalize.mcp.config import ServerSpec
-    from normalize.permissions import Permissions
+    from normalize.mcp.client import McpSessions
+    from normalize.permissions import Flags, Grants
     from normalize.sandbox import SandboxPolicy
+    from normalize.store.places import Places
     from normalize.telemetry import RunTracing
 
 
@@ -66,6 +65,14 @@ class RunOptions:
     project_instructions: bool = True  # AGENTS.md / CLAUDE.md into the prompt (new tasks)
     output: OutputContract | None = None  # --output-schema: the result's schema (new tasks)
     tracing: RunTracing | None = None  # --otel: spans of every run (and the children's context)
+
+    def flags(self) -> Flags:
+        """This run's permission flags, as the permissions' top layer takes them."""
+        from normalize.permissions import Flags
+
+        return Flags(approve=self.approve, allow=tuple(self.allow), deny=tuple(self.deny),
+                     env_allow=tuple(self.env_allow), sandbox=self.sandbox,
+                     network=self.network)
 
     def task_store(self) -> TaskStore:
         """The store this run's tasks live in (the default one, made on first use)."""
@@ -124,50 +131,16 @@ def load_spec(ref: str, workspace: Path, variables: Mapping[str, Any] | None = N
     return spec
 
 
-def _shown(path: str, workspace: Path) -> str:
-    try:
-        return Path(path).resolve().relative_to(workspace.resolve()).as_posix()
-    except ValueError:
-        return path
-
-
-def resolve_permissions(spec: WorkflowSpec, options: RunOptions) -> Permissions:
-    """Defaults < the user's config < the workflow (only narrowing, if untrusted) < flags."""
-    from normalize.permissions import UNTRUSTED_HINT, load_user_config
-
-    perms = load_user_config()
-    where = _shown(spec.path, options.workspace)
-    if spec.shadowed:
-        shadowed = _shown(spec.shadowed, options.workspace)
-        perms = replace(perms, notes=(f"ignored {shadowed}: {UNTRUSTED_HINT}; running the "
-                                      f"{spec.origin} workflow {spec.name!r} ({where}) instead",))
-    perms = perms.overlay(given(spec.permissions), where, trusted=spec.origin != "workspace")
-    return command_line(perms, options)
-
-
-def command_line(perms: Permissions, options: RunOptions) -> Permissions:
-    """`perms` with the flags on top (they may widen: the user typed them)."""
-    table: dict[str, Any] = {"allow": options.allow, "deny": options.deny,
-                             "env_allow": options.env_allow}
-    if options.approve:
-        table["mode"] = options.approve
-    if options.sandbox is not None:
-        table["sandbox"] = options.sandbox
-    if options.network is not None:
-        table["network"] = options.network
-    return perms.overlay(table, "the command line")
-
-
 def sandbox_policy(options: RunOptions, permissions: Mapping[str, Any], *,
                    hidden: tuple[str, ...] = ()) -> SandboxPolicy:
     """What programs may touch: the recorded `permissions` with the flags on top.
 
     `hidden` names paths no program may read (normalize's store and config).
     """
-    from normalize.permissions import Permissions, validate
+    from normalize.permissions import Permissions, command_line, validate
 
     checked = Permissions.from_dict(validate(permissions, "the task's permissions"))
-    policy = command_line(checked, options).sandbox_policy()
+    policy = command_line(checked, options.flags()).sandbox_policy()
     return replace(policy, hidden=hidden) if hidden else policy
 
 
@@ -179,15 +152,16 @@ def start_task(spec: WorkflowSpec, goal: str, options: RunOptions, *,
     `task_id` fixes its id (a batch item's, derived from its position); `fields`
     are more of the Task's (`parent`, `child`).
     """
+    from normalize.permissions import load_user_hooks, mcp_servers, resolve_permissions
+    from normalize.sandbox.refuse import refuse_state_in_workspace, refuse_unconfined
+
     limits = limits or replace(spec.limits)
-    perms = resolve_permissions(spec, options)
+    perms = resolve_permissions(spec, options.flags(), options.workspace)
     refuse_unconfined(perms.sandbox_policy(), perms.mode, options.interactive)  # before a task
     refuse_state_in_workspace(perms.sandbox_policy(), options.workspace, _store(options).home)
-    from normalize.permissions import load_user_hooks
-
     load_user_hooks()  # a bad [[hooks]] table is refused before there is a task
     # a resumed run keeps these (the flags of that run may change them)
-    servers, ignored = mcp_servers(spec, options)
+    servers, ignored = mcp_servers(spec, options.workspace)
     config = TaskConfig(spec=spec.to_dict(), permissions=perms.to_dict(),
                         mcp_servers=tuple(server.to_dict() for server in servers) or None,
                         permission_notes=(*perms.notes, *ignored),
@@ -218,77 +192,48 @@ def _output(spec: WorkflowSpec, options: RunOptions) -> OutputContract | None:
     return contract
 
 
-def mcp_servers(spec: WorkflowSpec, options: RunOptions) -> tuple[list[ServerSpec], list[str]]:
-    """The MCP servers a run of `spec` uses: the user's `[[mcp]]`, then `[[workflow.mcp]]`.
-
-    A server names a program to start, so an untrusted workspace workflow's
-    servers are left out (with a note), as any widening it asks for is.
-    """
-    from normalize.permissions import UNTRUSTED_HINT, load_mcp_servers
-
-    servers = {server.name: server for server in load_mcp_servers()}
-    ignored: list[str] = []
-    if spec.mcp:
-        if spec.origin == "workspace":
-            where = _shown(spec.path, options.workspace)
-            names = ", ".join(server.name for server in spec.mcp)
-            ignored.append(f"ignored [[workflow.mcp]] {names} from {where}: {UNTRUSTED_HINT}")
-        else:
-            servers.update((server.name, server) for server in spec.mcp)
-    return list(servers.values()), ignored
-
-
-def task_mcp_servers(task: Task, options: RunOptions) -> list[ServerSpec]:
-    """The servers recorded when the task started (or, for an older task, found anew)."""
-    from normalize.mcp.config import ServerSpec
-
-    config = task.config
-    if config.mcp_servers is not None:
-        return [ServerSpec.from_dict(item) for item in config.mcp_servers]
-    if config.permissions is not None or not config.spec:
-        return []  # started with none (or from before servers were recorded, without a spec)
-    return mcp_servers(WorkflowSpec.from_dict(config.spec), options)[0]
-
-
 def open_task(ref: str, options: RunOptions) -> Task:
     """The task `ref` names (id, unique prefix or `last`)."""
     store = _store(options)
     return store.load(store.resolve(ref), repair=True)
 
 
-def tool_context(task: Task, options: RunOptions) -> ToolContext:
-    """The guard, cache and policy a task's actions run under."""
+def tool_context(task: Task, options: RunOptions, *, places: Places | None = None,
+                 grants: Grants | None = None) -> ToolContext:
+    """The guard, caches, approval policy, sandbox and MCP servers a task's actions run under.
+
+    `run_task` hands in the store's `places` and the `grants` it asked for
+    once; without them they are asked for here.
+    """
     from normalize.execution.cache import CacheSet, cache_from
-    from normalize.tools.approval import ApprovalMode, ApprovalPolicy
     from normalize.tools.guard import WorkspaceGuard
 
-    store = _store(options)
-    workspace = Path(task.workspace)
-    table = CacheSettings.from_dict(task.config.spec_table.get("cache") or {})
-    cache = cache_from(table, directory=store.cache_dir(task.id), redact=store.redact)
-    caches = CacheSet(cache, store.cache_dir(task.id), redact=store.redact)
-    perms = task_permissions(task, options)
-    policy = ApprovalPolicy.from_config(perms.approval_config(),
-                                        interactive=options.interactive)
-    if task.driver == "user" and policy.mode is ApprovalMode.ASK:
-        policy.mode = ApprovalMode.AUTO  # a person's own edits are not put to them again
-    own = [*private_places(store.home, workspace), config_home()]  # an isolated copy: its own
-    guard = WorkspaceGuard(workspace, protected=own)
-    sandbox = replace(perms.sandbox_policy(), hidden=tuple(map(str, own)))
-    refuse_unconfined(sandbox, policy.mode.value, options.interactive)
-    refuse_state_in_workspace(sandbox, workspace, store.home)
-    servers = task_mcp_servers(task, options)
+    store, workspace = _store(options), Path(task.workspace)
+    places = places or store.places(task.id, workspace)
+    grants = grants or _grants(task, options, places)
     sessions = None
-    if servers:
+    if grants.servers:
         from normalize.mcp.client import McpSessions
 
-        sessions = McpSessions(servers, workspace=workspace, sandbox=sandbox)
-    return ToolContext(workspace=workspace, guard=guard, cache=cache, policy=policy,
+        sessions = McpSessions(list(grants.servers), workspace=workspace, sandbox=grants.sandbox)
+    table = CacheSettings.from_dict(task.config.spec_table.get("cache") or {})
+    cache = cache_from(table, directory=places.cache, redact=store.redact)
+    caches = CacheSet(cache, places.cache, redact=store.redact)
+    guard = WorkspaceGuard(workspace, protected=list(places.private))
+    return ToolContext(workspace=workspace, guard=guard, cache=cache, policy=grants.policy,
                        cancel=options.cancel, timeout=options.timeout,
                        approver=options.approver if options.interactive else None,
                        asker=options.asker if options.interactive else None, caches=caches,
-                       sandbox=sandbox, mcp=sessions, children=spawner(task, options),
+                       sandbox=grants.sandbox, mcp=sessions,
+                       children=spawner(task, options, grants),
                        state_dir=harness_state(store.home, task.id))
+
+
+def _grants(task: Task, options: RunOptions, places: Places) -> Grants:
+    from normalize.permissions import task_grants
+
+    return task_grants(task, options.flags(), hidden=places.private,
+                       home=_store(options).home, interactive=options.interactive)
 
 
 def harness_state(home: Path, task_id: str) -> Path:
@@ -297,178 +242,72 @@ def harness_state(home: Path, task_id: str) -> Path:
     return home.parent / f"{home.name}-harness" / task_id
 
 
-def spawner(task: Task, options: RunOptions) -> Spawner:
+def spawner(task: Task, options: RunOptions, grants: Grants) -> Spawner:
     """The service behind `spawn`: the task's children run as local processes."""
     from normalize.children import MAX_CONCURRENCY
+    from normalize.drivers.llm import apply_model
     from normalize.execution.local import LocalExecutor
 
-    flags: list[str] = []
-    if options.sandbox is not None:
-        flags += ["--sandbox", options.sandbox]
-    network = options.network
-    if network is False:
-        flags.append("--no-network")
-    elif network is not None:  # every host ("*"), or those named
-        for host in ("*",) if network is True else network:
-            flags += ["--network", host]
-    if options.approve:
-        flags += ["--approve", options.approve]
     tracing = options.tracing
-    if tracing is not None:
-        flags.append("--otel")
-    limit = int(os.environ.get("NORMALIZE_MAX_CONCURRENCY") or MAX_CONCURRENCY)
-    return Spawner(task, _store(options), LocalExecutor(limit), cancel=options.cancel,
-                   set_model=apply_model, flags=tuple(flags), judge=pick_judge(task, options),
+    flags = (*grants.argv, "--otel") if tracing is not None else grants.argv
+    executor = LocalExecutor(int(os.environ.get("NORMALIZE_MAX_CONCURRENCY") or MAX_CONCURRENCY))
+    store = _store(options)
+    judge = sandboxed_judge(grants.sandbox, store, timeout=options.timeout,
+                            cancel=options.cancel, label=task.id)
+    return Spawner(task, store, executor, cancel=options.cancel,
+                   set_model=apply_model, flags=flags, judge=judge,
                    child_env=tracing.child_env if tracing is not None else None)
 
 
-def pick_judge(task: Task, options: RunOptions) -> Callable[[str, str], int]:
-    """Best-of-N's judge: a pick command run in an attempt's copy, sandboxed as its programs."""
-
-    def judge(workspace: str, command: str) -> int:
-        import shlex
-
-        from normalize.tools.run import run_process
-
-        store, root = _store(options), Path(workspace)
-        hidden = (*private_places(store.home, root), config_home())
-        policy = replace(task_permissions(task, options).sandbox_policy(),
-                         hidden=tuple(map(str, hidden)))
-        try:
-            outcome = run_process(shlex.split(command), cwd=root, timeout=options.timeout,
-                                  cancel=options.cancel, sandbox=policy, workspace=root,
-                                  label=task.id)
-        except (ToolError, ValueError):  # it could not start (or its quotes never close)
-            return 127
-        ended = outcome.exit_code is not None and not (outcome.timed_out or outcome.cancelled)
-        return outcome.exit_code if ended and outcome.exit_code is not None else -1
-
-    return judge
-
-
-def task_permissions(task: Task, options: RunOptions) -> Permissions:
-    """The permissions recorded when the task started, with this run's flags on top.
-
-    A task from before permissions were recorded is resolved anew from its
-    stored spec (and its recorded `approve`).
-    """
-    from normalize.permissions import Permissions
-
-    config = task.config
-    if config.permissions is not None:
-        return command_line(Permissions.from_dict(config.permissions), options)
-    spec = WorkflowSpec.from_dict(config.spec) if config.spec else \
-        WorkflowSpec(name=task.driver, path="", driver=task.driver)
-    if config.approve and not options.approve:
-        options = replace(options, approve=config.approve)
-    return resolve_permissions(spec, options)
-
-
-def driver_services(task: Task, options: RunOptions,
-                    tools: ToolContext | None = None) -> DriverServices:
+def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = None,
+                    repo_maps: Path | None = None) -> DriverServices:
     """The caller's services, with what the run lends where the caller lent nothing.
 
     `replay:TASKID` looks the task up in the run's own store; the repo map is
-    the tools' cached map of the task's workspace; `tools` (the run's tool
-    context) lends its MCP servers' commands.
+    the tools' cached map of the task's workspace (kept in `repo_maps`, the
+    store's by default); `mcp` (the run's MCP servers) lends its tools' commands.
     """
+    from normalize.tools.code.mapcache import repo_maps as maker
+
     services, store = options.services, _store(options)
     lent: dict[str, Any] = {}
     if services.resolve_journal is None:
-        lent["resolve_journal"] = lambda ref: store.journal_path(store.resolve(ref))
+        lent["resolve_journal"] = store.journal_of
     if services.config_dir is None:  # where the user-wide AGENTS.md lives
         lent["config_dir"] = config_home()
     if services.repo_map is None:
-        lent["repo_map"] = _repo_map(Path(task.workspace), store)
-    if services.extra_commands is None and tools is not None and tools.mcp is not None:
-        lent["extra_commands"] = tools.mcp.reference  # the MCP tools, in a model's prompt
+        lent["repo_map"] = maker(Path(task.workspace),
+                                 repo_maps or store.shared_cache_dir("repomap"),
+                                 redact=store.redact)
+    if services.extra_commands is None and mcp is not None:
+        lent["extra_commands"] = mcp.reference  # the MCP tools, in a model's prompt
     return replace(services, **lent)
-
-
-def _repo_map(workspace: Path, store: TaskStore) -> Callable[[int], Callable[[], str]]:
-    """Makes the tools' cached repo map of `workspace` within N tokens (kept in the store)."""
-
-    def make(tokens: int) -> Callable[[], str]:
-        from normalize.tools.code.mapcache import CachedRepoMap
-
-        return CachedRepoMap(workspace, tokens, store.shared_cache_dir("repomap"),
-                             redact=store.redact).text
-
-    return make
 
 
 def tier_notice(task: Task, options: RunOptions) -> str:
     """The one line naming what the sandbox tier leaves weaker for this task's programs, or ''."""
-    if task_permissions(task, options).sandbox_policy().mode is SandboxMode.OFF:
+    from normalize.permissions import task_permissions
+
+    if task_permissions(task, options.flags()).sandbox_policy().mode is SandboxMode.OFF:
         return ""
     return probe().notice()
 
 
-def refuse_state_in_workspace(sandbox: SandboxPolicy, workspace: Path, store: Path) -> None:
-    """A `UsageError` when the landlock tier would leave normalize's state to programs.
-
-    Landlock cannot take a subtree out of the writable workspace, so a data
-    home or config dir inside it would be readable and writable by every
-    program; the full tier hides them with a mount instead.
-    """
-    if sandbox.mode is not SandboxMode.WORKSPACE:
-        return
-    root = workspace.resolve()
-    inside = [(name, path) for name, path in _state_dirs(store)
-              if path.resolve() == root or root in path.resolve().parents]
-    if inside and probe().tier is SandboxTier.LANDLOCK:
-        name, path = inside[0]
-        raise UsageError(f"{name}: {path} is inside the workspace, and the landlock sandbox tier "
-                         f"(no namespaces here) cannot hide it from programs; set {name} to a "
-                         f"directory outside {root}")
-
-
-def _state_dirs(store: Path) -> list[tuple[str, Path]]:
-    """normalize's data home and config dir, each with the variable that sets it."""
-    data = "NORMALIZE_HOME" if os.environ.get("NORMALIZE_HOME") else "XDG_DATA_HOME"
-    config = ("NORMALIZE_CONFIG" if os.environ.get("NORMALIZE_CONFIG")
-              else "NORMALIZE_HOME" if os.environ.get("NORMALIZE_HOME") else "XDG_CONFIG_HOME")
-    return [(data, store), (config, config_home())]
-
-
-def refuse_unconfined(sandbox: SandboxPolicy, approve: str, interactive: bool) -> None:
-    """Fail closed: a `UsageError` when programs could run unconfined with no person to ask."""
-    if sandbox.mode is SandboxMode.OFF or approve == "never" or (approve == "ask" and interactive):
-        return
-    found = probe()
-    if not found.available:
-        raise UsageError(f"the sandbox is unavailable ({found.reason}); programs would run "
-                         f"unconfined, so this run is refused; pass --sandbox off to run "
-                         f"them anyway")
-
-
-def make_driver(task: Task, options: RunOptions, tools: ToolContext | None = None) -> Driver:
-    """The task's driver, built with everything it is lent (`tools`: the run's tool context)."""
+def make_driver(task: Task, options: RunOptions, mcp: McpSessions | None = None,
+                repo_maps: Path | None = None) -> Driver:
+    """The task's driver, built with everything it is lent (see `driver_services`)."""
     return create_driver(task.driver, task.config.to_driver_json(),
-                         driver_services(task, options, tools))
+                         driver_services(task, options, mcp, repo_maps))
 
 
 def with_model(llm: LLMTable | None, model: str | None, base_url: str | None = None
                ) -> LLMTable:
     """A workflow's typed `llm` table with a `PROVIDER:MODEL` spec and a base URL put in."""
+    from normalize.drivers.llm import apply_model
+
     table: dict[str, Any] = llm.to_dict() if llm is not None else {}
     apply_model(table, model, base_url)
     return LLMTable.from_config(table)
-
-
-def apply_model(llm: dict[str, Any], model: str | None, base_url: str | None = None) -> None:
-    """Put a `PROVIDER:MODEL` spec and a base URL into a workflow's `llm` table."""
-    from normalize.drivers.llm import LLMSettings, names_provider
-    from normalize.providers.registry import parse_spec
-
-    if model:
-        provider, name = parse_spec(model)
-        if LLMSettings.from_config(llm).spec.split(":", 1)[0] != provider:
-            # the workflow's bare fallback names belong to its own provider: drop them
-            llm["fallback"] = [f for f in llm.get("fallback", []) if names_provider(f)]
-        llm["provider"], llm["model"] = provider, name
-    if base_url:
-        llm["base_url"] = base_url
 
 
 def switch_model(task: Task, model: str | None, base_url: str | None = None) -> None:
@@ -507,13 +346,6 @@ def hand_over(task: Task, driver: str, *, model: str | None = None,
     return previous
 
 
-def workspace_checkpoints(task: Task, store: TaskStore) -> WorkspaceCheckpoints | None:
-    """The recorder of the task's workspace checkpoints (None when turned off)."""
-    from normalize.checkpoints import WorkspaceCheckpoints
-
-    return WorkspaceCheckpoints.for_workspace(Path(task.workspace), store.home, store.task_path)
-
-
 def follow_up(task: Task, instruction: str) -> None:
     """Give a finished (or stopped) task a new instruction for its next run.
 
@@ -540,48 +372,43 @@ def follow_up(task: Task, instruction: str) -> None:
 
 def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
              resumed: bool = False, reply: Reply | None = None) -> RunOutcome:
-    """Drive `task` to its next resting point."""
+    """Drive `task` to its next resting point.
+
+    The set-up goes down into each module once and is handed on as plain
+    values (docs/architecture.md, "A task's walk through `run_task`"; pinned
+    by tests/spine/test_walk.py): the store's places, the permissions (the
+    sandbox, the MCP servers, the hooks), the tools' context, the driver, the
+    workspace checkpoints, then the engine. Nothing below calls back into here.
+    """
+    from normalize.checkpoints import WorkspaceCheckpoints
     from normalize.tools import default_tools
 
     store = _store(options)
     if not os.path.isdir(task.workspace):
         raise UsageError(f"workspace {task.workspace} of task {task.id} no longer exists")
-    tools = options.tools or default_tools()
-    tool_ctx = tool_context(task, options)
+    workspace = Path(task.workspace)
+    places = store.places(task.id, workspace)
+    grants = _grants(task, options, places)
+    tool_ctx = tool_context(task, options, places=places, grants=grants)
     try:
-        driver = driver or make_driver(task, options, tool_ctx)
+        driver = driver or make_driver(task, options, tool_ctx.mcp, places.repo_maps)
         notes = [] if resumed else list(task.config.permission_notes)
-        subscribers = list(options.subscribers)
-        if options.tracing is not None:
-            subscribers.append(options.tracing)
-        hooks, ignored = task_hooks(task)
-        engine = Engine(store, tools, tool_ctx, cancel=options.cancel,
-                        subscribers=subscribers, interactive=options.interactive,
-                        workspace_checkpoints=workspace_checkpoints(task, store), hooks=hooks)
-        notes = [*notes, *ignored]
-        if notes:
-            engine.subscribers.append(_announcer(engine, notes))
+        engine = Engine(store, options.tools or default_tools(), tool_ctx,
+                        cancel=options.cancel, subscribers=_subscribers(options),
+                        interactive=options.interactive,
+                        workspace_checkpoints=WorkspaceCheckpoints.for_workspace(
+                            workspace, store.home, store.task_path),
+                        hooks=grants.hooks, notices=[*notes, *grants.ignored])
         return engine.run(task, driver, resumed=resumed, reply=reply)
     finally:
         if tool_ctx.mcp is not None:
             tool_ctx.mcp.close()  # every server this run started stops with it
 
 
-def task_hooks(task: Task) -> tuple[HookRunner | None, list[str]]:
-    """The user's hooks, then a trusted workflow's; an untrusted workflow's are left out, said."""
-    from normalize.hooks import Hook, HookRunner
-    from normalize.permissions import UNTRUSTED_HINT, load_user_hooks
-
-    hooks = list(load_user_hooks())
-    spec = task.config.spec_table
-    tables, notes = spec.get("hooks") or [], []
-    if tables and spec.get("origin") == "workspace":
-        where = _shown(str(spec.get("path", "")), Path(task.workspace))
-        notes.append(f"ignored {len(tables)} hook(s) of {where}: {UNTRUSTED_HINT}")
-    elif tables:  # checked when the workflow was loaded
-        hooks.extend(Hook.from_dict(table) for table in tables)
-    runner = HookRunner(hooks, Path(task.workspace), task.id) if hooks else None
-    return runner, notes
+def _subscribers(options: RunOptions) -> list[Subscriber]:
+    """The caller's subscribers, and the tracer's when `--otel` is on."""
+    tracing = [options.tracing] if options.tracing is not None else []
+    return [*options.subscribers, *tracing]
 
 
 def run_flow(root: object, *, goal: str = "", options: RunOptions | None = None,
@@ -593,18 +420,3 @@ def run_flow(root: object, *, goal: str = "", options: RunOptions | None = None,
     spec = compile_flow(root, base_dir=options.workspace, overrides=overrides,
                         **compile_options)
     return run_task(start_task(spec, goal, options), options)
-
-
-def _announcer(engine: Engine, notes: list[str]) -> Subscriber:
-    """Emits the ignored permissions as warnings right after `run_started`, once."""
-    from normalize.events import Event, Notice, RunStarted
-
-    pending = list(notes)
-
-    def announce(event: Event) -> None:
-        if isinstance(event, RunStarted) and pending:
-            for message in pending:
-                engine.emit(Notice(level="warning", message=message))
-            pending.clear()
-
-    return announce

@@ -60,6 +60,7 @@ from normalize.task import Limits, Task, TaskConfig, TaskStatus
 
 if TYPE_CHECKING:
     from normalize.checkpoints import isolate
+    from normalize.sandbox import SandboxPolicy
 
 Record = Callable[[Event], None]
 SetModel = Callable[[dict[str, Any], str], None]  # puts `PROVIDER:MODEL` into an `llm` table
@@ -71,22 +72,27 @@ POLL = 0.05  # seconds between looks at a child another process runs
 ATTEMPTS = 5  # runs of one child per collection (a stop, a lost race for its lock)
 
 
-def private_places(home: Path, workspace: Path) -> tuple[Path, ...]:
-    """normalize's own data a task's tools may not touch: the data home, less the workspace.
+def sandboxed_judge(policy: SandboxPolicy, store: TaskStore, *, timeout: float,
+                    cancel: CancelToken, label: str) -> Judge:
+    """Best-of-N's judge: a pick command run in an attempt's copy, sandboxed as its programs
+    (`policy`, with normalize's own data hidden from that copy)."""
 
-    An isolated child works in a copy under the data home; everything else
-    there (the tasks, the shadow stores, other copies) stays out of reach.
-    """
-    home, workspace = home.resolve(), workspace.resolve()
-    if home not in workspace.parents:
-        return (home,)
-    hidden: list[Path] = [home / name for name in ("tasks", "shadow", "cache", "reports")]
-    inside = workspace.relative_to(home)
-    for depth in range(len(inside.parts)):  # each folder from the home down to the workspace
-        place = home.joinpath(*inside.parts[:depth])
-        with contextlib.suppress(OSError):
-            hidden += [p for p in place.iterdir() if p.name != inside.parts[depth]]
-    return tuple(dict.fromkeys(p for p in hidden if p not in workspace.parents))
+    def judge(workspace: str, command: str) -> int:
+        import shlex
+
+        from normalize.tools.run import run_process
+
+        root = Path(workspace)
+        confined = replace(policy, hidden=tuple(map(str, store.hidden_from(root))))
+        try:
+            outcome = run_process(shlex.split(command), cwd=root, timeout=timeout,
+                                  cancel=cancel, sandbox=confined, workspace=root, label=label)
+        except (ToolError, ValueError):  # it could not start (or its quotes never close)
+            return 127
+        ended = outcome.exit_code is not None and not (outcome.timed_out or outcome.cancelled)
+        return outcome.exit_code if ended and outcome.exit_code is not None else -1
+
+    return judge
 
 
 @dataclass(frozen=True)

@@ -156,6 +156,20 @@ def names_provider(model: str) -> bool:
     return bool(sep) and prefix in PROVIDERS
 
 
+def apply_model(llm: dict[str, Any], model: str | None, base_url: str | None = None) -> None:
+    """Put a `PROVIDER:MODEL` spec and a base URL into a workflow's `llm` table."""
+    from normalize.providers.registry import parse_spec
+
+    if model:
+        provider, name = parse_spec(model)
+        if LLMSettings.from_config(llm).spec.split(":", 1)[0] != provider:
+            # the workflow's bare fallback names belong to its own provider: drop them
+            llm["fallback"] = [f for f in llm.get("fallback", []) if names_provider(f)]
+        llm["provider"], llm["model"] = provider, name
+    if base_url:
+        llm["base_url"] = base_url
+
+
 def qualify(model: str, provider: str) -> str:
     """`model` as a `PROVIDER:MODEL` spec: kept when it names a provider, else prefixed."""
     return model if names_provider(model) else f"{provider}:{model}"

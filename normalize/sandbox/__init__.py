@@ -5,7 +5,9 @@ which tier this machine gives (`full`, `landlock` or none) and what it
 enforces; `confine()` prepares one child process (its scrubbed environment,
 temporary directory and the function run before exec; with a host list, the
 proxy it reaches the network through: `proxy`).
-The standard library and `normalize.faults` only: this is core, below tools.
+`refuse` fails a run closed before it starts (no sandbox and no one to ask).
+The standard library and core (`faults`; `errors` and `homes` for `refuse`):
+this is core, below tools.
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from normalize.store import ckptlog, index, salvage
 from normalize.store.journal import JournalWriter, read_journal, tail_events, write_hint
 from normalize.store.migrations import migrate
 from normalize.store.ownership import TaskLock, atomic_write_bytes, pid_alive
+from normalize.store.places import Places, hidden_from
 from normalize.task import SCHEMA_VERSION, Kept, Task
 
 __all__ = ["StoreProblem", "TaskLock", "TaskStore", "atomic_write_bytes", "pid_alive"]
@@ -133,6 +134,19 @@ class TaskStore:
     def shared_cache_dir(self, name: str) -> Path:
         """A cache every task of this store shares (`cache/NAME/`: the repo maps, say)."""
         return self.home / "cache" / name
+
+    def places(self, task_id: str, workspace: Path) -> Places:
+        """A run's paths here: its cache, the repo maps, and what its programs may not see."""
+        return Places(cache=self.cache_dir(task_id), repo_maps=self.shared_cache_dir("repomap"),
+                      private=self.hidden_from(workspace))
+
+    def hidden_from(self, workspace: Path) -> tuple[Path, ...]:
+        """normalize's data and config, as no program working in `workspace` may read them."""
+        return hidden_from(self.home, workspace)
+
+    def journal_of(self, ref: str) -> Path:
+        """The journal of the task `ref` names (`replay:TASKID`)."""
+        return self.journal_path(self.resolve(ref))
 
     def ensure(self) -> None:
         """Create the data home and `tasks/` (owner-only) if they are missing."""

@@ -9,8 +9,8 @@ import pytest
 from mcp_helpers import fixture_server, write_config
 
 from normalize.errors import ConfigError
-from normalize.permissions import load_mcp_servers, load_user_config
-from normalize.runner import RunOptions, load_spec, mcp_servers, start_task
+from normalize.permissions import load_mcp_servers, load_user_config, mcp_servers
+from normalize.runner import RunOptions, load_spec, start_task
 from normalize.store import TaskStore
 from normalize.workflow.loader import load_workflow
 
@@ -85,7 +85,7 @@ def test_an_untrusted_workspace_workflow_cannot_add_a_server(tmp_path: Path,
     options = RunOptions(workspace=root, store=TaskStore(normalize_home, fsync=False))
     spec = load_spec("flow", root)
     assert spec.origin == "workspace"
-    servers, notes = mcp_servers(spec, options)
+    servers, notes = mcp_servers(spec, options.workspace)
     assert [s.name for s in servers] == ["mine"]  # the user's own only
     assert notes == ["ignored [[workflow.mcp]] fx, docs from .normalize/workflows/flow.toml: "
                      "untrusted workspace file; `normalize trust FILE` to allow"]
@@ -94,5 +94,5 @@ def test_an_untrusted_workspace_workflow_cannot_add_a_server(tmp_path: Path,
     assert notes[0] in task.config.permission_notes
 
     spec.origin = "trusted"  # as after `normalize trust FILE`
-    servers, notes = mcp_servers(spec, options)
+    servers, notes = mcp_servers(spec, options.workspace)
     assert [s.name for s in servers] == ["mine", "fx", "docs"] and notes == []

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from normalize.errors import ConfigError
-from normalize.permissions import Permissions, load_user_config
-from normalize.runner import RunOptions, load_spec, sandbox_policy, start_task, task_permissions
+from normalize.permissions import Permissions, load_user_config, task_permissions
+from normalize.runner import RunOptions, load_spec, sandbox_policy, start_task
 from normalize.sandbox import SandboxMode
 
 BASE = Permissions(mode="auto", allow=("pytest*",), sandbox="workspace")
@@ -71,7 +71,7 @@ def test_the_command_line_tops_the_record_and_gives_the_sandbox_policy(tmp_path:
     later = RunOptions(workspace=tmp_path, sandbox="off", network=True, approve="never")
     policy = sandbox_policy(later, task.config.permissions)
     assert policy.mode is SandboxMode.OFF and policy.network
-    assert task_permissions(task, later).mode == "never"
+    assert task_permissions(task, later.flags()).mode == "never"
 
 
 def test_a_bare_name_never_means_a_file_of_that_name_here(tmp_path: Path,

@@ -14,7 +14,8 @@ from normalize.children import ChildSettings, SpawnRequest
 from normalize.cli.listing import nested
 from normalize.errors import ToolError
 from normalize.intents import parse
-from normalize.spawner import child_id_for, private_places
+from normalize.spawner import child_id_for
+from normalize.store.places import private_places
 from normalize.task import Task
 from normalize.tools.spawn import parse_spawn
 
