@@ -277,10 +277,13 @@ class BatchParent:
                                cost, progress.note))
 
     def _stop_all(self) -> None:
+        """Stop every job this parent submitted; their leases end with them, so a resumed
+        batch (`resume BATCH`, perhaps as a new Ray job) submits them again at once."""
         for flight in self._flights.values():
             if flight.handle is not None:
                 with contextlib.suppress(KeyError):
                     self.executor.cancel(flight.handle)
+                self._expire(flight.progress.task_id, flight)
 
     # -- the end ------------------------------------------------------------------
 
