@@ -106,10 +106,13 @@ def test_a_run_step_gets_its_idempotency_key_in_its_environment(tmp_path: Path) 
     ws.mkdir()
     (ws / "wf.toml").write_text(
         '[workflow]\nname = "key"\n[workflow.permissions]\nmode = "yes"\n'
+        '[workflow.retry]\nstrategy = "fixed"\nmax_attempts = 2\nbase_delay = 0\n'
         '[[workflow.steps]]\nname = "a"\naction = "run sh -c \'echo $NORMALIZE_IDEMPOTENCY_KEY'
         ' >> keys.txt\'"\n[[workflow.steps]]\nname = "b"\naction = "run sh -c \'echo '
-        '$NORMALIZE_IDEMPOTENCY_KEY >> keys.txt\'"\n')
+        '$NORMALIZE_IDEMPOTENCY_KEY >> keys.txt; test -e tried || { touch tried; exit 1; }\'"\n')
     done = cli("run", "wf.toml", "--json", cwd=ws, home=tmp_path / "home")
     assert done.returncode == 0, done.stdout + done.stderr
     task = json.loads(done.stdout.splitlines()[0])["task_id"]
-    assert (ws / "keys.txt").read_text().splitlines() == [f"{task}:0.0", f"{task}:1.0"]
+    # step b failed once and was retried (another action): the retry sent the same key
+    assert (ws / "keys.txt").read_text().splitlines() == [f"{task}:0.0", f"{task}:1.0",
+                                                          f"{task}:1.0"]
