@@ -235,6 +235,7 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
     from normalize.batch.begin import make_executor
     from normalize.batch.parent import BatchParent, ItemUpdate
     from normalize.cli.console import SignalCancel
+    from normalize.cli.launch import tracing
     from normalize.cli.outcome import stopping_note
 
     tally = Tally(len(manifest.items))
@@ -254,6 +255,7 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
             env.stderr.flush()
 
     try:
+        options.tracing = tracing(env, False)  # an OTLP endpoint set: the batch's span
         executor = make_executor(manifest)
         parent = BatchParent(manifest, store, executor, options, report=report)
         with SignalCancel(options.cancel, notify=stopping_note(env)):

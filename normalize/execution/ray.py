@@ -132,7 +132,7 @@ class RayExecutor:
                                        "max_retries": self.retries}
             if self.resources.memory_mb:
                 options["memory"] = self.resources.memory_mb * 1024 * 1024
-            env = {**self.env, "NORMALIZE_HOME": job.store}
+            env = {**self.env, **job.env, "NORMALIZE_HOME": job.store}
             ref = self._remote.options(**options).remote(self.argv(job), env, job.log)
         except BaseException:
             self._places.release()
