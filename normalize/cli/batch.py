@@ -425,7 +425,7 @@ def _table(env: "Environment", manifest: "Manifest", found: "list[ItemRow]") -> 
 def batch_collect(
     batch: Annotated[str, typer.Argument(help="A batch id (or a unique prefix).")],
     output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR",
-                                         help="Where the diffs and results.jsonl go.")],
+                                         help="Where the diffs and results (.jsonl, .csv) go.")],
     store: StoreOpt = None,
 ) -> None:
     """Gather every item's diff and result in DIR."""

@@ -3,6 +3,7 @@ collect`), its items' other workspaces (clone:, copy) and its budget (agent --it
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -58,6 +59,10 @@ def test_status_show_diff_and_collect_read_the_store(tmp_path: Path) -> None:
     assert all(r["status"] == "done" and r["summary"] == "all 3 steps finished"
                for r in results)
     assert "+word1" in (out / results[1]["diff"]).read_text()
+    with (out / "results.csv").open(newline="") as handle:
+        table = list(csv.DictReader(handle))
+    assert [(r["item.word"], r["status"], r["diff"]) for r in table] == \
+        [(r["item"]["word"], "done", r["diff"]) for r in results]
     # from another data home, naming the store
     elsewhere = cli("batch", "status", batch, "--store", f"file://{home}", cwd=tmp_path,
                     home=tmp_path / "other")
@@ -156,3 +161,16 @@ def test_at_a_terminal_a_status_line_counts_the_items_and_ci_gets_plain_lines(
     assert "\r\x1b[2K" in text  # the line is redrawn in place, and cleared at the end
     plain = cli("batch", "wf.toml", "--items", str(items), cwd=tmp_path, home=home)
     assert "done ·" not in plain.stdout + plain.stderr and "\x1b" not in plain.stdout
+
+
+def test_a_structured_result_is_a_column_per_field_in_the_csv() -> None:
+    from normalize.batch.watch import csv_table
+
+    header, table = csv_table([
+        {"position": 0, "item": {"repo": "a"}, "result": {"ok": True, "files": ["x.py"]}},
+        {"position": 1, "item": {"repo": "b", "extra": 2}, "result": None},
+        {"position": 2, "item": {"repo": "c"}, "result": "plain"}])
+    assert header == ["position", "item.repo", "result.ok", "result.files", "item.extra",
+                      "result"]
+    assert table == [["0", "a", "True", '["x.py"]', "", ""], ["1", "b", "", "", "2", ""],
+                     ["2", "c", "", "", "", "plain"]]
