@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from normalize.batch.manifest import BatchFiles, Manifest, Progress, item_status
-from normalize.batch.publish import patch_of
+from normalize.batch.publish import patch_of, published_diff
 from normalize.errors import NormalizeError
 from normalize.store import TaskStore
 from normalize.task import Task
@@ -98,7 +98,9 @@ def collect(store: TaskStore, manifest: Manifest, out: Path) -> int:
         record: dict[str, Any] = {**asdict(row), "item": manifest.items[row.position]}
         if task is not None:
             redactor = Redactor.for_workspace(task.workspace)  # shown, so redacted
-            patch = redactor.redact(patch_of(store, task))
+            # (a store pulled from a URL has no checkpoints: the diff its parent published)
+            patch = redactor.redact(patch_of(store, task) or
+                                    published_diff(store.home, manifest.batch, task.id) or "")
             if patch:
                 name = f"{row.position:05d}-{row.task_id}.diff"
                 (out / name).write_text(patch)
