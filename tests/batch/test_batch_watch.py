@@ -174,3 +174,35 @@ def test_a_structured_result_is_a_column_per_field_in_the_csv() -> None:
                       "result"]
     assert table == [["0", "a", "True", '["x.py"]', "", ""], ["1", "b", "", "", "2", ""],
                      ["2", "c", "", "", "", "plain"]]
+
+
+def test_each_items_result_meets_the_output_schema_and_is_collected(tmp_path: Path) -> None:
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"type": "object", "required": ["size"],
+                                  "properties": {"size": {"type": "integer"}}}))
+    items = items_file(tmp_path / "items.jsonl", [{"name": "n0"}, {"name": "n1"}])
+    (tmp_path / "a.txt").write_text("a\n")
+    home = tmp_path / "home"
+    with FakeModelServer() as server:
+        server.add('done measured <<EOF\n{"size": "big"}\nEOF',  # refused: not an integer
+                   'done measured <<EOF\n{"size": 3}\nEOF', 'done measured <<EOF\n{"size": 4}\nEOF')
+        done = cli("agent", "--items", str(items), "measure {item.name}", "--output-schema",
+                   str(schema), "--concurrency", "1", "--model", "anthropic:claude-sonnet-4-5",
+                   "--approve", "yes", cwd=tmp_path, home=home, ANTHROPIC_BASE_URL=server.url,
+                   ANTHROPIC_API_KEY="sk-ant-test")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "'big' is not of type 'integer'" in server.requests[1].last_message
+    out = tmp_path / "collected"
+    gathered = cli("batch", "collect", batch_id(done.stdout), "-o", str(out), cwd=tmp_path,
+                   home=home)
+    assert gathered.returncode == 0, gathered.stderr
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["result"] for r in results] == [{"size": 3}, {"size": 4}]
+    with (out / "results.csv").open(newline="") as handle:
+        assert [r["result.size"] for r in csv.DictReader(handle)] == ["3", "4"]
+    # a workflow no model drives gives no result: refused before a batch exists
+    (tmp_path / "wf").mkdir()
+    refused = cli("batch", "wf.toml", "--items", str(edit_items(tmp_path / "wf", 1)),
+                  "--output-schema", str(schema), cwd=tmp_path / "wf", home=home)
+    assert refused.returncode == 2 and "needs a workflow a model drives" in refused.stderr
+    assert len(refused.stderr.splitlines()) == 1
