@@ -7,7 +7,14 @@ Each item is a generated git repository and a two-step workflow (an edit and
 a check, each a sandboxed program). "One by one" runs `normalize run` once per
 item in a row; `batch` runs them with `--concurrency` 1, 2 and 4, locally and
 on a Ray cluster started here (a head without CPUs and two nodes of 2 CPUs).
-Per-item figures are the wall time over the item count. Recovery is the time
+Per-item figures are the wall time over the item count; "× one by one" is
+the wall time beside running the items one by one. With one worker the
+items run in a row, so their journals split the time: "first item" is the
+time from the batch's start (its manifest) to the first item's run, the
+fixed cost (for Ray: importing it, joining the cluster, a worker's start),
+and "gap" the median time between one item's end and the next one's start,
+the cost each further item pays (a `normalize` process's start, and for Ray
+scheduling the task on a worker). Recovery is the time
 from removing the node an item runs on to the item running again on the other
 node. Peak memory is the largest sum of the resident sizes of the cluster's
 processes (GCS, raylets, workers) sampled while the batch ran.
@@ -16,6 +23,7 @@ processes (GCS, raylets, workers) sampled while the batch ran.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -92,6 +100,25 @@ def one_by_one(root: Path, count: int) -> float:
         timed(["run", str(root / "one.toml"), "--var", f"word=w{number}", "-w", repo], root,
               root / "home")
     return time.perf_counter() - started
+
+
+def phases(home: Path) -> tuple[float | None, float | None]:
+    """From the items' journals: the first item's start after the batch's, and the median
+    time between one item's end and the next one's start (None: no batch, or too few)."""
+    manifests = list(home.glob("batches/*/manifest.json"))
+    parent = manifests[0].parent.name if manifests else ""
+    spans = []
+    for path in (home / "tasks").glob("*.jsonl"):
+        if path.stem == parent:  # the batch's own run: not an item
+            continue
+        times = [event["ts"] for event in map(json.loads, path.read_text().splitlines())
+                 if isinstance(event, dict) and "ts" in event]
+        if times:
+            spans.append((times[0], times[-1]))
+    spans.sort()
+    first = spans[0][0] - manifests[0].stat().st_mtime if manifests and spans else None
+    gaps = sorted(b[0] - a[1] for a, b in itertools.pairwise(spans))
+    return first, gaps[len(gaps) // 2] if gaps else None
 
 
 def batch(root: Path, executor: str, workers: int, address: str = "") -> float:
@@ -172,12 +199,13 @@ def main() -> None:
     args = parser.parse_args()
     count = args.items
     work = Path(tempfile.mkdtemp(prefix="bench-batch-"))
-    rows: list[tuple[str, float]] = []
+    rows: list[tuple[str, float, Path]] = []
     total = one_by_one(setup(work / "one", count), count)
-    rows.append(("one by one (normalize run)", total))
+    rows.append(("one by one (normalize run)", total, work / "one"))
     for workers in (1, 2, 4):
         rows.append((f"batch local, {workers} worker(s)",
-                     batch(setup(work / f"local{workers}", count), "local", workers)))
+                     batch(setup(work / f"local{workers}", count), "local", workers),
+                     work / f"local{workers}"))
     peak = recovered = 0.0
     if not args.no_ray:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -195,18 +223,26 @@ def main() -> None:
                 for workers in (1, 2, 4):
                     rows.append((f"batch ray, {workers} worker(s)",
                                  batch(setup(work / f"ray{workers}", count), "ray", workers,
-                                       cluster.address)))
+                                       cluster.address), work / f"ray{workers}"))
             peak = sampler.peak
             recovered = recovery(cluster, work / "recovery")
         finally:
             cluster.shutdown()
     print(f"{count} items, each: an edit and a check (sandboxed programs)\n")
-    print(f"{'how':<32} {'wall s':>8} {'per item s':>11}")
-    for name, seconds in rows:
-        print(f"{name:<32} {seconds:>8.2f} {seconds / count:>11.2f}")
+    print(f"{'how':<32} {'wall s':>8} {'per item s':>11} {'× one by one':>13} "
+          f"{'first item s':>13} {'gap s':>6}")
+    for name, seconds, root in rows:
+        first, gap = phases(root / "home") if "1 worker" in name or "one" in name else \
+            (None, None)
+        print(f"{name:<32} {seconds:>8.2f} {seconds / count:>11.2f} {seconds / total:>13.2f} "
+              f"{_shown(first):>13} {_shown(gap):>6}")
     if not args.no_ray:
         print(f"\nrecovery after a node is removed: {recovered:.2f} s to run again elsewhere")
         print(f"peak memory of the cluster's processes: {peak:.0f} MB")
+
+
+def _shown(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
 
 
 if __name__ == "__main__":

@@ -83,14 +83,18 @@ class Action(Record):
 
     `params` holds `args` (the command's words after the verb) and `body` (a
     heredoc or fenced block) for actions parsed from command text; tools may
-    also accept structured keys. `text` is the command as written. `key` is an
-    idempotency key unique within the task, assigned by the engine.
+    also accept structured keys. `text` is the command as written. `key` is
+    unique within the task, assigned by the engine. `idempotency` is what a
+    program is told the action's idempotency key is: empty for the key of its
+    own, or the key of the action it runs again (a step retried, or rerun after
+    a crash cut it short), so the same step sends the same key every time.
     """
 
     tool: str
     params: JSON = field(default_factory=dict, metadata=stored(wrap=copied))
     text: str = ""
     key: str = ""
+    idempotency: str = ""
 
     @property
     def args(self) -> list[str]:

@@ -34,6 +34,7 @@ class BatchRequest:
     on_item_error: str | None = None  # overrides the workflow's
     flags: tuple[str, ...] = ()  # what each item's run is given
     store: str = ""  # the URL to publish the batch to (empty: none)
+    output_schema: str = ""  # the schema file each item's result must meet
 
 
 def workflow_hash(path: str) -> str:
@@ -55,6 +56,7 @@ def start_batch(request: BatchRequest, options: RunOptions, store: TaskStore) ->
     spec = item_spec(probe, request.items[0])  # a bad workflow is refused before a batch exists
     template = request.workspace if request.workspace is not None else spec.workspace
     check_workspace(template, "--workspace" if request.workspace is not None else spec.path)
+    schema = _schema(request.output_schema, spec.driver)
     limits = request.limits
     limits.on_item_error = request.on_item_error or spec.on_item_error  # type: ignore[assignment]
     if limits.on_item_error not in ("continue", "stop"):
@@ -64,7 +66,7 @@ def start_batch(request: BatchRequest, options: RunOptions, store: TaskStore) ->
                         request.items, workspace=template, executor=request.executor,
                         address=request.address, flags=request.flags,
                         variables=request.variables, model=request.model, limits=limits,
-                        store=request.store)
+                        store=request.store, output_schema=schema)
     if template in ("", "copy"):
         manifest.base = base_tree(origin, store.home)
     BatchFiles(store.home, batch, fsync=store.fsync).write_manifest(manifest)
@@ -73,6 +75,19 @@ def start_batch(request: BatchRequest, options: RunOptions, store: TaskStore) ->
                   limits=Limits(max_cost_usd=limits.budget), status=TaskStatus.PENDING)
     store.create(parent)
     return manifest
+
+
+def _schema(path: str, driver: str) -> str:
+    """`--output-schema`, checked before the batch exists; its absolute path (or "")."""
+    if not path:
+        return ""
+    from normalize.structured import load_contract
+
+    if driver != "llm":
+        raise UsageError(f"--output-schema {path}: needs a workflow a model drives "
+                         f"(this one's driver is {driver})")
+    load_contract(Path(path))
+    return str(Path(path).resolve())
 
 
 def open_batch(store: TaskStore, batch: str) -> Manifest:

@@ -113,6 +113,10 @@ def make_item(manifest: Manifest, position: int, item_id: str, options: RunOptio
     if budget is not None:
         limits.max_cost_usd = budget
     options.workspace = workspace
+    if manifest.output_schema:  # (read again: the file was checked as the batch started)
+        from normalize.structured import load_contract
+
+        options.output = load_contract(Path(manifest.output_schema))
     settings = ChildSettings(key=f"item {position}", origin=manifest.origin,
                              isolated=not manifest.workspace.startswith("dir:"), merge="none",
                              base=manifest.base)

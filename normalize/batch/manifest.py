@@ -69,6 +69,7 @@ class Manifest(Record):
     limits: BatchLimits = field(default_factory=BatchLimits)
     base: str = ""  # isolated copies: the tree of the origin they are made from
     store: str = ""  # the URL the batch is published to (empty: none)
+    output_schema: str = ""  # the schema each item's result must meet (--output-schema)
 
 
 @dataclass

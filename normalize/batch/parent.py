@@ -33,10 +33,12 @@ from normalize.batch.manifest import BatchFiles, Manifest, Progress, item_status
 from normalize.batch.publish import Publisher
 from normalize.cancel import CancelToken
 from normalize.errors import ExitStatus, NormalizeError
+from normalize.events import Emitter, RunEnded, RunStarted
 from normalize.execution.executor import ChildJob, Executor, Handle, Placing
 from normalize.faults import crash_point
 from normalize.runner import RunOptions
 from normalize.store import TaskStore
+from normalize.store.journal import JournalWriter
 from normalize.store.ownership import TaskLock, expire_lease, lease_held, pid_alive
 from normalize.task import Task, TaskStatus
 
@@ -116,7 +118,13 @@ class BatchParent:
         parent = self.parent = self.store.load(self.manifest.batch)
         lock = self.lock = self.store.lock(parent.id)
         lock.acquire(parent.epoch)
+        journal = self.store.journal(parent.id)
         try:
+            emitter = self._emitter(parent, journal)
+            started = emitter.emit(RunStarted(
+                goal=parent.goal, driver="batch", workspace=parent.workspace,
+                workflow=parent.workflow, resumed=emitter.seq > 0, epoch=lock.epoch,
+                pid=os.getpid(), max_cost_usd=self.manifest.limits.budget), durable=True)
             parent.status, parent.epoch = TaskStatus.RUNNING, lock.epoch
             self.store.save(parent, lock=lock)
             if self.publisher is not None:
@@ -124,12 +132,26 @@ class BatchParent:
             outcome = self._loop()
             parent.status, parent.usage.cost_usd = outcome.status, outcome.cost_usd
             parent.summary = ", ".join(f"{n} {s}" for s, n in sorted(outcome.counts.items()))
+            ended = emitter.emit(RunEnded(
+                status=outcome.status.value, exit_code=int(outcome.exit_status),
+                summary=parent.summary, cost_usd=outcome.cost_usd), durable=True)
+            parent.seq = emitter.seq
+            parent.elapsed += ended.ts - started.ts
             self.store.save(parent, lock=lock)
             if self.publisher is not None:
                 self.publisher.task(parent.id)
             return outcome
         finally:
+            journal.close()
             lock.release()
+
+    def _emitter(self, parent: Task, journal: JournalWriter) -> Emitter:
+        """The parent's one emit: its run's start and end, in its journal and to its tracing
+        (the batch's span, which each item's run joins through `TRACEPARENT`)."""
+        emitter = Emitter(parent.id, seq=self.store.last_seq(parent), journal=journal)
+        if self.options.tracing is not None:
+            emitter.subscribe(self.options.tracing)
+        return emitter
 
     def _loop(self) -> BatchOutcome:
         waiting = [p for p in self._progress if p.stage != "collected"]
@@ -213,8 +235,10 @@ class BatchParent:
         self._save(progress)
         log = self.store.tasks_dir / progress.task_id / "executor.log"
         log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        handle = self.executor.submit(ChildJob(progress.task_id, str(self.store.home),
-                                               self.manifest.flags, str(log)))
+        tracing = self.options.tracing
+        handle = self.executor.submit(ChildJob(
+            progress.task_id, str(self.store.home), self.manifest.flags, str(log),
+            env=tracing.child_env(progress.task_id) if tracing is not None else {}))
         self._flights[progress.position] = _Flight(progress, handle=handle)
         self.report(ItemUpdate(progress.position, progress.task_id, "running",
                                progress.attempts))
@@ -277,10 +301,13 @@ class BatchParent:
                                cost, progress.note))
 
     def _stop_all(self) -> None:
+        """Stop every job this parent submitted; their leases end with them, so a resumed
+        batch (`resume BATCH`, perhaps as a new Ray job) submits them again at once."""
         for flight in self._flights.values():
             if flight.handle is not None:
                 with contextlib.suppress(KeyError):
                     self.executor.cancel(flight.handle)
+                self._expire(flight.progress.task_id, flight)
 
     # -- the end ------------------------------------------------------------------
 

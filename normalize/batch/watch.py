@@ -7,13 +7,14 @@ machine that reaches its store.
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from normalize.batch.manifest import BatchFiles, Manifest, Progress, item_status
-from normalize.batch.publish import patch_of
+from normalize.batch.publish import patch_of, published_diff
 from normalize.errors import NormalizeError
 from normalize.store import TaskStore
 from normalize.task import Task
@@ -84,25 +85,63 @@ def _lines(store: TaskStore, task: Task) -> tuple[int, int]:
 
 
 def collect(store: TaskStore, manifest: Manifest, out: Path) -> int:
-    """Write each item's diff (`NNNNN-ID.diff`) and one `results.jsonl`; the items written."""
+    """Write each item's diff (`NNNNN-ID.diff`), and the items in one `results.jsonl` and one
+    `results.csv`; the items written."""
     from normalize.redact import Redactor
 
     out.mkdir(parents=True, exist_ok=True)
     files = BatchFiles(store.home, manifest.batch)
-    lines = []
+    records = []
     for row in rows(store, manifest, changes=False):
         progress = files.progress(row.position)
         task = _task(store, progress)
         record: dict[str, Any] = {**asdict(row), "item": manifest.items[row.position]}
         if task is not None:
             redactor = Redactor.for_workspace(task.workspace)  # shown, so redacted
-            patch = redactor.redact(patch_of(store, task))
+            # (a store pulled from a URL has no checkpoints: the diff its parent published)
+            patch = redactor.redact(patch_of(store, task) or
+                                    published_diff(store.home, manifest.batch, task.id) or "")
             if patch:
                 name = f"{row.position:05d}-{row.task_id}.diff"
                 (out / name).write_text(patch)
                 record["diff"] = name
             record.update(summary=redactor.redact(task.summary), error=task.error,
                           result=task.result, workspace=task.workspace)
-        lines.append(json.dumps(record, sort_keys=True))
-    (out / "results.jsonl").write_text("".join(line + "\n" for line in lines))
-    return len(lines)
+        records.append(record)
+    (out / "results.jsonl").write_text("".join(json.dumps(record, sort_keys=True) + "\n"
+                                               for record in records))
+    with (out / "results.csv").open("w", newline="") as handle:
+        header, table = csv_table(records)
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(table)
+    return len(records)
+
+
+def csv_table(records: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The records as CSV: a column per field, `item.NAME` per item field and `result.NAME`
+    per field of a structured result (one `result` column for a result that is not a table);
+    a value that is not text or a number is its JSON."""
+    flat = [_flat(record) for record in records]
+    header: dict[str, None] = {}  # (ordered, without repeats)
+    for row in flat:
+        header.update(dict.fromkeys(row))
+    return list(header), [[row.get(name, "") for name in header] for row in flat]
+
+
+def _flat(record: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in record.items():
+        if name in ("item", "result") and isinstance(value, dict):
+            out.update({f"{name}.{key}": _cell(inner) for key, inner in value.items()})
+        else:
+            out[name] = _cell(value)
+    return out
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str | int | float):
+        return str(value)
+    return json.dumps(value, sort_keys=True)

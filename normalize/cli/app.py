@@ -283,7 +283,7 @@ def agent(
             env, task, items, workflow=workflow, model=model, budget=budget,
             item_budget=item_budget, concurrency=concurrency, approve=approve,
             sandbox=sandbox, network=_network(network, no_network), workspace=workspace,
-            json_output=json_output, quiet=quiet))
+            json_output=json_output, quiet=quiet, output_schema=output_schema))
     try:
         goal = task_text(env, task, task_file)
     except NormalizeError as exc:

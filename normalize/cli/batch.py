@@ -40,6 +40,10 @@ class _DefaultRun(TyperGroup):
 batch_app = typer.Typer(cls=_DefaultRun, rich_markup_mode=None,
                         help="A workflow over many items, each a sub-task.")
 
+ItemSchemaOpt = Annotated[Path | None, typer.Option(
+    "--output-schema", metavar="FILE",
+    help="A JSON Schema each item's result must meet (batch collect writes them as JSONL "
+    "and CSV).")]
 ItemsOpt = Annotated[str, typer.Option(
     "--items", metavar="FILE|-",
     help="The items: JSON lines, CSV with a header, or plain lines ({item.NAME} in the "
@@ -121,6 +125,7 @@ def batch_run(
     = False,
     workspace: Annotated[Path | None, typer.Option(
         "--workspace", "-w", help="Directory to work in.")] = None,
+    output_schema: ItemSchemaOpt = None,
     store: Annotated[str | None, typer.Option(
         "--store", metavar="URL", help="Also publish the batch to URL (s3://…, gs://…), to "
         "watch it from anywhere with --store URL.")] = None,
@@ -145,7 +150,7 @@ def batch_run(
                                max_attempts=max_attempts, cpus=item_cpus,
                                memory_mb=item_memory),
             flags=item_flags(approve, sandbox, False if no_network else None),
-            store=_publish_url(store))
+            store=_publish_url(store), output_schema=str(output_schema or ""))
     except NormalizeError as exc:
         raise typer.Exit(fail(env, exc)) from None
     raise typer.Exit(start(env, request, workspace=workspace, approve=approve, sandbox=sandbox,
@@ -157,7 +162,8 @@ def agent_items(env: "Environment", goal: str, items: str, *, workflow: str | No
                 model: str | None,
                 budget: float | None, item_budget: float | None, concurrency: int,
                 approve: str | None, sandbox: str | None, network: bool | tuple[str, ...] | None,
-                workspace: Path | None, json_output: bool, quiet: bool) -> int:
+                workspace: Path | None, json_output: bool, quiet: bool,
+                output_schema: Path | None = None) -> int:
     """`normalize agent --items FILE GOAL`: the agent once per item, GOAL with {item.NAME}."""
     from normalize.batch.begin import BatchRequest
     from normalize.batch.manifest import BatchLimits
@@ -170,7 +176,7 @@ def agent_items(env: "Environment", goal: str, items: str, *, workflow: str | No
             workflow or "dwim", read_items(env, items, None), goal=goal, model=pin_replay(model),
             limits=BatchLimits(concurrency=concurrency, budget=_usd("--budget", budget),
                                item_budget=_usd("--item-budget", item_budget)),
-            flags=item_flags(approve, sandbox, network))
+            flags=item_flags(approve, sandbox, network), output_schema=str(output_schema or ""))
     except NormalizeError as exc:
         return fail(env, exc)
     return start(env, request, workspace=workspace, approve=approve, sandbox=sandbox,
@@ -235,6 +241,7 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
     from normalize.batch.begin import make_executor
     from normalize.batch.parent import BatchParent, ItemUpdate
     from normalize.cli.console import SignalCancel
+    from normalize.cli.launch import tracing
     from normalize.cli.outcome import stopping_note
 
     tally = Tally(len(manifest.items))
@@ -254,6 +261,7 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
             env.stderr.flush()
 
     try:
+        options.tracing = tracing(env, False)  # an OTLP endpoint set: the batch's span
         executor = make_executor(manifest)
         parent = BatchParent(manifest, store, executor, options, report=report)
         with SignalCancel(options.cancel, notify=stopping_note(env)):
@@ -423,7 +431,7 @@ def _table(env: "Environment", manifest: "Manifest", found: "list[ItemRow]") -> 
 def batch_collect(
     batch: Annotated[str, typer.Argument(help="A batch id (or a unique prefix).")],
     output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR",
-                                         help="Where the diffs and results.jsonl go.")],
+                                         help="Where the diffs and results (.jsonl, .csv) go.")],
     store: StoreOpt = None,
 ) -> None:
     """Gather every item's diff and result in DIR."""

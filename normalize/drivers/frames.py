@@ -147,10 +147,12 @@ class InFlight(Record):
 
 @dataclass
 class Interrupted(Record):
-    """A step result whose side effect was cut off: the result and the command that ran."""
+    """A step result whose side effect was cut off: the result, the command that ran and its
+    idempotency key (which a rerun sends again)."""
 
     result: JSON
     command: str = ""
+    key: str = ""
 
 
 def _keep_large(value: Any) -> Any:

@@ -55,6 +55,7 @@ class StateMachineDriver:
         self.delegate: Delegate | None = None
         self.interrupted: dict[str, Any] | None = None  # a result whose outcome is unknown
         self.asking = False  # the interrupt question is out
+        self.again = ""  # the idempotency key the phase's next action sends (a rerun)
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> StateMachineDriver:
@@ -66,6 +67,7 @@ class StateMachineDriver:
                 "vars": changed_vars(self.vars, self.initial),
                 "visits": self.visits, "last": self.last, "failure": self.failure,
                 "interrupted": self.interrupted, "asking": self.asking,
+                **({"again": self.again} if self.again else {}),  # (older snapshots as they were)
                 "delegate": None if self.delegate is None else self.delegate.snapshot()}
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -77,6 +79,7 @@ class StateMachineDriver:
         self.failure = state.get("failure")
         self.interrupted = state.get("interrupted")
         self.asking = bool(state.get("asking", False))
+        self.again = str(state.get("again", ""))
         delegate = state.get("delegate")
         self.delegate = None if delegate is None else Delegate.restore(delegate, self.services)
 
@@ -85,6 +88,13 @@ class StateMachineDriver:
                 "state": self.state, "visits": self.visits.get(self.state, 0), **self.vars}
 
     def decide(self, task: Task, ctx: RunContext) -> Decision | None:
+        decision = self._decide(task, ctx)
+        again, self.again = self.again, ""
+        if again and decision is not None and len(decision.actions) == 1:
+            decision.actions[0].idempotency = again  # the phase cut short, run again
+        return decision
+
+    def _decide(self, task: Task, ctx: RunContext) -> Decision | None:
         if self.failure is not None:
             return Decision.finish(self.failure, TaskStatus.FAILED)
         if self.interrupted is not None:
@@ -96,6 +106,7 @@ class StateMachineDriver:
                 command = self.interrupted.get("command") or state.action or state.name
                 return Decision(actions=[interrupt_question(f"state {state.name!r}", command)])
             result = ActionResult.from_dict(self.interrupted["result"])
+            self.again = self.interrupted.get("key", "") if policy == "rerun" else ""
             self.interrupted = None
             if policy == "fail":
                 self._phase_done(state, result)  # rerun: the phase is simply decided again
@@ -212,6 +223,7 @@ class StateMachineDriver:
             rerun = rerun_answer(result)  # None: no fitting answer, so it is asked again
             if rerun is not None and self.interrupted is not None:
                 interrupted = ActionResult.from_dict(self.interrupted["result"])
+                self.again = self.interrupted.get("key", "") if rerun else ""
                 self.interrupted = None
                 if not rerun:
                     self._phase_done(self.states[self.state], interrupted)
@@ -221,7 +233,8 @@ class StateMachineDriver:
         if result.status is ResultStatus.INTERRUPTED:
             kept = result.to_dict()
             kept["output"] = kept["output"][:RESULT_KEEP]
-            self.interrupted = {"result": kept, "command": action.text}
+            self.interrupted = {"result": kept, "command": action.text,
+                                "key": action.idempotency or action.key}
             return  # the next decide follows the state's on_interrupt
         self._phase_done(self.states[self.state], result)
 

@@ -94,6 +94,7 @@ class WorkflowDriver:
         self.failure: str | None = None
         self.pending: InFlight | None = None  # the step whose actions are out
         self.interrupted: Interrupted | None = None  # a step result whose outcome is unknown
+        self.again = ""  # the idempotency key the step's next action sends (a retry, a rerun)
         self.delegate: Delegate | None = None
 
     @classmethod
@@ -111,6 +112,7 @@ class WorkflowDriver:
                 "failure": self.failure,
                 "pending": None if pending is None else pending.to_dict(),
                 "interrupted": None if interrupted is None else interrupted.to_dict(),
+                **({"again": self.again} if self.again else {}),  # (older snapshots as they were)
                 "delegate": None if delegate is None else delegate.snapshot()}
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -124,6 +126,7 @@ class WorkflowDriver:
         self.pending = InFlight.from_dict(pending) if (pending := state.get("pending")) else None
         self.interrupted = Interrupted.from_dict(cut) if (cut := state.get("interrupted")) \
             else None
+        self.again = str(state.get("again", ""))
         delegate = state.get("delegate")
         self.delegate = None if delegate is None else Delegate.restore(delegate, self.services)
 
@@ -267,6 +270,7 @@ class WorkflowDriver:
             if ctx.cancel.wait(self.retry_delay):
                 return Decision(thinking=f"retry of step {step.name!r} interrupted")
             self.retry_delay = 0.0
+        again, self.again = self.again, ""
         kind = step_kind_of(step.action)
         if step.for_each and step.isolation == "isolated":  # one item, after the one before
             self.pending = InFlight("step")
@@ -292,6 +296,7 @@ class WorkflowDriver:
         action = action_for(step.action, values, step)
         if action.tool == "done":
             return Decision.finish(" ".join(action.args) or "done")
+        action.idempotency = again
         self._scope_cache(action, step)
         self.pending = InFlight("step")
         return Decision(actions=[action])
@@ -368,8 +373,9 @@ class WorkflowDriver:
             command = self.interrupted.command or step.action or step.name
             return Decision(actions=[interrupt_question(f"step {step.name!r}", command)])
         result = ActionResult.from_dict(self.interrupted.result)
-        self.interrupted = None
+        key, self.interrupted = self.interrupted.key, None
         if policy == "rerun":
+            self.again = key
             ctx.emit(Notice(message=f"step {step.name!r}: running it again "
                                     "(on_interrupt = rerun)"))
         else:
@@ -398,7 +404,7 @@ class WorkflowDriver:
         if result.status is ResultStatus.CANCELLED:
             return  # stopped by the user: the step runs again on resume
         if result.status is ResultStatus.INTERRUPTED:
-            self.interrupted = Interrupted(kept, action.text)
+            self.interrupted = Interrupted(kept, action.text, action.idempotency or action.key)
             return  # the next decide follows the step's on_interrupt
         if result.ok and step.capture:
             result = self._capture(step, apply_transform(step.transform, result.output,
@@ -410,7 +416,10 @@ class WorkflowDriver:
             added = Note(str(note), result.data.get("turns"), result.data.get("until"))
             self.frames[-1].scope = {**scope, "notes": [*scope.get("notes", ()),
                                                         added.to_dict()]}
+        attempt = self.attempt
         self._settle(step, result, 0 if result.ok else 1)
+        if self.attempt > attempt:  # it is retried: the retry sends the same key
+            self.again = action.idempotency or action.key
 
     def _capture(self, step: StepSpec, value: Any, result: ActionResult) -> ActionResult:
         """Keep `value` as the step's capture; one its `schema` refuses fails the step instead."""
@@ -453,6 +462,7 @@ class WorkflowDriver:
         rerun = rerun_answer(result)  # None: no fitting answer, so it is asked again
         if rerun is not None and self.interrupted is not None:
             interrupted = ActionResult.from_dict(self.interrupted.result)
+            self.again = self.interrupted.key if rerun else ""
             self.interrupted = None
             if not rerun:
                 self._settle(step, interrupted, 1)

@@ -12,10 +12,12 @@ status and the node it ran on.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +43,26 @@ def _die_with_parent() -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() == 1:  # the worker died already, between fork and prctl
         os._exit(1)
+
+
+@contextlib.contextmanager
+def _signals_kept() -> Iterator[None]:
+    """Keep this process's SIGINT/SIGTERM handlers across `ray.init`.
+
+    A Ray driver's connection installs its own (a SIGTERM that exits at once,
+    and a native one that logs a stack), which would end a batch's parent
+    without stopping its items or saving it: `ray job stop` sends SIGTERM.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None:
+                signal.signal(sig, handler)
 
 
 def run_job(argv: list[str], env: dict[str, str], log: str) -> tuple[int, str]:
@@ -91,8 +113,9 @@ class RayExecutor:
         import ray
 
         if not ray.is_initialized():
-            ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)
+            with _signals_kept():
+                ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
+                         configure_logging=False)
         if self._remote is None:
             self._remote = ray.remote(run_job)
         return ray
@@ -109,7 +132,7 @@ class RayExecutor:
                                        "max_retries": self.retries}
             if self.resources.memory_mb:
                 options["memory"] = self.resources.memory_mb * 1024 * 1024
-            env = {**self.env, "NORMALIZE_HOME": job.store}
+            env = {**self.env, **job.env, "NORMALIZE_HOME": job.store}
             ref = self._remote.options(**options).remote(self.argv(job), env, job.log)
         except BaseException:
             self._places.release()

@@ -535,9 +535,10 @@ IDEMPOTENCY_VAR = "NORMALIZE_IDEMPOTENCY_KEY"
 def idempotency_env(ctx: ToolContext, action: Action) -> dict[str, str] | None:
     """The environment with the action's idempotency key (`TASK:KEY`), for a program that
     makes a request elsewhere and can pass it on (a retried run sends the same key)."""
-    if not action.key or not ctx.task_id:
+    key = action.idempotency or action.key
+    if not key or not ctx.task_id:
         return None
-    return {**os.environ, IDEMPOTENCY_VAR: f"{ctx.task_id}:{action.key}"}
+    return {**os.environ, IDEMPOTENCY_VAR: f"{ctx.task_id}:{key}"}
 
 
 class RunTool:

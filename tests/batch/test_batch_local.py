@@ -11,9 +11,11 @@ import json
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from batch_support import (
+    WORKFLOW,
     batch_id,
     cli,
     edit_items,
@@ -90,11 +92,16 @@ def test_the_parent_killed_then_resumed_collects_reattaches_and_submits_only_the
     assert out.splitlines()[0] == f"batch {batch}: resumed (5 items)"
 
 
+KEYED = WORKFLOW.replace("action = \"run sh -c '", "action = \"run sh -c 'echo "
+                         "$NORMALIZE_IDEMPOTENCY_KEY >> keys.log; ")
+
+
 def test_a_killed_item_process_is_retried_and_its_effect_happens_once(tmp_path: Path) -> None:
     home_dir = tmp_path / "person"
     home_dir.mkdir()
     gate = home_dir / "gate"
     items = edit_items(tmp_path, 2, gates={0: gate})
+    (tmp_path / "wf.toml").write_text(KEYED)  # each step also logs its idempotency key
     home = tmp_path / "home"
     parent = start("batch", "wf.toml", "--items", str(items), "--json", cwd=tmp_path,
                    home=home, HOME=str(home_dir))
@@ -116,6 +123,25 @@ def test_a_killed_item_process_is_retried_and_its_effect_happens_once(tmp_path: 
     assert state(home, item)["status"] == "done"
     ended = json.loads(out.splitlines()[-1])
     assert ended["type"] == "batch_ended" and ended["counts"] == {"done": 2}
+    # the wait step, cut short by the kill, ran again as another action (its checkpoint put
+    # back what its first run wrote) and got the same idempotency key; another step or
+    # another item gets another key
+    again = [e for e in _journal(home, item) if e.get("type") == "action_started"
+             and "while" in e["command"]]
+    assert len(again) == 2 and again[1]["key"] != again[0]["key"]
+    keys = _keys(tmp_path / "repos" / "r00")
+    assert keys == [f"{item}:0.0", f"{item}:{again[0]['key']}"]
+    other = _keys(tmp_path / "repos" / "r01")
+    assert len(other) == 2 and not set(keys) & set(other)
+
+
+def _journal(home: Path, task_id: str) -> list[dict[str, Any]]:
+    path = home / "tasks" / f"{task_id}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _keys(repo: Path) -> list[str]:
+    return (repo / "keys.log").read_text().split()
 
 
 def test_on_item_error_stop_leaves_the_rest_untouched(tmp_path: Path) -> None:

@@ -3,19 +3,26 @@
 One cluster serves the module (it takes tens of seconds to start on a busy
 machine); the node-removal test comes last, as it leaves one node. Each item
 runs as a `normalize` process on a Ray worker, tied to it (PR_SET_PDEATHSIG).
+The head runs Ray's dashboard (on a free port), which takes `ray job submit`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
+import socket
+import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from batch_support import (
+    PY,
+    VENV_BIN,
     batch_id,
     cli,
     edit_items,
@@ -23,10 +30,13 @@ from batch_support import (
     in_step,
     needs_sandbox,
     progress,
+    runs_of,
     start,
     state,
     wait_for,
 )
+
+from normalize.store.ownership import lease_held, pid_alive
 
 pytest.importorskip("ray", reason="ray is not installed (.ci/run installs it with [test])")
 
@@ -41,7 +51,8 @@ def cluster() -> Iterator[Any]:
     saved = os.environ.get("RAY_USAGE_STATS_ENABLED")
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     made = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "include_dashboard": False, "object_store_memory": STORE_MB})
+        "num_cpus": 0, "include_dashboard": True, "dashboard_host": "127.0.0.1",
+        "dashboard_port": _free_port(), "object_store_memory": STORE_MB})
     try:
         for _ in range(2):
             made.add_node(num_cpus=1, object_store_memory=STORE_MB)
@@ -57,6 +68,13 @@ def cluster() -> Iterator[Any]:
             os.environ.pop("RAY_USAGE_STATS_ENABLED", None)
         else:
             os.environ["RAY_USAGE_STATS_ENABLED"] = saved
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def results(root: Path, home: Path, batch: str) -> list[tuple[str, str, str]]:
@@ -116,6 +134,45 @@ def test_an_item_process_killed_on_a_worker_is_retried_and_finishes_once(
     assert effects(tmp_path) == {"r00": 1} and state(home, item)["status"] == "done"
 
 
+def test_a_batch_run_as_a_ray_job_stopped_then_resubmitted_runs_only_the_rest(
+        cluster: Any, tmp_path: Path) -> None:
+    person = tmp_path / "person"
+    person.mkdir()
+    gate = person / "gate"
+    items = edit_items(tmp_path, 5, gates={1: gate})
+    home = tmp_path / "home"
+    # `ray job stop` sends SIGTERM, then SIGKILL after RAY_JOB_STOP_WAIT_TIME_S: long enough
+    # here for the parent to stop its items on a loaded machine
+    first, again = (f"{word}-{uuid.uuid4().hex[:8]}" for word in ("batch", "resume"))
+    _job(cluster, first, tmp_path, home, person, "batch", "wf.toml", "--items", str(items),
+         "--executor", "ray", "--concurrency", "1", wait=False,
+         runtime_env={"env_vars": {"RAY_JOB_STOP_WAIT_TIME_S": "120"}})
+    wait_for(lambda: any(home.glob("batches/*/manifest.json")), 180, "the job's batch")
+    batch = next(home.glob("batches/*/manifest.json")).parent.name
+    wait_for(lambda: progress(home, batch)[1]["stage"] == "submitted", 180, "item 1 submitted")
+    item = progress(home, batch)[1]["task_id"]
+    wait_for(lambda: in_step(home, item, "1.0"), 180, "item 1 waiting for its gate")
+    owner = json.loads((home / "tasks" / f"{item}.owner").read_text())
+    stopped = _ray_cli("job", "stop", first, "--address", _dashboard(cluster))
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    wait_for(lambda: _job_status(cluster, first) == "STOPPED", 180, "the job stopped")
+    wait_for(lambda: not pid_alive(owner["pid"]), 60, "item 1's process gone with its worker")
+    rows = progress(home, batch)
+    assert [r["stage"] for r in rows] == ["collected", "submitted"] + ["untouched"] * 3
+    assert state(home, batch)["status"] == "interrupted"
+    # the parent ended the stopped attempt's lease: the next one need not wait it out
+    assert lease_held(home / "tasks", item, owner["epoch"]) is False
+    gate.write_text("go")
+    resumed = _job(cluster, again, tmp_path, home, person, "resume", batch)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert effects(tmp_path) == {f"r{n:02d}": 1 for n in range(5)}
+    after = progress(home, batch)
+    assert [r["stage"] for r in after] == ["collected"] * 5
+    assert [r["attempts"] for r in after] == [1, 2, 1, 1, 1]
+    assert runs_of(home, after[0]["task_id"]) == 1  # collected before: not run again
+    assert state(home, item)["status"] == "done" and state(home, batch)["status"] == "done"
+
+
 def test_a_node_removed_mid_item_finishes_elsewhere_once_with_a_higher_epoch(
         cluster: Any, tmp_path: Path) -> None:
     person = tmp_path / "person"
@@ -170,3 +227,37 @@ def _nodes(cluster: Any) -> list[dict[str, Any]]:
     if not ray.is_initialized():
         ray.init(address=cluster.address, log_to_driver=False, include_dashboard=False)
     return [n for n in ray.nodes() if n["Alive"]]
+
+
+def _dashboard(cluster: Any) -> str:
+    return f"http://{cluster.head_node.address_info['webui_url']}"
+
+
+def _ray_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "NORMALIZE_"))}
+    return subprocess.run([os.path.join(VENV_BIN, "ray"), *args], env=env, text=True,
+                          capture_output=True, timeout=timeout)
+
+
+def _job(cluster: Any, name: str, root: Path, home: Path, person: Path, *argv: str,
+         wait: bool = True, runtime_env: dict[str, Any] | None = None,
+         ) -> subprocess.CompletedProcess[str]:
+    """`ray job submit` of `normalize ARGV` in `root`, its data home `home` (on the command
+    line, not in a runtime_env), waiting for its end unless `wait` is False."""
+    command = " ".join(shlex.quote(word) for word in (
+        "cd", str(root), "&&", "env", f"NORMALIZE_HOME={home}", f"HOME={person}", "CI=true",
+        PY, "-m", "normalize.cli.app", *argv)).replace("'&&'", "&&")
+    flags = ["--address", _dashboard(cluster), "--submission-id", name]
+    if runtime_env is not None:
+        flags += ["--runtime-env-json", json.dumps(runtime_env)]
+    if not wait:
+        flags.append("--no-wait")
+    done = _ray_cli("job", "submit", *flags, "--", "sh", "-c", command)
+    assert wait or done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def _job_status(cluster: Any, name: str) -> str:
+    from ray.job_submission import JobSubmissionClient
+
+    return str(JobSubmissionClient(_dashboard(cluster)).get_job_status(name).value)

@@ -3,6 +3,7 @@ collect`), its items' other workspaces (clone:, copy) and its budget (agent --it
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -58,6 +59,10 @@ def test_status_show_diff_and_collect_read_the_store(tmp_path: Path) -> None:
     assert all(r["status"] == "done" and r["summary"] == "all 3 steps finished"
                for r in results)
     assert "+word1" in (out / results[1]["diff"]).read_text()
+    with (out / "results.csv").open(newline="") as handle:
+        table = list(csv.DictReader(handle))
+    assert [(r["item.word"], r["status"], r["diff"]) for r in table] == \
+        [(r["item"]["word"], "done", r["diff"]) for r in results]
     # from another data home, naming the store
     elsewhere = cli("batch", "status", batch, "--store", f"file://{home}", cwd=tmp_path,
                     home=tmp_path / "other")
@@ -156,3 +161,48 @@ def test_at_a_terminal_a_status_line_counts_the_items_and_ci_gets_plain_lines(
     assert "\r\x1b[2K" in text  # the line is redrawn in place, and cleared at the end
     plain = cli("batch", "wf.toml", "--items", str(items), cwd=tmp_path, home=home)
     assert "done ·" not in plain.stdout + plain.stderr and "\x1b" not in plain.stdout
+
+
+def test_a_structured_result_is_a_column_per_field_in_the_csv() -> None:
+    from normalize.batch.watch import csv_table
+
+    header, table = csv_table([
+        {"position": 0, "item": {"repo": "a"}, "result": {"ok": True, "files": ["x.py"]}},
+        {"position": 1, "item": {"repo": "b", "extra": 2}, "result": None},
+        {"position": 2, "item": {"repo": "c"}, "result": "plain"}])
+    assert header == ["position", "item.repo", "result.ok", "result.files", "item.extra",
+                      "result"]
+    assert table == [["0", "a", "True", '["x.py"]', "", ""], ["1", "b", "", "", "2", ""],
+                     ["2", "c", "", "", "", "plain"]]
+
+
+def test_each_items_result_meets_the_output_schema_and_is_collected(tmp_path: Path) -> None:
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"type": "object", "required": ["size"],
+                                  "properties": {"size": {"type": "integer"}}}))
+    items = items_file(tmp_path / "items.jsonl", [{"name": "n0"}, {"name": "n1"}])
+    (tmp_path / "a.txt").write_text("a\n")
+    home = tmp_path / "home"
+    with FakeModelServer() as server:
+        server.add('done measured <<EOF\n{"size": "big"}\nEOF',  # refused: not an integer
+                   'done measured <<EOF\n{"size": 3}\nEOF', 'done measured <<EOF\n{"size": 4}\nEOF')
+        done = cli("agent", "--items", str(items), "measure {item.name}", "--output-schema",
+                   str(schema), "--concurrency", "1", "--model", "anthropic:claude-sonnet-4-5",
+                   "--approve", "yes", cwd=tmp_path, home=home, ANTHROPIC_BASE_URL=server.url,
+                   ANTHROPIC_API_KEY="sk-ant-test")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "'big' is not of type 'integer'" in server.requests[1].last_message
+    out = tmp_path / "collected"
+    gathered = cli("batch", "collect", batch_id(done.stdout), "-o", str(out), cwd=tmp_path,
+                   home=home)
+    assert gathered.returncode == 0, gathered.stderr
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["result"] for r in results] == [{"size": 3}, {"size": 4}]
+    with (out / "results.csv").open(newline="") as handle:
+        assert [r["result.size"] for r in csv.DictReader(handle)] == ["3", "4"]
+    # a workflow no model drives gives no result: refused before a batch exists
+    (tmp_path / "wf").mkdir()
+    refused = cli("batch", "wf.toml", "--items", str(edit_items(tmp_path / "wf", 1)),
+                  "--output-schema", str(schema), cwd=tmp_path / "wf", home=home)
+    assert refused.returncode == 2 and "needs a workflow a model drives" in refused.stderr
+    assert len(refused.stderr.splitlines()) == 1

@@ -106,10 +106,57 @@ def test_a_run_step_gets_its_idempotency_key_in_its_environment(tmp_path: Path) 
     ws.mkdir()
     (ws / "wf.toml").write_text(
         '[workflow]\nname = "key"\n[workflow.permissions]\nmode = "yes"\n'
+        '[workflow.retry]\nstrategy = "fixed"\nmax_attempts = 2\nbase_delay = 0\n'
         '[[workflow.steps]]\nname = "a"\naction = "run sh -c \'echo $NORMALIZE_IDEMPOTENCY_KEY'
         ' >> keys.txt\'"\n[[workflow.steps]]\nname = "b"\naction = "run sh -c \'echo '
-        '$NORMALIZE_IDEMPOTENCY_KEY >> keys.txt\'"\n')
+        '$NORMALIZE_IDEMPOTENCY_KEY >> keys.txt; test -e tried || { touch tried; exit 1; }\'"\n')
     done = cli("run", "wf.toml", "--json", cwd=ws, home=tmp_path / "home")
     assert done.returncode == 0, done.stdout + done.stderr
     task = json.loads(done.stdout.splitlines()[0])["task_id"]
-    assert (ws / "keys.txt").read_text().splitlines() == [f"{task}:0.0", f"{task}:1.0"]
+    # step b failed once and was retried (another action): the retry sent the same key
+    assert (ws / "keys.txt").read_text().splitlines() == [f"{task}:0.0", f"{task}:1.0",
+                                                          f"{task}:1.0"]
+
+
+def test_a_state_run_again_after_a_kill_sends_the_same_idempotency_key(
+        tmp_path: Path) -> None:
+    person = tmp_path / "person"
+    person.mkdir()
+    gate = person / "gate"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    wait = f"while [ ! -e {gate} ]; do sleep 0.05; done"
+    (ws / "sm.toml").write_text(f'''[workflow]
+name = "sm"
+[workflow.permissions]
+mode = "yes"
+[[states]]
+name = "waiting"
+on_interrupt = "rerun"
+action = "run sh -c 'echo $NORMALIZE_IDEMPOTENCY_KEY >> keys.txt; {wait}'"
+  [[states.transitions]]
+  next = "end"
+[[states]]
+name = "end"
+terminal = true
+''')
+    home = tmp_path / "home"
+    first = start("run", "sm.toml", "--json", cwd=ws, home=home, HOME=str(person))
+    try:
+        assert first.stdout is not None
+        task = json.loads(first.stdout.readline())["task_id"]
+        wait_for(lambda: (ws / "keys.txt").exists(), 120, "the state's action running")
+        first.kill()
+    finally:
+        first.communicate(timeout=120)
+    gate.write_text("go")
+    again = cli("resume", task, cwd=ws, home=home, HOME=str(person))
+    assert again.returncode == 0, again.stdout + again.stderr
+    path = home / "tasks" / f"{task}.jsonl"
+    started = [e for e in map(json.loads, path.read_text().splitlines())
+               if e.get("type") == "action_started"]
+    assert len(started) == 2 and started[0]["key"] != started[1]["key"]
+    # the rerun (another action) sent the key of the run the kill cut short (whose line
+    # is there too, unless its checkpoint took it back)
+    sent = (ws / "keys.txt").read_text().split()
+    assert sent and set(sent) == {f"{task}:{started[0]['key']}"}

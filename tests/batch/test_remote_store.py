@@ -63,6 +63,7 @@ def test_a_batch_on_s3_is_watched_and_collected_from_another_data_home(
     assert gathered.returncode == 0, gathered.stderr
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [r["status"] for r in results] == ["done"] * 3
+    assert all(f"+word{n}" in (out / r["diff"]).read_text() for n, r in enumerate(results))
     assert not (other / "tasks").exists()  # read from a scratch copy, never into this home
 
 

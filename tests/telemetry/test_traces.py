@@ -178,3 +178,32 @@ def test_a_sub_task_is_traced_under_the_spawn_that_started_it(tmp_path: Path) ->
     assert runs[child_id].parent_id == spawn.span_id
     assert runs[child_id].trace_id == runs[parent_id].trace_id == spawn.trace_id
     assert ("child_created", {"normalize.child_id": child_id}) in spawn.events
+
+
+@needs_sandbox
+def test_a_batch_is_one_span_with_each_items_run_under_it(tmp_path: Path) -> None:
+    (tmp_path / "wf.toml").write_text(
+        '[workflow]\nname = "touch"\nworkspace = "dir:{item.path}"\n[workflow.permissions]\n'
+        'mode = "yes"\n[[workflow.steps]]\nname = "edit"\n'
+        'action = "run sh -c \'echo {item.path} >> f.txt\'"\n')
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "items.jsonl").write_text('{"path": "a"}\n{"path": "b"}\n')
+    with receiver() as collector:
+        done = subprocess.run(
+            [PY, "-m", "normalize.cli.app", "batch", "wf.toml", "--items", "items.jsonl",
+             "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+            env={**os.environ, "CI": "true", "NORMALIZE_HOME": str(tmp_path / "home"),
+                 "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url})
+        assert done.returncode == 0, done.stdout + done.stderr
+        events = [json.loads(line) for line in done.stdout.splitlines()]
+        batch = events[0]["batch"]
+        items = [e["task_id"] for e in events if e["type"] == "item_updated"]
+        spans = collector.wait_for(lambda s: all(has_run(t)(s) for t in (batch, *items)),
+                                   "the batch's run and its items'")
+    runs = {s.attrs["normalize.task_id"]: s for s in named(spans, "run")}
+    assert runs[batch].attrs["normalize.driver"] == "batch"
+    assert runs[batch].attrs["normalize.status"] == "done"
+    for item in items:
+        assert runs[item].parent_id == runs[batch].span_id
+        assert runs[item].trace_id == runs[batch].trace_id
