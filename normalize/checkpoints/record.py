@@ -31,8 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from normalize.checkpoints.locks import clear_stale
 from normalize.checkpoints.shadow import (
     CheckpointError,
@@ -42,7 +40,7 @@ from normalize.checkpoints.shadow import (
     write_private,
 )
 from normalize.events import CheckpointTaken, Event, Notice
-from normalize.fsutil import json_bytes
+from normalize.fsutil import FileFlock, LockTimeout, json_bytes
 from normalize.task import Action, Task
 
 LOCK_WAIT = 15.0
@@ -125,8 +123,8 @@ class WorkspaceCheckpoints:
         self._pending: set[str] = set()
         self._warned = False
         self._told: set[str] = set()
-        self._lock = FileLock(str(repo.root.parent / f"{repo.root.name}.lock"),
-                              timeout=LOCK_WAIT, mode=0o600)
+        self._lock = FileFlock(repo.root.parent / f"{repo.root.name}.lock", timeout=LOCK_WAIT,
+                               mode=0o600)
 
     @classmethod
     def for_workspace(cls, workspace: Path, home: Path, task_file: Callable[[str], Path],
@@ -300,7 +298,7 @@ class WorkspaceCheckpoints:
             yield
 
     def _failed(self, exc: BaseException) -> list[Event]:
-        if isinstance(exc, Timeout):
+        if isinstance(exc, LockTimeout):
             why = "another task in this workspace held the checkpoint lock too long"
         elif isinstance(exc, CheckpointError):
             why = str(exc)
