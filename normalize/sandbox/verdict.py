@@ -60,10 +60,13 @@ def load(now: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def keep(now: dict[str, Any], found: dict[str, Any]) -> None:
-    """Keep the verdict's fields under `now`, owner-only, replaced atomically; best effort."""
+    """Keep the verdict's fields under `now`, owner-only, replaced atomically, in an existing
+    data home; best effort."""
     from normalize.fsutil import atomic_write, json_bytes, private_dirs
 
     target = path()
+    if not target.parent.parent.is_dir():
+        return  # no data home yet: a start that fails before making one leaves nothing
     with contextlib.suppress(OSError):
         private_dirs(target.parent)
         atomic_write(target, json_bytes({"key": now, "verdict": found}), fsync=False,
