@@ -98,6 +98,9 @@ class ChangeWatch:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
+    def __del__(self) -> None:  # a recorder dropped unclosed gives its inotify instance back
+        self.close()
+
     def _read(self, data: bytes) -> None:
         at = 0
         while at + EVENT.size <= len(data):
