@@ -651,8 +651,11 @@ class Engine:
             journal.close()
 
     def _close(self) -> None:
-        """Close the journal, release the lock, re-arm the cancel signal, come what may."""
+        """Close the journal (and the workspace's watch), release the lock, re-arm the cancel
+        signal, come what may."""
         try:
+            if self.workspace_checkpoints is not None:
+                self.workspace_checkpoints.close()
             if self._journal is not None:
                 self._journal.close()
             if self._lock is not None:

@@ -390,7 +390,6 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     places = store.places(task.id, workspace)
     grants = _grants(task, options, places)
     tool_ctx = tool_context(task, options, places=places, grants=grants)
-    engine: Engine | None = None
     try:
         driver = driver or make_driver(task, options, tool_ctx.mcp, places.repo_maps)
         notes = [] if resumed else list(task.config.permission_notes)
@@ -404,8 +403,6 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     finally:
         if tool_ctx.mcp is not None:
             tool_ctx.mcp.close()  # every server this run started stops with it
-        if engine is not None and engine.workspace_checkpoints is not None:
-            engine.workspace_checkpoints.close()  # its watch of the workspace
 
 
 def _subscribers(options: RunOptions) -> list[Subscriber]:
