@@ -320,13 +320,14 @@ def one_checkpoint(tree: Path, runs: int) -> dict[str, float]:
     """checkpoint_taken ms of a step writing one file, in `runs` runs on the tree."""
     from normalize.runner import RunOptions, run_task, start_task
     from normalize.store import TaskStore
+    from normalize.tables import PermissionsTable
     from normalize.workflow.spec import StepSpec, WorkflowSpec
 
     taken: list[Any] = []
     with tempfile.TemporaryDirectory(prefix="ncost-home-") as home:
         for i in range(runs + 1):
             spec = WorkflowSpec(name="one", path="<bench>", driver="workflow",
-                                permissions={"mode": "yes"},
+                                permissions=PermissionsTable(mode="yes"),
                                 steps=[StepSpec(name="w", action=f"write d000/e00/new.txt <<EOF\n"
                                                                  f"run {i}\nEOF")])
             options = RunOptions(workspace=tree, store=TaskStore(Path(home), fsync=False),

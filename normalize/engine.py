@@ -152,6 +152,7 @@ class Engine:
         self._guard: GitGuard | None = None
         self.hooks = hooks  # the person's hooks (None: none)
         self.notices = list(notices)  # warnings said right after `run_started` (what was ignored)
+        self._results_kept = False  # whole results kept since the last checkpoint
         self._recovery = Recovery(store, tools, steps=self)
 
     # -- the loop --------------------------------------------------------
@@ -175,6 +176,7 @@ class Engine:
         self._inflight_saved = None
         self._approved = set()
         self._emitter = None
+        self._results_kept = resumed  # a stopped run may have left some
         lock = self.store.lock(task.id)
         lock.acquire(epoch=task.epoch + 1)
         self._lock = lock
@@ -491,7 +493,11 @@ class Engine:
     def finish(self, task: Task, driver: Driver, ctx: RunContext, action: Action,
                 result: ActionResult) -> None:
         """Record an action's end, hand it to the driver, and note a wait it raised."""
-        ctx.emit(action_finished(task.turn, action, result), durable=not self._read_only(action))
+        event = action_finished(task.turn, action, result)
+        if task.inflight is not None:
+            self._keep_whole(task, event, result)
+        ctx.emit(event, durable=not self._read_only(action))
+        crash_point("action_finished")
         if not self._read_only(action) and (result.status not in (
                 ResultStatus.BLOCKED, ResultStatus.CANCELLED) or "protected" in result.data):
             self._workspace(task, action)
@@ -507,6 +513,19 @@ class Engine:
         # (a second sub-task waiting in the same decision waits with the first: the answer's
         # resume runs its spawn again too, `Recovery._ask_child`)
 
+    def _keep_whole(self, task: Task, event: ActionFinished, result: ActionResult) -> None:
+        """Keep the whole result, before its journal line, when that line would not carry it.
+
+        Recovery hands a result finished after the last checkpoint to the driver
+        again; the journal holds it redacted and cut to a preview, and what a
+        driver keeps is executed state (house rule 11).
+        """
+        assert self._emitter is not None
+        if event.preview == result.output and self._emitter.shown(event) is event:
+            return
+        self.store.keep_result(task.id, event.key, self._emitter.seq, result.to_dict())
+        self._results_kept = True
+
     # -- checkpoints and the exit door -----------------------------------
 
     def checkpoint(self, task: Task, driver: Driver) -> None:
@@ -518,6 +537,9 @@ class Engine:
         size = self.store.save(task, lock=self._lock, full=False)
         self._inflight_saved = None if task.inflight is None else \
             (copy.deepcopy(task.driver_state), task.journal_offset)
+        if self._results_kept:  # saved with the driver's state: no record is needed again
+            self.store.clear_results(task.id)
+            self._results_kept = False
         self._emitter.emit(TaskSaved(turn=task.turn, bytes=size))
         if task.inflight is None:
             self._workspace(task)
@@ -629,8 +651,11 @@ class Engine:
             journal.close()
 
     def _close(self) -> None:
-        """Close the journal, release the lock, re-arm the cancel signal, come what may."""
+        """Close the journal (and the workspace's watch), release the lock, re-arm the cancel
+        signal, come what may."""
         try:
+            if self.workspace_checkpoints is not None:
+                self.workspace_checkpoints.close()
             if self._journal is not None:
                 self._journal.close()
             if self._lock is not None:

@@ -571,7 +571,7 @@ class Emitter:
             stamped = _stamp(event, task_id=self.task_id, seq=self.seq, ts=time.time())
             # once, before any reader (the journal, `--json` on stdout, the live view):
             # secrets redacted, control characters made visible and inert
-            stamped = self._shown(stamped)
+            stamped = self.shown(stamped)
             if self.journal is not None and not stamped.transient and stamped.journaled:
                 self.journal.append(stamped, durable=durable)
             failed = self._fan_out(stamped)
@@ -581,7 +581,7 @@ class Emitter:
                     f"{type(exc).__name__}: {exc}")))
         return stamped
 
-    def _shown(self, event: Event) -> Event:
+    def shown(self, event: Event) -> Event:
         """`event` with its text redacted and inert: itself when that changes nothing.
 
         With a `Redactor`, only the fields that hold text are looked at, and

@@ -10,6 +10,7 @@ The points:
     before_action      an action is about to be recorded as started
     action_started     a side effect is journaled (fsynced) as started, not yet run
     action_ran         the action ran; its end is not yet journaled
+    action_finished    an action's end is journaled; the driver has not seen it, nothing saved
     checkpoint_write   half of a task file is written to its temporary file
     checkpoint_append  half of a checkpoint record is appended to the task's checkpoint log
     kept_write         half of a value kept beside the checkpoints (a loop's items, a large
@@ -29,8 +30,9 @@ import os
 import signal
 import threading
 
-POINTS = ("before_action", "action_started", "action_ran", "checkpoint_write",
-          "checkpoint_append", "kept_write", "model_stream", "undo_write", "batch_collected")
+POINTS = ("before_action", "action_started", "action_ran", "action_finished",
+          "checkpoint_write", "checkpoint_append", "kept_write", "model_stream", "undo_write",
+          "batch_collected")
 
 
 def _parse(value: str) -> tuple[str, int]:

@@ -28,7 +28,7 @@ the run through `StopRun`, which the engine turns into `finalize`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from normalize.contract.driver import Driver, RunContext, redecides
 from normalize.events import (
@@ -140,13 +140,11 @@ class Recovery:
         finished, started, children = self._journaled(task)
         redecide = redecides(driver) and unseen_trouble(self.tools, decision, finished, started)
         done_keys: set[str] = set()
+        whole = self.store.kept_results(task) if finished else {}
         for action in decision.actions:
             if action.key in finished:
-                event = finished[action.key]
-                result = ActionResult(ResultStatus(event.status), output=event.preview,
-                                      exit_code=event.exit_code, error=event.error,
-                                      cache_id=event.cache_id, data=event.data)
-                driver.on_result(task, action, result)
+                driver.on_result(task, action, recovered(finished[action.key],
+                                                         whole.get(action.key)))
                 done_keys.add(action.key)
             elif action.key in started and reattaches(self.tools, action):
                 ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
@@ -288,6 +286,16 @@ class Recovery:
                                           data={"question": wait.question, "answer": answer})
         ctx.emit(action_finished(task.turn, action, result))
         driver.on_result(task, action, result)
+
+
+def recovered(event: ActionFinished, whole: dict[str, Any] | None) -> ActionResult:
+    """A finished action's result: whole when it was kept (`normalize.store.results`), else
+    as its journal line holds it (the preview was the whole result then)."""
+    if whole is not None:
+        return ActionResult.from_dict(whole)
+    return ActionResult(ResultStatus(event.status), output=event.preview,
+                        exit_code=event.exit_code, error=event.error,
+                        cache_id=event.cache_id, data=event.data)
 
 
 def _child_again(action: Action, answer: str | None) -> Action:

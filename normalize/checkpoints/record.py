@@ -31,18 +31,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from normalize.checkpoints.locks import clear_stale
 from normalize.checkpoints.shadow import (
     CheckpointError,
     Settings,
     ShadowRepo,
+    Snapshot,
     shown,
     write_private,
 )
+from normalize.checkpoints.watch import ChangeWatch
 from normalize.events import CheckpointTaken, Event, Notice
-from normalize.fsutil import json_bytes
+from normalize.fsutil import FileFlock, LockTimeout, json_bytes
 from normalize.task import Action, Task
 
 LOCK_WAIT = 15.0
@@ -125,8 +125,10 @@ class WorkspaceCheckpoints:
         self._pending: set[str] = set()
         self._warned = False
         self._told: set[str] = set()
-        self._lock = FileLock(str(repo.root.parent / f"{repo.root.name}.lock"),
-                              timeout=LOCK_WAIT, mode=0o600)
+        self._watch = ChangeWatch(repo.workspace)
+        self._last: str | None = None  # the last recording's tree, while nothing changed since
+        self._lock = FileFlock(repo.root.parent / f"{repo.root.name}.lock", timeout=LOCK_WAIT,
+                               mode=0o600)
 
     @classmethod
     def for_workspace(cls, workspace: Path, home: Path, task_file: Callable[[str], Path],
@@ -156,15 +158,43 @@ class WorkspaceCheckpoints:
             return self._failed(exc)
 
     def before(self, task: Task, action: Action) -> list[Event]:
-        """Record the workspace just before a side effect, so its step counts only its own."""
+        """Record the workspace just before a side effect, so its step counts only its own.
+
+        When the watch saw nothing change since the last recording, that
+        recording's tree is the tree just before, and no scan is needed.
+        """
+        started = time.perf_counter()
         try:
-            with self._locked():
-                started = time.perf_counter()
-                self._before[(task.id, action.key)] = self.repo.snapshot().tree
-                self._before_ms[(task.id, action.key)] = time.perf_counter() - started
+            if self._last is not None and not self._watch.drain():
+                tree = self._last
+            else:
+                with self._locked():
+                    tree = self._snapshot().tree
+            self._before[(task.id, action.key)] = tree
+            self._before_ms[(task.id, action.key)] = time.perf_counter() - started
         except Exception as exc:
             return self._failed(exc)
         return []
+
+    def close(self) -> None:
+        """Stop watching the workspace (the run ended)."""
+        self._watch.close()
+        self._last = None
+
+    def _snapshot(self, *, full: bool = False) -> Snapshot:
+        """Record the workspace (under the lock); the watch then says whether it changed since.
+
+        The watch is armed, or drained, before the scan starts: a change during
+        the scan is then an event, and the next `before` scans again.
+        """
+        self._last = None  # (until this scan ends well: what the drain saw is in it)
+        if not self._watch.armed:
+            self._watch.arm()
+        else:
+            self._watch.drain()
+        snap = self.repo.snapshot(full=full)
+        self._last = snap.tree if self._watch.armed else None
+        return snap
 
     def settle(self, task: Task) -> list[Event]:
         """Keep the task's saved state with its last steps (at a quiescent checkpoint)."""
@@ -201,7 +231,7 @@ class WorkspaceCheckpoints:
             first = task.id not in self._tips or tip is None
             if action is None and tip is None:
                 self._maybe_prune()
-            snap = self.repo.snapshot(full=first)
+            snap = self._snapshot(full=first)
             kind = "action" if action is not None else "start" if tip is None else "resume"
             base = self._before.pop((task.id, action.key), None) if action else None
             since = base or (tip[2] if tip else None)  # an action counts from just before it
@@ -300,7 +330,7 @@ class WorkspaceCheckpoints:
             yield
 
     def _failed(self, exc: BaseException) -> list[Event]:
-        if isinstance(exc, Timeout):
+        if isinstance(exc, LockTimeout):
             why = "another task in this workspace held the checkpoint lock too long"
         elif isinstance(exc, CheckpointError):
             why = str(exc)
@@ -345,6 +375,9 @@ class _Unavailable(WorkspaceCheckpoints):
 
     def settle(self, task: Task) -> list[Event]:  # noqa: ARG002
         return []
+
+    def close(self) -> None:
+        pass
 
 
 def prune(repo: ShadowRepo, now: float | None = None) -> list[str]:

@@ -347,9 +347,9 @@ def resume(
     from normalize.cli.batch import batch_of, resume_batch
     from normalize.cli.commands import resume_task
 
-    batch = batch_of(task)
-    if batch is not None:  # a batch's parent: its items are collected, re-attached, submitted
-        raise typer.Exit(resume_batch(_env(), batch, json_output=json_output, quiet=quiet))
+    task, batch = batch_of(task)
+    if batch:  # a batch's parent: its items are collected, re-attached, submitted
+        raise typer.Exit(resume_batch(_env(), task, json_output=json_output, quiet=quiet))
     raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve,
                                  driver=driver, max_turns=max_turns, budget=budget,
                                  json_output=json_output, quiet=quiet, model=model,

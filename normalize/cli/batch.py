@@ -344,8 +344,9 @@ def resume_batch(env: "Environment", ref: str, *, json_output: bool, quiet: bool
     return drive(env, manifest, store, options, json_output=json_output, quiet=quiet)
 
 
-def batch_of(ref: str) -> str | None:
-    """The batch `ref` names, if it names one (a cheap look for `resume`)."""
+def batch_of(ref: str) -> tuple[str, bool]:
+    """The id `ref` names and whether it is a batch (a cheap look for `resume`); `ref` itself
+    when it names nothing (resuming it says why). Resolved once: `last` reads the store."""
     from normalize.batch.manifest import is_batch
     from normalize.store import TaskStore
 
@@ -353,8 +354,8 @@ def batch_of(ref: str) -> str | None:
     try:
         task_id = store.resolve(ref)
     except NormalizeError:
-        return None
-    return task_id if is_batch(store.home, task_id) else None
+        return ref, False
+    return task_id, is_batch(store.home, task_id)
 
 
 StoreOpt = Annotated[str | None, typer.Option(

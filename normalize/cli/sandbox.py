@@ -15,9 +15,9 @@ if TYPE_CHECKING:
 def check(env: Environment, *, json_output: bool) -> int:
     """Print the probe's verdict; 0 when programs can be confined, 1 when not."""
     from normalize.sandbox import CREDENTIAL_STORES, probe
-    from normalize.sandbox.confine import AGENT_HOMES
+    from normalize.sandbox.confinement import AGENT_HOMES
 
-    found = probe()
+    found = probe(fresh=True)  # a check tries again, and keeps what it found
     if json_output:
         env.stdout.write(json.dumps({
             "available": found.available, "tier": found.tier.value,

@@ -2,7 +2,7 @@
 
 One proxy serves one program. It accepts on a listening socket the confined
 child made on the loopback of its own network namespace and passed back (see
-`normalize.sandbox.confine`), so the program reaches nothing but this proxy,
+`normalize.sandbox.confinement`), so the program reaches nothing but this proxy,
 and the proxy, in normalize's own namespace, reaches only the listed hosts.
 Every host asked for is logged once, allowed or refused; the action's result
 carries the log into the journal.

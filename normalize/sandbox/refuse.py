@@ -13,7 +13,7 @@ from pathlib import Path
 from normalize.errors import UsageError
 from normalize.homes import config_home
 from normalize.sandbox.policy import SandboxMode, SandboxPolicy, SandboxTier
-from normalize.sandbox.probe import probe
+from normalize.sandbox.tiers import probe
 
 __all__ = ["refuse_state_in_workspace", "refuse_unconfined"]
 

@@ -37,12 +37,9 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from normalize.fsutil import json_bytes
-
-if TYPE_CHECKING:
-    from filelock import FileLock
+from normalize.fsutil import FileFlock, json_bytes
 
 NAME = "index.jsonl"
 LOCK = ".index.lock"
@@ -159,10 +156,8 @@ def rewrite(tasks_dir: Path, summaries: Iterable[tuple[str, Summary, Stamp | Non
         atomic_write_bytes(tasks_dir / NAME, data, fsync=False)
 
 
-def _locked(tasks_dir: Path) -> FileLock:
-    from filelock import FileLock  # (lazily: a sealed listing never writes the index)
-
-    return FileLock(str(tasks_dir / LOCK), timeout=LOCK_WAIT, mode=0o600)
+def _locked(tasks_dir: Path) -> FileFlock:
+    return FileFlock(tasks_dir / LOCK, timeout=LOCK_WAIT, mode=0o600)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from normalize.errors import StaleEpochError, StoreError, TaskLockedError
 from normalize.faults import crash_point
-from normalize.fsutil import fsync_directory
+from normalize.fsutil import FileFlock, LockTimeout, fsync_directory
 from normalize.store.journal import write_hint
 
 
@@ -178,11 +178,8 @@ class TaskLock:
 
     def __init__(self, store: TaskStore, task_id: str) -> None:
         self.store = store
-        from filelock import FileLock  # (lazily: a listing never locks a task)
-
         self.task_id = task_id
-        self._lock = FileLock(str(store.tasks_dir / f"{task_id}.lock"), timeout=0,
-                              mode=FILE_MODE)
+        self._lock = FileFlock(store.tasks_dir / f"{task_id}.lock", timeout=0, mode=FILE_MODE)
         self.epoch = 0
         self.lease: Lease | None = None
         self._stamp: tuple[int, int] | None = None
@@ -191,12 +188,10 @@ class TaskLock:
 
     def acquire(self, epoch: int) -> None:
         """Take the lock or fail at once naming the holder; record a new epoch (≥ `epoch`)."""
-        from filelock import Timeout
-
         previous = self.store.owner(self.task_id)
         try:
             self._lock.acquire(timeout=0)
-        except Timeout:
+        except LockTimeout:
             if previous is None or not Lease(self.store.tasks_dir, self.task_id,
                                              previous[1]).expired():
                 raise TaskLockedError(

@@ -39,7 +39,7 @@ from normalize.errors import (
 )
 from normalize.fsutil import json_bytes, private_dirs
 from normalize.homes import batch_item_id, data_home
-from normalize.store import ckptlog, index, salvage
+from normalize.store import ckptlog, index, results, salvage
 from normalize.store.journal import JournalWriter, read_journal, tail_events, write_hint
 from normalize.store.migrations import migrate
 from normalize.store.ownership import TaskLock, atomic_write_bytes, pid_alive
@@ -127,6 +127,9 @@ class TaskStore:
 
     def journal_path(self, task_id: str) -> Path:
         return self.tasks_dir / f"{task_id}.jsonl"
+
+    def results_path(self, task_id: str) -> Path:
+        return self.tasks_dir / f"{task_id}.results"
 
     def cache_dir(self, task_id: str) -> Path:
         return self.tasks_dir / task_id / "cache"
@@ -379,7 +382,7 @@ class TaskStore:
         lock = self.lock(task_id)
         lock.acquire(epoch=-1)
         try:
-            for suffix in (".json", ".ckpt", ".jsonl", ".owner"):
+            for suffix in (".json", ".ckpt", ".jsonl", ".owner", ".results"):
                 with contextlib.suppress(FileNotFoundError):
                     (self.tasks_dir / f"{task_id}{suffix}").unlink()
             import shutil
@@ -691,6 +694,22 @@ class TaskStore:
         """The journal's events written after the task's last checkpoint."""
         return read_journal(self.journal_path(task.id), offset=task.journal_offset,
                             warn=self.warnings.append)
+
+    def keep_result(self, task_id: str, key: str, seq: int, result: dict[str, Any]) -> None:
+        """Keep an action's whole result for recovery (`normalize.store.results`)."""
+        try:
+            results.keep(self.results_path(task_id), key, seq, result, fsync=self.fsync)
+        except OSError as exc:
+            raise StoreError(f"cannot keep a result of task {task_id} in "
+                             f"{self.results_path(task_id)}: {exc.strerror or exc}",
+                             hint=write_hint(exc)) from exc
+
+    def kept_results(self, task: Task) -> dict[str, dict[str, Any]]:
+        """The whole results kept since the task's last checkpoint, by action key."""
+        return results.since(self.results_path(task.id), task.seq)
+
+    def clear_results(self, task_id: str) -> None:
+        results.clear(self.results_path(task_id))
 
     def last_seq(self, task: Task) -> int:
         """The highest event seq written for `task`, read from the journal's tail."""

@@ -18,7 +18,7 @@ from normalize.sandbox import (
     protected_paths,
     scrub_env,
 )
-from normalize.sandbox.confine import _readable
+from normalize.sandbox.confinement import _readable
 from normalize.tools.run import run_process
 
 

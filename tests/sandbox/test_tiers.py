@@ -20,7 +20,7 @@ import pytest
 from sandbox_support import FULL_TIER, Listener, Site, UnixListener, make_site, restricted
 
 from normalize.sandbox import SandboxPolicy, SandboxTier, confine, landlock, seccomp
-from normalize.sandbox.confine import _readable
+from normalize.sandbox.confinement import _readable
 
 KINDS = ["docker", "apparmor"]
 

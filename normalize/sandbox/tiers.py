@@ -13,12 +13,13 @@ import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cache
+from typing import Any
 
 from normalize import faults
 from normalize.helpers import trusted_program
-from normalize.sandbox import landlock, seccomp
+from normalize.sandbox import landlock, seccomp, verdict
 from normalize.sandbox.policy import SandboxPolicy, SandboxTier
 
 __all__ = ["Probe", "probe"]
@@ -47,19 +48,44 @@ class Probe:
                 f"(`normalize sandbox check` says more)")
 
 
-def probe() -> Probe:
-    """What can be enforced here; the trial runs happen once per process."""
+def probe(*, fresh: bool = False) -> Probe:
+    """What can be enforced here: once per process, and kept between runs while nothing that
+    decides it changed (`normalize.sandbox.verdict`); `fresh` tries again whatever was kept."""
     if faults.sandbox_disabled():
         return Probe(False, reason="the sandbox was disabled for a test (NORMALIZE_NO_SANDBOX)")
-    return _probe()
+    if fresh:
+        _probe.cache_clear()
+    return _probe(fresh)
 
 
 @cache
-def _probe() -> Probe:
+def _probe(fresh: bool = False) -> Probe:
     if not sys.platform.startswith("linux"):
         return Probe(False, reason=f"the sandbox needs Linux Landlock; this system is "
                                    f"{sys.platform} (no Seatbelt support yet)")
     abi = landlock.abi_version()
+    now = verdict.key(abi, seccomp.arch())
+    kept = None if fresh else _from_fields(verdict.load(now))
+    if kept is None:
+        kept = _tried(abi)
+        verdict.keep(now, asdict(kept))
+    return kept
+
+
+def _from_fields(fields: dict[str, Any] | None) -> Probe | None:
+    """The `Probe` a kept verdict's fields make, or None when they make none."""
+    if fields is None:
+        return None
+    try:
+        return Probe(**{**fields, "tier": SandboxTier(fields["tier"]),
+                        "enforced": tuple(str(line) for line in fields["enforced"]),
+                        "not_enforced": tuple(str(line) for line in fields["not_enforced"])})
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _tried(abi: int) -> Probe:
+    """The verdict of the trial runs (`true` confined in each tier, the full one first)."""
     if abi < 1:
         return Probe(False, reason="the kernel has no Landlock (too old, or disabled at boot)")
     full = _trial(abi, SandboxTier.FULL)
@@ -146,7 +172,7 @@ def _unscoped(abi: int) -> tuple[str, ...]:
 
 def _trial(abi: int, tier: SandboxTier) -> str:
     """Start `true` confined in `tier`; the reason it failed, or ''."""
-    from normalize.sandbox.confine import confine
+    from normalize.sandbox.confinement import confine
 
     program = trusted_program("true") or "/bin/true"
     with tempfile.TemporaryDirectory(prefix="normalize-probe-") as workspace:
