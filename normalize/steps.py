@@ -20,10 +20,13 @@ from typing import Any
 from normalize.contract.driver import Driver, DriverServices, create_driver
 from normalize.plugins import PluginGroup
 
+HARNESS_KINDS = ("claude", "codex", "aider")
+"""The step kinds that hand the step to another agent (a step's `harness = NAME`)."""
+
 
 def _builtin_steps() -> dict[str, str]:
-    return {"llm-decide": "normalize.steps:llm_decide", "claude": "normalize.steps:claude",
-            "codex": "normalize.steps:codex", "aider": "normalize.steps:aider"}
+    return {"llm-decide": "normalize.steps:llm_decide",
+            **{name: f"normalize.steps:{name}" for name in HARNESS_KINDS}}
 
 
 STEPS: PluginGroup[Any] = PluginGroup("normalize.steps", _builtin_steps)

@@ -353,6 +353,8 @@ def _named(paths: Iterable[str]) -> set[str]:
         if not os.path.isabs(path) or not os.path.exists(path):
             continue
         real = os.path.realpath(path)
+        if real in roots:
+            continue  # kept whole, a covered root (/tmp itself) would not be covered at all
         where = real if os.path.isdir(real) else os.path.dirname(real)
         found.add(real if where in roots else where)
     return found

@@ -142,8 +142,11 @@ CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
     "merge": (("apply", "none"), "merge"),
 }
 
-FIELDS = {"as": "as_"}
-"""Step keys whose StepSpec field is spelt differently (the rest keep their names)."""
+FIELDS = {"as": "as_", "harness": "action"}
+"""Step keys whose StepSpec field is spelt differently (the rest keep their names): a
+`harness = NAME` step is the step kind NAME, so it is kept as `action = NAME`."""
+FORMS = ("action", "harness", "steps", "workflow")
+"""What a step runs; it names exactly one (a state at most one, and not `steps`)."""
 BUILT = frozenset({"name", "steps", "else", "retry"})
 """Step keys the validator turns into their field itself."""
 
@@ -397,13 +400,25 @@ class Validator:
                         line=self.check.line_of(here), **fields)
 
     def _one_form(self, item: dict[str, Any], here: str, name: str) -> None:
-        forms = [k for k in ("action", "steps", "workflow") if item.get(k) is not None]
-        if not forms:
-            raise self.check.fail(here, f"step {name!r} needs an `action`, nested `steps` "
-                                        f"or a `workflow`")
+        if not self._forms(item, here, f"step {name!r}"):
+            raise self.check.fail(here, f"step {name!r} needs an `action`, a `harness`, "
+                                        f"nested `steps` or a `workflow`")
+
+    def _forms(self, item: dict[str, Any], here: str, what: str) -> list[str]:
+        """The `FORMS` keys `item` sets; two of them are an error."""
+        forms = [k for k in FORMS if item.get(k) is not None]
         if len(forms) > 1:
-            raise self.check.fail(f"{here}.{forms[1]}", f"step {name!r} has both `{forms[0]}` "
+            raise self.check.fail(f"{here}.{forms[1]}", f"{what} has both `{forms[0]}` "
                                                         f"and `{forms[1]}`; give it one")
+        return forms
+
+    def harness(self, value: str | None, where: str) -> None:
+        """`harness = NAME`: one of the agents a step can hand its turn to."""
+        from normalize.steps import HARNESS_KINDS
+
+        if value is not None and value not in HARNESS_KINDS:
+            raise self.check.fail(where, f"unknown harness {value!r} (choose from "
+                                         f"{', '.join(HARNESS_KINDS)})")
 
     def _key_rules(self, item: dict[str, Any], here: str) -> None:
         """The NEEDS, CONFLICTS, POSITIVE and CHOICES tables, applied to one step."""
@@ -462,9 +477,8 @@ class Validator:
 
     def _state(self, item: dict[str, Any], here: str, names: list[str],
                known: set[str]) -> StateSpec:
-        if item.get("action") is not None and item.get("workflow") is not None:
-            raise self.check.fail(f"{here}.workflow", f"state {item['name']!r} has both "
-                                                      f"`action` and `workflow`; give it one")
+        self._forms(item, here, f"state {item['name']!r}")
+        self.harness(item.get("harness"), f"{here}.harness")
         for key in ("action", "on_entry", "on_exit"):
             self.action(item.get(key), f"{here}.{key}", known)
         self.check.choice(item.get("on_interrupt"), ON_INTERRUPT, f"{here}.on_interrupt",
@@ -477,7 +491,7 @@ class Validator:
                        for i, t in enumerate(item.get("transitions", []))]
         self._terminal(item, here, bool(transitions))
         self.text(item.get("summary"), f"{here}.summary", known)
-        fields = {k: v for k, v in item.items() if k != "transitions"}
+        fields = {FIELDS.get(k, k): v for k, v in item.items() if k != "transitions"}
         return StateSpec(transitions=transitions, line=self.check.line_of(here), **fields)
 
     def _transition(self, t: dict[str, Any], here: str, names: list[str],
@@ -502,7 +516,7 @@ class Validator:
             key = "status" if "status" in item else "summary"
             raise self.check.fail(f"{here}.{key}", f"`{key}` applies to terminal states only")
         if terminal:
-            for key in ("action", "workflow", "on_entry", "on_exit", "capture"):
+            for key in ("action", "harness", "workflow", "on_entry", "on_exit", "capture"):
                 if key in item:
                     raise self.check.fail(f"{here}.{key}", f"terminal state {item['name']!r} "
                                                            f"runs nothing; drop `{key}`")
@@ -544,6 +558,7 @@ def _condition(v: Validator, value: Any, where: str, known: set[str]) -> None:
 VALUE_CHECKS: dict[str, ValueCheck] = {
     "condition": _condition,
     "action": Validator.action,
+    "harness": lambda v, value, where, _known: v.harness(value, where),
     "prompt": Validator.text,
     "workflow": lambda v, value, where, _known: v.nested(value, where),
     "transform": Validator.transform,

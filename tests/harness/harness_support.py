@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,8 @@ class HarnessSite:
     name: str
     program: str
     env: dict[str, str] = field(default_factory=dict)
+    python: str = sys.executable
+    """The interpreter normalize runs with (and so the one its permission server gets)."""
 
     def run(self, port: int, *args: str, timeout: float = 240
             ) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
@@ -63,7 +66,7 @@ class HarnessSite:
                               text=True, timeout=timeout, check=False)
 
     def argv(self, port: int, *args: str) -> list[str]:
-        return [*LAUNCHER, f"{HOST}=127.0.0.1:{port}", "--", *args]
+        return [self.python, *LAUNCHER[1:], f"{HOST}=127.0.0.1:{port}", "--", *args]
 
     def base_url(self, port: int, suffix: str = "") -> str:
         return f"http://{HOST}:{port}{suffix}"
@@ -88,6 +91,25 @@ def make_site(root: Path, name: str) -> HarnessSite:
            "OPENAI_API_KEY": "sk-test-key", f"NORMALIZE_{name.upper()}_BIN": harness_bin(name)}
     env.pop("NO_COLOR", None)
     return HarnessSite(ws=ws, name=name, program=env[f"NORMALIZE_{name.upper()}_BIN"], env=env)
+
+
+def checkout_under(root: Path) -> str:
+    """A Python whose normalize is a copy of this checkout under `root`, installed as
+    `pip install -e` does (a `.pth` naming the checkout), with this one's dependencies.
+
+    `root` is a pytest temporary directory, so under /tmp, which the sandbox empties: as
+    for a person who cloned normalize there.
+    """
+    checkout = root / "checkout"
+    for part in ("normalize", "workflows"):
+        shutil.copytree(REPO / part, checkout / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    site = next(venv.glob("lib/python*/site-packages"))
+    (site / "_editable_checkout.pth").write_text(f"{checkout}\n{sysconfig.get_path('purelib')}\n")
+    return str(venv / "bin" / "python")
 
 
 class Listener:

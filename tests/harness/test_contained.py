@@ -1,8 +1,9 @@
 """What a harness runs is contained by normalize's sandbox, whatever the harness allows itself.
 
-Claude Code's own permissions let its Bash tool run anything; normalize's sandbox refuses a
-write outside the workspace or into `.git`, and a connection to any loopback listener but
-the model server (directly, or through the proxy, which lets through the model host only).
+Claude Code's own permissions let its Bash tool run anything, and Codex runs with its own
+sandbox off; normalize's sandbox refuses a write outside the workspace or into `.git`, and a
+connection to any loopback listener but the model server (directly, or through the proxy,
+which lets through the model host only).
 """
 
 from __future__ import annotations
@@ -10,19 +11,32 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from harness_support import Listener, make_site, of_type
+import pytest
+from harness_support import HarnessSite, Listener, make_site, of_type
 
 from normalize.testing.servers import FakeModelServer, Reply, ToolUse
 
+SHELLS = {"claude": lambda command: ToolUse("Bash", {"command": command, "description": "try"}),
+          "codex": lambda command: ToolUse("exec_command", {"cmd": command})}
+"""Each harness's own shell tool, as its model calls it."""
 
-def bash(command: str) -> Reply:
-    return Reply("Trying.", tools=(ToolUse("Bash", {"command": command,
-                                                    "description": "try"}),))
+
+def agent(site: HarnessSite, port: int) -> list[str]:
+    if site.name == "codex":
+        return ["agent", "--harness", "codex", "--model", "openai:gpt-5", "--json",
+                "--base-url", site.base_url(port, "/v1"), "try to get out"]
+    return ["agent", "--harness", "claude", "--json", "--base-url", site.base_url(port),
+            "try to get out"]
 
 
-def test_claude_commands_cannot_write_outside_or_reach_another_listener(
-        tmp_path: Path) -> None:
-    site = make_site(tmp_path, "claude")
+@pytest.mark.parametrize("name", ["claude", "codex"])
+def test_harness_commands_cannot_write_outside_or_reach_another_listener(
+        tmp_path: Path, name: str) -> None:
+    site = make_site(tmp_path, name)
+
+    def bash(command: str) -> Reply:
+        return Reply("Trying.", tools=(SHELLS[name](command),))
+
     outside = tmp_path / "outside"
     outside.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=site.ws, check=True)
@@ -37,8 +51,7 @@ def test_claude_commands_cannot_write_outside_or_reach_another_listener(
     try:
         with FakeModelServer(script) as server:
             port = int(server.url.rsplit(":", 1)[1])
-            proc, events = site.run(port, "agent", "--harness", "claude", "--json",
-                                    "--base-url", site.base_url(port), "try to get out")
+            proc, events = site.run(port, *agent(site, port))
             server.assert_done()
     finally:
         listener.close()

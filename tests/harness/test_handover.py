@@ -37,3 +37,26 @@ def test_a_task_the_model_started_is_handed_to_claude(tmp_path: Path) -> None:
     assert (ws / "calc.py").read_text().endswith("a + b\n")
     shown = site.cli("tasks", "show", "last").stdout
     assert shown.find("run python3 check.py") < shown.find("claude: Another agent"), shown
+
+
+def test_a_task_claude_started_is_handed_back_to_the_model(tmp_path: Path) -> None:
+    site = make_site(tmp_path, "claude")
+    read = ToolUse("Read", {"file_path": f"{site.ws}/calc.py"})
+    with FakeModelServer([Reply("Reading.", tools=(read,))]) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        first, _ = site.run(port, "agent", "--harness", "claude", "--json", "--budget", "0.02",
+                            "--base-url", site.base_url(port), "make check.py pass")
+        assert first.returncode == 3, first.stderr  # the budget stopped claude mid-turn
+        server.assert_done()
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps(["run sed -i 's/a - b/a + b/' calc.py",
+                                  "run python3 check.py", "done fixed by the model"]))
+    handed = site.cli("resume", "last", "--driver", "llm", "--model", f"scripted:{script}",
+                      "--budget", "5", "--approve", "auto", "--json", timeout=120)
+    assert handed.returncode == 0, handed.stderr
+    events = [json.loads(line) for line in handed.stdout.splitlines() if line.startswith("{")]
+    assert of_type(events, "run_started")[0]["driver"] == "llm"
+    assert of_type(events, "run_ended")[-1]["summary"] == "fixed by the model"
+    assert (site.ws / "report.txt").read_text() == "ok\n"
+    shown = site.cli("tasks", "show", "last").stdout
+    assert 0 <= shown.find("claude: make check.py pass") < shown.find("run python3 check.py"), shown

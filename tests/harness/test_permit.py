@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from typing import Any
 
-from normalize.tools.harness.permit import decide
+from normalize.tools.harness.permit import decide, server
 
 
 def converse(policy: dict[str, Any], *messages: dict[str, Any]) -> list[dict[str, Any]]:
     lines = "".join(json.dumps(m) + "\n" for m in messages)
-    proc = subprocess.run([sys.executable, "-m", "normalize.tools.harness.permit",
-                           json.dumps(policy)], input=lines, capture_output=True, text=True,
-                          timeout=60, check=True)
+    started = server(policy)  # as Claude Code starts it
+    proc = subprocess.run([started["command"], *started["args"]], input=lines,
+                          capture_output=True, text=True, timeout=60, check=True)
     return [json.loads(line) for line in proc.stdout.splitlines()]
 
 

@@ -1,5 +1,8 @@
 """A workflow mixes harnesses: its state machine has Codex fix, runs the check itself, and
-hands a check that still fails to Claude Code; `tasks show` says whose turn each was."""
+hands a check that still fails to Claude Code; `tasks show` says whose turn each was.
+
+A state names its agent with `harness = "codex"`; `action = "claude"` (the step kind) is the
+same thing spelt as a command, and is accepted too."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from pathlib import Path
 from harness_support import LAUNCHER, events_of, harness_bin, make_site, of_type
 
 from normalize.testing.servers import FakeModelServer, Reply, ToolUse
+from normalize.workflow.loader import load_workflow_text
 
 WORKFLOW = """\
 [workflow]
@@ -19,7 +23,7 @@ mode = "auto"
 
 [[states]]
 name = "fix"
-action = "codex"
+harness = "codex"
 prompt = "Make check.py pass."
   [[states.transitions]]
   next = "check"
@@ -89,3 +93,11 @@ def test_codex_fixes_normalize_checks_and_claude_takes_the_stubborn_failure(
     shown = site.cli("tasks", "show", str(events[0]["task_id"])).stdout
     codex_at, claude_at = shown.find("codex: Make check.py pass."), shown.find("claude: check.py")
     assert 0 <= codex_at < claude_at, shown
+
+
+def test_a_steps_harness_is_the_step_kind_of_that_name() -> None:
+    spec = load_workflow_text('[[steps]]\nname = "fix"\nharness = "aider"\n'
+                              'prompt = "Fix {task}."\n', label="fix.toml")
+    assert (spec.steps[0].action, spec.steps[0].prompt) == ("aider", "Fix {task}.")
+    states = load_workflow_text(WORKFLOW, label="states.toml").states
+    assert [s.action for s in states[:3]] == ["codex", "run python3 check.py", "claude"]

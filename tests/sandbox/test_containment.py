@@ -340,3 +340,20 @@ def test_a_venv_under_tmp_stays_runnable_while_tmp_is_emptied(tmp_path: Path) ->
     assert out.exit_code == 1 and out.output.startswith(f"{venv}\n"), out.output
     assert "Permission denied" in out.output or "Read-only" in out.output  # seen, not written
     assert not (venv / "x").exists()
+
+
+def test_naming_tmp_itself_as_visible_keeps_it_emptied(tmp_path: Path) -> None:
+    """A path a program must see is bound back alone; /tmp itself is never kept whole (a
+    harness's permission server names normalize's import root, which may be any directory)."""
+    import tempfile
+
+    from normalize.tools.run import run_process
+
+    assert str(tmp_path).startswith(tempfile.gettempdir())
+    other = tmp_path / "other.txt"  # under /tmp, outside the workspace
+    other.write_text("another program's file\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    out = run_process(["cat", str(other)], cwd=ws, timeout=60, workspace=ws,
+                      visible=[tempfile.gettempdir()])
+    assert out.exit_code != 0 and "another program's file" not in out.output, out.output

@@ -49,6 +49,9 @@ class AiderHarness:
             argv += ["--openai-api-base", request.base_url]
         return argv
 
+    def visible(self, request: TurnRequest) -> list[str]:  # noqa: ARG002
+        return []
+
     def env(self, request: TurnRequest) -> dict[str, str]:
         return {"HOME": str(request.home), "AIDER_CHECK_UPDATE": "false", "NO_COLOR": "1",
                 "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # no price list from the internet

@@ -122,6 +122,11 @@ class Harness(Protocol):
 
     def env(self, request: TurnRequest) -> dict[str, str]: ...
 
+    def visible(self, request: TurnRequest) -> list[str]:
+        """Paths the turn's programs read that the sandbox would empty (/tmp), beside the
+        harness's own install: what it is told to start (Claude Code's permission server)."""
+        ...
+
     def reader(self) -> TurnReader: ...
 
     def prepare(self, request: TurnRequest) -> None:

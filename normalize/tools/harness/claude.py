@@ -15,7 +15,6 @@ sandbox is what bounds every command it runs either way.
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any, ClassVar
 
 from normalize.events import (
@@ -27,7 +26,7 @@ from normalize.events import (
     ThinkingDelta,
 )
 from normalize.tools.harness.base import TurnReader, TurnRequest, clip, content_text
-from normalize.tools.harness.permit import READING
+from normalize.tools.harness.permit import READING, import_root, server
 from normalize.tools.harness.permit import TOOL as PERMIT_TOOL
 
 ALLOWED_TOOLS = ("Bash", "Read", "Edit", "Write", "MultiEdit", "Glob", "Grep", "LS",
@@ -74,11 +73,14 @@ class ClaudeHarness:
         its own tools allowed by name."""
         if request.permissions is None:
             return ["--permission-mode", "acceptEdits", "--allowedTools", ",".join(ALLOWED_TOOLS)]
-        server = {"command": sys.executable,
-                  "args": ["-m", "normalize.tools.harness.permit", json.dumps(request.permissions)]}
+        mcp = {"mcpServers": {"normalize": server(request.permissions)}}
         return ["--permission-prompt-tool", f"mcp__normalize__{PERMIT_TOOL}",
-                "--mcp-config", json.dumps({"mcpServers": {"normalize": server}}),
+                "--mcp-config", json.dumps(mcp),
                 "--allowedTools", ",".join(sorted(READING))]
+
+    def visible(self, request: TurnRequest) -> list[str]:
+        """normalize's own package, for the permission server it starts."""
+        return [import_root()] if request.permissions is not None else []
 
     def env(self, request: TurnRequest) -> dict[str, str]:
         env = {**QUIET, "HOME": str(request.home),

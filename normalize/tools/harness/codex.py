@@ -51,6 +51,9 @@ class CodexHarness:
             argv += ["--model", request.model]
         return [*argv, request.prompt]
 
+    def visible(self, request: TurnRequest) -> list[str]:  # noqa: ARG002
+        return []
+
     def env(self, request: TurnRequest) -> dict[str, str]:
         return {"CODEX_HOME": str(request.home), "HOME": str(request.home),
                 "NO_COLOR": "1", "RUST_LOG": "error"}

@@ -5,9 +5,9 @@ before each tool call its own rules do not settle. The call becomes the action n
 would judge (`Bash` a `run` of its command, an edit tool an `edit` of its file, a reading
 tool nothing to judge) and the task's policy decides: allowed, or denied with the reason
 (a command a person must approve is denied: no one can be asked mid-turn). The server
-runs inside the harness's sandbox, started by Claude Code itself:
+runs inside the harness's sandbox, started by Claude Code itself (`server`):
 
-    python -m normalize.tools.harness.permit '{"mode": "auto", "deny": [...]}'
+    python -P -m normalize.tools.harness.permit '{"mode": "auto", "deny": [...]}'
 
 A minimal MCP server (newline-delimited JSON-RPC: `initialize`, `tools/list`,
 `tools/call`), standard library only, so it starts fast.
@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 from normalize.sandbox import SandboxPolicy
@@ -29,6 +30,27 @@ EDITING = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 SCHEMA = {"type": "object", "properties": {
     "tool_name": {"type": "string"}, "input": {"type": "object"},
     "tool_use_id": {"type": "string"}}, "required": ["tool_name", "input"]}
+
+
+def server(policy_table: dict[str, Any]) -> dict[str, Any]:
+    """The MCP server entry (`--mcp-config`) that starts this module with `policy_table`.
+
+    `-P`: Claude Code starts it in the workspace, and a `normalize` package there (the
+    person's project may be called that, or the model may write one) must not be imported
+    in place of normalize's.
+    """
+    return {"command": sys.executable,
+            "args": ["-P", "-m", "normalize.tools.harness.permit", json.dumps(policy_table)]}
+
+
+def import_root() -> str:
+    """The directory `normalize` is imported from, which the server's interpreter must read.
+
+    The sandbox keeps this interpreter's virtualenv visible, but an editable install
+    (`pip install -e`) imports from its checkout, and a checkout may live under /tmp, which
+    the sandbox empties; Python must list that directory itself to find the package in it.
+    """
+    return str(Path(__file__).absolute().parents[3])
 
 
 @dataclass

@@ -169,7 +169,8 @@ class HarnessTool:
                 # which it cannot see; the checkpoint counts every change of the turn instead
                 env={**os.environ, **env}, on_spawn=ctx.on_spawn,
                 on_output=stream, sandbox=policy,
-                workspace=ctx.workspace, label=ctx.task_id, visible=[installed(program)])
+                workspace=ctx.workspace, label=ctx.task_id,
+                visible=[installed(program), *harness.visible(request)])
         finally:
             forward()
             stream.close()
