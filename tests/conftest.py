@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -142,9 +144,33 @@ def _command(pid: int) -> str:
         return "?"
 
 
+_running_test = ["(collection)"]
+_popen_init = subprocess.Popen.__init__
+_popen_del = subprocess.Popen.__del__
+
+
+def _popen_init_named(self: subprocess.Popen[Any], *args: Any, **kwargs: Any) -> None:
+    _popen_init(self, *args, **kwargs)
+    self._started_in = _running_test[0]  # type: ignore[attr-defined]
+
+
+def _popen_del_named(self: subprocess.Popen[Any]) -> None:
+    # Python warns "subprocess N is still running" from whichever test the collector runs in;
+    # say which test started it and what it runs, so the leak is found where it was made
+    if self.returncode is None and self.poll() is None:
+        sys.stderr.write(f"a Popen was collected while its process ran: {self.args!r:.300}, "
+                         f"started in {getattr(self, '_started_in', '?')}\n")
+    _popen_del(self)
+
+
+subprocess.Popen.__init__ = _popen_init_named  # type: ignore[method-assign]
+subprocess.Popen.__del__ = _popen_del_named  # type: ignore[method-assign]
+
+
 @pytest.fixture(autouse=True)
 def no_leftover_processes(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fail (and kill, by pid) any process a test started and left running."""
+    _running_test[0] = request.node.nodeid
     if not os.path.isdir("/proc"):
         yield
         return

@@ -298,22 +298,23 @@ class ShadowRepo:
         """
         self.ensure()
         base = self._index_tree if self._index_stamp() == self._stamp else None
-        others = self.popen("ls-files", "-z", "--others", "--exclude-standard")
-        changed = self.popen("diff-files", "--numstat", "-z", "--no-renames", "--no-ext-diff",
-                             "--no-textconv", "--ignore-submodules=all")
         outputs: list[bytes] = []
-        for proc in (others, changed):
-            out, err = proc.communicate()
-            status = proc.returncode
-            if status != 0 and proc is changed:  # a FIFO where a file was cannot be counted
-                names = self.run("diff-files", "--name-only", "-z", "--no-renames",
-                                 "--ignore-submodules=all", check=False)
-                out = b"".join(b"-\t-\t" + p + b"\0" for p in names.stdout.split(b"\0") if p)
-                status, err, base = names.returncode, names.stderr, None
-            if status != 0:
-                raise CheckpointError(f"git cannot list the workspace: "
-                                      f"{err.decode(errors='replace').strip()[:300]}")
-            outputs.append(out)
+        # both listings run at once; leaving the block reaps both, also when the first fails
+        with self.popen("ls-files", "-z", "--others", "--exclude-standard") as others, \
+                self.popen("diff-files", "--numstat", "-z", "--no-renames", "--no-ext-diff",
+                           "--no-textconv", "--ignore-submodules=all") as changed:
+            for proc in (others, changed):
+                out, err = proc.communicate()
+                status = proc.returncode
+                if status != 0 and proc is changed:  # a FIFO where a file was cannot be counted
+                    names = self.run("diff-files", "--name-only", "-z", "--no-renames",
+                                     "--ignore-submodules=all", check=False)
+                    out = b"".join(b"-\t-\t" + p + b"\0" for p in names.stdout.split(b"\0") if p)
+                    status, err, base = names.returncode, names.stderr, None
+                if status != 0:
+                    raise CheckpointError(f"git cannot list the workspace: "
+                                          f"{err.decode(errors='replace').strip()[:300]}")
+                outputs.append(out)
         new = [os.fsdecode(p) for p in outputs[0].split(b"\0") if p]
         counts: dict[str, tuple[int, int]] | None = {} if base is not None else None
         modified: list[str] = []
