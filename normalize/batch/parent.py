@@ -235,9 +235,11 @@ class BatchParent:
         self._save(progress)
         log = self.store.tasks_dir / progress.task_id / "executor.log"
         log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tracing = self.options.tracing
+        tracing, flags = self.options.tracing, self.manifest.flags
+        if tracing is not None:  # traced as the batch is (`--otel` alone names no endpoint)
+            flags = (*flags, "--otel")
         handle = self.executor.submit(ChildJob(
-            progress.task_id, str(self.store.home), self.manifest.flags, str(log),
+            progress.task_id, str(self.store.home), flags, str(log),
             env=tracing.child_env(progress.task_id) if tracing is not None else {}))
         self._flights[progress.position] = _Flight(progress, handle=handle)
         self.report(ItemUpdate(progress.position, progress.task_id, "running",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from normalize.cli.options import OtelOpt
 from normalize.errors import ExitStatus, NormalizeError
 
 if TYPE_CHECKING:
@@ -70,9 +71,6 @@ OutputSchemaOpt = Annotated[Path | None, typer.Option(
 OutputRetriesOpt = Annotated[int | None, typer.Option(
     "--output-retries", metavar="N", min=0, max=20,
     help="How often an invalid result goes back to the model (default 2).")]
-OtelOpt = Annotated[bool, typer.Option(
-    "--otel", help="Export OpenTelemetry traces (to OTEL_EXPORTER_OTLP_ENDPOINT, else "
-    "localhost:4318); on by itself when that variable is set.")]
 WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", "-w",
                                                    help="Directory to work in.")]
 
@@ -283,7 +281,7 @@ def agent(
             env, task, items, workflow=workflow, model=model, budget=budget,
             item_budget=item_budget, concurrency=concurrency, approve=approve,
             sandbox=sandbox, network=_network(network, no_network), workspace=workspace,
-            json_output=json_output, quiet=quiet, output_schema=output_schema))
+            json_output=json_output, quiet=quiet, output_schema=output_schema, otel=otel))
     try:
         goal = task_text(env, task, task_file)
     except NormalizeError as exc:
@@ -349,7 +347,8 @@ def resume(
 
     task, batch = batch_of(task)
     if batch:  # a batch's parent: its items are collected, re-attached, submitted
-        raise typer.Exit(resume_batch(_env(), task, json_output=json_output, quiet=quiet))
+        raise typer.Exit(resume_batch(_env(), task, json_output=json_output, quiet=quiet,
+                                      otel=otel))
     raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve,
                                  driver=driver, max_turns=max_turns, budget=budget,
                                  json_output=json_output, quiet=quiet, model=model,

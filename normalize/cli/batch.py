@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from normalize.cli.options import OtelOpt
 from normalize.errors import NormalizeError, UsageError
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ def batch_run(
     approve: Annotated[str | None, typer.Option(
         "--approve", metavar="MODE", help="Approval mode for each item: auto, yes, never.")]
     = None,
+    otel: OtelOpt = False,
     executor: Annotated[str, typer.Option("--executor", help="local (default) or ray.")]
     = "local",
     address: Annotated[str | None, typer.Option(
@@ -154,8 +156,8 @@ def batch_run(
     except NormalizeError as exc:
         raise typer.Exit(fail(env, exc)) from None
     raise typer.Exit(start(env, request, workspace=workspace, approve=approve, sandbox=sandbox,
-                           network=False if no_network else None, json_output=json_output,
-                           quiet=quiet))
+                           network=False if no_network else None, otel=otel,
+                           json_output=json_output, quiet=quiet))
 
 
 def agent_items(env: "Environment", goal: str, items: str, *, workflow: str | None,
@@ -163,7 +165,7 @@ def agent_items(env: "Environment", goal: str, items: str, *, workflow: str | No
                 budget: float | None, item_budget: float | None, concurrency: int,
                 approve: str | None, sandbox: str | None, network: bool | tuple[str, ...] | None,
                 workspace: Path | None, json_output: bool, quiet: bool,
-                output_schema: Path | None = None) -> int:
+                output_schema: Path | None = None, otel: bool = False) -> int:
     """`normalize agent --items FILE GOAL`: the agent once per item, GOAL with {item.NAME}."""
     from normalize.batch.begin import BatchRequest
     from normalize.batch.manifest import BatchLimits
@@ -180,7 +182,7 @@ def agent_items(env: "Environment", goal: str, items: str, *, workflow: str | No
     except NormalizeError as exc:
         return fail(env, exc)
     return start(env, request, workspace=workspace, approve=approve, sandbox=sandbox,
-                 network=network, json_output=json_output, quiet=quiet)
+                 network=network, otel=otel, json_output=json_output, quiet=quiet)
 
 
 def _publish_url(url: str | None) -> str:
@@ -211,10 +213,11 @@ def read_items(env: "Environment", source: str, fmt: str | None) -> list[dict[st
 
 def start(env: "Environment", request: "BatchRequest", *, workspace: Path | None,
           approve: str | None,
-          sandbox: str | None, network: bool | tuple[str, ...] | None, json_output: bool,
-          quiet: bool) -> int:
+          sandbox: str | None, network: bool | tuple[str, ...] | None, otel: bool,
+          json_output: bool, quiet: bool) -> int:
     """Start the batch, print its id first, and drive it to its end."""
     from normalize.batch.begin import start_batch
+    from normalize.cli.launch import tracing
     from normalize.runner import RunOptions
     from normalize.store import TaskStore
 
@@ -224,7 +227,7 @@ def start(env: "Environment", request: "BatchRequest", *, workspace: Path | None
             raise UsageError(f"--workspace {root}: not a directory")
         store = TaskStore()
         options = RunOptions(workspace=root, approve=approve, sandbox=sandbox, network=network,
-                             store=store)
+                             store=store, tracing=tracing(env, otel))
         manifest = start_batch(request, options, store)
     except NormalizeError as exc:
         return fail(env, exc)
@@ -240,8 +243,7 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
     """Run the batch's parent to its end, one line per item; the batch's exit status."""
     from normalize.batch.begin import make_executor
     from normalize.batch.parent import BatchParent, ItemUpdate
-    from normalize.cli.console import SignalCancel
-    from normalize.cli.launch import tracing
+    from normalize.cli.console import SignalCancel, write_on
     from normalize.cli.outcome import stopping_note
 
     tally = Tally(len(manifest.items))
@@ -261,7 +263,6 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
             env.stderr.flush()
 
     try:
-        options.tracing = tracing(env, False)  # an OTLP endpoint set: the batch's span
         executor = make_executor(manifest)
         parent = BatchParent(manifest, store, executor, options, report=report)
         with SignalCancel(options.cancel, notify=stopping_note(env)):
@@ -280,11 +281,11 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
     if outcome.untouched and not json_output:
         shown = ", ".join(map(str, outcome.untouched[:20]))
         more = " …" if len(outcome.untouched) > 20 else ""
-        env.stdout.write(f"  left untouched (the budget could not cover them): items "
-                         f"{shown}{more}\n")
+        write_on(env.stdout, f"  left untouched (the budget could not cover them): items "
+                             f"{shown}{more}\n")
     if not json_output and outcome.status.value != "done":
-        env.stdout.write(f"  see `normalize batch status {outcome.batch}`; "
-                         f"`normalize resume {outcome.batch}` continues it\n")
+        write_on(env.stdout, f"  see `normalize batch status {outcome.batch}`; "
+                             f"`normalize resume {outcome.batch}` continues it\n")
     return outcome.exit_status
 
 
@@ -323,20 +324,25 @@ class Tally:
 
 
 def _line(env: "Environment", json_output: bool, event: dict[str, Any], text: str) -> None:
-    env.stdout.write((json.dumps(event) if json_output else text) + "\n")
-    env.stdout.flush()
+    """One line of the batch on stdout; a reader that left early stops the output, not the batch."""
+    from normalize.cli.console import write_on
+
+    write_on(env.stdout, (json.dumps(event) if json_output else text) + "\n")
 
 
-def resume_batch(env: "Environment", ref: str, *, json_output: bool, quiet: bool) -> int:
+def resume_batch(env: "Environment", ref: str, *, json_output: bool, quiet: bool,
+                 otel: bool = False) -> int:
     """`normalize resume BATCH`: collect what ended, re-attach, submit only the rest."""
     from normalize.batch.begin import open_batch
+    from normalize.cli.launch import tracing
     from normalize.runner import RunOptions
     from normalize.store import TaskStore
 
     try:
         store = TaskStore()
         manifest = open_batch(store, ref)
-        options = RunOptions(workspace=Path(manifest.origin), store=store)
+        options = RunOptions(workspace=Path(manifest.origin), store=store,
+                             tracing=tracing(env, otel))
     except NormalizeError as exc:
         return fail(env, exc)
     _line(env, json_output, {"type": "batch_resumed", "batch": manifest.batch},

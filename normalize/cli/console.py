@@ -177,25 +177,31 @@ class SignalCancel:
             signal.signal(sig, handler)
 
 
-def output_closed(stream: TextIO) -> None:
-    """The reader of `stream` went away (`normalize run … --json | head -1`).
+def drop_output(stream: TextIO) -> None:
+    """Point `stream`'s file descriptor at /dev/null: its reader went away.
 
-    The stream's file descriptor is pointed at /dev/null, so later writes and
-    the flush at interpreter exit succeed silently (what the Python docs advise
-    for a broken pipe), and the runs inside a `SignalCancel` are cancelled with
-    the reason "stdout closed": each stops at its next safe point, saved as
-    `interrupted` (exit status 130) and resumable.
+    Later writes and the flush at interpreter exit then succeed silently (what
+    the Python docs advise for a broken pipe), whoever makes them.
     """
     try:
         fd = stream.fileno()
     except (OSError, ValueError):  # not a file (a StringIO), or closed
-        pass
-    else:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, fd)
-        finally:
-            os.close(devnull)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def output_closed(stream: TextIO) -> None:
+    """The reader of `stream` went away (`normalize run … --json | head -1`).
+
+    Its output is dropped from here on (`drop_output`), and the runs inside a
+    `SignalCancel` are cancelled with the reason "stdout closed": each stops at
+    its next safe point, saved as `interrupted` (exit status 130) and resumable.
+    """
+    drop_output(stream)
     for guard in list(SignalCancel.running):
         if not guard.cancel.cancelled:  # a reader leaving is no second Ctrl-C
             guard.cancel.cancel("stdout closed")
@@ -213,6 +219,19 @@ def write_out(out: TextIO, text: str) -> None:
     except BrokenPipeError:
         output_closed(out)
         raise
+
+
+def write_on(out: TextIO, text: str) -> None:
+    """Write and flush; if the reader went away, drop this and all later output, and go on.
+
+    For work that must not stop with its reader: a batch prints its id first so
+    that `normalize batch … | head -1` captures it, and then runs to its end.
+    """
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        drop_output(out)
 
 
 def flush_out(out: TextIO) -> None:

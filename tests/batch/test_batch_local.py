@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,39 @@ def _journal(home: Path, task_id: str) -> list[dict[str, Any]]:
 
 def _keys(repo: Path) -> list[str]:
     return (repo / "keys.log").read_text().split()
+
+
+@pytest.mark.parametrize("flags", [[], ["--json"]], ids=["plain", "json"])
+def test_a_reader_that_leaves_after_the_id_stops_the_output_not_the_batch(
+        tmp_path: Path, flags: list[str]) -> None:
+    home_dir = tmp_path / "person"
+    home_dir.mkdir()
+    gate = home_dir / "gate"
+    items = edit_items(tmp_path, 3, gates={0: gate})
+    home = tmp_path / "home"
+    parent = start("batch", "wf.toml", "--items", str(items), "--concurrency", "2", *flags,
+                   cwd=tmp_path, home=home, HOME=str(home_dir))
+    assert parent.stdout is not None
+    # `BATCH=$(normalize batch … | head -1)`: a real pipe that head alone reads, and leaves
+    head = subprocess.Popen(["head", "-1"], stdin=parent.stdout, stdout=subprocess.PIPE,
+                            text=True)
+    parent.stdout.close()
+    try:
+        shown, _ = head.communicate(timeout=120)
+    finally:
+        gate.write_text("go")  # item 0, and so the batch, ends only after the reader left
+        _, err = parent.communicate(timeout=300)
+
+    assert len(shown.splitlines()) == 1
+    batch = json.loads(shown)["batch"] if flags else batch_id(shown)
+    assert parent.returncode == 0, err  # the work's status: every item done
+    assert err == ""  # no traceback, no "Exception ignored", no BrokenPipeError
+    assert state(home, batch)["status"] == "done"
+    rows = progress(home, batch)
+    assert [r["stage"] for r in rows] == ["collected"] * 3
+    assert {r["attempts"] for r in rows} == {1}
+    assert all(runs_of(home, r["task_id"]) == 1 for r in rows)
+    assert effects(tmp_path) == {"r00": 1, "r01": 1, "r02": 1}
 
 
 def test_on_item_error_stop_leaves_the_rest_untouched(tmp_path: Path) -> None:

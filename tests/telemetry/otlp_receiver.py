@@ -9,6 +9,7 @@ arrived, with a deadline. `BlackHole` accepts connections and never answers.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import socket
 import threading
@@ -147,9 +148,10 @@ class Receiver:
 
 
 @contextmanager
-def receiver() -> Iterator[Receiver]:
+def receiver(port: int = 0) -> Iterator[Receiver]:
+    """A receiver on a free port, or on `port` (waited for while another test holds it)."""
     received, lock = Received(), threading.Lock()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(received, lock))
+    server = _bound(port, _handler(received, lock))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -158,6 +160,18 @@ def receiver() -> Iterator[Receiver]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def _bound(port: int, handler: type[BaseHTTPRequestHandler],
+           timeout: float = 120.0) -> ThreadingHTTPServer:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return ThreadingHTTPServer(("127.0.0.1", port), handler)
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                raise
+        time.sleep(0.1)
 
 
 @contextmanager
