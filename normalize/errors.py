@@ -28,6 +28,8 @@ Exit statuses (`ExitStatus`, the same table is in the README):
     130  interrupted: Ctrl-C, SIGTERM, or stdout closed (`… --json | head -1`); resumable.
          A closed stdout is an interruption like Ctrl-C (not 141, "killed by SIGPIPE"): the
          run stops at a safe point and saves the task, so one status says "resume it".
+         A batch is the exception: its reader may leave after the id it prints first,
+         and the batch runs on to its end (its status is the batch's).
 """
 
 from __future__ import annotations
