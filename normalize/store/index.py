@@ -119,11 +119,10 @@ def read(tasks_dir: Path) -> Index:
 
 
 def _line(task_id: str, summary: Summary | None, file_stamp: Stamp | None) -> bytes:
+    # times are kept exact, not rounded: `last` compares them with the states of tasks whose
+    # checkpoint log moved on, and tasks saved within one millisecond must keep their order
     entry: list[Any] = [task_id] if summary is None else \
         [task_id, *(summary.get(name) for name in FIELDS[1:]), file_stamp]
-    for at in (UPDATED, CREATED):  # to the millisecond: shorter, and faster to parse
-        if summary is not None and isinstance(entry[at], float):
-            entry[at] = round(entry[at], 3)
     return json_bytes(entry) + b"\n"
 
 

@@ -138,6 +138,8 @@ def test_resume_last_takes_the_newest_task_from_the_seal(tmp_path: Path) -> None
         assert goals(store)  # checked every file, and sealed
         seal = last_line(store)
         assert isinstance(seal, dict) and seal["last"] == "ffff0004"
+        # exact, as the running task's state is: a rounded time could outrank a later task
+        assert seal["at"] == store.state("ffff0004")["updated_at"] > running.updated_at
         assert TaskStore(tmp_path).resolve("last") == "ffff0004"
         # the seal alone answers: an index line edited in place is not read
         path = store.tasks_dir / index.NAME
