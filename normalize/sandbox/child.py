@@ -134,42 +134,69 @@ class ChildPlan:
         install = installer(self.seccomp) if self.seccomp else None
 
         def program() -> None:
-            if self.ruleset_fd >= 0:
-                restrict(self.ruleset_fd)
-            if install is not None:
-                install()
+            try:
+                if self.ruleset_fd >= 0:
+                    restrict(self.ruleset_fd)
+                if install is not None:
+                    install()
+            except OSError as exc:  # said to the parent, which only hears "preexec_fn failed"
+                supervisor.report.refuse(f"restricting the program: {exc}")
+                raise
+
+        doing = ["starting"]  # the step under way, named to the parent if it fails
 
         def apply() -> None:
+            try:
+                steps()
+            except OSError as exc:
+                if not supervisor.report.refusal():  # the program's own restriction said it
+                    supervisor.report.refuse(f"{doing[0]}: {exc.strerror or exc}")
+                raise
+
+        def steps() -> None:
             supervisor.orphan_guard()
             cwd = os.getcwd()  # set before this runs; re-entered below, in the new mounts
             if flags:
+                doing[0] = "making the namespaces"
                 _check(unshare(ctypes.c_int(flags)))
                 _write("/proc/self/uid_map", f"{self.uid} {self.uid} 1\n")
                 _write("/proc/self/setgroups", "deny")
                 _write("/proc/self/gid_map", f"{self.gid} {self.gid} 1\n")
             if self.proxy_channel is not None:  # in the program's network namespace
+                doing[0] = "passing the proxy its listener"
                 _pass_listener(self.proxy_channel, self.proxy_port)
+            doing[0] = "opening the paths kept"
             kept = [(path, os.open(path, flags_open)) for path in self.keep]  # in this namespace
             for path in self.private_tmpfs:
+                doing[0] = f"mounting a private {os.fsdecode(path)}"
                 _check(mount(b"tmpfs", path, b"tmpfs", ctypes.c_ulong(MS_NOSUID | MS_NODEV),
                              b"mode=1777"))
                 if grant is not None:
                     grant(self.ruleset_fd, path)
             for path in self.masked:
+                doing[0] = f"emptying {os.fsdecode(path)}"
                 _check(mount(b"tmpfs", path, b"tmpfs", ctypes.c_ulong(_QUIET), b"mode=755"))
             for path, fd in kept:
+                doing[0] = f"binding back {os.fsdecode(path)}"
                 _bind_back(mount, path, fd)
             for path, keep in self.read_only:
+                doing[0] = f"making {os.fsdecode(path)} read-only"
                 _check(mount(path, path, None, ctypes.c_ulong(MS_BIND | MS_REC), None))
                 remount = MS_REMOUNT | MS_BIND | MS_RDONLY | keep
                 _check(mount(None, path, None, ctypes.c_ulong(remount), None))
             for path in self.hide:
+                doing[0] = f"hiding {os.fsdecode(path)}"
                 _check(mount(b"tmpfs", path, b"tmpfs", ctypes.c_ulong(_QUIET | MS_RDONLY),
                              b"mode=000"))
             os.chdir(cwd)
+            doing[0] = "starting the reaper"
             supervisor.start(program)
 
         return apply
+
+    def refusal(self) -> str:
+        """Why the child could not set the sandbox up, as it said, or ""."""
+        return self.supervisor.report.refusal() if self.supervisor is not None else ""
 
     def leftovers(self) -> int:
         """How many processes the program left running that had to be killed."""

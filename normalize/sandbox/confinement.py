@@ -133,6 +133,10 @@ class Confinement:
             self._child_end = None
     _plan: ChildPlan | None = None
 
+    def refusal(self) -> str:
+        """Why the child could not set the sandbox up (the step and the error), or ""."""
+        return self._plan.refusal() if self._plan is not None else ""
+
     def leftovers(self) -> int:
         """How many processes the program left behind that were killed when it ended."""
         return self._plan.leftovers() if self._plan is not None else 0
@@ -333,13 +337,14 @@ def _hideable(hidden: set[str], root: str, tmpdir: str, mounts: _Mounts) -> list
     """Hidden directories a child can cover with a mount: they hold sockets Landlock cannot
     refuse a connection to, and inside the workspace Landlock would allow them."""
     covered = [*mounts.scratch, *mounts.sockets]
-    found = []
+    found: list[str] = []
     for path in sorted(hidden):
         if path == root or _beneath(path, root) or _beneath(path, tmpdir):
             continue  # never cover the workspace itself
         gone = any(_beneath(c, path) for c in covered) and not any(
             _beneath(k, path) for k in mounts.keep)
-        if not gone and os.path.isdir(path) and not os.path.islink(path):
+        inside = any(path == f or _beneath(f, path) for f in found)  # covered by one before
+        if not gone and not inside and os.path.isdir(path) and not os.path.islink(path):
             found.append(path)
     return found
 

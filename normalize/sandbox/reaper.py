@@ -43,17 +43,33 @@ MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 RELAYED = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT})
 WATCHED = RELAYED | {signal.SIGCHLD}
 _FORMAT = "iii"  # written, wait status, leftovers killed
+_WHY = 240  # bytes after it: why the sandbox could not be set up, when it could not
 
 
 class Report:
-    """Bytes shared by normalize and the processes it forks: how the program ended."""
+    """Bytes shared by normalize and the processes it forks: how the program ended, or why
+    its sandbox could not be set up."""
 
     def __init__(self) -> None:
-        self._buf: mmap.mmap | None = mmap.mmap(-1, struct.calcsize(_FORMAT))
+        self._buf: mmap.mmap | None = mmap.mmap(-1, struct.calcsize(_FORMAT) + _WHY)
 
     def write(self, status: int, killed: int) -> None:
         if self._buf is not None:
             struct.pack_into(_FORMAT, self._buf, 0, 1, status, killed)
+
+    def refuse(self, why: str) -> None:
+        """Said by the child before its set-up fails: which step, and the error."""
+        if self._buf is not None:
+            text = why.encode(errors="replace")[:_WHY - 1]
+            start = struct.calcsize(_FORMAT)
+            self._buf[start:start + len(text) + 1] = text + b"\0"
+
+    def refusal(self) -> str:
+        """Why the child's set-up failed, or "" when it said nothing."""
+        if self._buf is None:
+            return ""
+        start = struct.calcsize(_FORMAT)
+        return bytes(self._buf[start:start + _WHY]).split(b"\0", 1)[0].decode(errors="replace")
 
     def read(self) -> tuple[int, int] | None:
         """(wait status, leftovers killed), or None when nothing was written."""

@@ -360,8 +360,10 @@ def _spawn(argv: list[str], cwd: Path | str, confinement: Confinement) -> subpro
     except PermissionError:
         raise ToolError(f"not executable: {argv[0]}") from None
     except subprocess.SubprocessError:
-        raise ToolError(f"refused: the sandbox could not be applied to {argv[0]}; rerun with "
-                        f"--sandbox off to run programs unconfined") from None
+        why = confinement.refusal()
+        raise ToolError(f"refused: the sandbox could not be applied to {argv[0]}"
+                        f"{f' ({why})' if why else ''}; rerun with --sandbox off to run "
+                        f"programs unconfined") from None
     except OSError as exc:
         raise ToolError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
 
