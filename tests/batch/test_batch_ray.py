@@ -14,6 +14,7 @@ import shlex
 import signal
 import socket
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -239,6 +240,9 @@ def _ray_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[st
                           capture_output=True, timeout=timeout)
 
 
+NO_AGENT = "No available agent to submit job"
+
+
 def _job(cluster: Any, name: str, root: Path, home: Path, person: Path, *argv: str,
          wait: bool = True, runtime_env: dict[str, Any] | None = None,
          ) -> subprocess.CompletedProcess[str]:
@@ -252,9 +256,17 @@ def _job(cluster: Any, name: str, root: Path, home: Path, person: Path, *argv: s
         flags += ["--runtime-env-json", json.dumps(runtime_env)]
     if not wait:
         flags.append("--no-wait")
-    done = _ray_cli("job", "submit", *flags, "--", "sh", "-c", command)
+    deadline = time.monotonic() + 180
+    while True:
+        done = _ray_cli("job", "submit", *flags, "--", "sh", "-c", command)
+        # the head's job agent registers some seconds after the cluster is up (later on a busy
+        # machine); until then Ray refuses the submission and says to try again later
+        if NO_AGENT not in done.stderr or time.monotonic() > deadline:
+            break
+        time.sleep(1)
     assert wait or done.returncode == 0, done.stdout + done.stderr
     return done
+
 
 
 def _job_status(cluster: Any, name: str) -> str:
