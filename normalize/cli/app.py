@@ -428,8 +428,15 @@ def report(
         "--output", "-o", help="The HTML file to write, never through a symlink (default: "
                                 "reports/report-ID.html under the data home; - for stdout).")]
     = None,
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL", help="Read BATCH/ITEM from the store a batch was published "
+        "to.")] = None,
 ) -> None:
     """Write a task's report: one self-contained HTML file."""
+    if store is not None:
+        from normalize.cli.batch import report_remote
+
+        raise typer.Exit(report_remote(_env(), task, store, output))
     from normalize.cli.changes import write_report
 
     raise typer.Exit(write_report(_env(), task, output))

@@ -484,6 +484,21 @@ def show_remote(env: "Environment", ref: str, url: str, *, json_output: bool) ->
     return int(show_task(env, ref, json_output=json_output))
 
 
+def report_remote(env: "Environment", ref: str, url: str, output: Path | None) -> int:
+    """`report BATCH/ITEM --store URL`: the item's report from what its batch's parent
+    published, written under this data home (or to `-o`)."""
+    from normalize.cli.changes import write_report
+    from normalize.homes import data_home
+
+    mine = data_home()
+    try:
+        home = _store(url, ref).home
+    except NormalizeError as exc:
+        return fail(env, exc)
+    os.environ["NORMALIZE_HOME"] = str(home)  # (this process reads that store from here on)
+    return write_report(env, ref, output, home=mine)
+
+
 def diff_remote(env: "Environment", ref: str, url: str) -> int:
     """`diff BATCH/ITEM --store URL`: the item's net change as its batch's parent published it."""
     from normalize.batch.publish import published_diff

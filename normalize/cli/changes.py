@@ -125,8 +125,10 @@ def _child_reports(store: TaskStore, task: Task, where: Path) -> None:
         _child_reports(store, child, where)
 
 
-def write_report(env: Environment, ref: str, output: Path | None) -> int:
-    """The task's self-contained HTML report, to `-o PATH` or under the data home."""
+def write_report(env: Environment, ref: str, output: Path | None,
+                 home: Path | None = None) -> int:
+    """The task's self-contained HTML report, to `-o PATH` or under the data home (`home`
+    when the task is read from elsewhere: a batch's store pulled to a scratch copy)."""
     from normalize.checkpoints.report import render_report
     from normalize.checkpoints.reportfile import save_report
     from normalize.cli.commands import load_or_salvage
@@ -139,7 +141,7 @@ def write_report(env: Environment, ref: str, output: Path | None) -> int:
         if output is not None and str(output) == "-":
             env.stdout.write(text)
             return 0
-        path = save_report(text, task.id, store.home, output)
+        path = save_report(text, task.id, home or store.home, output)
         _child_reports(store, task, path.parent)
     except NormalizeError as exc:
         return fail(env, exc)

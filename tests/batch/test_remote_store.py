@@ -1,5 +1,6 @@
 """A batch published to `s3://` (moto's S3 server on 127.0.0.1), watched from another data home:
-`batch status`, `tasks show BATCH/ITEM`, `diff BATCH/ITEM` and `batch collect` with --store."""
+`batch status`, `tasks show BATCH/ITEM`, `diff BATCH/ITEM`, `report BATCH/ITEM` and `batch collect`
+with --store."""
 
 from __future__ import annotations
 
@@ -57,6 +58,13 @@ def test_a_batch_on_s3_is_watched_and_collected_from_another_data_home(
     assert " done" in show.stdout.splitlines()[0] and "word1" in show.stdout
     diff = cli("diff", f"{batch}/2", "--store", store, cwd=tmp_path, home=other, **s3)
     assert diff.returncode == 0 and "+word2" in diff.stdout, diff.stderr
+    report = cli("report", f"{batch}/2", "--store", store, cwd=tmp_path, home=other, **s3)
+    assert report.returncode == 0, report.stderr
+    written = Path(report.stdout.removeprefix("wrote ").strip())
+    assert written.is_relative_to(other / "reports"), written  # kept here, not in the scratch
+    page = written.read_text()
+    assert "word2" in page and "done" in page
+    assert "effects.log" in page  # its steps, from the published journal
     out = tmp_path / "collected"
     gathered = cli("batch", "collect", batch, "-o", str(out), "--store", store, cwd=tmp_path,
                    home=other, **s3)
