@@ -214,8 +214,11 @@ def _when(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "?"
 
 
-def render_report(store: TaskStore, task: Task) -> str:
-    """The whole report, as one HTML document (redacted: it is shown, like the journal)."""
+def render_report(store: TaskStore, task: Task, published: str = "") -> str:
+    """The whole report, as one HTML document (redacted: it is shown, like the journal).
+
+    `published` is the task's net change as its batch published it: shown whole where the
+    store read holds no checkpoints (a batch's store pulled from a URL), so no step diffs."""
     from normalize.checkpoints.changes import readable_patch
     from normalize.redact import Redactor
 
@@ -250,6 +253,10 @@ def render_report(store: TaskStore, task: Task) -> str:
     out += _problems(turns, task)
     out += _children(store, task, events, redactor.redact)
     out += _changed_files(turns)
+    if published and not diffs:
+        out += ["<h2>Change</h2>", "<p>The net change, as the batch published it (this copy of "
+                "the store has no checkpoints: no diff per step).</p>",
+                diff_html(redactor.redact(readable_patch(published)))]
     out.append("<h2>Timeline</h2>")
     runs_by_seq = sorted(runs, key=lambda e: e.seq)
     items: list[tuple[int, str]] = [(e.seq, _run_event(e)) for e in runs_by_seq]

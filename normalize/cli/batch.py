@@ -487,16 +487,19 @@ def show_remote(env: "Environment", ref: str, url: str, *, json_output: bool) ->
 def report_remote(env: "Environment", ref: str, url: str, output: Path | None) -> int:
     """`report BATCH/ITEM --store URL`: the item's report from what its batch's parent
     published, written under this data home (or to `-o`)."""
+    from normalize.batch.publish import published_diff
     from normalize.cli.changes import write_report
     from normalize.homes import data_home
 
     mine = data_home()
     try:
-        home = _store(url, ref).home
+        where = _store(url, ref)
+        patch = published_diff(where.home, where.resolve(ref.partition("/")[0]),
+                               where.resolve(ref))
     except NormalizeError as exc:
         return fail(env, exc)
-    os.environ["NORMALIZE_HOME"] = str(home)  # (this process reads that store from here on)
-    return write_report(env, ref, output, home=mine)
+    os.environ["NORMALIZE_HOME"] = str(where.home)  # (this process reads that store from here)
+    return write_report(env, ref, output, home=mine, published=patch or "")
 
 
 def diff_remote(env: "Environment", ref: str, url: str) -> int:

@@ -126,9 +126,10 @@ def _child_reports(store: TaskStore, task: Task, where: Path) -> None:
 
 
 def write_report(env: Environment, ref: str, output: Path | None,
-                 home: Path | None = None) -> int:
+                 home: Path | None = None, published: str = "") -> int:
     """The task's self-contained HTML report, to `-o PATH` or under the data home (`home`
-    when the task is read from elsewhere: a batch's store pulled to a scratch copy)."""
+    when the task is read from elsewhere: a batch's store pulled to a scratch copy, with the
+    change it `published`)."""
     from normalize.checkpoints.report import render_report
     from normalize.checkpoints.reportfile import save_report
     from normalize.cli.commands import load_or_salvage
@@ -137,7 +138,7 @@ def write_report(env: Environment, ref: str, output: Path | None,
     try:
         store = TaskStore()
         task = load_or_salvage(env, store, store.resolve(ref))
-        text = render_report(store, task)
+        text = render_report(store, task, published)
         if output is not None and str(output) == "-":
             env.stdout.write(text)
             return 0

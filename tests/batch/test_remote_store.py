@@ -65,6 +65,7 @@ def test_a_batch_on_s3_is_watched_and_collected_from_another_data_home(
     page = written.read_text()
     assert "word2" in page and "done" in page
     assert "effects.log" in page  # its steps, from the published journal
+    assert '<span class="add">+word2</span>' in page  # and its change, as published
     out = tmp_path / "collected"
     gathered = cli("batch", "collect", batch, "-o", str(out), "--store", store, cwd=tmp_path,
                    home=other, **s3)
