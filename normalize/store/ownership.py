@@ -219,7 +219,8 @@ class TaskLock:
                                   f"(epoch {self.epoch})")
         owner = json.dumps({"pid": os.getpid(), "epoch": self.epoch}).encode()
         try:
-            atomic_write_bytes(self.owner_path, owner, fsync=self.store.fsync)
+            # the lease is claimed: no one else writes this file, so a fixed temporary name is safe
+            atomic_write_bytes(self.owner_path, owner, fsync=self.store.fsync, owned=True)
             st = os.stat(self.owner_path)
         except OSError as exc:
             self.release()
