@@ -219,8 +219,7 @@ class TaskLock:
                                   f"(epoch {self.epoch})")
         owner = json.dumps({"pid": os.getpid(), "epoch": self.epoch}).encode()
         try:
-            # the lease is claimed: no one else writes this file, so a fixed temporary name is safe
-            atomic_write_bytes(self.owner_path, owner, fsync=self.store.fsync, owned=True)
+            atomic_write_bytes(self.owner_path, owner, fsync=self.store.fsync)
             st = os.stat(self.owner_path)
         except OSError as exc:
             self.release()

@@ -13,10 +13,10 @@ from normalize.task import Task, TaskStatus
 
 RUN_MACHINERY = ("normalize.engine", "normalize.runner", "normalize.events", "rich", "secrets")
 # what a workflow that only notes and asks never uses: the LLM driver and its providers, the
-# code tools (a repo map is built when a driver asks), batches, thread pools, temp files
+# code tools (a repo map is built when a driver asks), batches, thread pools
 NOT_FOR_A_WORKFLOW = ("normalize.drivers.llm", "normalize.providers", "normalize.tools.code",
                       "normalize.execution.context", "normalize.batch.manifest",
-                      "concurrent.futures", "tempfile", "random", "secrets")
+                      "concurrent.futures", "secrets")
 PROBE = ("import sys\nfrom normalize.cli.app import main\n"
          "watched = sys.argv[1].split(',')\n"
          "status = main(sys.argv[2:])\n"
@@ -52,3 +52,13 @@ def test_resuming_a_waiting_workflow_loads_only_what_it_runs(tmp_path: Path) -> 
     assert ran.startswith("loaded 4 "), stderr  # waiting (its first run also tried the sandbox)
     resumed, stderr = probe(tmp_path, "resume", "last", watched=NOT_FOR_A_WORKFLOW)
     assert resumed == "loaded 4 []", stderr  # resumed, asked again, waiting again
+
+
+def test_the_console_script_leaves_its_objects_to_the_exit(tmp_path: Path) -> None:
+    # the interpreter's last full collection would walk every loaded object for nothing
+    code = ("import gc, sys\nfrom normalize.cli import entry\nsys.argv = ['normalize', 'tasks']\n"
+            "status = entry.main()\nprint(status, gc.get_freeze_count() > 1000)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "NORMALIZE_HOME": str(tmp_path)}, timeout=60,
+                          cwd=tmp_path, check=False)
+    assert proc.stdout.splitlines()[-1] == "0 True", proc.stderr
