@@ -288,11 +288,12 @@ LAUNCH = "import sys; from normalize.cli.entry import main; sys.exit(main())"
 
 
 def startup_versus(work: Path, runs: int, baseline: Path) -> list[Row]:
-    """`--help`, `tasks` and `resume last` of this tree beside those of `baseline` (a copy of
+    """`--help`, `tasks`, `resume last` and `run` of this tree beside `baseline`'s (a copy of
     another version's source: `git archive main | tar -x -C DIR`), interleaved, one launcher."""
     home_env = startup_home(work)
     subprocess.run([PYTHON, "-m", "compileall", "-q", str(baseline / "normalize")], check=True)
-    verbs = {"--help": ["--help"], "tasks": ["tasks"], "resume last": ["resume", "last"]}
+    verbs = {"--help": ["--help"], "tasks": ["tasks"], "resume last": ["resume", "last"],
+             "run (1 step)": ["run", str(work / "tiny.toml"), "-q"]}
     trees = {"before": baseline, "after": ROOT}
     walls: dict[tuple[str, str], list[float]] = {(t, v): [] for t in trees for v in verbs}
     cpus: dict[tuple[str, str], list[float]] = {(t, v): [] for t in trees for v in verbs}

@@ -38,6 +38,8 @@ def test_listing_and_resuming_a_done_task_load_no_engine(tmp_path: Path) -> None
     store.create(task)
     listed, _ = probe(tmp_path, "tasks")
     assert listed == "loaded 0 []"
+    listed, _ = probe(tmp_path, "tasks", watched=("normalize.task",))  # the index vouches
+    assert listed == "loaded 0 []"
     resumed, stderr = probe(tmp_path, "resume", "last")
     assert resumed == "loaded 2 []"
     assert f"task {task.id} is already done" in stderr
