@@ -292,7 +292,10 @@ def startup_versus(work: Path, runs: int, baseline: Path) -> list[Row]:
     another version's source: `git archive main | tar -x -C DIR`), interleaved, one launcher."""
     home_env = startup_home(work)
     subprocess.run([PYTHON, "-m", "compileall", "-q", str(baseline / "normalize")], check=True)
-    verbs = {"--help": ["--help"], "tasks": ["tasks"], "resume last": ["resume", "last"],
+    from normalize.store import TaskStore
+
+    waiting = TaskStore(Path(home_env["NORMALIZE_HOME"])).resolve("last")  # (runs come after)
+    verbs = {"--help": ["--help"], "tasks": ["tasks"], "resume (waiting)": ["resume", waiting],
              "run (1 step)": ["run", str(work / "tiny.toml"), "-q"]}
     trees = {"before": baseline, "after": ROOT}
     walls: dict[tuple[str, str], list[float]] = {(t, v): [] for t in trees for v in verbs}
