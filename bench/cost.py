@@ -242,15 +242,23 @@ def step_rows(work: Path, steps: int, runs: int) -> list[Row]:
              f"{step / floor:.2f}× ({step:.2f} / {floor:.2f} ms)", "≤ 1.5×", step / floor <= 1.5)]
 
 
-def startup_rows(work: Path, runs: int, codex: str | None) -> list[Row]:
+def startup_home(work: Path) -> dict[str, str]:
+    """The environment of a data home with ten done tasks and one waiting (made once)."""
     home = work / "startup-home"
     env = {**os.environ, "NORMALIZE_HOME": str(home)}
+    if home.exists():
+        return env
     tiny, asks = workflow(work / "tiny.toml", 1), workflow(work / "asks.toml", 1, ask=True)
     for _ in range(10):
         subprocess.run([*normalize_argv(), "run", str(tiny), "-q"], cwd=work, env=env,
                        capture_output=True, check=True)
     subprocess.run([*normalize_argv(), "run", str(asks), "-q"], cwd=work, env=env,
                    capture_output=True, check=False)  # waits for its answer: exit 4
+    return env
+
+
+def startup_rows(work: Path, runs: int, codex: str | None) -> list[Row]:
+    env = startup_home(work)
     commands: dict[str, Sequence[str]] = {
         "help": [*normalize_argv(), "--help"], "tasks": [*normalize_argv(), "tasks"],
         "resume": [*normalize_argv(), "resume", "last"]}
@@ -273,6 +281,39 @@ def startup_rows(work: Path, runs: int, codex: str | None) -> list[Row]:
     else:
         rows.append(("`normalize --help` ÷ `codex --version`", "codex not found "
                      "(--codex PATH or --install-codex)", "≤ 1.1×", None))
+    return rows
+
+
+LAUNCH = "import sys; from normalize.cli.entry import main; sys.exit(main())"
+
+
+def startup_versus(work: Path, runs: int, baseline: Path) -> list[Row]:
+    """`--help`, `tasks`, `resume last` and `run` of this tree beside `baseline`'s (a copy of
+    another version's source: `git archive main | tar -x -C DIR`), interleaved, one launcher."""
+    home_env = startup_home(work)
+    subprocess.run([PYTHON, "-m", "compileall", "-q", str(baseline / "normalize")], check=True)
+    from normalize.store import TaskStore
+
+    waiting = TaskStore(Path(home_env["NORMALIZE_HOME"])).resolve("last")  # (runs come after)
+    verbs = {"--help": ["--help"], "tasks": ["tasks"], "resume (waiting)": ["resume", waiting],
+             "run (1 step)": ["run", str(work / "tiny.toml"), "-q"]}
+    trees = {"before": baseline, "after": ROOT}
+    walls: dict[tuple[str, str], list[float]] = {(t, v): [] for t in trees for v in verbs}
+    cpus: dict[tuple[str, str], list[float]] = {(t, v): [] for t in trees for v in verbs}
+    for i in range(runs + 1):
+        for verb, args in verbs.items():
+            for tree, path in trees.items():
+                env = {**home_env, "PYTHONPATH": str(path)}
+                wall, cpu = run_timed([PYTHON, "-c", LAUNCH, *args], work, env)
+                if i:  # the first round warms the caches
+                    walls[tree, verb].append(wall)
+                    cpus[tree, verb].append(cpu)
+    rows: list[Row] = []
+    for verb in verbs:
+        before, after = (statistics.median(walls[t, verb]) * 1000 for t in trees)
+        cpu_before, cpu_after = (statistics.median(cpus[t, verb]) * 1000 for t in trees)
+        rows.append((f"`{verb}` after ÷ before", f"{after / before:.2f}× ({after:.0f} / "
+                     f"{before:.0f} ms; CPU {cpu_after:.0f} / {cpu_before:.0f})", "", None))
     return rows
 
 
@@ -357,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--codex")
     parser.add_argument("--install-codex", action="store_true")
     parser.add_argument("--only", help="loops, grep, step, startup or checkpoints")
+    parser.add_argument("--baseline", type=Path,
+                        help="with --only startup: also this tree's start-up, before/after")
     parser.add_argument("--one-loop", nargs=2, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--one-grep", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--one-checkpoint", nargs=2, help=argparse.SUPPRESS)
@@ -382,7 +425,8 @@ def main(argv: list[str] | None = None) -> int:
             "grep": lambda: grep_rows(args.tree or make_tree(work), runs),
             "step": lambda: step_rows(work, 300 if args.quick else 1000, 3),
             "startup": lambda: startup_rows(work, runs, find_codex(
-                args.codex, args.install_codex, work)),
+                args.codex, args.install_codex, work)) + (
+                startup_versus(work, runs, args.baseline) if args.baseline else []),
             "checkpoints": lambda: checkpoint_rows(work, 10_000 if args.quick else args.files,
                                                    3 if args.quick else 5),
         }

@@ -14,7 +14,6 @@ so `tasks show` and the report compare them side by side.
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -77,6 +76,8 @@ def _share(spawner: Spawner, attempts: int) -> float | None:
 
 def best_of(spawner: Spawner, request: SpawnRequest, record: Record) -> ChildOutcome:
     """Run the attempts side by side, judge them, apply the best; the outcome compares all."""
+    from concurrent.futures import ThreadPoolExecutor  # (with its logging: not at every start)
+
     if request.pick and spawner.judge is None:
         raise ToolError("spawn --pick is not available in this run")
     asks = attempt_requests(spawner, request)

@@ -37,7 +37,6 @@ import os
 import time
 import traceback
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -389,6 +388,8 @@ class Engine:
             index += len(group)
             todo = [a for a in group if a.key not in skip]
             if len(todo) > 1:
+                from concurrent.futures import ThreadPoolExecutor  # only a fan-out needs it
+
                 workers = min(fanout or MAX_PARALLEL, len(todo))
                 with ThreadPoolExecutor(max_workers=workers) as pool:
                     results = list(pool.map(lambda a: self._perform(ctx, a), todo))

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, dataclass_transform
 
 from normalize.fsutil import json_bytes
 from normalize.redact import DeltaRedaction, Redactor, inert_already, inert_obj
@@ -37,6 +37,16 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return names
 
 
+EventClass = TypeVar("EventClass", bound=type)
+
+
+@dataclass_transform(kw_only_default=True, frozen_default=True, eq_default=False)
+def event(cls: EventClass) -> EventClass:
+    """An event class: a frozen, keyword-only dataclass that keeps `BaseEvent`'s `==`,
+    hash and repr (only `__init__` and the frozen guards are written for it)."""
+    return dataclass(frozen=True, kw_only=True, eq=False, repr=False)(cls)  # type: ignore[return-value]
+
+
 @dataclass(frozen=True, kw_only=True)
 class BaseEvent(Record):
     """Fields every event carries; `emit` fills in the stamps; `from_dict` reads one back."""
@@ -48,6 +58,24 @@ class BaseEvent(Record):
     transient: ClassVar[bool] = False
     journaled: ClassVar[bool] = True
 
+    # One field-driven `==`, hash and repr for every event: a dataclass writes (and
+    # compiles) these per class, and the union's classes are made at every start.
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _field_names(type(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, BaseEvent)
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _field_names(type(self)))
+        return f"{type(self).__qualname__}({shown})"
+
     def to_dict(self) -> dict[str, Any]:
         """The event's fields and `v` (nested values shared, not copied: events are frozen)."""
         data = {name: getattr(self, name) for name in _field_names(type(self))}
@@ -58,7 +86,7 @@ class BaseEvent(Record):
         return json_bytes(self.to_dict()).decode()
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class RunStarted(BaseEvent):
     type: Literal["run_started"] = "run_started"
     goal: str = ""
@@ -76,7 +104,7 @@ class RunStarted(BaseEvent):
     cost_usd: float = 0.0
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class StepStarted(BaseEvent):
     """A workflow step or a state begins; `index`/`total` drive progress displays."""
 
@@ -87,7 +115,7 @@ class StepStarted(BaseEvent):
     state: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class DecisionMade(BaseEvent):
     type: Literal["decision_made"] = "decision_made"
     turn: int = 0
@@ -98,7 +126,7 @@ class DecisionMade(BaseEvent):
     summary: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class ActionStarted(BaseEvent):
     type: Literal["action_started"] = "action_started"
     turn: int = 0
@@ -110,7 +138,7 @@ class ActionStarted(BaseEvent):
     read_only: bool = True
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class ActionFinished(BaseEvent):
     type: Literal["action_finished"] = "action_finished"
     turn: int = 0
@@ -127,7 +155,7 @@ class ActionFinished(BaseEvent):
     data: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class ProcessStarted(BaseEvent):
     """An action started a child process; on resume, a survivor of a crash is stopped."""
 
@@ -139,7 +167,7 @@ class ProcessStarted(BaseEvent):
     owner_started: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class ActionProgressed(BaseEvent):
     """A running program's output so far: its last lines and, for a test run, the counts so far
     (`passed`, `failed`, …). Shown live, redacted like any event, never journaled."""
@@ -151,7 +179,7 @@ class ActionProgressed(BaseEvent):
     journaled: ClassVar[bool] = False
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class ChildCreated(BaseEvent):
     """An action made a sub-task; journaled (fsynced) before the child starts."""
 
@@ -163,7 +191,7 @@ class ChildCreated(BaseEvent):
     workspace: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class ChildCollected(BaseEvent):
     """A sub-task ended and its parent's action took its outcome (and applied its diff)."""
 
@@ -181,7 +209,7 @@ class ChildCollected(BaseEvent):
     picked: bool = False  # best-of-N: the attempt chosen
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class ActionInterrupted(BaseEvent):
     """On resume: an action was in flight when the last process died."""
 
@@ -193,7 +221,7 @@ class ActionInterrupted(BaseEvent):
     rerun: bool = False
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class TaskSaved(BaseEvent):
     """The task file was written at a quiescent point (`bytes`: its size); the JSON type
     keeps its first name. The workspace's own checkpoints are `CheckpointTaken`."""
@@ -203,7 +231,7 @@ class TaskSaved(BaseEvent):
     bytes: int = 0
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class CheckpointTaken(BaseEvent):
     """The workspace's content was recorded in the shadow store (`normalize diff`/`undo`).
 
@@ -228,7 +256,7 @@ class CheckpointTaken(BaseEvent):
     ms: float = 0.0
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class TaskRewound(BaseEvent):
     """`resume --rewind`: files and task state went back to `step`; the events with a seq
     in (`after_seq`, this event's seq) are kept in the journal but were rewound."""
@@ -240,7 +268,7 @@ class TaskRewound(BaseEvent):
     files: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class WaitingForInput(BaseEvent):
     type: Literal["waiting_for_input"] = "waiting_for_input"
     kind: str = "question"
@@ -248,14 +276,14 @@ class WaitingForInput(BaseEvent):
     command: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class InputReceived(BaseEvent):
     type: Literal["input_received"] = "input_received"
     kind: str = "question"
     answer: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class ModelRequested(BaseEvent):
     type: Literal["model_requested"] = "model_requested"
     turn: int = 0
@@ -264,21 +292,21 @@ class ModelRequested(BaseEvent):
     input_chars: int = 0
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class TextDelta(BaseEvent):
     type: Literal["text_delta"] = "text_delta"
     text: str = ""
     transient: ClassVar[bool] = True
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class ThinkingDelta(BaseEvent):
     type: Literal["thinking_delta"] = "thinking_delta"
     text: str = ""
     transient: ClassVar[bool] = True
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class ModelReplied(BaseEvent):
     type: Literal["model_replied"] = "model_replied"
     turn: int = 0
@@ -293,7 +321,7 @@ class ModelReplied(BaseEvent):
     cost_usd: float = 0.0
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class ModelRetried(BaseEvent):
     """A model turn failed and will be made again; streamed text so far is void."""
 
@@ -303,7 +331,7 @@ class ModelRetried(BaseEvent):
     reason: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class FallbackUsed(BaseEvent):
     type: Literal["fallback_used"] = "fallback_used"
     from_model: str = ""
@@ -311,14 +339,14 @@ class FallbackUsed(BaseEvent):
     reason: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class LoopDetected(BaseEvent):
     type: Literal["loop_detected"] = "loop_detected"
     command: str = ""
     repeats: int = 0
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class ContextCompacted(BaseEvent):
     type: Literal["context_compacted"] = "context_compacted"
     before_chars: int = 0
@@ -326,7 +354,7 @@ class ContextCompacted(BaseEvent):
     results_compacted: int = 0
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class Notice(BaseEvent):
     """Something a watcher should know: a correction, a warning, a note."""
 
@@ -335,7 +363,7 @@ class Notice(BaseEvent):
     message: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class HookRan(BaseEvent):
     """A hook of the person's ran: on which event, how it ended, and what it said."""
 
@@ -348,7 +376,7 @@ class HookRan(BaseEvent):
     reason: str | None = None  # a block's reason, or why the hook failed
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class HarnessSession(BaseEvent):
     """A harness (another agent run as a driver) named the session its turns continue."""
 
@@ -357,7 +385,7 @@ class HarnessSession(BaseEvent):
     session_id: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class HarnessToolCalled(BaseEvent):
     """A harness ran one of its own tools (information: the harness executed it)."""
 
@@ -368,7 +396,7 @@ class HarnessToolCalled(BaseEvent):
     input: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class HarnessToolFinished(BaseEvent):
     """What one of a harness's own tool calls gave back."""
 
@@ -379,7 +407,7 @@ class HarnessToolFinished(BaseEvent):
     output: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class HarnessEvent(BaseEvent):
     """An event of a harness's stream normalize has no type for, kept as it came."""
 
@@ -389,7 +417,7 @@ class HarnessEvent(BaseEvent):
     data: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class RunEnded(BaseEvent):
     type: Literal["run_ended"] = "run_ended"
     status: str = ""
@@ -408,7 +436,7 @@ class RunEnded(BaseEvent):
 _ENVELOPE = ("type", "task_id", "seq", "ts", "v")
 
 
-@dataclass(frozen=True, kw_only=True)
+@event
 class UnknownEvent(BaseEvent):
     """A journaled event of a type this version does not know (a newer one's): kept whole.
 
@@ -449,7 +477,7 @@ Event = (
 """Every event: a `match` over it that misses a case fails type-checking (`assert_never`)."""
 
 EVENT_TYPES: dict[str, type[BaseEvent]] = {
-    cls.__dataclass_fields__["type"].default: cls  # type: ignore[misc]
+    cls.__dataclass_fields__["type"].default: cls
     for cls in (
         RunStarted, StepStarted, DecisionMade, ActionStarted, ActionFinished, ProcessStarted,
         ActionProgressed, ChildCreated, ChildCollected, ActionInterrupted,

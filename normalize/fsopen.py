@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,7 +130,7 @@ def write_bytes(root: Path | str, rel: str | Path, data: bytes, *, fsync: bool =
             if stat.S_ISDIR(info.st_mode):
                 raise IsADirectoryError(errno.EISDIR, "is a directory", str(rel))
             keep = stat.S_IMODE(info.st_mode)
-        tmp = f".{name[:200]}.{secrets.token_hex(4)}.tmp"
+        tmp = _tmp_name(name)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
         fd = os.open(tmp, flags, 0o666, dir_fd=dfd)
         try:
@@ -153,7 +152,8 @@ def write_bytes(root: Path | str, rel: str | Path, data: bytes, *, fsync: bool =
 
 
 def _tmp_name(name: str) -> str:
-    return f".{name[:200]}.{secrets.token_hex(4)}.tmp"
+    # os.urandom is what `secrets.token_hex` reads, without loading `secrets` (and `random`)
+    return f".{name[:200]}.{os.urandom(4).hex()}.tmp"
 
 
 def _check_final(dfd: int, name: str, rel: str | Path, *, links: bool) -> None:

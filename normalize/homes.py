@@ -76,6 +76,16 @@ def settle_homes(environ: MutableMapping[str, str] | None = None) -> None:
         environ[name] = str(path)
 
 
+def batch_manifest(home: Path, batch: str) -> Path:
+    """Where a batch's manifest lives under a data home (`batches/BATCH/manifest.json`)."""
+    return home / "batches" / batch / "manifest.json"
+
+
+def is_batch(home: Path, task_id: str) -> bool:
+    """Whether `task_id` is a batch's parent (it has a manifest); light, for `resume`."""
+    return batch_manifest(home, task_id).is_file()
+
+
 def batch_item_id(batch: str, position: int) -> str:
     """A batch item's task id: the same for the same batch and position, on every run."""
     import hashlib  # (loaded by batches only)

@@ -183,7 +183,9 @@ WALK_MAX_DEPTH = 6
 DOTENV_MAX_BYTES = 256 * 1024
 
 
-def _compile(values: Iterable[str]) -> re.Pattern[str]:
+@functools.lru_cache(maxsize=16)
+def _compile(values: frozenset[str]) -> re.Pattern[str]:
+    """The one regex of the patterns and `values` (~10 ms to build: once per set of values)."""
     alternatives = [f"{pattern}(?P<{tag}>)" for tag, pattern in _PATTERNS]
     literals = sorted(set(values), key=lambda v: (-len(v), v))
     if literals:
@@ -230,12 +232,16 @@ class Redactor:
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         self.values = frozenset(v for v in values if len(v) >= MIN_SECRET_LENGTH)
-        self._regex = _compile(self.values)
         self._literals = tuple(sorted(self.values, key=len, reverse=True))
         self.longest = max(map(len, self.values), default=0)
         # a task's state repeats most of its strings from one checkpoint to the next
         self._memo: dict[str, str] = {}
         self._plain: set[str] = set()  # strings an event showed as they are (`unchanged`)
+
+    @functools.cached_property
+    def _regex(self) -> re.Pattern[str]:
+        """Built on first use: most texts hold no anchor, and many runs redact none."""
+        return _compile(self.values)
 
     @classmethod
     def for_workspace(cls, root: Path | str, env: Mapping[str, str] | None = None, *,

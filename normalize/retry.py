@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from normalize.errors import ConfigError
+
+if TYPE_CHECKING:
+    import random
 
 Strategy = Literal["none", "fixed", "exponential"]
 STRATEGIES: tuple[Strategy, ...] = ("none", "fixed", "exponential")
@@ -54,6 +56,8 @@ class RetryPolicy:
             base = self.base_delay * 2.0 ** max(attempt - 1, 0)
         base = min(base, self.max_delay)
         if self.jitter:
+            import random  # (a wait is rare; random is not loaded at every start)
+
             base *= 1.0 - self.jitter * (rng or random).random()
         return base
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from normalize.cancel import CancelToken
 from normalize.contract.driver import DRIVERS, Driver, DriverServices, create_driver
+from normalize.drivers.models import apply_model
 from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
@@ -31,6 +32,7 @@ from normalize.structured import OutputContract
 from normalize.tables import CacheSettings, LLMTable
 from normalize.task import Limits, Task, TaskConfig
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
+from normalize.tools.maps import repo_maps as lazy_repo_maps
 from normalize.workflow.spec import WorkflowSpec
 
 if TYPE_CHECKING:
@@ -245,7 +247,6 @@ def harness_state(home: Path, task_id: str) -> Path:
 def spawner(task: Task, options: RunOptions, grants: Grants) -> Spawner:
     """The service behind `spawn`: the task's children run as local processes."""
     from normalize.children import MAX_CONCURRENCY
-    from normalize.drivers.llm import apply_model
     from normalize.execution.local import LocalExecutor
 
     tracing = options.tracing
@@ -267,8 +268,6 @@ def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = N
     the tools' cached map of the task's workspace (kept in `repo_maps`, the
     store's by default); `mcp` (the run's MCP servers) lends its tools' commands.
     """
-    from normalize.tools.code.mapcache import repo_maps as maker
-
     services, store = options.services, _store(options)
     lent: dict[str, Any] = {}
     if services.resolve_journal is None:
@@ -276,9 +275,9 @@ def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = N
     if services.config_dir is None:  # where the user-wide AGENTS.md lives
         lent["config_dir"] = config_home()
     if services.repo_map is None:
-        lent["repo_map"] = maker(Path(task.workspace),
-                                 repo_maps or store.shared_cache_dir("repomap"),
-                                 redact=store.redact)
+        lent["repo_map"] = lazy_repo_maps(Path(task.workspace),
+                                          repo_maps or store.shared_cache_dir("repomap"),
+                                          redact=store.redact)
     if services.extra_commands is None and mcp is not None:
         lent["extra_commands"] = mcp.reference  # the MCP tools, in a model's prompt
     return replace(services, **lent)
@@ -303,8 +302,6 @@ def make_driver(task: Task, options: RunOptions, mcp: McpSessions | None = None,
 def with_model(llm: LLMTable | None, model: str | None, base_url: str | None = None
                ) -> LLMTable:
     """A workflow's typed `llm` table with a `PROVIDER:MODEL` spec and a base URL put in."""
-    from normalize.drivers.llm import apply_model
-
     table: dict[str, Any] = llm.to_dict() if llm is not None else {}
     apply_model(table, model, base_url)
     return LLMTable.from_config(table)

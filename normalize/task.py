@@ -16,55 +16,13 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from normalize.children import ChildSettings
-from normalize.errors import ExitStatus
 from normalize.keys import INT, NUM, key, positive
 from normalize.serial import Record, Shape, copied, stored
+from normalize.statuses import SCHEMA_VERSION as SCHEMA_VERSION  # (they live apart: light)
+from normalize.statuses import TaskStatus as TaskStatus
 from normalize.structured import OutputContract
 
-SCHEMA_VERSION = 3
-"""Version of the task file format; bumped with a migration in `store.migrations`.
-
-2: `driver_states` keeps each driver's state by driver name (1 had one `driver_state`),
-   so a task handed to another driver and back resumes where each left off.
-3: `driver_config` holds a `TaskConfig`: its declared keys, each left out at its
-   default, and any other key under `extra`.
-"""
-
 JSON = dict[str, Any]
-
-
-class TaskStatus(StrEnum):
-    """Where a task stands."""
-
-    PENDING = "pending"
-    RUNNING = "running"
-    WAITING = "waiting"
-    DONE = "done"
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
-    LIMIT = "limit_reached"
-    STUCK = "stuck"
-
-    @property
-    def resumable(self) -> bool:
-        """Whether `normalize resume` can continue a task in this status."""
-        return self not in (TaskStatus.DONE,)
-
-    @property
-    def exit_status(self) -> ExitStatus:
-        return _EXIT_BY_STATUS[self]
-
-
-_EXIT_BY_STATUS = {
-    TaskStatus.PENDING: ExitStatus.FAILED,
-    TaskStatus.RUNNING: ExitStatus.FAILED,
-    TaskStatus.WAITING: ExitStatus.WAITING,
-    TaskStatus.DONE: ExitStatus.DONE,
-    TaskStatus.FAILED: ExitStatus.FAILED,
-    TaskStatus.INTERRUPTED: ExitStatus.INTERRUPTED,
-    TaskStatus.LIMIT: ExitStatus.LIMIT,
-    TaskStatus.STUCK: ExitStatus.STUCK,
-}
 
 
 class ResultStatus(StrEnum):

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from normalize.errors import NormalizeError, TaskNotFoundError, UsageError
 from normalize.fsutil import private_dirs
-from normalize.homes import batch_item_id
+from normalize.homes import batch_item_id, batch_manifest
 from normalize.serial import Record
 from normalize.store import TaskStore
 from normalize.store.ownership import atomic_write_bytes
@@ -91,20 +91,21 @@ class BatchFiles:
     def __init__(self, home: Path, batch: str, *, fsync: bool = True) -> None:
         self.home = home
         self.batch = batch
-        self.dir = home / "batches" / batch
+        self.manifest_path = batch_manifest(home, batch)
+        self.dir = self.manifest_path.parent
         self.fsync = fsync
 
     @property
     def exists(self) -> bool:
-        return (self.dir / "manifest.json").is_file()
+        return self.manifest_path.is_file()
 
     def write_manifest(self, manifest: Manifest) -> None:
         private_dirs(self.dir / "items")
-        self._write(self.dir / "manifest.json", manifest.to_dict())
+        self._write(self.manifest_path, manifest.to_dict())
 
     def manifest(self) -> Manifest:
         try:
-            data = json.loads((self.dir / "manifest.json").read_bytes())
+            data = json.loads(self.manifest_path.read_bytes())
         except FileNotFoundError:
             raise TaskNotFoundError(f"no batch {self.batch} in {self.home}") from None
         except (OSError, ValueError) as exc:
@@ -126,11 +127,6 @@ class BatchFiles:
 
     def _write(self, path: Path, data: Any) -> None:
         atomic_write_bytes(path, json.dumps(data, sort_keys=True).encode(), fsync=self.fsync)
-
-
-def is_batch(home: Path, task_id: str) -> bool:
-    """Whether `task_id` is a batch's parent (it has a manifest)."""
-    return BatchFiles(home, task_id).exists
 
 
 def item_status(store: TaskStore, progress: Progress) -> str:

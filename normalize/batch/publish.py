@@ -32,7 +32,7 @@ class Publisher:
         self.remote.put_file(str(local.relative_to(self.store.home)), local)
 
     def manifest(self) -> None:
-        self._put(self.files.dir / "manifest.json")
+        self._put(self.files.manifest_path)
 
     def progress(self, progress: Progress) -> None:
         self._put(self.files.dir / "items" / f"{progress.position:05d}.json")

@@ -67,7 +67,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               harness: str | None = None) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.contract.driver import DriverServices
-    from normalize.drivers.llm import LLMSettings
+    from normalize.drivers.models import LLMSettings
     from normalize.keys import out_of_bounds
     from normalize.runner import load_spec, with_model
     from normalize.tables import ContextSettings

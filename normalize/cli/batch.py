@@ -353,7 +353,7 @@ def resume_batch(env: "Environment", ref: str, *, json_output: bool, quiet: bool
 def batch_of(ref: str) -> tuple[str, bool]:
     """The id `ref` names and whether it is a batch (a cheap look for `resume`); `ref` itself
     when it names nothing (resuming it says why). Resolved once: `last` reads the store."""
-    from normalize.batch.manifest import is_batch
+    from normalize.homes import is_batch
     from normalize.store import TaskStore
 
     store = TaskStore()

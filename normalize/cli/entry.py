@@ -5,9 +5,16 @@ Importing this module points SIGINT at a handler that leaves at once with 130
 once the app is imported, Python's own handling is back for the commands (a run
 installs its own), and a Ctrl-C while the process exits is ignored. Only `_signal`
 is imported first: `signal` builds its enums, a window a Ctrl-C could fall in.
+
+When the command is over, every object is frozen (`gc.freeze`): the interpreter's
+last full collection at exit walks all of them (the modules, classes and tasks a
+run loaded) only to find what the OS frees anyway, 15–25 ms of every command.
+Frozen objects are still freed by reference counting; cycles are left to the
+exit, which is where they were going.
 """
 
 import _signal  # type: ignore[import-not-found]  # (no stubs: the C half of `signal`)
+import gc
 import os
 import sys
 
@@ -34,6 +41,7 @@ def main() -> int:
         return INTERRUPTED
     finally:
         _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # leaving: flush and exit in peace
+        gc.freeze()  # nothing left to collect that the exit does not free (see above)
 
 
 if __name__ == "__main__":

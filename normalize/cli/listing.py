@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from normalize.cli.console import Environment
 from normalize.errors import ExitStatus
+from normalize.statuses import TaskStatus
 from normalize.store.index import (
     CREATED,
     DRIVER,
@@ -29,7 +30,6 @@ from normalize.store.index import (
     WORKSPACE,
     Row,
 )
-from normalize.task import TaskStatus
 
 if TYPE_CHECKING:
     from normalize.store import StoreProblem, TaskStore

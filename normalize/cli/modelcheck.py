@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def local_server_down(llm: LLMTable) -> None:
     """Raise ServerDownError when a workflow's model server is on this machine and not
     running (a model named by provider and key is checked when it is first called)."""
-    from normalize.drivers.llm import LLMSettings
+    from normalize.drivers.models import LLMSettings
     from normalize.providers.base import close_client
     from normalize.providers.registry import create_client
 

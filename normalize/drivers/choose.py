@@ -15,7 +15,8 @@ import re
 from typing import Any
 
 from normalize.contract.driver import DriverServices, RunContext
-from normalize.drivers.llm import LLMSettings, record_reply
+from normalize.drivers.llm import record_reply
+from normalize.drivers.models import LLMSettings
 from normalize.events import ModelRequested, Notice
 from normalize.execution.context.results import bounded, neutralise, new_marker
 from normalize.providers.base import ModelRequest, close_client, complete

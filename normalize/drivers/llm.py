@@ -38,11 +38,12 @@ Rules the driver keeps:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from normalize.contract.driver import DriverServices, LineQueue, RunContext
+from normalize.drivers.models import LLMSettings
 from normalize.errors import ConfigError, NormalizeError
 from normalize.events import (
     ContextCompacted,
@@ -73,7 +74,7 @@ from normalize.providers.base import (
 )
 from normalize.providers.pricing import DEFAULT_TABLE, PriceTable
 from normalize.retry import RetryPolicy
-from normalize.tables import ContextSettings, LLMTable
+from normalize.tables import ContextSettings
 from normalize.task import Action, ActionResult, Decision, Task, TaskStatus, Usage
 
 ModelFactory = Callable[..., ModelClient]
@@ -120,26 +121,6 @@ class Lent:
     repo_map: Callable[[], str] | None = None  # the repo map's text (the tools' cached map)
 
 
-class LLMSettings(LLMTable):
-    """The `[workflow.llm]` table, checked, with the model specs it names."""
-
-    @classmethod
-    def of(cls, table: LLMTable | None) -> LLMSettings:
-        """The settings of a workflow's typed table (the defaults when it has none)."""
-        if table is None:
-            return cls()
-        return cls(**{f.name: getattr(table, f.name) for f in fields(table)})
-
-    @property
-    def spec(self) -> str:
-        """`PROVIDER:MODEL` of the main model."""
-        return qualify(self.model, self.provider)
-
-    @property
-    def fallback_specs(self) -> list[str]:
-        return [qualify(m, self.spec.split(":", 1)[0]) for m in self.fallback]
-
-
 def _context(table: Mapping[str, Any] | str) -> ContextSettings:
     """The `context` table of a driver's JSON config, checked against its declared keys."""
     if isinstance(table, str):
@@ -147,32 +128,6 @@ def _context(table: Mapping[str, Any] | str) -> ContextSettings:
     return parse_table(ContextSettings, table, "context",
                        name=lambda k: f"context {k}" if k == "repo_map" else repr(k))
 
-
-def names_provider(model: str) -> bool:
-    """Whether `model` is a whole `PROVIDER:MODEL` spec."""
-    from normalize.providers.registry import PROVIDERS
-
-    prefix, sep, _ = model.partition(":")
-    return bool(sep) and prefix in PROVIDERS
-
-
-def apply_model(llm: dict[str, Any], model: str | None, base_url: str | None = None) -> None:
-    """Put a `PROVIDER:MODEL` spec and a base URL into a workflow's `llm` table."""
-    from normalize.providers.registry import parse_spec
-
-    if model:
-        provider, name = parse_spec(model)
-        if LLMSettings.from_config(llm).spec.split(":", 1)[0] != provider:
-            # the workflow's bare fallback names belong to its own provider: drop them
-            llm["fallback"] = [f for f in llm.get("fallback", []) if names_provider(f)]
-        llm["provider"], llm["model"] = provider, name
-    if base_url:
-        llm["base_url"] = base_url
-
-
-def qualify(model: str, provider: str) -> str:
-    """`model` as a `PROVIDER:MODEL` spec: kept when it names a provider, else prefixed."""
-    return model if names_provider(model) else f"{provider}:{model}"
 
 def record_reply(task: Task, ctx: RunContext, reply: Completed, *, turn: int,
                  prices: PriceTable = DEFAULT_TABLE, unpriced: set[str] | None = None) -> float:

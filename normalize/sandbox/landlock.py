@@ -10,7 +10,6 @@ Syscall numbers are the same on every architecture (asm-generic numbering).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import stat
 import sys
@@ -79,7 +78,9 @@ def libc() -> ctypes.CDLL:
     try:
         return ctypes.CDLL("libc.so.6", use_errno=True)
     except OSError:
-        return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        from ctypes.util import find_library  # (it loads tempfile: only where libc is renamed)
+
+        return ctypes.CDLL(find_library("c"), use_errno=True)
 
 
 def _syscall(number: int, *args: object) -> int:

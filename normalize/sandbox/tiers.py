@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 from dataclasses import asdict, dataclass
 from functools import cache
 from typing import Any
@@ -172,6 +171,8 @@ def _unscoped(abi: int) -> tuple[str, ...]:
 
 def _trial(abi: int, tier: SandboxTier) -> str:
     """Start `true` confined in `tier`; the reason it failed, or ''."""
+    import tempfile  # a trial runs once per machine (the verdict is kept): not at import
+
     from normalize.sandbox.confinement import confine
 
     program = trusted_program("true") or "/bin/true"

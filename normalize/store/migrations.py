@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from normalize.errors import SchemaVersionError
-from normalize.task import SCHEMA_VERSION
+from normalize.statuses import SCHEMA_VERSION
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from normalize.statuses import TaskStatus
 from normalize.store import index
-from normalize.task import Task, TaskStatus, Usage
+
+if TYPE_CHECKING:  # a task is made only from a damaged one's journal, not to list
+    from normalize.task import Task
 
 ASIDE = ".json.corrupt-"
 
@@ -60,6 +63,8 @@ def rows(task_ids: list[str], salvage: Callable[[str], Task | None]) -> list[ind
 
 def from_journal(task_id: str, events: Iterable[dict[str, Any]]) -> Task | None:
     """The task as its journal tells it (None when the journal never started a run)."""
+    from normalize.task import Task
+
     task: Task | None = None
     for event in events:
         kind = event.get("type")
@@ -90,6 +95,8 @@ def _ended(task: Task, event: dict[str, Any]) -> None:
     task.turn = int(event.get("turns") or task.turn)
     task.actions_run = int(event.get("actions") or task.actions_run)
     task.elapsed += float(event.get("duration") or 0.0)
+    from normalize.task import Usage
+
     task.usage = Usage(input_tokens=int(event.get("input_tokens") or 0),
                        output_tokens=int(event.get("output_tokens") or 0),
                        cost_usd=float(event.get("cost_usd") or 0.0))

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from normalize.errors import (
     ConfigError,
@@ -39,12 +39,15 @@ from normalize.errors import (
 )
 from normalize.fsutil import json_bytes, private_dirs
 from normalize.homes import batch_item_id, data_home
+from normalize.statuses import SCHEMA_VERSION
 from normalize.store import ckptlog, index, results, salvage
 from normalize.store.journal import JournalWriter, read_journal, tail_events, write_hint
 from normalize.store.migrations import migrate
 from normalize.store.ownership import TaskLock, atomic_write_bytes, pid_alive
 from normalize.store.places import Places, hidden_from
-from normalize.task import SCHEMA_VERSION, Kept, Task
+
+if TYPE_CHECKING:  # the task model is loaded where a task is read or written, not to list
+    from normalize.task import Task
 
 __all__ = ["StoreProblem", "TaskLock", "TaskStore", "atomic_write_bytes", "pid_alive"]
 
@@ -226,6 +229,8 @@ class TaskStore:
 
     def _encoder(self, task_id: str) -> Callable[[Any], bytes]:
         """JSON for a task's state, each `Kept` value written once beside it and named."""
+        from normalize.task import Kept
+
         def default(obj: Any) -> Any:
             if not isinstance(obj, Kept):
                 raise TypeError(f"{type(obj).__name__} is not JSON")
@@ -455,9 +460,13 @@ class TaskStore:
             data["driver_config"] = self._read_config(task_id, name)
         if "driver_states" in data:
             data["driver_states"] = self._unkeep(task_id, data["driver_states"])
+        from normalize.task import Task
+
         return Task.from_dict(migrate(data, source=source))
 
     def _parse(self, task_id: str, *, with_config: bool = True) -> Task:
+        from normalize.task import Task
+
         path = self.task_path(task_id)
         try:
             data = self.state(task_id)
@@ -559,7 +568,7 @@ class TaskStore:
                     else Redactor.for_workspace(task.workspace, walk=False)
         from normalize.redact import inert_obj
 
-        return Task.from_dict(inert_obj(redact(task.to_dict())))
+        return type(task).from_dict(inert_obj(redact(task.to_dict())))
 
     def _move_aside(self, path: Path) -> Path | None:
         """Rename a damaged file to `NAME.corrupt-TIMESTAMP` (never over an earlier one)."""

@@ -13,7 +13,8 @@ from agent_helpers import scripted
 
 from normalize.cancel import CancelToken
 from normalize.contract.driver import DriverServices
-from normalize.drivers.llm import CORRECTIVE_NOTE, LLMDriver, LLMSettings
+from normalize.drivers.llm import CORRECTIVE_NOTE, LLMDriver
+from normalize.drivers.models import LLMSettings
 from normalize.errors import ConfigError
 from normalize.intents import system_prompt_section
 from normalize.prompts import default_prompt

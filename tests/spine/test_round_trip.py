@@ -42,7 +42,8 @@ def _reads_back(cls: type) -> bool:
 
 
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, vars(importlib.import_module(cls.__module__)))
+    # each class's own annotations are read in its own module (a subclass may live elsewhere)
+    return typing.get_type_hints(cls)
 
 
 def _nested(tp: Any) -> list[type]:

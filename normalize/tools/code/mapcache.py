@@ -109,14 +109,4 @@ class CachedRepoMap:
             pass  # a cache that cannot be written is rebuilt next time, nothing worse
 
 
-def repo_maps(root: Path, cache_dir: Path, *, redact: Callable[[str], str] | None = None
-              ) -> Callable[[int], Callable[[], str]]:
-    """What a driver is lent as its repo map: given N tokens, the cached map of `root`'s text."""
-
-    def make(tokens: int) -> Callable[[], str]:
-        return CachedRepoMap(root, tokens, cache_dir, redact=redact).text
-
-    return make
-
-
-__all__ = ["CachedRepoMap", "Counts", "repo_maps"]
+__all__ = ["CachedRepoMap", "Counts"]
