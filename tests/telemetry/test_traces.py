@@ -183,6 +183,35 @@ def test_a_sub_task_is_traced_under_the_spawn_that_started_it(tmp_path: Path) ->
 DEFAULT_PORT = 4318  # where `--otel` sends spans when no OTEL_EXPORTER_OTLP_* names a place
 
 
+def _two_items(tmp_path: Path) -> None:
+    """A batch workflow and two items, each appending to a file in its own directory."""
+    (tmp_path / "wf.toml").write_text(
+        '[workflow]\nname = "touch"\nworkspace = "dir:{item.path}"\n[workflow.permissions]\n'
+        'mode = "yes"\n[[workflow.steps]]\nname = "edit"\n'
+        'action = "run sh -c \'echo {item.path} >> f.txt\'"\n')
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "items.jsonl").write_text('{"path": "a"}\n{"path": "b"}\n')
+
+
+def _batch_tree(collector: Any, done: subprocess.CompletedProcess[str]
+                ) -> tuple[str, list[str], dict[str, Any]]:
+    """The batch's id, its items' and every run span, once the batch's run holds each item's."""
+    assert done.returncode == 0, done.stdout + done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    batch = events[0]["batch"]
+    items = [e["task_id"] for e in events if e["type"] == "item_updated"]
+    spans = collector.wait_for(lambda s: all(has_run(t)(s) for t in (batch, *items)),
+                               "the batch's run and its items'")
+    runs = {s.attrs["normalize.task_id"]: s for s in named(spans, "run")}
+    assert runs[batch].attrs["normalize.driver"] == "batch"
+    assert runs[batch].attrs["normalize.status"] == "done"
+    for item in items:
+        assert runs[item].parent_id == runs[batch].span_id
+        assert runs[item].trace_id == runs[batch].trace_id
+    return batch, items, runs
+
+
 @needs_sandbox
 @pytest.mark.parametrize("command", [
     ["batch", "wf.toml", "--items", "items.jsonl"],
@@ -191,14 +220,8 @@ DEFAULT_PORT = 4318  # where `--otel` sends spans when no OTEL_EXPORTER_OTLP_* n
     ], ids=["batch", "agent-items"])
 def test_otel_alone_traces_a_batch_and_each_items_run_under_it(
         tmp_path: Path, command: list[str]) -> None:
-    (tmp_path / "wf.toml").write_text(
-        '[workflow]\nname = "touch"\nworkspace = "dir:{item.path}"\n[workflow.permissions]\n'
-        'mode = "yes"\n[[workflow.steps]]\nname = "edit"\n'
-        'action = "run sh -c \'echo {item.path} >> f.txt\'"\n')
+    _two_items(tmp_path)
     (tmp_path / "script.json").write_text(json.dumps(["done looked"]))
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
-    (tmp_path / "items.jsonl").write_text('{"path": "a"}\n{"path": "b"}\n')
     # no variable turns tracing on: only the flag, here and (passed on) in each item's run
     quiet = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRACEPARENT"))}
     with receiver(DEFAULT_PORT) as collector:
@@ -206,46 +229,19 @@ def test_otel_alone_traces_a_batch_and_each_items_run_under_it(
             [PY, "-m", "normalize.cli.app", *command, "--otel", "--json"], cwd=tmp_path,
             capture_output=True, text=True, timeout=300,
             env={**quiet, "CI": "true", "NORMALIZE_HOME": str(tmp_path / "home")})
-        assert done.returncode == 0, done.stdout + done.stderr
-        events = [json.loads(line) for line in done.stdout.splitlines()]
-        batch = events[0]["batch"]
-        items = [e["task_id"] for e in events if e["type"] == "item_updated"]
-        spans = collector.wait_for(lambda s: all(has_run(t)(s) for t in (batch, *items)),
-                                   "the batch's run and its items'")
-    runs = {s.attrs["normalize.task_id"]: s for s in named(spans, "run")}
-    assert runs[batch].attrs["normalize.driver"] == "batch"
-    assert runs[batch].attrs["normalize.status"] == "done"
+        batch, items, runs = _batch_tree(collector, done)
     assert set(items) and set(runs) == {batch, *items}
-    for item in items:
-        assert runs[item].parent_id == runs[batch].span_id
-        assert runs[item].trace_id == runs[batch].trace_id
-        assert runs[item].attrs["normalize.status"] == "done"
+    assert all(runs[item].attrs["normalize.status"] == "done" for item in items)
 
 
 @needs_sandbox
 def test_a_batch_is_one_span_with_each_items_run_under_it(tmp_path: Path) -> None:
-    (tmp_path / "wf.toml").write_text(
-        '[workflow]\nname = "touch"\nworkspace = "dir:{item.path}"\n[workflow.permissions]\n'
-        'mode = "yes"\n[[workflow.steps]]\nname = "edit"\n'
-        'action = "run sh -c \'echo {item.path} >> f.txt\'"\n')
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
-    (tmp_path / "items.jsonl").write_text('{"path": "a"}\n{"path": "b"}\n')
+    _two_items(tmp_path)
     with receiver() as collector:
         done = subprocess.run(
             [PY, "-m", "normalize.cli.app", "batch", "wf.toml", "--items", "items.jsonl",
              "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
             env={**os.environ, "CI": "true", "NORMALIZE_HOME": str(tmp_path / "home"),
                  "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url})
-        assert done.returncode == 0, done.stdout + done.stderr
-        events = [json.loads(line) for line in done.stdout.splitlines()]
-        batch = events[0]["batch"]
-        items = [e["task_id"] for e in events if e["type"] == "item_updated"]
-        spans = collector.wait_for(lambda s: all(has_run(t)(s) for t in (batch, *items)),
-                                   "the batch's run and its items'")
-    runs = {s.attrs["normalize.task_id"]: s for s in named(spans, "run")}
-    assert runs[batch].attrs["normalize.driver"] == "batch"
-    assert runs[batch].attrs["normalize.status"] == "done"
-    for item in items:
-        assert runs[item].parent_id == runs[batch].span_id
-        assert runs[item].trace_id == runs[batch].trace_id
+        _, items, _ = _batch_tree(collector, done)
+    assert len(set(items)) == 2
