@@ -157,8 +157,9 @@ class ChildPlan:
             supervisor.orphan_guard()
             cwd = os.getcwd()  # set before this runs; re-entered below, in the new mounts
             if flags:
-                doing[0] = "making the namespaces"
+                doing[0] = f"making the namespaces (unshare {flags:#x})"
                 _check(unshare(ctypes.c_int(flags)))
+                doing[0] = "mapping the user and group ids"
                 _write("/proc/self/uid_map", f"{self.uid} {self.uid} 1\n")
                 _write("/proc/self/setgroups", "deny")
                 _write("/proc/self/gid_map", f"{self.gid} {self.gid} 1\n")
