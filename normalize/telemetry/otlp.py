@@ -86,5 +86,26 @@ def otlp_provider(environ: Mapping[str, str], endpoint: str) -> tuple[TracerProv
         "OTEL_RESOURCE_ATTRIBUTES", "")
     provider = TracerProvider(resource=Resource.create({} if named else {"service.name": SERVICE}),
                               shutdown_on_exit=False)  # `Tracing.close` does, at exit
+    _no_export_thread_in_forked_children()
     provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=SCHEDULE_MS))
     return provider, watch
+
+
+def _no_export_thread_in_forked_children() -> None:
+    """Keep the batch processor from restarting its thread in each child normalize forks.
+
+    Its at-fork handler starts a new export thread in every forked child. normalize's forks
+    all exec a program (in its sandbox) and never export there, and a child with a second
+    thread cannot be given a user namespace (`unshare` fails with EINVAL): with tracing on,
+    every program would be refused its sandbox. The handler binds the method when the
+    processor is made, so this runs before.
+    """
+    from opentelemetry.sdk import _shared_internal
+
+    for cls in (getattr(_shared_internal, "BatchProcessor", None), BatchSpanProcessor):
+        if cls is not None and "_at_fork_reinit" in vars(cls):
+            setattr(cls, "_at_fork_reinit", _stay_unstarted)  # noqa: B010 (a library's private)
+
+
+def _stay_unstarted(self: object) -> None:
+    """In a forked child: no export thread (the child execs a program)."""
