@@ -787,6 +787,9 @@ def main(argv: list[str] | None = None) -> int:
             show()
         return int(getattr(exc, "exit_code", ExitStatus.USAGE))
     except Exception as exc:
+        if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+            # a Ctrl-C while a class was being made (Python 3.11 wraps it in a RuntimeError)
+            return int(ExitStatus.INTERRUPTED)
         if os.environ.get("NORMALIZE_DEBUG"):
             raise
         error_line(Environment(), f"internal error: {type(exc).__name__}: {exc}",
