@@ -179,12 +179,12 @@ class BoundByLimits(Protocol):
 
 def redecides(driver: Driver) -> bool:
     """Whether `driver` decides again after a troubled stop rather than run its decision's rest."""
-    return isinstance(driver, Redecides) and driver.redecides_on_resume
+    return bool(getattr(driver, "redecides_on_resume", False))  # `Redecides`, minus isinstance
 
 
 def bound_by_limits(driver: Driver) -> bool:
     """Whether a task's limits bind `driver` (every driver's but one that says otherwise)."""
-    return not isinstance(driver, BoundByLimits) or driver.bound_by_limits
+    return bool(getattr(driver, "bound_by_limits", True))  # `BoundByLimits`
 
 
 DriverFactory = Callable[[DriverConfig, DriverServices], Driver]
