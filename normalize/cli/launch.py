@@ -80,9 +80,12 @@ def tracing(env: Environment, flag: bool) -> RunTracing | None:
     With only the variable set and OpenTelemetry absent, one line says so and
     the task runs untraced; `--otel` then refuses (the person asked for it).
     """
-    from normalize.telemetry import tracing_wanted
+    from normalize.telemetry import sdk_disabled, tracing_wanted
 
     if not tracing_wanted(flag, env.env):
+        if flag and sdk_disabled(env.env):
+            env.stderr.write("normalize: warning: --otel: OTEL_SDK_DISABLED=true switches "
+                             "OpenTelemetry off; no traces\n")
         return None
     from normalize.redact import Redactor
     from normalize.telemetry import start_tracing

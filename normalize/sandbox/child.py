@@ -9,10 +9,12 @@ writes to /proc. The child then starts the program under a reaper (see
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import os
 import socket
 import struct
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -56,6 +58,31 @@ def _check(result: int) -> None:
     if result != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
+
+
+def _unshare(unshare: Callable[[ctypes.c_int], int], flags: int) -> None:
+    """`unshare(flags)`, waiting out a thread that is ending.
+
+    A user namespace is refused (EINVAL) to a process with more than one thread. A forked
+    child has one, unless a library's at-fork handler started another there for a moment
+    (OpenTelemetry's resource detection did, on a pool it then joined): while the child
+    still has another thread, it waits and tries again, for at most about 0.2 s.
+    """
+    for tries in range(40, 0, -1):
+        if unshare(ctypes.c_int(flags)) == 0:
+            return
+        err = ctypes.get_errno()
+        if tries == 1 or err != errno.EINVAL or not flags & CLONE_NEWUSER or _threads() < 2:
+            raise OSError(err, os.strerror(err))
+        time.sleep(0.005)
+
+
+def _threads() -> int:
+    """How many threads this process has now (from /proc: the kernel's count)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
 
 
 def _pass_listener(channel: socket.socket, port: int) -> None:
@@ -158,7 +185,7 @@ class ChildPlan:
             cwd = os.getcwd()  # set before this runs; re-entered below, in the new mounts
             if flags:
                 doing[0] = f"making the namespaces (unshare {flags:#x})"
-                _check(unshare(ctypes.c_int(flags)))
+                _unshare(unshare, flags)
                 doing[0] = "mapping the user and group ids"
                 _write("/proc/self/uid_map", f"{self.uid} {self.uid} 1\n")
                 _write("/proc/self/setgroups", "deny")

@@ -188,7 +188,8 @@ def _trial(abi: int, tier: SandboxTier) -> str:
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL, check=False, timeout=10).returncode
         except (OSError, subprocess.SubprocessError):
-            return _CANNOT_START[tier]
+            why = confinement.refusal()  # the set-up step that failed and its error
+            return f"{_CANNOT_START[tier]} ({why})" if why else _CANNOT_START[tier]
         finally:
             confinement.close()
     return "" if code == 0 else f"a confined `true` exited with status {code}"

@@ -16,7 +16,8 @@ from typing import Protocol
 from normalize.errors import UsageError
 from normalize.events import BaseEvent
 
-__all__ = ["INSTALL_HINT", "RunTracing", "start_tracing", "traces_endpoint", "tracing_wanted"]
+__all__ = ["INSTALL_HINT", "RunTracing", "sdk_disabled", "start_tracing", "traces_endpoint",
+           "tracing_wanted"]
 
 ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 DEFAULT_ENDPOINT = "http://localhost:4318"
@@ -37,13 +38,17 @@ class RunTracing(Protocol):
         ...
 
 
+def sdk_disabled(environ: Mapping[str, str]) -> bool:
+    """`OTEL_SDK_DISABLED=true`: the standard switch that turns OpenTelemetry off (the SDK
+    itself then makes no spans, whoever asked for them)."""
+    return environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
+
+
 def tracing_wanted(flag: bool, environ: Mapping[str, str]) -> bool:
-    """`--otel`, or an OTLP endpoint set (unless `OTEL_SDK_DISABLED=true`)."""
-    if flag:
-        return True
-    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+    """`--otel`, or an OTLP endpoint set; never under `OTEL_SDK_DISABLED=true`."""
+    if sdk_disabled(environ):
         return False
-    return any(environ.get(name, "").strip() for name in ENDPOINTS)
+    return flag or any(environ.get(name, "").strip() for name in ENDPOINTS)
 
 
 def traces_endpoint(environ: Mapping[str, str]) -> str:

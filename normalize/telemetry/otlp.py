@@ -84,28 +84,33 @@ def otlp_provider(environ: Mapping[str, str], endpoint: str) -> tuple[TracerProv
     exporter = WatchedExporter(OTLPSpanExporter(timeout=timeout), watch)
     named = environ.get("OTEL_SERVICE_NAME") or "service.name=" in environ.get(
         "OTEL_RESOURCE_ATTRIBUTES", "")
+    _no_threads_in_forked_children()  # before the provider and processor bind their handlers
     provider = TracerProvider(resource=Resource.create({} if named else {"service.name": SERVICE}),
                               shutdown_on_exit=False)  # `Tracing.close` does, at exit
-    _no_export_thread_in_forked_children()
     provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=SCHEDULE_MS))
     return provider, watch
 
 
-def _no_export_thread_in_forked_children() -> None:
-    """Keep the batch processor from restarting its thread in each child normalize forks.
+def _no_threads_in_forked_children() -> None:
+    """Keep the SDK from starting threads in each child normalize forks.
 
-    Its at-fork handler starts a new export thread in every forked child. normalize's forks
+    At every fork, two of its handlers run in the child: the batch processor's starts a new
+    export thread, and the tracer provider's detects the process's resource again on a
+    thread pool of its own (started, then joined: a thread for a moment). normalize's forks
     all exec a program (in its sandbox) and never export there, and a child with a second
-    thread cannot be given a user namespace (`unshare` fails with EINVAL): with tracing on,
-    every program would be refused its sandbox. The handler binds the method when the
-    processor is made, so this runs before.
+    thread, even one that is ending, cannot be given a user namespace (`unshare` fails with
+    EINVAL): with tracing on, programs were refused their sandbox, always (the processor's)
+    or about one time in four (the provider's). Each handler binds its method when its object
+    is made, so this runs before either is.
     """
     from opentelemetry.sdk import _shared_internal
 
     for cls in (getattr(_shared_internal, "BatchProcessor", None), BatchSpanProcessor):
         if cls is not None and "_at_fork_reinit" in vars(cls):
             setattr(cls, "_at_fork_reinit", _stay_unstarted)  # noqa: B010 (a library's private)
+    if "_handle_fork" in vars(TracerProvider):
+        setattr(TracerProvider, "_handle_fork", _stay_unstarted)  # noqa: B010 (as above)
 
 
 def _stay_unstarted(self: object) -> None:
-    """In a forked child: no export thread (the child execs a program)."""
+    """In a forked child: no thread (the child execs a program)."""

@@ -156,6 +156,20 @@ def test_an_unreachable_collector_costs_little_and_is_said_once(tmp_path: Path) 
     assert traced - plain < 6.0, (plain, traced)
 
 
+def test_otel_sdk_disabled_turns_tracing_off_even_with_otel_and_says_so(tmp_path: Path) -> None:
+    site(tmp_path)
+    with receiver() as collector:
+        code, events, err = finish(agent(
+            tmp_path, ["Looking.\nview a.py", "done Looked at it."], "--otel",
+            env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "OTEL_SDK_DISABLED": "true"}))
+        assert code == 0, err
+        assert events[-1]["type"] == "run_ended" and events[-1]["status"] == "done"
+        assert collector.paths() == []  # the run has ended: whatever it sent has arrived
+    assert [line for line in err.splitlines() if "OTEL_SDK_DISABLED" in line] == [
+        "normalize: warning: --otel: OTEL_SDK_DISABLED=true switches OpenTelemetry off; "
+        "no traces"]
+
+
 @needs_sandbox
 def test_a_sub_task_is_traced_under_the_spawn_that_started_it(tmp_path: Path) -> None:
     site(tmp_path)

@@ -18,6 +18,7 @@ from normalize.telemetry import traces_endpoint, tracing_wanted
     ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, False, True),
     ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c/t"}, False, True),
     ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_SDK_DISABLED": "true"}, False, False),
+    ({"OTEL_SDK_DISABLED": " TRUE "}, True, False),
 ])
 def test_tracing_is_on_when_asked_or_an_endpoint_is_set(environ: dict[str, str], flag: bool,
                                                          wanted: bool) -> None:
