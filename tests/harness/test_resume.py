@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -47,6 +48,15 @@ def conversation(body: dict[str, object]) -> str:
     return json.dumps(body.get("messages"))
 
 
+def recorded(*texts: str) -> bool:
+    """Whether Claude Code's own session transcript (in the task's harness home, beside the
+    data home: `runner.harness_state`) holds each of `texts` yet."""
+    home = Path(os.environ["NORMALIZE_HOME"])
+    found = "".join(path.read_text(errors="replace") for path in home.parent.glob(
+        f"{home.name}-harness/*/claude/.claude/projects/*/*.jsonl"))
+    return all(text in found for text in texts)
+
+
 def test_kill_9_mid_turn_then_resume_continues_the_harness_session(site: HarnessSite) -> None:
     release = threading.Event()
     with FakeModelServer(held_second_turn(site.ws, release)) as server:
@@ -54,6 +64,10 @@ def test_kill_9_mid_turn_then_resume_continues_the_harness_session(site: Harness
         proc = start(site, port)
         try:
             wait_for(lambda: len(server.requests) >= 2, "claude's second request")
+            # Claude Code writes its transcript a moment after the messages it holds: a kill
+            # before that loses them from its session (on a busy machine, one run in six)
+            wait_for(lambda: recorded("Reading calc.py first.", "return a - b"),
+                     "the first reply and the tool's result in claude's transcript")
             proc.kill()  # SIGKILL: no ending is written
             proc.communicate(timeout=30)
         finally:
