@@ -249,6 +249,17 @@ def step_rows(work: Path, steps: int, runs: int) -> list[Row]:
              f"{step / floor:.2f}× ({step:.2f} / {floor:.2f} ms)", "≤ 1.5×", step / floor <= 1.5)]
 
 
+def project(work: Path) -> Path:
+    """A small project to start in (the data homes and the other rows' trees are beside it,
+    not in it: a run reads its workspace's `.env*` files, and that walk is the project's)."""
+    root = work / "project"
+    if not root.exists():
+        (root / "src").mkdir(parents=True)
+        (root / "README.md").write_text("# app\n")
+        (root / "src" / "app.py").write_text("def main() -> None:\n    print('hi')\n")
+    return root
+
+
 def startup_home(work: Path) -> dict[str, str]:
     """The environment of a data home with ten done tasks and one waiting (made once)."""
     home = work / "startup-home"
@@ -257,9 +268,9 @@ def startup_home(work: Path) -> dict[str, str]:
         return env
     tiny, asks = workflow(work / "tiny.toml", 1), workflow(work / "asks.toml", 1, ask=True)
     for _ in range(10):
-        subprocess.run([*normalize_argv(), "run", str(tiny), "-q"], cwd=work, env=env,
+        subprocess.run([*normalize_argv(), "run", str(tiny), "-q"], cwd=project(work), env=env,
                        capture_output=True, check=True)
-    subprocess.run([*normalize_argv(), "run", str(asks), "-q"], cwd=work, env=env,
+    subprocess.run([*normalize_argv(), "run", str(asks), "-q"], cwd=project(work), env=env,
                    capture_output=True, check=False)  # waits for its answer: exit 4
     return env
 
@@ -275,7 +286,7 @@ def startup_rows(work: Path, runs: int, codex: str | None) -> list[Row]:
                 str(work / "tiny.toml"), "--json"]}
     if codex:
         commands["codex"] = [codex, "--version"]
-    got = interleaved(commands, work, env, runs)
+    got = interleaved(commands, project(work), env, runs)
     help_ms = got["help"][0] * 1000
     rows: list[Row] = []
     for name, label, started in (
@@ -320,7 +331,7 @@ def startup_versus(work: Path, runs: int, baseline: Path) -> list[Row]:
         for verb, args in verbs.items():
             for tree, path in trees.items():
                 env = {**home_env, "PYTHONPATH": str(path)}
-                wall, cpu, _ = run_timed([PYTHON, "-c", LAUNCH, *args], work, env)
+                wall, cpu, _ = run_timed([PYTHON, "-c", LAUNCH, *args], project(work), env)
                 if i:  # the first round warms the caches
                     walls[tree, verb].append(wall)
                     cpus[tree, verb].append(cpu)
