@@ -51,9 +51,13 @@ def cluster() -> Iterator[Any]:
 
     saved = os.environ.get("RAY_USAGE_STATS_ENABLED")
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    # free ports for the dashboard and the head's job agent: the agent's default (52365) is
+    # fixed, so another cluster on the machine (another suite's) left `ray job submit` with
+    # "No available agent" for good
     made = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "include_dashboard": True, "dashboard_host": "127.0.0.1",
-        "dashboard_port": _free_port(), "object_store_memory": STORE_MB})
+        "dashboard_port": _free_port(), "dashboard_agent_listen_port": _free_port(),
+        "object_store_memory": STORE_MB})
     try:
         for _ in range(2):
             made.add_node(num_cpus=1, object_store_memory=STORE_MB)
