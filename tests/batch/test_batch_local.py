@@ -113,6 +113,8 @@ def test_a_killed_item_process_is_retried_and_its_effect_happens_once(tmp_path: 
         item = progress(home, batch)[0]["task_id"]
         wait_for(lambda: in_step(home, item, "1.0"), 120,
                  "item 0's effect done, its process waiting for its gate")
+        # the wait step's first run has logged its key (the kill comes after, always)
+        wait_for(lambda: len(_keys(tmp_path / "repos" / "r00")) == 2, 60, "the wait step's key")
         pid = json.loads((home / "tasks" / f"{item}.owner").read_text())["pid"]
         os.kill(pid, signal.SIGKILL)
         wait_for(lambda: progress(home, batch)[0]["attempts"] == 2, 120, "a second attempt")
@@ -124,14 +126,14 @@ def test_a_killed_item_process_is_retried_and_its_effect_happens_once(tmp_path: 
     assert state(home, item)["status"] == "done"
     ended = json.loads(out.splitlines()[-1])
     assert ended["type"] == "batch_ended" and ended["counts"] == {"done": 2}
-    # the wait step, cut short by the kill, ran again as another action (its checkpoint put
-    # back what its first run wrote) and got the same idempotency key; another step or
-    # another item gets another key
+    # the wait step, cut short by the kill, ran again as another action and got the same
+    # idempotency key as its first run (both logged it: a rerun repeats what the program
+    # does, the key lets a service tell); another step or another item gets another key
     again = [e for e in _journal(home, item) if e.get("type") == "action_started"
              and "while" in e["command"]]
     assert len(again) == 2 and again[1]["key"] != again[0]["key"]
     keys = _keys(tmp_path / "repos" / "r00")
-    assert keys == [f"{item}:0.0", f"{item}:{again[0]['key']}"]
+    assert keys == [f"{item}:0.0", *[f"{item}:{again[0]['key']}"] * 2]
     other = _keys(tmp_path / "repos" / "r01")
     assert len(other) == 2 and not set(keys) & set(other)
 
