@@ -44,6 +44,7 @@ RELAYED = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUI
 WATCHED = RELAYED | {signal.SIGCHLD}
 _FORMAT = "iii"  # written, wait status, leftovers killed
 _WHY = 240  # bytes after it: why the sandbox could not be set up, when it could not
+_WHY_AT = struct.calcsize(_FORMAT)
 
 
 class Report:
@@ -51,7 +52,7 @@ class Report:
     its sandbox could not be set up."""
 
     def __init__(self) -> None:
-        self._buf: mmap.mmap | None = mmap.mmap(-1, struct.calcsize(_FORMAT) + _WHY)
+        self._buf: mmap.mmap | None = mmap.mmap(-1, _WHY_AT + _WHY)
 
     def write(self, status: int, killed: int) -> None:
         if self._buf is not None:
@@ -61,15 +62,14 @@ class Report:
         """Said by the child before its set-up fails: which step, and the error."""
         if self._buf is not None:
             text = why.encode(errors="replace")[:_WHY - 1]
-            start = struct.calcsize(_FORMAT)
-            self._buf[start:start + len(text) + 1] = text + b"\0"
+            self._buf[_WHY_AT:_WHY_AT + len(text) + 1] = text + b"\0"
 
     def refusal(self) -> str:
         """Why the child's set-up failed, or "" when it said nothing."""
         if self._buf is None:
             return ""
-        start = struct.calcsize(_FORMAT)
-        return bytes(self._buf[start:start + _WHY]).split(b"\0", 1)[0].decode(errors="replace")
+        return bytes(self._buf[_WHY_AT:_WHY_AT + _WHY]).split(b"\0", 1)[0].decode(
+            errors="replace")
 
     def read(self) -> tuple[int, int] | None:
         """(wait status, leftovers killed), or None when nothing was written."""
