@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from harness_support import HarnessSite, events_of, make_site, of_type
 
+from normalize.runner import harness_state
 from normalize.testing.servers import FakeModelServer, Reply, ToolUse
 
 
@@ -49,11 +50,11 @@ def conversation(body: dict[str, object]) -> str:
 
 
 def recorded(*texts: str) -> bool:
-    """Whether Claude Code's own session transcript (in the task's harness home, beside the
-    data home: `runner.harness_state`) holds each of `texts` yet."""
-    home = Path(os.environ["NORMALIZE_HOME"])
-    found = "".join(path.read_text(errors="replace") for path in home.parent.glob(
-        f"{home.name}-harness/*/claude/.claude/projects/*/*.jsonl"))
+    """Whether Claude Code's own session transcript (in the task's harness home) holds each
+    of `texts` yet."""
+    homes = harness_state(Path(os.environ["NORMALIZE_HOME"]), "any").parent  # one per task
+    found = "".join(path.read_text(errors="replace")
+                    for path in homes.glob("*/claude/.claude/projects/*/*.jsonl"))
     return all(text in found for text in texts)
 
 
