@@ -248,18 +248,12 @@ def _read_config(path: Path) -> tuple[Any, str]:
         return {}, ""
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
+    from normalize.workflow.loader import parse_toml_text
+
+    parse_toml_text(source, str(path))  # syntax errors in tomllib's words, at their place
     import tomlkit
-    from tomlkit.exceptions import ParseError, TOMLKitError
 
-    try:
-        return tomlkit.parse(source), source
-    except ParseError as exc:
-        raise ConfigError(f"{path}:{exc.line}:{exc.col}: invalid TOML") from None
-    except (TOMLKitError, RecursionError) as exc:  # a table declared twice; nesting too deep
-        from normalize.workflow.loader import parse_toml_text
-
-        parse_toml_text(source, str(path))  # tomllib's words and place, where it has them
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    return tomlkit.parse(source), source
 
 
 def _line_of(source: str, table: str) -> Any:
