@@ -1,4 +1,5 @@
-"""The versions the harness adapters say they are tested with are the ones `.ci/run` installs."""
+"""The versions the harness adapters say they are tested with are the ones `scripts/test` installs
+(`.ci/run` runs it)."""
 
 from __future__ import annotations
 
@@ -13,5 +14,5 @@ PACKAGES = {"claude": "@anthropic-ai/claude-code@", "codex": "@openai/codex@",
 
 @pytest.mark.parametrize("name", sorted(HARNESSES))
 def test_ci_installs_the_tested_version(name: str) -> None:
-    ci = (REPO / ".ci" / "run").read_text()
+    ci = (REPO / "scripts" / "test").read_text()
     assert PACKAGES[name] + harness_named(name).tested_version in ci
