@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import socketserver
 import subprocess
 import sys
@@ -216,4 +217,46 @@ def test_a_slow_head_and_a_silent_tunnel_are_cut_at_their_limits(
         outcome.network
     assert {"limit": "cut: nothing sent either way for 2 s", "connections": 1} in \
         outcome.network
+    assert [t for t in threading.enumerate() if t.name.startswith("normalize-proxy")] == []
+
+
+def _opened(port: int, count: int) -> list[socket.socket]:
+    return [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(count)]
+
+
+def _answer(sock: socket.socket) -> bytes:
+    sock.settimeout(0.5)
+    try:
+        return sock.recv(200)
+    except TimeoutError:
+        return b""  # served: the proxy waits for its request
+
+
+def test_the_cap_for_all_programs_holds_across_proxies() -> None:
+    """Two programs' proxies share the cap for all: the third connection is refused to the
+    second program though it has none open."""
+    limits = proxy.Limits(per_program=2, total=3)
+    proxies = [proxy.Proxy(("a.test",), limits), proxy.Proxy(("a.test",), limits)]
+    ports = []
+    for each in proxies:
+        listener = socket.create_server(("127.0.0.1", 0))
+        ports.append(listener.getsockname()[1])
+        each.serve(listener)
+    opened: list[socket.socket] = []
+    try:
+        opened = _opened(ports[0], 3)  # two served, one over this program's cap
+        first = [_answer(s) for s in opened]
+        opened += _opened(ports[1], 2)  # one served (three in all), one over the cap for all
+        second = [_answer(s) for s in opened[3:]]
+    finally:
+        for each in proxies:
+            each.close()
+        for sock in opened:
+            sock.close()
+    assert first[:2] == [b"", b""] and first[2].startswith(b"HTTP/1.1 503")
+    assert second[0] == b"" and second[1].startswith(b"HTTP/1.1 503")
+    assert proxies[0].log() == [{"limit": "refused: over the 2 connections a program may have "
+                                          "open", "connections": 1}]
+    assert proxies[1].log() == [{"limit": "refused: over the 3 connections all programs may "
+                                          "have open", "connections": 1}]
     assert [t for t in threading.enumerate() if t.name.startswith("normalize-proxy")] == []
