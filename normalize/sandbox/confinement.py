@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 from normalize.sandbox import landlock, seccomp
 from normalize.sandbox.child import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWUSER, ChildPlan, mount_flags
-from normalize.sandbox.credentials import CREDENTIAL_STORES, credential_places
+from normalize.sandbox.credentials import CREDENTIAL_STORES, credential_places, homes
 from normalize.sandbox.env import scrub_env
 from normalize.sandbox.policy import SandboxMode, SandboxPolicy, SandboxTier
 from normalize.sandbox.proxy import Proxy
@@ -187,8 +187,8 @@ def _hidden(policy: SandboxPolicy, env: Mapping[str, str]) -> set[str]:
     """What no program may read: the credential places (`env`, the environment before the
     scrub, says where the person moved them), container engines' homes, `policy.hidden`
     and the terminals; never what the program may write (a harness's own home)."""
-    home = env.get("HOME") or os.path.expanduser("~")
-    paths = [*credential_places([env]), *(os.path.join(home, name) for name in AGENT_HOMES)]
+    engines = [os.path.join(home, name) for home in homes([env]) for name in AGENT_HOMES]
+    paths = [*credential_places([env]), *engines]
     found = {os.path.realpath(p) for p in [*paths, *policy.hidden, *TERMINALS]} | _consoles()
     writable = _writable(policy)
     return {p for p in found if not any(p == w or _beneath(w, p) for w in writable)}

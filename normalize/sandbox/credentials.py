@@ -19,7 +19,8 @@ import os
 import pwd
 from collections.abc import Iterable, Iterator, Mapping
 
-__all__ = ["CREDENTIAL_STORES", "PLACES", "RELOCATING", "RELOCATIONS", "credential_places"]
+__all__ = ["CREDENTIAL_STORES", "PLACES", "RELOCATING", "RELOCATIONS", "credential_places",
+           "homes"]
 
 PLACES: tuple[tuple[str, str], ...] = (
     (".ssh", "ssh keys, known hosts, agent config"),
@@ -98,15 +99,15 @@ CREDENTIAL_STORES = tuple(path for path, _ in PLACES)
 """The credential places under HOME (as `sandbox check` lists them)."""
 
 
-def _homes(env: Mapping[str, str]) -> list[str]:
-    """HOME as the program is told, as normalize runs, and as the password database says
+def homes(envs: Iterable[Mapping[str, str]]) -> set[str]:
+    """HOME as each of `envs` says, as normalize runs, and as the password database says
     (a harness turn gets a HOME of its own; the person's stores are still theirs)."""
-    found = [env.get("HOME"), os.environ.get("HOME")]
+    found = [env.get("HOME") for env in [*envs, os.environ]]
     try:
         found.append(pwd.getpwuid(os.getuid()).pw_dir)
     except KeyError:
         pass
-    return list(dict.fromkeys(h for h in found if h and os.path.isabs(h)))
+    return {h for h in found if h and os.path.isabs(h)}
 
 
 def _relocated(replaces: str, place: str) -> Iterator[str]:
@@ -123,16 +124,16 @@ def credential_places(envs: Iterable[Mapping[str, str]]) -> set[str]:
     """Every credential place (absolute, not resolved), by default and as the variables of
     each of `envs` (and normalize's own) relocate them; never a home or a directory above."""
     envs = [*envs, os.environ]
-    homes = {h for env in envs for h in _homes(env)}
-    wanted = [os.path.join(home, path) for home in homes for path, _ in PLACES]
+    around = homes(envs)
+    wanted = [os.path.join(home, path) for home in around for path, _ in PLACES]
     for variable, replaces, _ in RELOCATIONS:
         values = {env[variable] for env in envs if env.get(variable)}
         for place in {p for value in values for p in value.split(os.pathsep)}:
             if os.path.isabs(place):
                 wanted.extend(_relocated(replaces, place))
     found = {g for path in wanted for g in (glob.glob(path) if "*" in path else [path])}
-    around = {os.path.realpath(h) for h in homes}
-    return {p for p in found if not _holds(p, around)}
+    real = {os.path.realpath(h) for h in around}
+    return {p for p in found if not _holds(p, real)}
 
 
 def _holds(path: str, homes: set[str]) -> bool:
