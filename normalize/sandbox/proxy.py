@@ -10,7 +10,7 @@ carries the log into the journal.
 Every proxy of normalize's process is served by one event loop in one thread
 (`normalize-proxy`, running while any proxy serves), with a few threads for
 name lookups: a program that opens thousands of connections costs sockets,
-never threads. What a program may hold is bounded (`Limits`): connections
+never threads. What a program may hold is bounded (`ProxyLimits`): connections
 open at once, for it and for all programs together (one over either is
 answered 503 and closed, and the log says how many were); the time to send
 a request's head, whole; and how long a connection may carry nothing either
@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 from normalize.sandbox.hosts import host_matches, normal_host
 
-__all__ = ["LIMITS", "Limits", "Proxy", "Resolver", "set_resolver"]
+__all__ = ["LIMITS", "Proxy", "ProxyLimits", "Resolver", "set_resolver"]
 
 Resolver = Callable[[str, int], tuple[str, int]]
 """(host, port) asked for → (address, port) to connect to."""
@@ -57,7 +57,7 @@ _REASONS = {400: "Bad Request", 403: "Forbidden", 408: "Request Timeout",
 
 
 @dataclass(frozen=True)
-class Limits:
+class ProxyLimits:
     """What one program may hold of the proxy, and all programs together."""
 
     per_program: int = 64
@@ -72,7 +72,7 @@ class Limits:
     """Seconds to reach the host."""
 
 
-LIMITS = Limits()
+LIMITS = ProxyLimits()
 
 
 def _system(host: str, port: int) -> tuple[str, int]:
@@ -155,7 +155,7 @@ _SHARED = _Loop()
 class Proxy:
     """A forward proxy to `hosts` only; `serve` a listener, `close` when the program ended."""
 
-    def __init__(self, hosts: Sequence[str], limits: Limits | None = None) -> None:
+    def __init__(self, hosts: Sequence[str], limits: ProxyLimits | None = None) -> None:
         self.hosts = tuple(hosts)
         self.limits = limits or LIMITS
         self._lock = threading.Lock()

@@ -201,7 +201,7 @@ print(json.dumps(took))
 
 def test_a_slow_head_and_a_silent_tunnel_are_cut_at_their_limits(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(proxy, "LIMITS", proxy.Limits(head=2.0, idle=2.0))
+    monkeypatch.setattr(proxy, "LIMITS", proxy.ProxyLimits(head=2.0, idle=2.0))
     silent = Silent()
     try:
         with pinned_hosts({"silent.test": ("127.0.0.1", silent.port)}):
@@ -235,7 +235,7 @@ def _answer(sock: socket.socket) -> bytes:
 def test_the_cap_for_all_programs_holds_across_proxies() -> None:
     """Two programs' proxies share the cap for all: the third connection is refused to the
     second program though it has none open."""
-    limits = proxy.Limits(per_program=2, total=3)
+    limits = proxy.ProxyLimits(per_program=2, total=3)
     proxies = [proxy.Proxy(("a.test",), limits), proxy.Proxy(("a.test",), limits)]
     ports = []
     for each in proxies:
