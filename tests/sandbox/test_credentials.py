@@ -12,8 +12,11 @@ tier as Docker and as Ubuntu's AppArmor restriction leave it (tests/sandbox/rest
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -194,14 +197,23 @@ print(json.dumps({{'type': 'result', 'subtype': 'success', 'result': 'looked aro
 """
 
 
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A directory outside /tmp (which the full tier empties whole, hiding what lies there
+    for a reason of its own): a person's HOME and data home are elsewhere."""
+    root = Path(tempfile.mkdtemp(prefix="normalize-test-", dir="/var/tmp"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.mark.parametrize("tier", list(TIERS))
-def test_a_harness_turn_keeps_its_own_home_and_reads_no_other(tmp_path: Path,
+def test_a_harness_turn_keeps_its_own_home_and_reads_no_other(outside_tmp: Path,
                                                               tier: str) -> None:
     """Claude Code's Bash tool runs with a HOME of its own: the person's Codex and Claude
     logins, and another task's harness home, stay out of its reach; its own home works."""
     if tier == "full" and not FULL_TIER:
         pytest.skip("this machine has no full tier (namespaces are refused)")
-    site = make_site(tmp_path)
+    site = make_site(outside_tmp)
     site.prefix = TIERS[tier]
     secrets, _, env = _plant(site)
     paths = {"codex": str(site.home / ".codex" / "auth.json"),
