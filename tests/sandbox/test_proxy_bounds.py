@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_support import FULL_TIER, TIER_PREFIX, make_site
+from sandbox_support import FULL_TIER, make_site, restricted
 
 from normalize.sandbox import SandboxPolicy, proxy
 from normalize.testing.network import pinned_hosts
@@ -31,6 +31,7 @@ from normalize.tools.run import run_process
 
 LAUNCHER = (sys.executable, str(Path(__file__).with_name("pinned_normalize.py")))
 FLOOD = 4000
+TIERS = {"full": [], "docker": restricted("docker"), "apparmor": restricted("apparmor")}
 
 HOLDER = """\
 import os, resource, select, socket, sys, time, urllib.error, urllib.request
@@ -125,13 +126,13 @@ def _threads(pid: int) -> int:
         return 0
 
 
-@pytest.mark.parametrize("tier", list(TIER_PREFIX))
+@pytest.mark.parametrize("tier", list(TIERS))
 def test_thousands_of_idle_connections_cost_no_threads_and_are_refused_over_the_cap(
         tmp_path: Path, web: Web, tier: str) -> None:
     if tier == "full" and not FULL_TIER:
         pytest.skip("this machine has no full tier (namespaces are refused)")
     site = make_site(tmp_path)
-    site.prefix = TIER_PREFIX[tier]
+    site.prefix = TIERS[tier]
     (site.ws / "hold.py").write_text(HOLDER.format(flood=FLOOD))
     argv = site.argv(["run python3 hold.py", "done"], permissions='network = ["allowed.test"]\n',
                      program=(*LAUNCHER, f"allowed.test=127.0.0.1:{web.port}", "--"))
@@ -151,6 +152,7 @@ def test_thousands_of_idle_connections_cost_no_threads_and_are_refused_over_the_
             proc.kill()
             proc.wait()
     assert proc.returncode == 0, err
+    assert ("sandbox tier landlock" in err) == (tier != "full"), err
     assert (site.ws / "ready").read_text() == f"{FLOOD} held, {FLOOD - 64} answered"
     print(f"normalize held {FLOOD} connections with {held} threads")
     assert held < 32, held
