@@ -169,13 +169,17 @@ class Proxy:
 
     def serve(self, listener: socket.socket) -> None:
         """Accept the program's connections on `listener` (this proxy owns it from now)."""
+        loop = _SHARED.acquire()  # (never under this proxy's lock: the loop's thread takes it)
         with self._lock:
-            if self._closed or self._loop is not None:
-                listener.close()
-                return
-            self._loop = _SHARED.acquire()
+            taken = self._closed or self._loop is not None
+            if not taken:
+                self._loop = loop
+        if taken:
+            listener.close()
+            _SHARED.release()
+            return
         try:
-            asyncio.run_coroutine_threadsafe(self._start(listener), self._loop).result()
+            asyncio.run_coroutine_threadsafe(self._start(listener), loop).result()
         except BaseException:
             listener.close()
             raise
