@@ -38,6 +38,13 @@ def config_home(env: dict[str, str] | None = None) -> Path:
     return Path(platformdirs.user_config_dir("normalize"))
 
 
+def harness_root(home: Path) -> Path:
+    """Where harness drivers keep every task's sessions: beside the data home, not in it
+    (programs cannot see the data home; a harness must write its own session files).
+    Each task's programs see none of it but, in a harness turn, that task's own home."""
+    return home.parent / f"{home.name}-harness"
+
+
 def _unusable(path: Path) -> str | None:
     """Why `path` can never be normalize's data directory (None when it can).
 

@@ -24,7 +24,7 @@ from normalize.drivers.models import apply_model
 from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
-from normalize.homes import config_home
+from normalize.homes import config_home, harness_root
 from normalize.sandbox import SandboxMode, probe
 from normalize.spawner import Spawner, sandboxed_judge
 from normalize.store import TaskStore
@@ -239,9 +239,8 @@ def _grants(task: Task, options: RunOptions, places: Places) -> Grants:
 
 
 def harness_state(home: Path, task_id: str) -> Path:
-    """Where a harness driver keeps the task's sessions: beside the data home, not in it
-    (programs cannot see the data home; a harness must write its own session files)."""
-    return home.parent / f"{home.name}-harness" / task_id
+    """Where a harness driver keeps the task's sessions (under `homes.harness_root`)."""
+    return harness_root(home) / task_id
 
 
 def spawner(task: Task, options: RunOptions, grants: Grants) -> Spawner:

@@ -3,11 +3,15 @@
 A copy is the tree of the parent's current checkpoint, written out with git
 plumbing in normalize's own store (`read-tree` into a private index, then
 `checkout-index`): the person's `.git` is never opened, no branch or worktree
-entry is made anywhere. What a build needs and the store leaves out (a
-project's `.venv`, `node_modules`) is linked, not copied: a symlink to the
-parent's, so the child's programs can run the project's tests with it (its
-programs may read it; the sandbox keeps them from writing it, as it is
-outside their workspace). The links never reach the diff.
+entry is made anywhere. What a build needs (a project's `.venv`,
+`node_modules`) is linked, not copied: a symlink to the parent's, so the
+child's programs can run the project's tests with it (its programs may read
+it; the sandbox keeps them from writing it, as it is outside their
+workspace). The links never reach the diff. A workspace that does not ignore
+them has them in its checkpoints too: their entries stay in the copy's index,
+marked skip-worktree, so they are neither written out under the link nor seen
+as deleted (and the store's copy, which leaves out files over its size bound,
+is never the one a build runs).
 
 The child's changes are the difference between the base tree and the copy as
 the child left it (`add -A` into the copy's private index, `write-tree`,
@@ -83,6 +87,11 @@ def make_copy(repo: ShadowRepo, tree: str, dest: Path) -> list[str]:
     linked = [name for name in LINKED if (repo.workspace / name).is_dir()]
     (dest.parent / "exclude").write_text("".join(f"/{name}\n" for name in LINKED) + ".git\n")
     _git(repo, "read-tree", tree, tree=dest, index=index)
+    if linked:  # stored too where the workspace does not ignore them: the link wins
+        stored = _git(repo, "ls-files", "-z", "--", *linked, tree=dest, index=index).stdout
+        if stored:
+            _git(repo, "update-index", "-z", "--skip-worktree", "--stdin", tree=dest,
+                 index=index, input=stored)
     _git(repo, "checkout-index", "-a", "-f", "-u", tree=dest, index=index)  # -u: stat data kept
     for name in linked:
         os.symlink(repo.workspace / name, dest / name, target_is_directory=True)

@@ -40,11 +40,15 @@ def check(env: Environment, *, json_output: bool) -> int:
         *(f"  enforces:   {line}" for line in found.enforced),
         "  modes:      `--sandbox read-only` writes only the temporary directory; "
         "`--sandbox off` runs programs unconfined",
-        f"  hidden:     {hidden}, normalize's data and config directories",
+        f"  hidden:     {hidden}, and where the standard variables move them "
+        "(XDG_CONFIG_HOME, DOCKER_CONFIG, KUBECONFIG, …); normalize's data and config "
+        "directories; every task's harness home but a harness turn's own",
         "  network:    `--network HOST` reaches HOST only, through normalize's proxy; "
         "`--network` lifts the network rules (and asks in auto)",
-        "  env:        provider keys, *_TOKEN, *_SECRET*, *_PASSWORD, *_API_KEY and cloud "
-        "credentials removed (env_allow keeps names)",
+        "  env:        provider keys, *_TOKEN, *_SECRET*, *_PASSWORD, *PASSPHRASE*, *_API_KEY, "
+        "cloud credentials, any value holding a credential (a URL's password, a token's "
+        "shape) and the variables that move a credential store removed (env_allow keeps "
+        "names)",
         *(f"  does not:   {line}" for line in found.not_enforced),
     ]
     env.stdout.write("\n".join(lines) + "\n")

@@ -24,26 +24,23 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from normalize.sandbox.confinement import (
-        CREDENTIAL_STORES,
-        Confinement,
-        confine,
-        protected_paths,
-    )
-    from normalize.sandbox.env import is_secret_name, scrub_env
+    from normalize.sandbox.confinement import Confinement, confine, protected_paths
+    from normalize.sandbox.credentials import CREDENTIAL_STORES
+    from normalize.sandbox.env import carries_secret, is_secret_name, scrub_env
     from normalize.sandbox.policy import SandboxMode, SandboxPolicy, SandboxTier
     from normalize.sandbox.tiers import Probe, probe
 
 _FROM = {
-    "CREDENTIAL_STORES": "confinement", "Confinement": "confinement", "confine": "confinement",
-    "protected_paths": "confinement", "is_secret_name": "env", "scrub_env": "env",
+    "CREDENTIAL_STORES": "credentials", "Confinement": "confinement", "confine": "confinement",
+    "protected_paths": "confinement", "carries_secret": "env", "is_secret_name": "env",
+    "scrub_env": "env",
     "SandboxMode": "policy", "SandboxPolicy": "policy", "SandboxTier": "policy",
     "Probe": "tiers", "probe": "tiers",
 }
 
 __all__ = [
     "CREDENTIAL_STORES", "Confinement", "Probe", "SandboxMode", "SandboxPolicy", "SandboxTier",
-    "confine",
+    "carries_secret", "confine",
     "is_secret_name", "probe", "protected_paths", "scrub_env",
 ]
 

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 from normalize.sandbox import landlock, seccomp
 from normalize.sandbox.child import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWUSER, ChildPlan, mount_flags
+from normalize.sandbox.credentials import CREDENTIAL_STORES, credential_places, homes
 from normalize.sandbox.env import scrub_env
 from normalize.sandbox.policy import SandboxMode, SandboxPolicy, SandboxTier
 from normalize.sandbox.proxy import Proxy
@@ -59,10 +60,6 @@ from normalize.sandbox.proxy import Proxy
 __all__ = ["CREDENTIAL_STORES", "PROTECTED_NAMES", "PROXY_PORT", "Confinement", "confine",
            "protected_paths"]
 
-CREDENTIAL_STORES = (".ssh", ".aws", ".gnupg", ".netrc", ".config/gh", ".docker/config.json",
-                     ".kube", ".git-credentials", ".config/gcloud", ".azure", ".pypirc",
-                     ".npmrc", ".cargo/credentials.toml", ".config/hub")
-"""Paths under HOME no program may read."""
 AGENT_HOMES = (".docker", ".colima", ".rd", ".orbstack", ".lima")
 """Directories under HOME holding a container engine's socket (and its credentials)."""
 PROTECTED_NAMES = frozenset({".git", ".normalize"})
@@ -187,9 +184,18 @@ def protected_paths(workspace: str) -> Iterator[str]:
 
 
 def _hidden(policy: SandboxPolicy, env: Mapping[str, str]) -> set[str]:
-    home = env.get("HOME") or os.path.expanduser("~")
-    paths = [os.path.join(home, name) for name in (*CREDENTIAL_STORES, *AGENT_HOMES)]
-    return {os.path.realpath(p) for p in [*paths, *policy.hidden, *TERMINALS]} | _consoles()
+    """What no program may read: the credential places (`env`, the environment before the
+    scrub, says where the person moved them), container engines' homes, `policy.hidden`
+    and the terminals; never what the program may write (a harness's own home)."""
+    engines = [os.path.join(home, name) for home in homes([env]) for name in AGENT_HOMES]
+    paths = [*credential_places([env]), *engines]
+    found = {os.path.realpath(p) for p in [*paths, *policy.hidden, *TERMINALS]} | _consoles()
+    writable = _writable(policy)
+    return {p for p in found if not any(p == w or _beneath(w, p) for w in writable)}
+
+
+def _writable(policy: SandboxPolicy) -> list[str]:
+    return [os.path.realpath(p) for p in policy.writable]
 
 
 def _consoles() -> set[str]:
@@ -333,12 +339,15 @@ def _mounts(root: str, tmpdir: str, env: Mapping[str, str], network: bool,
     return _Mounts(scratch, sockets, keep)
 
 
-def _hideable(hidden: set[str], root: str, tmpdir: str, mounts: _Mounts) -> list[str]:
+def _hideable(hidden: set[str], root: str, tmpdir: str, mounts: _Mounts,
+              writable: Iterable[str] = ()) -> list[str]:
     """Hidden directories a child can cover with a mount: they hold sockets Landlock cannot
-    refuse a connection to, and inside the workspace Landlock would allow them."""
+    refuse a connection to, and inside the workspace Landlock would allow them. One that
+    holds a `writable` directory (a harness's own home among every task's) is not covered
+    whole: its other entries are."""
     covered = [*mounts.scratch, *mounts.sockets]
     found: list[str] = []
-    for path in sorted(hidden):
+    for path in sorted(_around(hidden, list(writable))):
         if path == root or _beneath(path, root) or _beneath(path, tmpdir):
             continue  # never cover the workspace itself
         gone = any(_beneath(c, path) for c in covered) and not any(
@@ -347,6 +356,21 @@ def _hideable(hidden: set[str], root: str, tmpdir: str, mounts: _Mounts) -> list
         if not gone and not inside and os.path.isdir(path) and not os.path.islink(path):
             found.append(path)
     return found
+
+
+def _around(paths: Iterable[str], open_: list[str]) -> Iterator[str]:
+    """`paths`, each one above an `open_` path replaced by its entries, down to that path
+    (which is left out)."""
+    for path in paths:
+        if not any(_beneath(path, o) for o in open_):
+            if path not in open_:
+                yield path
+            continue
+        try:
+            names = os.listdir(path)
+        except OSError:
+            continue
+        yield from _around([os.path.join(path, name) for name in names], open_)
 
 
 def _named(paths: Iterable[str]) -> set[str]:
@@ -370,7 +394,7 @@ def _plan(policy: SandboxPolicy, root: str, tmpdir: str, env: Mapping[str, str],
     mounts = _mounts(root, tmpdir, env, policy.network, [*visible, *policy.writable])
     private = [p for p in PRIVATE_TMPFS if os.path.isdir(p)]
     hidden = _hidden(policy, env)
-    hide = _hideable(hidden, root, tmpdir, mounts)
+    hide = _hideable(hidden, root, tmpdir, mounts, _writable(policy))
     for path in mounts.keep:  # bound back, it loses the rules of its old parents
         if not any(path == h or _beneath(path, h) for h in hidden):
             ruleset.allow(path, landlock.ACCESS_READ)
@@ -399,7 +423,8 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
     Raises OSError when Landlock refuses the ruleset or no seccomp filter can
     be built for this machine (the caller fails closed).
     """
-    child_env = scrub_env(os.environ if env is None else env, policy.env_allow)
+    source = os.environ if env is None else env  # where the person's stores are, unscrubbed
+    child_env = scrub_env(source, policy.env_allow)
     if policy.mode is SandboxMode.OFF:
         return Confinement(env=child_env)
     root = os.path.realpath(workspace)
@@ -408,12 +433,12 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
         child_env[name] = tmpdir
     confinement = Confinement(env=child_env, tmpdir=tmpdir)
     try:
-        ruleset = _ruleset(policy, root, tmpdir, abi, child_env, tier)
+        ruleset = _ruleset(policy, root, tmpdir, abi, source, tier)
         confinement._ruleset = ruleset
         if tier is SandboxTier.LANDLOCK:
             plan = _filtered_plan(policy, ruleset)
         else:
-            plan = _plan(policy, root, tmpdir, child_env, ruleset, visible)
+            plan = _plan(policy, root, tmpdir, source, ruleset, visible)
         confinement._plan = plan
         if policy.hosts and not policy.network:
             _proxied(confinement, plan, ruleset, policy.hosts)

@@ -73,7 +73,14 @@ def covered(entry: str, hosts: Sequence[str]) -> bool:
 
 
 def hosts_line(records: Iterable[Mapping[str, Any]]) -> str | None:
-    """`network: pypi.org (allowed), evil.test (refused)` from an action's recorded hosts."""
-    shown = [f"{r.get('host')} ({'allowed' if r.get('allowed') else 'refused'})"
-             for r in records if isinstance(r, Mapping)]
+    """`network: pypi.org (allowed), evil.test (refused)` from an action's recorded hosts,
+    then the connections a limit refused or cut (`3936 connections refused: over …`)."""
+    shown = [_shown(r) for r in records if isinstance(r, Mapping)]
     return f"network: {', '.join(shown)}" if shown else None
+
+
+def _shown(record: Mapping[str, Any]) -> str:
+    if "limit" in record:
+        verdict, _, why = str(record["limit"]).partition(": ")
+        return f"{record.get('connections')} connection(s) {verdict}: {why}"
+    return f"{record.get('host')} ({'allowed' if record.get('allowed') else 'refused'})"

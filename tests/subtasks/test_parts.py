@@ -61,10 +61,11 @@ def test_an_isolated_copy_keeps_the_rest_of_the_data_home_private(tmp_path: Path
     home = tmp_path / "home"
     for name in ("tasks", "shadow", "copies/c1/ws", "copies/c2/ws"):
         (home / name).mkdir(parents=True)
-    assert private_places(home, tmp_path / "elsewhere") == (home.resolve(),)
+    harnesses = tmp_path.resolve() / "home-harness"  # every task's harness home
+    assert private_places(home, tmp_path / "elsewhere") == (home.resolve(), harnesses)
     hidden = set(private_places(home, home / "copies" / "c1" / "ws"))
     real = home.resolve()
-    assert {real / "tasks", real / "shadow", real / "copies" / "c2"} <= hidden
+    assert {real / "tasks", real / "shadow", real / "copies" / "c2", harnesses} <= hidden
     assert not any(p in (real, real / "copies", real / "copies" / "c1") or
                    p == real / "copies" / "c1" / "ws" for p in hidden)
 
