@@ -31,7 +31,7 @@ from normalize.checkpoints.changes import TaskChanges
 from normalize.checkpoints.restore import entry_state, state_of
 from normalize.checkpoints.shadow import CheckpointError, Entry, shown
 from normalize.errors import UsageError
-from normalize.helpers import trusted_program
+from normalize.programs import trusted_program
 from normalize.store import TaskStore
 from normalize.task import Task
 
