@@ -214,7 +214,7 @@ class Program:
 
     def __init__(self, argv: Sequence[str], *, timeout: float,
                  untrusted: Iterable[str | os.PathLike[str]] = (), cwd: Path | None = None,
-                 input: bytes | None = None, env: Mapping[str, str] | None = None,
+                 input: bytes | None = None, env: Mapping[str, str | None] | None = None,
                  allow: Iterable[str] = ()) -> None:
         from normalize.sandbox.reaper import Supervisor  # (ctypes: only once one starts)
 
@@ -227,7 +227,11 @@ class Program:
         environ.update(PATH=trusted_path(roots), PWD=where)
         if cwd is not None:  # the workspace, asked for: a Python imports nothing from it
             environ["PYTHONSAFEPATH"] = "1"
-        environ.update(env or {})
+        for name, value in (env or {}).items():
+            if value is None:
+                environ.pop(name, None)
+            else:
+                environ[name] = value
         self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
         stdin: IO[bytes] | int = subprocess.DEVNULL
         if input is not None:
@@ -314,14 +318,14 @@ class Program:
 
 def start(argv: Sequence[str], *, timeout: float,
           untrusted: Iterable[str | os.PathLike[str]] = (), cwd: Path | None = None,
-          input: bytes | None = None, env: Mapping[str, str] | None = None,
+          input: bytes | None = None, env: Mapping[str, str | None] | None = None,
           allow: Iterable[str] = ()) -> Program:
     """Start `argv` through the door (see the module doc); ProgramError when it cannot start.
 
     `untrusted`: the workspace (and other places a program may have written);
     `cwd`: the workspace, when the program must run there (otherwise a fresh
-    empty directory); `env`: variables set over the scrubbed environment;
-    `allow`: names the scrub keeps.
+    empty directory); `env`: variables set over the scrubbed environment
+    (None: removed); `allow`: names the scrub keeps.
     """
     return Program(argv, timeout=timeout, untrusted=untrusted, cwd=cwd, input=input, env=env,
                    allow=allow)
@@ -329,7 +333,7 @@ def start(argv: Sequence[str], *, timeout: float,
 
 def run(argv: Sequence[str], *, timeout: float,
         untrusted: Iterable[str | os.PathLike[str]] = (), cwd: Path | None = None,
-        input: bytes | None = None, env: Mapping[str, str] | None = None,
+        input: bytes | None = None, env: Mapping[str, str | None] | None = None,
         allow: Iterable[str] = ()) -> Finished:
     """`start`, then wait for it to end (or be stopped at `timeout`)."""
     return start(argv, timeout=timeout, untrusted=untrusted, cwd=cwd, input=input, env=env,
