@@ -154,6 +154,7 @@ def git_flags(*, transport: bool = False) -> list[str]:
 # -- the door ------------------------------------------------------------------------------
 
 KILL_WAIT = 5.0  # seconds the reaper gets to end after its program was killed
+KILL_POLL = 0.05
 
 
 class ProgramError(NormalizeError):
@@ -286,15 +287,19 @@ class Program:
         """Kill it and everything it started (its reaper kills what is left, then ends)."""
         if self._finished is not None:
             return self._finished
-        for child in _children(self._proc.pid):
-            for kill in (os.killpg, os.kill):
-                try:
-                    kill(child, signal.SIGKILL)
-                except OSError:
-                    pass
-        try:
-            self._proc.wait(timeout=KILL_WAIT)
-        except subprocess.TimeoutExpired:  # its program was not started yet, or it is stuck
+        until = time.monotonic() + KILL_WAIT
+        while self._proc.poll() is None and time.monotonic() < until:
+            for child in _children(self._proc.pid):  # (none yet: its fork is under way)
+                for kill in (os.killpg, os.kill):
+                    try:
+                        kill(child, signal.SIGKILL)
+                    except OSError:
+                        pass
+            try:
+                self._proc.wait(timeout=KILL_POLL)
+            except subprocess.TimeoutExpired:
+                continue
+        if self._proc.poll() is None:  # stuck: the program dies with it (parent death signal)
             self._proc.kill()
             self._proc.wait()
         return self._done(timed_out=timed_out)

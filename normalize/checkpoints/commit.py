@@ -189,6 +189,9 @@ def commit_task(store: TaskStore, task: Task, *, branch: str | None = None,
                 message: str | None = None, push: str | None = None,
                 no_verify: bool = False) -> CommitResult:
     """Make branch `branch` (default `normalize/ID8`) holding the task's net change."""
+    time_limit("git", GIT_TIMEOUT)  # a bad setting is said before anything is made
+    if push is not None:
+        time_limit("push", PUSH_TIMEOUT)
     changes = TaskChanges.open(store, task)
     before, after = changes.net_entries()
     after = {p: e for p, e in after.items() if _encode(e) != _encode(before[p])}
@@ -207,7 +210,7 @@ def commit_task(store: TaskStore, task: Task, *, branch: str | None = None,
                               existed=existed, no_verify=no_verify)
     result = CommitResult(branch=name, commit=sha, base=head, files=list(after))
     if push is not None:
-        proc = pg.run("push", "--porcelain", push, f"refs/heads/{name}:refs/heads/{name}",
+        proc = pg.run("push", "--porcelain", "--", push, f"refs/heads/{name}:refs/heads/{name}",
                       check=False)
         if proc.code != 0:
             raise CheckpointError(f"branch {name} made ({sha[:12]}) but not pushed to {push}: "

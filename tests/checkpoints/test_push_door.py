@@ -52,6 +52,16 @@ def test_a_push_to_a_hanging_remote_ends_at_its_time_limit_in_one_line(
             os.kill(pid, signal.SIGKILL)
 
 
+def test_a_bad_time_limit_is_one_line_before_anything_is_made(
+        task: Done, repo: Path, normalize_home: Path) -> None:
+    proc = cli("commit", task.task_id, "--branch", "fix/calc", "--push", "origin", cwd=repo,
+               home=normalize_home, env={**ISOLATED, "NORMALIZE_PUSH_TIMEOUT": "soon"})
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert proc.stderr.strip() == "normalize: error: NORMALIZE_PUSH_TIMEOUT='soon': seconds, " \
+                                  "more than 0", proc.stderr
+    assert git(repo, "branch", "--list", "fix/calc") == ""
+
+
 def _with_token(token: str) -> list[int]:
     """The live processes whose command line holds `token`."""
     found = []
