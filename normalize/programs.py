@@ -10,7 +10,9 @@ the package and says so). Each program:
   and then with `PYTHONSAFEPATH=1`, so a Python never imports a module from
   there;
 - gets the sandbox's scrubbed environment (`scrub_env`) with `PATH` set to
-  the trusted directories, so what it starts by name is found the same way;
+  the trusted directories, so what it starts by name is found the same way,
+  and the variables that load code from a path (`PYTHONPATH`, `LD_PRELOAD`,
+  `BASH_ENV`, … `LOADERS`) keep only absolute entries outside the workspace;
 - runs in its own session under a subreaper: when it ends, or at its time
   limit, every process it started dies with it, a `setsid` one included;
 - has a time limit, always, and a timeout is one line (`ProgramError`).
@@ -225,7 +227,7 @@ class Program:
         self.limit = timeout
         self._scratch = None if cwd is not None else tempfile.mkdtemp(prefix="normalize-program-")
         where = str(cwd) if cwd is not None else str(self._scratch)
-        environ = scrub_env(os.environ, allow)
+        environ = _outside(scrub_env(os.environ, allow), _roots(roots))
         environ.update(PATH=trusted_path(roots), PWD=where)
         if cwd is not None:  # the workspace, asked for: a Python imports nothing from it
             environ["PYTHONSAFEPATH"] = "1"
@@ -342,6 +344,29 @@ def run(argv: Sequence[str], *, timeout: float,
     """`start`, then wait for it to end (or be stopped at `timeout`)."""
     return start(argv, timeout=timeout, untrusted=untrusted, cwd=cwd, input=input, env=env,
                  allow=allow).wait()
+
+
+LOADERS = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "LD_PRELOAD",
+           "LD_LIBRARY_PATH", "LD_AUDIT", "NODE_PATH", "PERL5LIB", "PERLLIB", "RUBYLIB",
+           "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "BASH_ENV", "ENV")
+"""Variables naming places a program loads code from."""
+
+
+def _outside(environ: dict[str, str], roots: tuple[str, ...]) -> dict[str, str]:
+    """`environ` with each of `LOADERS` kept to its absolute entries outside `roots` (a
+    relative entry means the directory the program runs in)."""
+    for name in LOADERS:
+        if name not in environ:
+            continue
+        entries = environ[name].replace(" ", os.pathsep).split(os.pathsep) \
+            if name == "LD_PRELOAD" else environ[name].split(os.pathsep)
+        kept = [e for e in entries if os.path.isabs(e) and
+                not _inside(os.path.realpath(e), roots)]
+        if kept:
+            environ[name] = os.pathsep.join(kept)
+        else:
+            del environ[name]
+    return environ
 
 
 def _nothing() -> None:

@@ -30,7 +30,8 @@ JSON_PY = "open({marker!r}, 'w').write('imported')\nraise SystemExit(3)\n"
 
 
 def _agent(tmp_path: Path, repo: Path, server: FakeModelServer, hooks: list[dict[str, Any]],
-           *, first_on_path: str | None = None) -> list[dict[str, Any]]:
+           *, first_on_path: str | None = None, env: dict[str, str] | None = None,
+           ) -> list[dict[str, Any]]:
     """`normalize agent` in `auto`, non-interactive, with `hooks` in the person's config."""
     config = tmp_path / "config"
     config.mkdir(exist_ok=True)
@@ -44,7 +45,7 @@ def _agent(tmp_path: Path, repo: Path, server: FakeModelServer, hooks: list[dict
     done = cli("agent", "tidy up", "--json", "--approve", "auto", "-w", str(repo),
                "--model", "anthropic:claude-sonnet-4-5", cwd=tmp_path, home=tmp_path / "home",
                env={"ANTHROPIC_BASE_URL": server.url, "NORMALIZE_CONFIG": str(config),
-                    "CI": "true", **KEYS}, **extra)
+                    "CI": "true", **KEYS, **(env or {})}, **extra)
     assert done.returncode == 0, done.stdout + done.stderr
     return [e for e in json_lines(done.stdout) if e["type"] == "hook_ran"]
 
@@ -79,6 +80,24 @@ def test_a_hooks_python_c_or_m_never_imports_a_workspace_module(
         {"command": c, "in_workspace": True}, {"command": m, "in_workspace": True}])
     assert [r["outcome"] for r in ran] == ["ok"] * 4, ran
     assert not marker.exists(), "a hook imported the workspace's json.py"
+
+
+def test_a_pythonpath_into_the_workspace_never_reaches_a_hook(
+        repo: Path, server: FakeModelServer, tmp_path: Path) -> None:
+    # modules normalize itself never imports (it runs with the same PYTHONPATH)
+    marker = tmp_path / "imported"
+    (repo / "lib").mkdir()
+    for name in ("tabnanny", "this"):
+        (repo / "lib" / f"{name}.py").write_text(JSON_PY.format(marker=str(marker)))
+        (repo / f"{name}.py").write_text(JSON_PY.format(marker=str(marker)))
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    c, m = [python, "-c", "import tabnanny"], [python, "-m", "this"]
+    ran = _agent(tmp_path, repo, server, [
+        {"command": c}, {"command": m}, {"command": c, "in_workspace": True},
+        {"command": m, "in_workspace": True}],
+        env={"PYTHONPATH": os.pathsep.join([str(repo / "lib"), "lib", "."])})
+    assert [r["outcome"] for r in ran] == ["ok"] * 4, ran
+    assert not marker.exists(), "a hook imported a workspace module through PYTHONPATH"
 
 
 SETSID = """import subprocess, sys, time
