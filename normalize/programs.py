@@ -161,7 +161,8 @@ KILL_POLL = 0.05
 
 
 class ProgramError(NormalizeError):
-    """A program normalize starts could not be found or started, or ran out of time."""
+    """A program normalize starts could not be found or started, or its time limit setting is
+    not a number of seconds (running out of time is `Finished.timed_out`)."""
 
 
 def time_limit(kind: str, default: float) -> float:
