@@ -43,8 +43,10 @@ TRAILER = "Normalize-Task"
 SCRUBBED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
             "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
 """Set by a surrounding git (normalize started from a hook): they would aim at another repo."""
-AGENTS = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO")
-"""What the scrub would take that signing a commit or pushing over ssh needs."""
+AGENTS = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "XDG_RUNTIME_DIR", "DISPLAY",
+          "WAYLAND_DISPLAY")
+"""What the scrub would take that signing a commit (gpg's agent and its pinentry) or pushing
+over ssh needs: `normalize commit` is the person's own command, at their terminal."""
 TOKENS = ("GH_TOKEN", "GITHUB_TOKEN")
 """What a push's credential helper may need besides."""
 GIT_TIMEOUT, PUSH_TIMEOUT = 600.0, 300.0
