@@ -85,8 +85,10 @@ def test_a_stalling_clone_never_delays_the_other_items(tmp_path: Path) -> None:
     silent = Silent()
     limit = 40
     (tmp_path / "clone.toml").write_text(CLONE_WORKFLOW)
+    ran = tmp_path / "ext-ran"
     rows = [{"repo": f"http://127.0.0.1:{silent.port}/stall.git", "word": "s", "gate": ""},
             {"repo": "fd::3", "word": "f", "gate": ""},
+            {"repo": f"ext::sh -c touch% {ran}", "word": "e", "gate": ""},
             *({"repo": str(repo), "word": f"w{n}", "gate": ""} for n, repo in enumerate(made))]
     home = tmp_path / "home"
     began = time.monotonic()
@@ -96,8 +98,8 @@ def test_a_stalling_clone_never_delays_the_other_items(tmp_path: Path) -> None:
         wait_for(lambda: any((home / "batches").glob("*/manifest.json")),
                  what="the batch's manifest")
         where = next((home / "batches").glob("*/manifest.json")).parent.name
-        wait_for(lambda: [r["stage"] for r in progress(home, where)][1:] == ["collected"] * 3,
-                 timeout=limit, what="the three other items collected")
+        wait_for(lambda: [r["stage"] for r in progress(home, where)][1:] == ["collected"] * 4,
+                 timeout=limit, what="the four other items collected")
         others = time.monotonic() - began
         assert silent.holding(), "the stalling clone ended before the others were collected"
         out, err = batch.communicate(timeout=limit + 60)
@@ -110,10 +112,11 @@ def test_a_stalling_clone_never_delays_the_other_items(tmp_path: Path) -> None:
     assert others < limit / 2 < ended, (others, ended)
     assert silent.closed.is_set(), "the stalled git outlived its time limit"
     rows_done = progress(home, where)
-    notes = [r.get("note", "") for r in rows_done[:2]]
+    notes = [r.get("note", "") for r in rows_done[:3]]
     assert f"no answer in {limit} s" in notes[0] and "\n" not in notes[0], notes
     assert "transport 'fd' not allowed" in notes[1], notes
-    statuses = [state(home, r["task_id"])["status"] for r in rows_done[2:]]
+    assert "transport 'ext' not allowed" in notes[2] and not ran.exists(), notes
+    statuses = [state(home, r["task_id"])["status"] for r in rows_done[3:]]
     assert statuses == ["done", "done"], out + err
     assert batch.returncode != 0
     print(json.dumps({"others_s": round(others, 1), "batch_s": round(ended, 1)}))
