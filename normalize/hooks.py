@@ -1,8 +1,11 @@
 """The person's hooks: programs run at points of a task's life (`[[hooks]]`, issue 28).
 
-Each hook is `{event, match, command, timeout}`. It gets one JSON object on
-stdin (shapes in the README's Hooks section, close to Claude Code's), runs in
-the workspace with a scrubbed environment, and is killed, with everything it
+Each hook is `{event, match, command, timeout, in_workspace}`. It gets one JSON
+object on stdin (shapes in the README's Hooks section, close to Claude Code's)
+and starts through normalize's door for programs (`normalize.programs`): a bare
+program name is never taken from the workspace, it runs in an empty directory
+(in the workspace only when it asks, and then a Python imports nothing from
+there), with a scrubbed environment, and it is killed, with everything it
 started, at its timeout. A `before_action` hook blocks the action by exiting 2
 (its stderr is the reason) or by printing `{"decision": "block", "reason": …}`;
 anything else lets the action through. A `before_compact` hook vetoes a
@@ -15,10 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import os
 import shlex
-import signal
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from normalize.errors import ConfigError
-from normalize.keys import NUM, STR, STR_OR_STRS, declared, key
-from normalize.sandbox.env import scrub_env
+from normalize.keys import BOOL, NUM, STR, STR_OR_STRS, declared, key
+from normalize.programs import ProgramError, run
 from normalize.serial import Record
 
 if TYPE_CHECKING:  # the events (and the redaction they load) only once a hook runs
@@ -64,6 +64,8 @@ class Hook(Record):
                                          omit_default=False, unwrap=_argv)
     timeout: float = key(DEFAULT_TIMEOUT, NUM, "seconds; then it is killed, with all it "
                                                "started", omit_default=False)
+    in_workspace: bool = key(False, BOOL, "run in the workspace (a Python there imports none of "
+                                          "its modules) instead of an empty directory")
     source: str = ""  # where it was configured (not a key)
 
     @property
@@ -104,9 +106,12 @@ def _hook(table: object, where: str) -> Hook:
     match = table.get("match")
     if match is not None and not isinstance(match, str):
         raise ConfigError(f"{where}: match must be a glob string")
+    in_workspace = table.get("in_workspace", False)
+    if not isinstance(in_workspace, bool):
+        raise ConfigError(f"{where}: in_workspace = {in_workspace!r}: true or false")
     argv = tuple(command) if isinstance(command, list) else str(command)
     return Hook(event=str(event), command=argv, match=match, timeout=float(timeout),
-                source=where)
+                in_workspace=in_workspace, source=where)
 
 
 @dataclass(frozen=True)
@@ -121,10 +126,12 @@ class _Ran:
 class HookRunner:
     """Runs a task's hooks and reports each run through `emit`."""
 
-    def __init__(self, hooks: Sequence[Hook], workspace: Path, task_id: str = "") -> None:
+    def __init__(self, hooks: Sequence[Hook], workspace: Path, task_id: str = "",
+                 env_allow: Sequence[str] = ()) -> None:
         self.hooks = tuple(hooks)
         self.workspace = workspace
         self.task_id = task_id
+        self.env_allow = tuple(env_allow)  # variables the person lets through the scrub
         self.emit: Callable[[Event], object] = _nowhere
 
     def active(self, event: str) -> bool:
@@ -197,7 +204,7 @@ class HookRunner:
         from normalize.events import HookRan  # here: loading a workflow's hooks stays light
 
         started = time.monotonic()
-        ran = _spawn(hook, data, self.workspace)
+        ran = _spawn(hook, data, self.workspace, self.env_allow)
         reason = _block_reason(ran) if hook.event in BLOCKING else None
         outcome = "timed_out" if ran.timed_out else "blocked" if reason is not None else \
             "failed" if ran.error or ran.exit_code != 0 else "ok"
@@ -251,34 +258,20 @@ def _block_reason(ran: _Ran) -> str | None:
     return None
 
 
-def _spawn(hook: Hook, data: str, workspace: Path) -> _Ran:
-    """Run one hook in its own process group; kill the group at the timeout."""
+def _spawn(hook: Hook, data: str, workspace: Path, allow: Sequence[str] = ()) -> _Ran:
+    """Run one hook through the door; at its timeout it is killed with all it started."""
     argv = ["/bin/sh", "-c", hook.command] if isinstance(hook.command, str) \
         else list(hook.command)
     try:
-        proc = subprocess.Popen(argv, cwd=workspace, env=scrub_env(os.environ),
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True, text=True,
-                                errors="replace")
-    except OSError as exc:
-        return _Ran(None, "", "", False, f"cannot start: {exc.strerror or exc}")
-    try:
-        out, err = proc.communicate(data, timeout=hook.timeout)
-        return _Ran(proc.returncode, out[:OUTPUT_LIMIT], err[:OUTPUT_LIMIT], False)
-    except subprocess.TimeoutExpired:
-        _kill(proc)
+        ended = run(argv, timeout=hook.timeout, untrusted=(workspace,),
+                    cwd=workspace if hook.in_workspace else None, input=data.encode(),
+                    allow=allow)
+    except ProgramError as exc:
+        return _Ran(None, "", "", False, str(exc))
+    if ended.timed_out:
         return _Ran(None, "", "", True)
-    finally:
-        _kill(proc)
+    return _Ran(ended.code, _text(ended.stdout), _text(ended.stderr), False)
 
 
-def _kill(proc: subprocess.Popen[str]) -> None:
-    """Kill the hook's whole process group (what it started too) and reap it."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.communicate(timeout=5)
-    except (subprocess.TimeoutExpired, ValueError, OSError):
-        pass
+def _text(output: bytes) -> str:
+    return output[:OUTPUT_LIMIT].decode(errors="replace")

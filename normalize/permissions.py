@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -429,8 +429,9 @@ def task_mcp_servers(task: Task) -> list[ServerSpec]:
     return mcp_servers(WorkflowSpec.from_dict(config.spec), Path(task.workspace))[0]
 
 
-def task_hooks(task: Task) -> tuple[HookRunner | None, list[str]]:
-    """The user's hooks, then a trusted workflow's; an untrusted workflow's are left out, said."""
+def task_hooks(task: Task, env_allow: Sequence[str] = ()) -> tuple[HookRunner | None, list[str]]:
+    """The user's hooks, then a trusted workflow's; an untrusted workflow's are left out, said.
+    `env_allow`: the variables the task's permissions let through the scrub, for hooks too."""
     from normalize.hooks import Hook, HookRunner
 
     hooks = list(load_user_hooks())
@@ -441,7 +442,7 @@ def task_hooks(task: Task) -> tuple[HookRunner | None, list[str]]:
         notes.append(f"ignored {len(tables)} hook(s) of {where}: {UNTRUSTED_HINT}")
     elif tables:  # checked when the workflow was loaded
         hooks.extend(Hook.from_dict(table) for table in tables)
-    runner = HookRunner(hooks, Path(task.workspace), task.id) if hooks else None
+    runner = HookRunner(hooks, Path(task.workspace), task.id, env_allow) if hooks else None
     return runner, notes
 
 
@@ -476,7 +477,7 @@ def task_grants(task: Task, flags: Flags, *, hidden: tuple[Path, ...], home: Pat
     sandbox = perms.sandbox_policy(hidden)
     refuse_unconfined(sandbox, policy.mode.value, interactive)
     refuse_state_in_workspace(sandbox, Path(task.workspace), home)
-    hooks, ignored = task_hooks(task)
+    hooks, ignored = task_hooks(task, perms.env_allow)
     return Grants(perms, policy, sandbox, tuple(task_mcp_servers(task)), hooks, tuple(ignored),
                   flags.argv())
 

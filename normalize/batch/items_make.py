@@ -7,18 +7,26 @@ already, relative to where the batch started), `clone:REPO` (a fresh clone,
 under `copies/ITEM/` in the data home) or `copy` (an isolated copy of the
 batch's workspace at its start, made from the shadow store, as an isolated
 sub-task's is).
+
+A clone starts through normalize's door for programs (`normalize.programs`):
+git found by the trusted rule (never a `git` the workspace holds), hardened
+as for checkpoints, with only the transports of `CLONE_PROTOCOLS` (never
+`ext::` or `fd::`), under a time limit (`NORMALIZE_CLONE_TIMEOUT`, default
+600 s). `start_clone` only starts it: the batch's parent polls it, so a clone
+that stalls holds its own item, never the others.
 """
 
 from __future__ import annotations
 
-import subprocess
-from dataclasses import replace
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from normalize.batch.manifest import Manifest
 from normalize.children import ChildSettings
-from normalize.errors import UsageError
+from normalize.errors import NormalizeError, UsageError
+from normalize.programs import CLONE_PROTOCOLS, Program, git_flags, start, time_limit
 from normalize.runner import RunOptions, load_spec, start_task, with_model
 from normalize.store import TaskStore
 from normalize.task import Task
@@ -45,15 +53,21 @@ def item_goal(manifest: Manifest, item: dict[str, Any]) -> str:
         raise UsageError(f"the goal names {exc} which this item has not") from None
 
 
-def workspace_for(manifest: Manifest, item: dict[str, Any], item_id: str,
-                  store: TaskStore) -> Path:
-    """The item's workspace, made when it is a clone or a copy; UsageError naming the item."""
+def _where(manifest: Manifest, item: dict[str, Any]) -> tuple[str, str]:
+    """The item's workspace template filled in: (kind, the rest)."""
     template = manifest.workspace or "copy"
     try:
         where = interpolate(template, {**manifest.variables, "item": item})
     except (KeyError, IndexError, TypeError) as exc:
         raise UsageError(f"workspace {template!r}: this item has no field {exc}") from None
     kind, _, rest = where.partition(":")
+    return kind, rest
+
+
+def workspace_for(manifest: Manifest, item: dict[str, Any], item_id: str,
+                  store: TaskStore) -> Path:
+    """The item's workspace, made when it is a clone or a copy; UsageError naming the item."""
+    kind, rest = _where(manifest, item)
     if kind == "dir":
         path = (Path(manifest.origin) / rest).resolve()
         if not path.is_dir():
@@ -61,27 +75,82 @@ def workspace_for(manifest: Manifest, item: dict[str, Any], item_id: str,
         return path
     place = store.home / "copies" / item_id
     if kind == "clone":
-        return _clone(rest, place)
+        return Cloning.begin(rest, place, manifest.origin, store.home).wait()
     return _copy(manifest, place)
 
 
-def _clone(repo: str, place: Path) -> Path:
-    """A fresh clone of `repo` (a URL or a path) under `place`; one made before is kept."""
-    from normalize.checkpoints import isolate
+def start_clone(manifest: Manifest, item: dict[str, Any], item_id: str,
+                store: TaskStore) -> Cloning | None:
+    """The clone the item's workspace is, started; None when its workspace is no clone."""
+    kind, rest = _where(manifest, item)
+    if kind != "clone":
+        return None
+    return Cloning.begin(rest, store.home / "copies" / item_id, manifest.origin, store.home)
 
-    dest = place / (Path(repo.rstrip("/")).stem or "repo")
-    if (dest / ".git").is_dir():
-        return dest  # cloned by an earlier run of the batch, before its task was made
-    isolate.remove_copy(dest)
-    place.mkdir(mode=0o700, parents=True, exist_ok=True)
-    proc = subprocess.run(["git", "clone", "--quiet", "--", repo, str(dest)],
-                          capture_output=True, text=True, timeout=CLONE_TIMEOUT, check=False,
-                          stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
+
+@dataclass
+class Cloning:
+    """A fresh clone of `repo` being made at `dest` (a clone made before is kept)."""
+
+    repo: str
+    dest: Path
+    program: Program | None  # None: cloned by an earlier run of the batch
+
+    @classmethod
+    def begin(cls, repo: str, place: Path, origin: str, home: Path) -> Cloning:
+        from normalize.checkpoints import isolate
+
+        dest = place / (Path(repo.rstrip("/")).stem or "repo")
+        if (dest / ".git").is_dir():
+            return cls(repo, dest, None)  # before its task was made, by an earlier run
         isolate.remove_copy(dest)
-        why = (proc.stderr.strip().splitlines() or ["git clone failed"])[-1]
-        raise UsageError(f"clone {repo}: {why}")
-    return dest
+        place.mkdir(mode=0o700, parents=True, exist_ok=True)
+        source = _local(repo, origin)
+        try:
+            program = start(["git", *git_flags(transport=True), "clone", "--quiet", "--",
+                             source, str(dest)],
+                            timeout=time_limit("clone", CLONE_TIMEOUT), untrusted=(origin, home),
+                            env={"GIT_ALLOW_PROTOCOL": CLONE_PROTOCOLS,
+                                 "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"})
+        except NormalizeError as exc:
+            raise UsageError(f"clone {repo}: {exc}") from None
+        return cls(repo, dest, program)
+
+    def poll(self) -> Path | None:
+        """The clone once made, None while git runs; UsageError when it failed or timed out."""
+        if self.program is None:
+            return self.dest
+        ended = self.program.poll()
+        return None if ended is None else self._made(ended.ok, ended.why())
+
+    def wait(self) -> Path:
+        if self.program is None:
+            return self.dest
+        ended = self.program.wait()
+        return self._made(ended.ok, ended.why())
+
+    def stop(self) -> None:
+        """Stop the clone (the batch was cancelled); what it made so far is removed."""
+        if self.program is not None:
+            self.program.stop()
+            self._made(False, "stopped")
+
+    def _made(self, ok: bool, why: str) -> Path:
+        from normalize.checkpoints import isolate
+
+        if not ok:
+            isolate.remove_copy(self.dest)
+            raise UsageError(f"clone {self.repo}: {why}")
+        return self.dest
+
+
+def _local(repo: str, origin: str) -> str:
+    """A relative path means one beside the batch's start (git runs in an empty directory);
+    a URL (`scheme://`, `host:path`, `transport::address`) is left as it is."""
+    first = repo.split("/", 1)[0]
+    if ":" in first or os.path.isabs(repo):
+        return repo
+    return str(Path(origin) / repo)
 
 
 def _copy(manifest: Manifest, place: Path) -> Path:
@@ -104,11 +173,12 @@ def base_tree(origin: Path, home: Path) -> str:
 
 
 def make_item(manifest: Manifest, position: int, item_id: str, options: RunOptions,
-              store: TaskStore, budget: float | None) -> Task:
-    """Create the item's task in the store (its workspace made first)."""
+              store: TaskStore, budget: float | None, workspace: Path | None = None) -> Task:
+    """Create the item's task in the store (its workspace made first, unless given)."""
     item = manifest.items[position]
     spec = item_spec(manifest, item)
-    workspace = workspace_for(manifest, item, item_id, store)
+    if workspace is None:
+        workspace = workspace_for(manifest, item, item_id, store)
     limits = replace(spec.limits)
     if budget is not None:
         limits.max_cost_usd = budget

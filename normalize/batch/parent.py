@@ -9,7 +9,9 @@ another live process is running is re-attached to (waited for); any other is
 submitted (made first, if it has no task yet), and its task's own resume
 guarantees keep its side effects to one. An attempt whose process ended with
 the task not at rest (killed, its worker lost) is submitted again, up to
-`max_attempts`.
+`max_attempts`. An item whose workspace is a clone is cloned first, in flight
+like a running item: the parent polls the clone, so one that stalls holds its
+own place, never the loop.
 
 Before it submits an item the parent reserves the item's budget: what is left
 of `--budget` after every collected item's spending and every other item's
@@ -28,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from normalize.batch.items_make import make_item
+from normalize.batch.items_make import Cloning, make_item, start_clone
 from normalize.batch.manifest import BatchFiles, Manifest, Progress, item_status
 from normalize.batch.publish import Publisher
 from normalize.cancel import CancelToken
@@ -88,6 +90,7 @@ class _Flight:
     progress: Progress
     handle: Handle | None = None
     owner: tuple[int, int] | None = None  # (pid, epoch) of the process re-attached to
+    cloning: Cloning | None = None  # its workspace being cloned, before its task is made
 
 
 class BatchParent:
@@ -218,12 +221,19 @@ class BatchParent:
             total += spent if settled else max(progress.reserved, spent)
         return total
 
-    def _submit(self, progress: Progress, task: Task | None) -> None:
+    def _submit(self, progress: Progress, task: Task | None,
+                workspace: Path | None = None) -> None:
         if task is None:
             try:
+                cloning = None if workspace is not None else start_clone(
+                    self.manifest, self.manifest.items[progress.position], progress.task_id,
+                    self.store)
+                if cloning is not None:  # polled by `_settle`; made when it is there
+                    self._flights[progress.position] = _Flight(progress, cloning=cloning)
+                    return
                 make_item(self.manifest, progress.position, progress.task_id,
                           replace(self.options, store=self.store), self.store,
-                          progress.reserved or None)
+                          progress.reserved or None, workspace)
             except NormalizeError as exc:
                 progress.note = str(exc)
                 self._finish(progress, "failed", 0.0)
@@ -250,6 +260,9 @@ class BatchParent:
     def _settle(self, waiting: list[Progress]) -> None:
         """Collect each item in flight whose attempt has ended; submit again one cut short."""
         for position, flight in list(self._flights.items()):
+            if flight.cloning is not None:
+                self._cloned(flight)
+                continue
             if not self._ended(flight):
                 continue
             del self._flights[position]
@@ -270,6 +283,21 @@ class BatchParent:
                 progress.note = f"gave up after {progress.attempts} attempt(s)"
                 self._finish(progress, task.status.value if task else "failed",
                              task.usage.cost_usd if task else 0.0)
+
+    def _cloned(self, flight: _Flight) -> None:
+        """Submit the item whose clone is made; fail the one whose clone failed."""
+        assert flight.cloning is not None
+        progress = flight.progress
+        try:
+            workspace = flight.cloning.poll()
+        except NormalizeError as exc:
+            del self._flights[progress.position]
+            progress.note = str(exc)
+            self._finish(progress, "failed", 0.0)
+            return
+        if workspace is not None:
+            del self._flights[progress.position]
+            self._submit(progress, None, workspace)
 
     def _expire(self, task_id: str, flight: _Flight) -> None:
         """The executor says the attempt ended: its lease ends too (its holder is gone)."""
@@ -306,6 +334,9 @@ class BatchParent:
         """Stop every job this parent submitted; their leases end with them, so a resumed
         batch (`resume BATCH`, perhaps as a new Ray job) submits them again at once."""
         for flight in self._flights.values():
+            if flight.cloning is not None:
+                with contextlib.suppress(NormalizeError):
+                    flight.cloning.stop()
             if flight.handle is not None:
                 with contextlib.suppress(KeyError):
                     self.executor.cancel(flight.handle)

@@ -2,8 +2,13 @@
 
 Unlike the shadow store, this is the person's git, used as their own commit
 would use it: their config, identity (`user.name`/`user.email`, the `GIT_AUTHOR_*`
-variables) and hooks. Only the `git` program itself is found by normalize's
-trusted rule (never from a `PATH` entry inside the workspace).
+variables) and hooks. git starts through normalize's door for programs
+(`normalize.programs`): found by the trusted rule (never from a `PATH` entry
+inside the workspace), with the scrubbed environment (less what signing and
+pushing need: the ssh and gpg agents, and for a push the GitHub token), its
+hooks killed with it, under a time limit: `NORMALIZE_GIT_TIMEOUT` (default
+600 s, a `pre-commit` hook may run tests) and `NORMALIZE_PUSH_TIMEOUT` for
+the push (default 300 s).
 
 How: the files the task changed are checked first (see `check`); then a
 temporary worktree is added at HEAD on the new branch, the task's final
@@ -22,7 +27,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +35,7 @@ from normalize.checkpoints.changes import TaskChanges
 from normalize.checkpoints.restore import entry_state, state_of
 from normalize.checkpoints.shadow import CheckpointError, Entry, shown
 from normalize.errors import UsageError
-from normalize.helpers import trusted_program
+from normalize.programs import Finished, run, time_limit, trusted_program
 from normalize.store import TaskStore
 from normalize.task import Task
 
@@ -39,6 +43,13 @@ TRAILER = "Normalize-Task"
 SCRUBBED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
             "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
 """Set by a surrounding git (normalize started from a hook): they would aim at another repo."""
+AGENTS = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "XDG_RUNTIME_DIR", "DISPLAY",
+          "WAYLAND_DISPLAY")
+"""What the scrub would take that signing a commit (gpg's agent and its pinentry) or pushing
+over ssh needs: `normalize commit` is the person's own command, at their terminal."""
+TOKENS = ("GH_TOKEN", "GITHUB_TOKEN")
+"""What a push's credential helper may need besides."""
+GIT_TIMEOUT, PUSH_TIMEOUT = 600.0, 300.0
 
 
 @dataclass
@@ -58,13 +69,16 @@ class PersonGit:
 
     git: str
     top: Path
+    untrusted: tuple[Path, ...] = ()  # the workspace and the data home
 
     def run(self, *args: str, cwd: Path | None = None, input: bytes | None = None,
-            check: bool = True) -> subprocess.CompletedProcess[bytes]:
-        env = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
-        proc = subprocess.run([self.git, "--literal-pathspecs", *args], cwd=cwd or self.top,
-                              env=env, input=input, capture_output=True, check=False)
-        if check and proc.returncode != 0:
+            check: bool = True) -> Finished:
+        push = args[0] == "push"
+        limit = time_limit("push", PUSH_TIMEOUT) if push else time_limit("git", GIT_TIMEOUT)
+        proc = run([self.git, "--literal-pathspecs", *args], timeout=limit,
+                   untrusted=self.untrusted, cwd=cwd or self.top, input=input,
+                   env=dict.fromkeys(SCRUBBED), allow=AGENTS + TOKENS if push else AGENTS)
+        if check and proc.code != 0:
             raise CheckpointError(f"git {args[0]} failed: {_last_lines(proc)}")
         return proc
 
@@ -87,10 +101,12 @@ class PersonGit:
         return out
 
 
-def _last_lines(proc: subprocess.CompletedProcess[bytes], count: int = 5) -> str:
-    text = (proc.stderr or b"").decode(errors="replace").strip() or \
-        (proc.stdout or b"").decode(errors="replace").strip()
-    return " | ".join(text.splitlines()[-count:]) or f"exit status {proc.returncode}"
+def _last_lines(proc: Finished, count: int = 5) -> str:
+    if proc.timed_out:
+        return proc.why()
+    text = proc.stderr.decode(errors="replace").strip() or \
+        proc.stdout.decode(errors="replace").strip()
+    return " | ".join(text.splitlines()[-count:]) or f"exit status {proc.code}"
 
 
 def person_git(workspace: Path, home: Path) -> tuple[PersonGit, str]:
@@ -99,13 +115,15 @@ def person_git(workspace: Path, home: Path) -> tuple[PersonGit, str]:
     if git is None:
         raise UsageError("git is not installed (in a system directory or a PATH entry outside "
                          "the workspace)")
-    probe = PersonGit(git, workspace)
+    untrusted = (workspace, home)
+    probe = PersonGit(git, workspace, untrusted)
     proc = probe.run("rev-parse", "--show-toplevel", check=False)
-    if proc.returncode != 0:
+    if proc.code != 0:
         raise UsageError(f"{workspace}: the task's workspace is not in a git repository")
     top = Path(proc.stdout.decode().strip()).resolve()
     prefix = os.path.relpath(workspace.resolve(), top)
-    return PersonGit(git, top), "" if prefix == "." else prefix.replace(os.sep, "/") + "/"
+    inside = "" if prefix == "." else prefix.replace(os.sep, "/") + "/"
+    return PersonGit(git, top, untrusted), inside
 
 
 def _encode(entry: Entry | None) -> str:
@@ -154,7 +172,7 @@ def _copy_objects(pg: PersonGit, changes: TaskChanges, after: dict[str, Entry | 
 
 def branch_base(pg: PersonGit, name: str, head: str) -> bool:
     """Whether `name` already exists (pointing at HEAD); refuse one that points elsewhere."""
-    if pg.run("check-ref-format", "--branch", name, check=False).returncode != 0:
+    if pg.run("check-ref-format", "--branch", name, check=False).code != 0:
         raise UsageError(f"--branch {name!r}: not a valid branch name")
     existing = pg.ref(f"refs/heads/{name}")
     if existing is not None and existing != head:
@@ -173,6 +191,9 @@ def commit_task(store: TaskStore, task: Task, *, branch: str | None = None,
                 message: str | None = None, push: str | None = None,
                 no_verify: bool = False) -> CommitResult:
     """Make branch `branch` (default `normalize/ID8`) holding the task's net change."""
+    time_limit("git", GIT_TIMEOUT)  # a bad setting is said before anything is made
+    if push is not None:
+        time_limit("push", PUSH_TIMEOUT)
     changes = TaskChanges.open(store, task)
     before, after = changes.net_entries()
     after = {p: e for p, e in after.items() if _encode(e) != _encode(before[p])}
@@ -191,9 +212,9 @@ def commit_task(store: TaskStore, task: Task, *, branch: str | None = None,
                               existed=existed, no_verify=no_verify)
     result = CommitResult(branch=name, commit=sha, base=head, files=list(after))
     if push is not None:
-        proc = pg.run("push", "--porcelain", push, f"refs/heads/{name}:refs/heads/{name}",
+        proc = pg.run("push", "--porcelain", "--", push, f"refs/heads/{name}:refs/heads/{name}",
                       check=False)
-        if proc.returncode != 0:
+        if proc.code != 0:
             raise CheckpointError(f"branch {name} made ({sha[:12]}) but not pushed to {push}: "
                                   f"{_last_lines(proc)}")
         result.pushed = push
@@ -222,7 +243,7 @@ def _commit_in_worktree(pg: PersonGit, prefix: str, name: str, head: str,
         verify = ["--no-verify"] if no_verify else []
         proc = pg.run("commit", "-q", "--cleanup=whitespace", "-F", str(tmp / "MSG"), *verify,
                       cwd=wt, check=False)
-        if proc.returncode != 0:
+        if proc.code != 0:
             raise UsageError(f"git commit refused (a hook, or the repository's set-up): "
                              f"{_last_lines(proc)}")
         return pg.out("rev-parse", "HEAD", cwd=wt)

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from normalize.checkpoints.record import read_steps
-from normalize.checkpoints.shadow import CONFIG, PRIVATE, CheckpointError, ShadowRepo
+from normalize.checkpoints.shadow import PRIVATE, CheckpointError, ShadowRepo
+from normalize.programs import git_flags
 
 LINKED = (".venv", "venv", "node_modules")
 """What a build needs that the store leaves out: linked from the parent's workspace."""
@@ -58,10 +59,8 @@ def _git(repo: ShadowRepo, *args: str, tree: Path, index: Path, input: bytes | N
     """git in normalize's store, with `tree` as the work tree and a private `index`."""
     env = repo.env(index=str(index))
     env.update(GIT_WORK_TREE=str(tree), GIT_CEILING_DIRECTORIES=str(tree.parent))
-    argv = [repo.git, "-c", "safe.directory=*"]
-    for key, value in CONFIG.items():
-        argv += ["-c", f"{key}={value}"]
-    argv += ["-c", f"core.excludesFile={index.parent / 'exclude'}", *args]
+    argv = [repo.git, *git_flags(), "-c", f"core.excludesFile={index.parent / 'exclude'}",
+            *args]
     proc = subprocess.run(argv, input=input, cwd=tree, env=env, capture_output=True,
                           check=False, umask=PRIVATE)
     if check and proc.returncode != 0:

@@ -7,7 +7,7 @@ for objects, never written: git runs with `GIT_DIR`, `GIT_INDEX_FILE` and
 `GIT_WORK_TREE` pointing here, no system or global config, no hooks, no
 fsmonitor, pager, external diff, textconv, ssh command, credential helper or
 transport, and every other `GIT_*` variable of the caller's environment
-dropped. git itself is found by `normalize.helpers` (never from a `PATH`
+dropped. git itself is found by `normalize.programs` (never from a `PATH`
 entry inside the workspace), and runs with that rule's directories as `PATH`.
 The workspace's `.gitignore` files (and its `.git/info/exclude`) are
 honoured; ignored files, files over the size bound, anything under a `.git/`
@@ -38,24 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from normalize.errors import NormalizeError
-from normalize.helpers import trusted_path, trusted_program
+from normalize.programs import GIT_HARDENED, git_flags, trusted_path, trusted_program
 
 MB = 1024 * 1024
 PRIVATE = 0o077  # the umask git runs with: the store is owner-only
 BULK = 64  # more new or changed files than this go through fast-import
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 ATTRIBUTES = "* -text -filter -ident -working-tree-encoding\n"  # store bytes as they are
-CONFIG = {
-    "core.hooksPath": os.devnull, "core.fsmonitor": "false", "core.untrackedCache": "false",
-    "core.autocrlf": "false", "core.safecrlf": "false", "core.symlinks": "true",
-    "core.filemode": "true", "core.ignorecase": "false", "core.quotePath": "false",
-    "core.logAllRefUpdates": "false", "gc.auto": "0", "commit.gpgSign": "false",
-    "diff.noprefix": "false", "diff.mnemonicPrefix": "false",
-    # nothing git could start on its own: no pager, ssh, credential helper or transport
-    "core.pager": "cat", "pager.log": "false", "pager.diff": "false",
-    "core.sshCommand": "false", "credential.helper": "", "protocol.allow": "never",
-    "diff.external": "false", "uploadpack.packObjectsHook": "false",
-}
+CONFIG = GIT_HARDENED  # (the one definition of hardened git: the door's)
 UNPROCESSABLE = re.compile(r"(?:Unable to process path|error: open\(\"?|unable to index file '?)"
                            r"(?P<path>[^'\"\n]+?)['\"]?(?:\)|$|:)", re.MULTILINE)
 
@@ -199,10 +189,7 @@ class ShadowRepo:
 
     def _hardened(self) -> list[str]:
         """git and the `-c` settings that turn off everything it could start by itself."""
-        argv = [self.git, "-c", "safe.directory=*"]
-        for key, value in CONFIG.items():
-            argv += ["-c", f"{key}={value}"]
-        return argv
+        return [self.git, *git_flags()]
 
     def _argv(self, args: Iterable[str]) -> list[str]:
         excludes = self._user_excludes()

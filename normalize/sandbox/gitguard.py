@@ -55,7 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from normalize.fsopen import open_dir
-from normalize.helpers import trusted_path, trusted_program
+from normalize.programs import trusted_path, trusted_program
 from normalize.task import ActionResult, ResultStatus
 
 __all__ = [

@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any
 
 from normalize import faults
-from normalize.helpers import trusted_program
+from normalize.programs import trusted_program
 from normalize.sandbox import landlock, seccomp, verdict
 from normalize.sandbox.policy import SandboxPolicy, SandboxTier
 

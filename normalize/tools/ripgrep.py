@@ -30,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
-from normalize.helpers import trusted_program
+from normalize.programs import trusted_program
 from normalize.tools.files import ALWAYS_SKIPPED
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def find_rg(workspace: Path | None = None) -> str | None:
     """The `rg` binary: beside the interpreter (the `ripgrep` wheel's script), else by the rule.
 
     Neither place may lie inside `workspace`: a program could have written it
-    (`normalize.helpers` states the rule for everything normalize runs itself).
+    (`normalize.programs` states the rule for everything normalize runs itself).
     """
     return _find_rg(None if workspace is None else os.path.realpath(workspace))
 

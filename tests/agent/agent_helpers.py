@@ -156,10 +156,12 @@ def mypy_passes(workspace: Path) -> subprocess.CompletedProcess[str]:
 
 
 def cli(*args: str, cwd: Path, home: Path, env: dict[str, str] | None = None,
-        drop: tuple[str, ...] = (), timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`normalize ARGS` in a subprocess, with its own NORMALIZE_HOME."""
+        drop: tuple[str, ...] = (), timeout: float = 120,
+        first_on_path: str = VENV_BIN) -> subprocess.CompletedProcess[str]:
+    """`normalize ARGS` in a subprocess, with its own NORMALIZE_HOME (and `first_on_path`
+    first on PATH: this venv's bin unless a test puts another there)."""
     full = {**os.environ, "NORMALIZE_HOME": str(home), **(env or {})}
-    full["PATH"] = VENV_BIN + os.pathsep + full.get("PATH", "")
+    full["PATH"] = first_on_path + os.pathsep + full.get("PATH", "")
     for name in drop:
         full.pop(name, None)
     return subprocess.run([sys.executable, "-m", "normalize.cli.app", *args], cwd=cwd, env=full,

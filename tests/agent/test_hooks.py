@@ -172,7 +172,9 @@ def test_a_bad_hook_table_is_one_line_before_any_task(
     config = site.config / "config.toml"
     for table, expected in (('event = "after_everything"\ncommand = "true"', "event = "),
                             ('event = "run_end"\ncommand = []', "command must be"),
-                            ('event = "run_end"\ncommand = "true"\ntimeout = 0', "timeout = 0")):
+                            ('event = "run_end"\ncommand = "true"\ntimeout = 0', "timeout = 0"),
+                            ('event = "run_end"\ncommand = "true"\nin_workspace = "yes"',
+                             "in_workspace = 'yes': true or false")):
         config.write_text(f"[[hooks]]\n{table}\n")
         done = cli("agent", "x", "--model", "anthropic:claude-sonnet-4-5", cwd=repo,
                    home=tmp_path / "home", env={"NORMALIZE_CONFIG": str(site.config), **KEYS})

@@ -134,7 +134,7 @@ def test_without_git_the_task_runs_with_one_warning(tmp_path: Path, normalize_ho
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    monkeypatch.setattr("normalize.helpers.SYSTEM_DIRS", (str(empty),))  # a machine without git
+    monkeypatch.setattr("normalize.programs.SYSTEM_DIRS", (str(empty),))  # a machine without git
     done = run_scripted(ws, normalize_home, "write a.txt <<EOF\na\nEOF", "done")
     assert done.outcome.status.value == "done" and (ws / "a.txt").exists()
     warnings = [e.message for e in done.events if isinstance(e, Notice) and e.level == "warning"]

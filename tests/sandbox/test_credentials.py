@@ -174,6 +174,7 @@ def test_no_password_reaches_a_hook(session: dict[str, Any]) -> None:
     assert "NORMALIZE_HOME" in hook  # the hook ran, with the rest of the environment
     for name, (_, secret) in SECRETS.items():
         assert secret not in shown, name
+    assert "passed-pass-7f3a" in hook.get("PASSED_DB_URL", "")  # env_allow lets it through
 
 
 STAND_IN = """\

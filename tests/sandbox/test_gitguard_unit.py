@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from normalize.helpers import trusted_dirs, trusted_program
+from normalize.programs import trusted_dirs, trusted_program
 from normalize.sandbox.gitguard import RACY_NS, GitGuard, RepoWalk
 
 

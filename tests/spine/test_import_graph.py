@@ -45,7 +45,7 @@ LAYERS: dict[str, str] = {
     "normalize.store": "store",
     **{f"normalize.{name}": "core" for name in (
         "task", "events", "errors", "intents", "verbs", "redact", "cancel", "faults",
-        "fsutil", "plugins", "sandbox", "retry", "fsopen", "helpers", "serial",
+        "fsutil", "plugins", "sandbox", "retry", "fsopen", "programs", "serial",
         "children", "structured", "hooks", "homes", "telemetry", "keys", "tables", "statuses")},
     "normalize.checkpoints": "store",
     "normalize.permissions": "api",  # resolves the layers: user config, workflow, flags

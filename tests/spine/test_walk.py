@@ -39,7 +39,7 @@ RUNNER = "normalize.runner"
 LEAVES = frozenset({
     "normalize.task", "normalize.events", "normalize.redact", "normalize.fsutil",
     "normalize.fsopen", "normalize.serial", "normalize.homes", "normalize.errors",
-    "normalize.keys", "normalize.tables", "normalize.cancel", "normalize.helpers",
+    "normalize.keys", "normalize.tables", "normalize.cancel", "normalize.programs",
 })
 
 

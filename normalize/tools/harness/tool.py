@@ -14,7 +14,6 @@ cost passes the budget it was given is stopped the same way, cleanly.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -24,6 +23,7 @@ from urllib.parse import urlsplit
 from normalize.cancel import CancelToken
 from normalize.errors import ToolError
 from normalize.events import Event, HarnessSession, ModelReplied, Notice
+from normalize.programs import trusted_program
 from normalize.sandbox import SandboxPolicy
 from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.approval import outside_reason
@@ -41,15 +41,17 @@ TURN_TIMEOUT = 3600.0
 """A harness turn is a whole agent session: an hour, unless its step sets a `timeout`."""
 
 
-def find_program(harness: Harness) -> str:
-    """The harness's executable: `NORMALIZE_<NAME>_BIN`, else PATH; `ToolError` when absent."""
+def find_program(harness: Harness, workspace: Path | None = None) -> str:
+    """The harness's executable: `NORMALIZE_<NAME>_BIN`, else found by normalize's trusted
+    rule (`normalize.programs`: never in the workspace, the data home or the current
+    directory, where the model could have put one); `ToolError` when absent."""
     override = os.environ.get(f"NORMALIZE_{harness.name.upper()}_BIN")
     found = override if override and os.access(override, os.X_OK) else \
-        shutil.which(harness.program)
+        trusted_program(harness.program, () if workspace is None else (workspace,))
     if not found:
         raise ToolError(f"{harness.name} is not installed: `{harness.program}` is not on PATH "
-                        f"(normalize is tested with {harness.name} {harness.tested_version}; "
-                        f"see docs/harnesses.md)")
+                        f"outside the workspace (normalize is tested with {harness.name} "
+                        f"{harness.tested_version}; see docs/harnesses.md)")
     return found
 
 
@@ -144,7 +146,7 @@ class HarnessTool:
     def run(self, action: Action, ctx: ToolContext) -> ActionResult:
         params = action.params
         harness = harness_named(str(params.get("harness", "")))
-        program = find_program(harness)
+        program = find_program(harness, ctx.workspace)
         home = harness_home(ctx, harness.name)
         request = replace(self._request(params, home), permissions=_policy_table(ctx))
         harness.prepare(request)
