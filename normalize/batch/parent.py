@@ -107,8 +107,8 @@ class BatchParent:
         self._progress = [self.files.progress(n) for n in range(len(manifest.items))]
         self.parent: Task = Task(id="", goal="", workspace="", driver="batch")  # (run sets)
         self.lock: TaskLock | None = None
-        self.publisher = None if not manifest.store else Publisher(manifest.store, store,
-                                                                   manifest.batch)
+        self.publisher = None if not manifest.store else Publisher(
+            manifest.store, store, manifest.batch, manifest.origin)
         self._stopped = False  # on_item_error = stop, after a failed item
         self._short = False  # the budget could not cover the next item
 

@@ -218,11 +218,11 @@ def test_inputs_become_the_command_line() -> None:
            "INPUT_SCHEMA": "result.schema.json", "INPUT_MODEL": "scripted:x.json",
            "INPUT_MAX_TURNS": "3"}
     assert command(Inputs.from_env(env)) == [
-        "run", "check", "--json", "--goal", "tidy", "--var", "a=1", "--var", "b=2",
-        "--model", "scripted:x.json", "--max-turns", "3", "--output-schema",
-        "result.schema.json"]
+        "run", "--json", "--goal=tidy", "--var=a=1", "--var=b=2",
+        "--model=scripted:x.json", "--max-turns=3", "--output-schema=result.schema.json",
+        "--", "check"]
     agent = command(Inputs.from_env({"INPUT_TASK": "fix it", "INPUT_BUDGET": "0.5"}))
-    assert agent == ["agent", "fix it", "--json", "--budget", "0.5"]
+    assert agent == ["agent", "--json", "--budget=0.5", "--", "fix it"]
     with pytest.raises(ValueError, match="`task`"):
         command(Inputs.from_env({}))
 
