@@ -44,7 +44,6 @@ __all__ = [
     "FORMULA_STARTS",
     "append_text",
     "branch_name",
-    "commit_message",
     "csv_text",
     "neutral_cell",
     "redacted_values",
@@ -138,11 +137,6 @@ def write_csv(path: Path, header: list[str], rows: Iterable[list[str]],
 
 def shown_text(text: str, redactor: Redactor | None = None) -> str:
     """`text` as it may leave the machine (a log a CI job shows): redacted."""
-    return _redactor(redactor).redact(text)
-
-
-def commit_message(text: str, redactor: Redactor | None = None) -> str:
-    """A commit message as it may leave the machine (it is pushed): redacted."""
     return _redactor(redactor).redact(text)
 
 

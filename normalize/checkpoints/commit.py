@@ -175,11 +175,12 @@ def branch_base(pg: PersonGit, name: str, head: str) -> bool:
 
 
 def message_of(task: Task, message: str | None) -> str:
-    """The commit message: the given one, or the task's summary (its goal when it has none),
-    redacted as every artefact is (a commit leaves the machine when it is pushed)."""
+    """The commit message: the given one, or the task's summary (its goal when it has none).
+
+    It is written through the artefact door, redacted (a commit leaves the machine when it
+    is pushed; the exact summary stays in the task store)."""
     text = (message or task.summary or task.goal).strip() or f"normalize task {task.id}"
-    redactor = Redactor.for_workspace(task.workspace)
-    return artefacts.commit_message(f"{text}\n\n{TRAILER}: {task.id}\n", redactor)
+    return f"{text}\n\n{TRAILER}: {task.id}\n"
 
 
 def commit_task(store: TaskStore, task: Task, *, branch: str | None = None,
@@ -202,7 +203,8 @@ def commit_task(store: TaskStore, task: Task, *, branch: str | None = None,
     check(pg, prefix, workspace, before, after)
     _copy_objects(pg, changes, after)
     sha = _commit_in_worktree(pg, prefix, name, head, after, message_of(task, message),
-                              existed=existed, no_verify=no_verify)
+                              existed=existed, no_verify=no_verify,
+                              redactor=Redactor.for_workspace(task.workspace))
     result = CommitResult(branch=name, commit=sha, base=head, files=list(after))
     if push is not None:
         proc = pg.run("push", "--porcelain", push, f"refs/heads/{name}:refs/heads/{name}",
@@ -216,7 +218,7 @@ def commit_task(store: TaskStore, task: Task, *, branch: str | None = None,
 
 def _commit_in_worktree(pg: PersonGit, prefix: str, name: str, head: str,
                         after: dict[str, Entry | None], message: str, *, existed: bool,
-                        no_verify: bool) -> str:
+                        no_verify: bool, redactor: Redactor) -> str:
     """`git commit` in a temporary worktree on `name`; the branch is put back if it fails."""
     tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
     wt = tmp / "wt"
@@ -233,7 +235,7 @@ def _commit_in_worktree(pg: PersonGit, prefix: str, name: str, head: str,
         kept = [prefix + p for p, e in after.items() if e is not None]
         if kept:
             pg.run("checkout-index", "-f", "-q", "--", *kept, cwd=wt)
-        artefacts.write_text(tmp / "MSG", message)
+        artefacts.write_text(tmp / "MSG", message, redactor)
         verify = ["--no-verify"] if no_verify else []
         proc = pg.run("commit", "-q", "--cleanup=whitespace", "-F", str(tmp / "MSG"), *verify,
                       cwd=wt, check=False)

@@ -141,7 +141,7 @@ def test_a_planted_upload_and_a_raw_commit_message_fail() -> None:
                           "store/remote.py")
     assert any("uploads around the door" in line for line in found)
     commit = (PACKAGE / "checkpoints" / "commit.py").read_text()
-    door = 'artefacts.write_text(tmp / "MSG", message)'
+    door = 'artefacts.write_text(tmp / "MSG", message, redactor)'
     assert door in commit
     _, found = violations(commit.replace(door, '(tmp / "MSG").write_text(message)'),
                           "checkpoints/commit.py")
