@@ -146,3 +146,38 @@ def test_a_planted_upload_and_a_raw_commit_message_fail() -> None:
     _, found = violations(commit.replace(door, '(tmp / "MSG").write_text(message)'),
                           "checkpoints/commit.py")
     assert any("(_commit_in_worktree)" in line for line in found)
+
+
+# The door in: what a store lists is written only by `RemoteStore.fetch`, after `layout_key`.
+PULLERS = ("store/remote.py", "batch/publish.py")
+
+
+def pulls_around_the_door(source: str, where: str) -> list[str]:
+    """Local writes in a puller that do not go through a checked `fsopen.place`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        calls = {_name(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+        for line in raw_writes(node):
+            call = next(n for n in ast.walk(node) if isinstance(n, ast.Call)
+                        and n.lineno == line)
+            if _name(call.func) == "place" and "layout_key" in calls:
+                continue
+            if _name(call.func) in UPLOADS or _through_door(call):
+                continue
+            found.append(f"{where}:{line} ({node.name}) writes pulled data around the door")
+    return found
+
+
+def test_pulled_files_are_written_only_after_the_layout_check() -> None:
+    found = []
+    for rel in PULLERS:
+        found += pulls_around_the_door((PACKAGE / rel).read_text(), rel)
+    assert found == []
+    source = (PACKAGE / "store" / "remote.py").read_text()
+    check = "data = self.get(layout_key(rel, self.url))"
+    assert check in source
+    planted = pulls_around_the_door(source.replace(check, "data = self.get(rel)"),
+                                    "store/remote.py")
+    assert planted and "(fetch)" in planted[0]
