@@ -105,7 +105,7 @@ class BatchParent:
         self.report = report or (lambda _update: None)
         self.node = socket.gethostname()
         self._flights: dict[int, _Flight] = {}
-        self._progress = [self.files.progress(n) for n in range(len(manifest.items))]
+        self._progress = self.files.all_progress(len(manifest.items))
         self.parent: Task = Task(id="", goal="", workspace="", driver="batch")  # (run sets)
         self.lock: TaskLock | None = None
         self.publisher = None if not manifest.store else Publisher(
