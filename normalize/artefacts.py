@@ -85,11 +85,14 @@ def shown_bytes(name: str, data: bytes, redactor: Redactor | None = None) -> byt
 
 
 def _json(text: str, shown: Redactor) -> str:
+    """A JSON text redacted as data: as it was when nothing changed (its own spacing and
+    order), else dumped again (the keys in their order)."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return shown.redact(text)
-    return json.dumps(shown.redact_obj(data), sort_keys=True)
+    redacted = shown.redact_obj(data)
+    return text if redacted == data else json.dumps(redacted)
 
 
 def upload(fs: Writable, path: str, rel: str, data: bytes,
