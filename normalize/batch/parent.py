@@ -109,7 +109,8 @@ class BatchParent:
         self.parent: Task = Task(id="", goal="", workspace="", driver="batch")  # (run sets)
         self.lock: TaskLock | None = None
         self.publisher = None if not manifest.store else Publisher(
-            manifest.store, store, manifest.batch, manifest.origin)
+            manifest.store, store, manifest.batch, manifest.origin,
+            tuple(manifest.variables.values()))
         self._stopped: int | None = None  # on_item_error = stop: the item that failed
         self._short = False  # the budget could not cover the next item
 

