@@ -17,7 +17,8 @@ How each kind is redacted:
   redacted as text;
 - CSV cells are redacted, and a cell a spreadsheet would read as a formula
   (starting with `=`, `+`, `-`, `@`, a tab or a carriage return, as OWASP's
-  CSV-injection advice lists) gets a leading `'`; a plain number is left alone;
+  CSV-injection advice lists, or a full-width `＝＋－＠`) gets a leading `'`; a
+  plain number is left alone;
 - a branch name that would change when redacted is refused (a name cannot
   hold `[REDACTED]`, and a secret in it would be pushed).
 
@@ -55,8 +56,9 @@ __all__ = [
     "write_text",
 ]
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-"""What makes a spreadsheet read a cell as a formula (OWASP, CSV injection)."""
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+"""What makes a spreadsheet read a cell as a formula (OWASP, CSV injection; the full-width
+forms too, which some spreadsheets fold to the ASCII ones)."""
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _LINES = (".jsonl", ".ckpt")
 

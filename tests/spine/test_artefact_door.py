@@ -181,3 +181,12 @@ def test_pulled_files_are_written_only_after_the_layout_check() -> None:
     planted = pulls_around_the_door(source.replace(check, "data = self.get(rel)"),
                                     "store/remote.py")
     assert planted and "(fetch)" in planted[0]
+
+
+def test_a_cell_a_spreadsheet_would_run_is_made_inert_and_a_number_is_not() -> None:
+    from normalize.artefacts import neutral_cell
+
+    for cell in ("=1+1", "+A1", "-2+3+cmd|' /C calc'!A0", "@SUM(A1)", "\tx", "\rx", "\uff1dx"):
+        assert neutral_cell(cell) == "'" + cell
+    for cell in ("-3", "+4.5e3", "plain", "", "1-2"):
+        assert neutral_cell(cell) == cell
