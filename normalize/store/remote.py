@@ -115,7 +115,8 @@ class RemoteStore:
         Every key is checked against the layout before anything is read, so a
         bucket holding one planted key is refused whole.
         """
-        names = [layout_key(name, self.url) for name in self.listing(rel)]
+        names = [layout_key(name, self.url) for name in self.listing(rel)
+                 if not name.endswith("/")]  # (a folder marker some consoles make: no file)
         count = 0
         for name in names:
             if self.fetch(name, home):
