@@ -43,13 +43,13 @@ from normalize.redact import Redactor, default_redactor
 
 __all__ = [
     "FORMULA_STARTS",
+    "LineWriter",
     "append_text",
     "branch_name",
     "csv_text",
     "neutral_cell",
     "redacted_values",
     "shown_bytes",
-    "shown_text",
     "upload",
     "write_csv",
     "write_jsonl",
@@ -140,11 +140,6 @@ def write_csv(path: Path, header: list[str], rows: Iterable[list[str]],
     _place(path, csv_text(header, rows, redactor).encode())
 
 
-def shown_text(text: str, redactor: Redactor | None = None) -> str:
-    """`text` as it may leave the machine (a log a CI job shows): redacted."""
-    return _redactor(redactor).redact(text)
-
-
 def branch_name(name: str, redactor: Redactor | None = None) -> str:
     """`name` when it holds no secret; a `UsageError` otherwise (it would be pushed)."""
     if _redactor(redactor).redact(name) != name:
@@ -165,6 +160,33 @@ def redacted_values(values: Mapping[str, str], redactor: Redactor | None = None
                     ) -> dict[str, str]:
     """Each value of `values` redacted (a name under a secret-looking key goes whole)."""
     return _redactor(redactor).redact_obj(dict(values))
+
+
+class LineWriter:
+    """An artefact written line by line as it is made (a run's events, its log), each line
+    redacted as the file's kind says: what was written so far survives a killed job."""
+
+    def __init__(self, path: Path, *, append: bool = False,
+                 redactor: Redactor | None = None) -> None:
+        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | (
+            os.O_APPEND if append else os.O_TRUNC)
+        self.name = path.name
+        self.redactor = redactor
+        self._handle = os.fdopen(os.open(path, flags, 0o644), "wb")
+
+    def write(self, line: bytes) -> None:
+        body = line.rstrip(b"\r\n")
+        self._handle.write(shown_bytes(self.name, body, self.redactor) + line[len(body):])
+        self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> LineWriter:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 def _place(path: Path, data: bytes) -> None:

@@ -22,10 +22,11 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from normalize import artefacts
 
@@ -125,12 +126,22 @@ def _events(path: Path) -> list[dict[str, Any]]:
     return events
 
 
-def _normalize(*args: str) -> tuple[int, str, str]:
-    """Run normalize; its status, stdout and stderr (written out through the door)."""
-    proc = subprocess.run([sys.executable, "-m", "normalize.cli.app", *args],
-                          stdin=subprocess.DEVNULL, capture_output=True, check=False)
-    return (proc.returncode, proc.stdout.decode(errors="replace"),
-            proc.stderr.decode(errors="replace"))
+def _normalize(*args: str, stdout: artefacts.LineWriter, stderr: artefacts.LineWriter) -> int:
+    """Run normalize, its output written line by line through the door as it comes."""
+    proc = subprocess.Popen([sys.executable, "-m", "normalize.cli.app", *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    errors = threading.Thread(target=_pump, args=(proc.stderr, stderr), daemon=True)
+    errors.start()
+    _pump(proc.stdout, stdout)
+    errors.join()
+    return proc.wait()
+
+
+def _pump(source: IO[bytes], sink: artefacts.LineWriter) -> None:
+    for line in source:
+        sink.write(line)
 
 
 def write_output(path: Path, values: dict[str, str]) -> None:
@@ -179,39 +190,38 @@ def main(env: dict[str, str] | None = None) -> int:
         sys.stderr.write(f"::error::normalize action: {exc}\n")
         write_output(Path(env["GITHUB_OUTPUT"]), {"status": "2"})
         return 0
-    status, events, log = _normalize(*argv)
-    artefacts.write_text(out / "events.jsonl", events)
-    artefacts.write_text(out / "normalize.log", log)
-    sys.stderr.write(artefacts.shown_text(log))
+    with artefacts.LineWriter(out / "events.jsonl") as events, \
+            artefacts.LineWriter(out / "normalize.log") as log:
+        status = _normalize(*argv, stdout=events, stderr=log)
+    sys.stderr.write((out / "normalize.log").read_text(errors="replace"))
     outcome = Outcome.read(status, _events(out / "events.jsonl"))
     outputs = {"task-id": outcome.task_id, "status": str(status), "summary": outcome.summary,
                "cost": f"{outcome.cost:.6f}", "artifacts": str(out),
                "result": "" if outcome.result is None else json.dumps(outcome.result)}
     if outcome.task_id:
-        _, said, warned = _normalize("report", outcome.task_id, "-o", str(out / "report.html"))
-        log += said + warned
-    branch, log = _commit(Inputs.from_env(env), outcome, out, log)
-    outputs["branch"] = branch
-    artefacts.write_text(out / "normalize.log", log)
+        with artefacts.LineWriter(out / "normalize.log", append=True) as log:
+            _normalize("report", outcome.task_id, "-o", str(out / "report.html"), stdout=log,
+                       stderr=log)
+    outputs["branch"] = _commit(Inputs.from_env(env), outcome, out)
     write_output(Path(env["GITHUB_OUTPUT"]), outputs)
     artefacts.append_text(Path(env["GITHUB_STEP_SUMMARY"]),
                           summary_markdown(outcome, outputs["branch"]))
     return 0
 
 
-def _commit(inputs: Inputs, outcome: Outcome, out: Path, log: str) -> tuple[str, str]:
-    """`normalize commit` when asked for and the task is done; the branch made (or ""), and
-    the log with what it said."""
+def _commit(inputs: Inputs, outcome: Outcome, out: Path) -> str:
+    """`normalize commit` when asked for and the task is done; the branch made, or ""."""
     if not inputs.commit_branch or outcome.status != 0 or not outcome.task_id:
-        return "", log
+        return ""
     argv = ["commit", "--json", f"--branch={inputs.commit_branch}"]
     argv += [f"--push={inputs.push}"] if inputs.push else []
-    status, made, said = _normalize(*argv, "--", outcome.task_id)
-    artefacts.write_text(out / "commit.json", made)
+    with artefacts.LineWriter(out / "commit.json") as made, \
+            artefacts.LineWriter(out / "normalize.log", append=True) as log:
+        status = _normalize(*argv, "--", outcome.task_id, stdout=made, stderr=log)
     if status != 0:
         sys.stderr.write(f"::warning::normalize commit exited {status} (see normalize.log)\n")
-        return "", log + said
-    return inputs.commit_branch, log + said
+        return ""
+    return inputs.commit_branch
 
 
 if __name__ == "__main__":

@@ -190,3 +190,16 @@ def test_a_cell_a_spreadsheet_would_run_is_made_inert_and_a_number_is_not() -> N
         assert neutral_cell(cell) == "'" + cell
     for cell in ("-3", "+4.5e3", "plain", "", "1-2"):
         assert neutral_cell(cell) == cell
+
+
+def test_a_line_writer_redacts_each_line_and_keeps_what_came_so_far(tmp_path: Path) -> None:
+    from normalize.artefacts import LineWriter
+
+    token = "ghp_" + "a1B2" * 9
+    with LineWriter(tmp_path / "events.jsonl") as events, \
+            LineWriter(tmp_path / "normalize.log") as log:
+        events.write(f'{{"type": "x", "summary": "v1.{token}"}}\n'.encode())
+        log.write(f"error: bad key id_{token}\n".encode())
+        assert (tmp_path / "normalize.log").read_text() == "error: bad key id_[REDACTED]\n"
+    shown = (tmp_path / "events.jsonl").read_text()
+    assert shown == '{"type": "x", "summary": "v1.[REDACTED]"}\n'
