@@ -7,6 +7,10 @@ side. When they are at rest, COMMAND runs in each finished child's copy under
 the sandbox; `children.best_attempt` picks one by `children.PICK_RULE` and its
 diff is applied to the parent's workspace (all or nothing, as any child's).
 Every copy is kept for inspection (`normalize tasks clean` removes them).
+An attempt cannot bend its own judge: one whose change touches what the pick
+reads (`bent`: a file the pick command names or shadows, a test runner's
+configuration, a test file the base already had) is disqualified before its
+pick runs, and said so in the comparison.
 Each attempt is a `child_collected` event with its pick exit and diff stat,
 so `tasks show` and the report compare them side by side.
 """
@@ -123,9 +127,62 @@ def _judge(spawner: Spawner, number: int, child_id: str,
     changes = spawner.changes(child)
     if changes is not None:
         attempt.diff_stat, attempt.diff_lines = changes.stat, _lines(changes.patch)
-    if pick and child.status is TaskStatus.DONE and spawner.judge is not None:
+    if pick and changes is not None:
+        attempt.disqualified = bent(changed_paths(changes.patch), pick)
+    if pick and child.status is TaskStatus.DONE and spawner.judge is not None \
+            and not attempt.disqualified:
         attempt.pick_exit = spawner.judge(child.workspace, pick)
     return attempt, changes
+
+
+JUDGE_FILES = frozenset({
+    "conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "noxfile.py",
+    "Makefile", "makefile", "GNUmakefile", "package.json", "sitecustomize.py",
+    "usercustomize.py", ".pytest.ini", "jest.config.js", "vitest.config.ts",
+})
+"""Files that configure how tests and checks run: no attempt may change them."""
+
+
+def changed_paths(patch: bytes) -> dict[str, bool]:
+    """The paths a binary-safe git patch touches, each with whether it is new."""
+    found: dict[str, bool] = {}
+    current = ""
+    for raw in patch.splitlines():
+        line = raw.decode("utf-8", errors="replace")
+        if line.startswith("diff --git a/"):
+            rest = line[len("diff --git a/"):]
+            half = (len(rest) - 3) // 2  # "X b/X": the same path twice
+            current = rest[:half] if rest[half:half + 3] == " b/" else rest.split(" b/")[0]
+            found[current] = False
+        elif line.startswith("new file mode") and current:
+            found[current] = True
+    return found
+
+
+def _is_test(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    parts = path.split("/")[:-1]
+    return (name.startswith("test_") or name.endswith(("_test.py", ".test.js", ".test.ts"))
+            or any(part in ("tests", "test", "__tests__") for part in parts))
+
+
+def bent(paths: dict[str, bool], pick: str) -> str:
+    """The first path in `paths` that could bend the pick command (empty: none)."""
+    import shlex
+
+    try:
+        words = shlex.split(pick)
+    except ValueError:
+        words = pick.split()
+    named = {w.removeprefix("./") for w in words if not w.startswith("-")}
+    stems = {w.rsplit("/", 1)[-1].split(".")[0] for w in named}  # `-m pytest`: pytest.py
+    for path, new in paths.items():
+        name = path.rsplit("/", 1)[-1]
+        module = path.removesuffix("/__init__.py").removesuffix(".py")  # shadows a program
+        if path in named or name in JUDGE_FILES or (_is_test(path) and not new) \
+                or ("/" not in module and module in stems):
+            return path
+    return ""
 
 
 def _lines(patch: bytes) -> int:

@@ -77,15 +77,19 @@ class Attempt:
     diff_lines: int = 0  # lines added and removed
     pick_exit: int | None = None  # the pick command's exit status (None: not run)
     picked: bool = False
+    disqualified: str = ""  # the file it changed that the pick reads (the pick did not run)
 
     @property
     def passes(self) -> bool:
-        """Whether it may be picked: it ended done, and its pick command (if any) exited 0."""
-        return self.status == "done" and self.pick_exit in (None, 0)
+        """Whether it may be picked: it ended done, did not change what the pick reads, and its
+        pick command (if any) exited 0."""
+        return self.status == "done" and not self.disqualified and self.pick_exit in (None, 0)
 
     def row(self) -> str:
         """One line of the side-by-side comparison."""
         pick = "-" if self.pick_exit is None else f"exit {self.pick_exit}"
+        if self.disqualified:
+            pick = f"disqualified (changed {self.disqualified})"
         files = self.diff_stat.splitlines()[-1].strip() if self.diff_stat else "no changes"
         mark = "picked" if self.picked else ""
         return (f"#{self.number} {self.child_id}  {self.status:<13} pick: {pick:<8} "
@@ -94,7 +98,10 @@ class Attempt:
 
 PICK_RULE = ("the best attempt is one that ended done and whose pick command exited 0 "
              "(without --pick: every attempt that ended done); among those the smallest "
-             "diff (lines added and removed), then the lowest attempt number")
+             "diff (lines added and removed), then the lowest attempt number. An attempt "
+             "that changed what the pick reads is disqualified: a file the pick command "
+             "names, a test runner's configuration (conftest.py, pytest.ini, tox.ini, "
+             "setup.cfg, pyproject.toml, …) or a test file the attempts started with")
 
 
 def best_attempt(attempts: list[Attempt]) -> Attempt | None:

@@ -92,12 +92,15 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
         r"(?P<header_v>(?!\[REDACTED\])[^\s\"'][^\r\n\"']*)",
     ),
     ("bearer", r"[Bb](?i:earer)[ \t]+(?P<bearer_v>(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,})"),
-    ("sk", r"s(?<![A-Za-z0-9_-]s)k-[A-Za-z0-9_-]{20,}"),
+    # a prefix distinctive enough may be glued to the text before it (`id_ghp_…`,
+    # `v1.ghp_…`, `prefixAKIA…`, `missing-sk-proj-…`); a bare `sk-` may not (`task-…`)
+    ("sk", r"s(?:(?<![A-Za-z0-9_-]s)k-[A-Za-z0-9_-]{20,}"
+           r"|(?<![A-Za-z0-9]s)k-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_-]{20,})"),
     ("stripe", r"[rsw](?<![A-Za-z0-9_][rsw])(?:(?<=[rs])k_(?:live|test)_[A-Za-z0-9]{16,}"
                r"|(?<=w)hsec_[A-Za-z0-9]{16,})"),
-    ("github", r"g(?<!\wg)(?:h[pousr]_[A-Za-z0-9]{20,}|ithub_pat_[A-Za-z0-9_]{20,}"
+    ("github", r"g(?<![A-Za-z0-9]g)(?:h[pousr]_[A-Za-z0-9]{20,}|ithub_pat_[A-Za-z0-9_]{20,}"
                r"|l(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,})"),
-    ("aws", r"A(?<!\wA)(?:KIA|SIA)[0-9A-Z]{16}\b"),
+    ("aws", r"A(?<![A-Z0-9]A)(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])"),
     ("google", r"A(?<!\wA)Iza[0-9A-Za-z_-]{35}"),
     ("slack", r"x(?<!\wx)(?:ox[abposr]-[A-Za-z0-9-]{10,}|app-[0-9]-[A-Za-z0-9-]{10,})"),
     ("jwt", r"e(?<!\we)yJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
@@ -117,9 +120,10 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("gcp_oauth", r"(?:G(?<!\wG)OCSPX-[A-Za-z0-9_-]{24,}|y(?<!\wy)a29\.[A-Za-z0-9_-]{12,})"),
     ("shopify", r"s(?<!\ws)hp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"),
     ("digitalocean", r"d(?<!\wd)o[opr]_v1_[a-f0-9]{64}"),
-    ("grafana", r"g(?<!\wg)l(?:sa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|c_[A-Za-z0-9+/]{32,}={0,2})"),
+    ("grafana", r"(?:g(?<![A-Za-z0-9]g)l(?:sa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"
+                r"|c_[A-Za-z0-9+/]{32,}={0,2})|e(?<!\we)yJrIjoi[A-Za-z0-9]{60,400}={0,2})"),
     ("linear", r"l(?<!\wl)in_api_[A-Za-z0-9]{40}"),
-    ("telegram", r":(?P<telegram_v>AA[A-Za-z0-9_-]{33})(?![\w-])"),
+    ("telegram", r":(?<=[0-9]{5}:)(?P<telegram_v>A[A-Za-z0-9_-]{34})(?![\w-])"),
     ("webhook", r"(?:h(?<![\w-]h)ooks\.slack\.com/(?:services|workflows|triggers)/"
                 r"(?P<webhook_v>[A-Za-z0-9+/_-]{16,})"
                 r"|d(?<![\w-]d)iscord(?:app)?\.com/api/webhooks/[0-9]+/(?P<webhook_v2>[\w-]{20,}))"),
@@ -154,7 +158,7 @@ _ANCHORS = (
     "glpat-", "glptt-", "gldt-", "glrt-", "akia", "asia", "aiza", "xox", "xapp-", "eyj",
     "npm_", "pypi-", "hf_", "sg.", "q~", "sig=", "://", "passw", "passphrase", "sec", "token",
     "key", "gsk_", "xai-", "pplx-", "r8_", "hvs.", "hvb.", "hvr.", "gocspx-", "ya29.", "shp",
-    "_v1_", "glsa_", "glc_", "lin_api_", ":aa", "hooks.slack.com",
+    "_v1_", "glsa_", "glc_", "lin_api_", ":a", "hooks.slack.com",
     "discord", 'auth"', "login", "-u", "mysql", "mariadb",
 )
 SCAN_DIRECT = 512  # texts shorter than this skip the anchor scan

@@ -211,3 +211,37 @@ def test_without_a_redactor_an_emitted_event_is_still_made_inert() -> None:
 
     shown = Emitter("abc12345").emit(ActionFinished(command="ok", data={"k\x07": ["a\x1bb"]}))
     assert shown.data == {"k␇": ["a␛b"]} and shown.command == "ok"
+
+
+GLUED = {  # a distinctive prefix glued to the text before it (#37)
+    "id_": "id_" + SHAPES["github classic"],
+    "v1.": "v1." + SHAPES["github classic"],
+    "prefix": "prefix" + SHAPES["aws"],
+    "missing-": "missing-" + SHAPES["openai project"],
+    "key_": "key_" + "glsa_" + "Ab3dE6gH9j" * 3 + "Kl_0a1b2c3d",
+    "suffix_": SHAPES["aws"] + "_suffix",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(GLUED))
+def test_known_shapes_glued_to_other_text_are_redacted(kind: str) -> None:
+    shown = redact(f"value: {GLUED[kind]} ok")
+    assert REDACTED in shown and SHAPES["github classic"] not in shown
+    assert "IOSFODNN7EXAMPLE" not in shown and "Ab3dE6gH9j" not in shown and "x9Y-" not in shown
+
+
+@pytest.mark.parametrize("text", [
+    "bot 7312345678:" + "Ab" + "x9Lp2Mq4Rs6Tu8Vw0Yz3Ab5Cd7Ef9GHi1",  # not only `AA…`
+    "grafana " + "eyJrIjoi" + "T0tlbjRmU2VjcmV0S2V5" * 4,  # a Grafana API key
+])
+def test_telegram_and_grafana_api_keys(text: str) -> None:
+    assert redact(text).endswith(REDACTED)
+
+
+def test_glued_shapes_bring_no_new_false_positives_in_code() -> None:
+    plain = (
+        "task-abcdefghijklmnopqrstuvwxyz0123 ask-proj-abcdefghijklmnopqrstuvwxyz\n"
+        "THEAKIAIOSFODNN7EXAMPLEKEYS x = CONSTANT_AKIAIOSFODNN7EXAMPLE2\n"
+        "time 12:30:AAAA ratio 1:" + "A" * 40 + "\nmsghp_ok self.flag_gh = 1\n"
+    )
+    assert redact(plain) == plain

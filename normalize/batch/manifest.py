@@ -9,6 +9,7 @@ the batch's parent as each item moves on). An item's own state is its task's.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -118,6 +119,16 @@ class BatchFiles:
             return Progress.from_dict(json.loads(path.read_bytes()))
         except FileNotFoundError:
             return Progress(position, item_id(self.batch, position))
+
+    def all_progress(self, count: int) -> list[Progress]:
+        """Every item's progress, in order: the directory is listed once and only the
+        files in it are read (a batch of 100,000 items, most untouched, starts fast)."""
+        try:
+            present = set(os.listdir(self.dir / "items"))
+        except OSError:
+            present = set()
+        return [self.progress(n) if f"{n:05d}.json" in present else
+                Progress(n, item_id(self.batch, n)) for n in range(count)]
 
     def save(self, progress: Progress) -> None:
         self._write(self._item(progress.position), progress.to_dict())

@@ -75,6 +75,7 @@ class BatchOutcome:
     counts: dict[str, int] = field(default_factory=dict)
     cost_usd: float = 0.0
     untouched: list[int] = field(default_factory=list)  # positions never submitted
+    why: str = ""  # why items were left untouched: UNTOUCHED_WHY's words
 
     @property
     def exit_status(self) -> int:
@@ -107,12 +108,13 @@ class BatchParent:
         self.report = report or (lambda _update: None)
         self.node = socket.gethostname()
         self._flights: dict[int, _Flight] = {}
-        self._progress = [self.files.progress(n) for n in range(len(manifest.items))]
+        self._progress = self.files.all_progress(len(manifest.items))
         self.parent: Task = Task(id="", goal="", workspace="", driver="batch")  # (run sets)
         self.lock: TaskLock | None = None
-        self.publisher = None if not manifest.store else Publisher(manifest.store, store,
-                                                                   manifest.batch)
-        self._stopped = False  # on_item_error = stop, after a failed item
+        self.publisher = None if not manifest.store else Publisher(
+            manifest.store, store, manifest.batch, manifest.origin,
+            tuple(manifest.variables.values()))
+        self._stopped: int | None = None  # on_item_error = stop: the item that failed
         self._short = False  # the budget could not cover the next item
 
     # -- the loop ------------------------------------------------------------
@@ -160,11 +162,11 @@ class BatchParent:
         waiting = [p for p in self._progress if p.stage != "collected"]
         while (waiting or self._flights) and not self.cancel.cancelled:
             while waiting and len(self._flights) < self.manifest.limits.concurrency \
-                    and not (self._stopped or self._short):
+                    and self._stopped is None and not self._short:
                 if not self._start(waiting[0]):
                     break
                 waiting.pop(0)
-            if (self._stopped or self._short) and not self._flights:
+            if (self._stopped is not None or self._short) and not self._flights:
                 break
             self._settle(waiting)
             if self._flights:
@@ -325,8 +327,9 @@ class BatchParent:
         progress.stage = "collected"
         self._save(progress)
         crash_point("batch_collected")
-        if self.manifest.limits.on_item_error == "stop" and status in FAILED | {"failed"}:
-            self._stopped = True
+        if self.manifest.limits.on_item_error == "stop" and status in FAILED | {"failed"} \
+                and self._stopped is None:
+            self._stopped = progress.position
         self.report(ItemUpdate(progress.position, progress.task_id, status, progress.attempts,
                                cost, progress.note))
 
@@ -350,10 +353,11 @@ class BatchParent:
         for progress in self._progress:
             status = item_status(self.store, progress)
             counts[status] = counts.get(status, 0) + 1
+            if status == "untouched":  # (no task to read: a stopped batch of 100,000 ends fast)
+                untouched.append(progress.position)
+                continue
             task = self._load(progress.task_id)
             cost += task.usage.cost_usd if task is not None else 0.0
-            if status == "untouched":
-                untouched.append(progress.position)
         status = TaskStatus.DONE
         if self.cancel.cancelled:
             status = TaskStatus.INTERRUPTED
@@ -361,7 +365,18 @@ class BatchParent:
             status = TaskStatus.LIMIT
         elif untouched or any(counts.get(s, 0) for s in (*FAILED, "failed", "interrupted")):
             status = TaskStatus.FAILED
-        return BatchOutcome(self.manifest.batch, status, counts, cost, untouched)
+        return BatchOutcome(self.manifest.batch, status, counts, cost, untouched,
+                            self._why() if untouched else "")
+
+    def _why(self) -> str:
+        """Why items were left untouched, in words."""
+        if self.cancel.cancelled:
+            return "the batch was interrupted"
+        if self._stopped is not None:
+            return f'on_item_error = "stop": item {self._stopped} failed'
+        if self._short:
+            return "the budget could not cover them"
+        return "not reached"
 
     def _load(self, task_id: str) -> Task | None:
         try:

@@ -7,7 +7,6 @@ machine that reaches its store.
 
 from __future__ import annotations
 
-import csv
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -86,8 +85,10 @@ def _lines(store: TaskStore, task: Task) -> tuple[int, int]:
 
 def collect(store: TaskStore, manifest: Manifest, out: Path) -> int:
     """Write each item's diff (`NNNNN-ID.diff`), and the items in one `results.jsonl` and one
-    `results.csv`; the items written."""
-    from normalize.redact import Redactor
+    `results.csv`; the items written. Each file is an artefact (`normalize.artefacts`):
+    redacted, with each item's workspace's redactor, and the CSV's formulas made inert."""
+    from normalize import artefacts
+    from normalize.redact import Redactor, default_redactor
 
     out.mkdir(parents=True, exist_ok=True)
     files = BatchFiles(store.home, manifest.batch)
@@ -96,25 +97,22 @@ def collect(store: TaskStore, manifest: Manifest, out: Path) -> int:
         progress = files.progress(row.position)
         task = _task(store, progress)
         record: dict[str, Any] = {**asdict(row), "item": manifest.items[row.position]}
+        redactor = default_redactor()
         if task is not None:
-            redactor = Redactor.for_workspace(task.workspace)  # shown, so redacted
+            redactor = Redactor.for_workspace(task.workspace)
             # (a store pulled from a URL has no checkpoints: the diff its parent published)
-            patch = redactor.redact(patch_of(store, task) or
-                                    published_diff(store.home, manifest.batch, task.id) or "")
+            patch = patch_of(store, task) or \
+                published_diff(store.home, manifest.batch, task.id) or ""
             if patch:
                 name = f"{row.position:05d}-{row.task_id}.diff"
-                (out / name).write_text(patch)
+                artefacts.write_text(out / name, patch, redactor)
                 record["diff"] = name
-            record.update(summary=redactor.redact(task.summary), error=task.error,
+            record.update(summary=task.summary, error=task.error,
                           result=task.result, workspace=task.workspace)
-        records.append(record)
-    (out / "results.jsonl").write_text("".join(json.dumps(record, sort_keys=True) + "\n"
-                                               for record in records))
-    with (out / "results.csv").open("w", newline="") as handle:
-        header, table = csv_table(records)
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(table)
+        records.append(redactor.redact_obj(record))  # each with its own workspace's redactor
+    artefacts.write_jsonl(out / "results.jsonl", records)
+    header, table = csv_table(records)
+    artefacts.write_csv(out / "results.csv", header, table)
     return len(records)
 
 

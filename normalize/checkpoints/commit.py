@@ -20,26 +20,37 @@ files of that commit (`no_verify` skips `pre-commit` and `commit-msg`, as
 `git commit --no-verify` does; `post-checkout` runs when the worktree is
 made, as for any `git worktree add`). The temporary worktree is removed after; the person's
 working tree, index and current branch are never touched. A commit a hook
-refused leaves no branch behind.
+refused leaves no branch behind. A commit killed outright (SIGKILL while a
+hook runs) cannot clean up: its temporary directory holds a note of the
+process and the branch (`LEFTOVER`), and the next `commit` in that
+repository removes the worktree of a process that is gone, and its branch
+when that commit had made it and it still points where it started.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from normalize import artefacts
 from normalize.checkpoints.changes import TaskChanges
 from normalize.checkpoints.restore import entry_state, state_of
 from normalize.checkpoints.shadow import CheckpointError, Entry, shown
 from normalize.errors import UsageError
 from normalize.programs import Finished, run, time_limit, trusted_program
+from normalize.redact import Redactor
 from normalize.store import TaskStore
 from normalize.task import Task
 
 TRAILER = "Normalize-Task"
+TMP_PREFIX = "normalize-commit-"
+LEFTOVER = "commit.json"
+"""Beside a temporary worktree: the process making it, its branch, whether that existed."""
 SCRUBBED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR",
             "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
 """Set by a surrounding git (normalize started from a hook): they would aim at another repo."""
@@ -182,7 +193,10 @@ def branch_base(pg: PersonGit, name: str, head: str) -> bool:
 
 
 def message_of(task: Task, message: str | None) -> str:
-    """The commit message: the given one, or the task's summary (its goal when it has none)."""
+    """The commit message: the given one, or the task's summary (its goal when it has none).
+
+    It is written through the artefact door, redacted (a commit leaves the machine when it
+    is pushed; the exact summary stays in the task store)."""
     text = (message or task.summary or task.goal).strip() or f"normalize task {task.id}"
     return f"{text}\n\n{TRAILER}: {task.id}\n"
 
@@ -201,15 +215,17 @@ def commit_task(store: TaskStore, task: Task, *, branch: str | None = None,
         raise UsageError(f"task {task.id} has no net change to commit")
     workspace = Path(task.workspace)
     pg, prefix = person_git(workspace, store.home)
+    sweep_leftovers(pg)
     head = pg.ref("HEAD")
     if head is None:
         raise UsageError(f"{pg.top}: the repository has no commit yet to branch from")
-    name = branch or f"normalize/{task.id[:8]}"
+    name = artefacts.branch_name(branch or f"normalize/{task.id[:8]}")
     existed = branch_base(pg, name, head)
     check(pg, prefix, workspace, before, after)
     _copy_objects(pg, changes, after)
     sha = _commit_in_worktree(pg, prefix, name, head, after, message_of(task, message),
-                              existed=existed, no_verify=no_verify)
+                              existed=existed, no_verify=no_verify,
+                              redactor=Redactor.for_workspace(task.workspace))
     result = CommitResult(branch=name, commit=sha, base=head, files=list(after))
     if push is not None:
         proc = pg.run("push", "--porcelain", "--", push, f"refs/heads/{name}:refs/heads/{name}",
@@ -223,10 +239,11 @@ def commit_task(store: TaskStore, task: Task, *, branch: str | None = None,
 
 def _commit_in_worktree(pg: PersonGit, prefix: str, name: str, head: str,
                         after: dict[str, Entry | None], message: str, *, existed: bool,
-                        no_verify: bool) -> str:
+                        no_verify: bool, redactor: Redactor) -> str:
     """`git commit` in a temporary worktree on `name`; the branch is put back if it fails."""
-    tmp = Path(tempfile.mkdtemp(prefix="normalize-commit-"))
+    tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
     wt = tmp / "wt"
+    _note(tmp, name, head, existed=existed)
     try:
         pg.run("worktree", "add", "-q", "-B" if existed else "-b", name, str(wt), head)
         lines = "".join(f"{e.mode} {e.sha}\t{prefix}{p}\0" if e is not None else
@@ -239,7 +256,7 @@ def _commit_in_worktree(pg: PersonGit, prefix: str, name: str, head: str,
         kept = [prefix + p for p, e in after.items() if e is not None]
         if kept:
             pg.run("checkout-index", "-f", "-q", "--", *kept, cwd=wt)
-        (tmp / "MSG").write_text(message)
+        artefacts.write_text(tmp / "MSG", message, redactor)
         verify = ["--no-verify"] if no_verify else []
         proc = pg.run("commit", "-q", "--cleanup=whitespace", "-F", str(tmp / "MSG"), *verify,
                       cwd=wt, check=False)
@@ -263,3 +280,61 @@ def _put_back(pg: PersonGit, name: str, head: str, *, existed: bool, wt: Path) -
         pg.run("update-ref", f"refs/heads/{name}", head, check=False)
     else:
         pg.run("update-ref", "-d", f"refs/heads/{name}", check=False)
+
+
+def sweep_leftovers(pg: PersonGit) -> list[str]:
+    """Remove the temporary worktrees of killed commits (their process is gone); which."""
+    listed = pg.run("worktree", "list", "--porcelain", check=False).stdout.decode(
+        errors="surrogateescape")
+    removed = []
+    for line in listed.splitlines():
+        if not line.startswith("worktree "):
+            continue
+        wt = Path(line.removeprefix("worktree "))
+        note = _leftover(wt)
+        pid = note.get("pid") if note is not None else None
+        if note is None or not isinstance(pid, int) or _alive(pid):
+            continue
+        pg.run("worktree", "remove", "--force", str(wt), check=False)
+        branch, head = str(note.get("branch", "")), str(note.get("head", ""))
+        if branch and head and not note.get("existed") and pg.ref(f"refs/heads/{branch}") == head:
+            pg.run("update-ref", "-d", f"refs/heads/{branch}", head, check=False)
+        shutil.rmtree(wt.parent, ignore_errors=True)
+        removed.append(str(wt))
+    if removed:
+        pg.run("worktree", "prune", check=False)
+    return removed
+
+
+def _note(tmp: Path, branch: str, head: str, *, existed: bool) -> None:
+    """Say beside the temporary worktree who makes it, so a next commit can sweep it."""
+    (tmp / LEFTOVER).write_text(json.dumps({"pid": os.getpid(), "branch": branch, "head": head,
+                                            "existed": existed}))
+
+
+def _leftover(wt: Path) -> dict[str, object] | None:
+    """The note beside a temporary worktree of `commit` (None: not one of ours)."""
+    if wt.name != "wt" or not wt.parent.name.startswith(TMP_PREFIX):
+        return None
+    try:
+        note = json.loads((wt.parent / LEFTOVER).read_text())
+    except (OSError, ValueError):
+        return None
+    return note if isinstance(note, dict) else None
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):  # a zombie (killed, not yet reaped) is gone too
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    return True

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from normalize import fsopen
+from normalize import artefacts, fsopen
 from normalize.errors import UsageError
 
 __all__ = ["default_report_path", "save_report"]
@@ -33,7 +33,11 @@ def _anchor(output: Path) -> tuple[Path, Path]:
 
 
 def save_report(text: str, task_id: str, home: Path, output: Path | None = None) -> Path:
-    """Write the report (owner-only) and return its absolute path."""
+    """Write the report (owner-only) and return its absolute path.
+
+    A report is shared (a CI artifact, an attachment): its text passes the
+    artefact door (`normalize.artefacts`) on the way, though it was made from
+    redacted data already."""
     if output is None:
         target = default_report_path(home, task_id)
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -42,7 +46,8 @@ def save_report(text: str, task_id: str, home: Path, output: Path | None = None)
     else:
         root, rel = _anchor(output)
     try:
-        fsopen.place(root, rel, text.encode("utf-8"), mode=0o600, replace_link=False)
+        fsopen.place(root, rel, artefacts.shown_bytes("report.html", text.encode("utf-8")),
+                     mode=0o600, replace_link=False)
     except fsopen.LinkRefusedError as exc:
         link = Path(os.path.abspath(root / str(exc.filename)))
         raise UsageError(f"{output or rel}: refusing to write the report through {link} "

@@ -9,6 +9,11 @@ branch with the change (`normalize commit`), and writes the step's outputs
 `NORMALIZE_HOME` for the job's later steps (`GITHUB_ENV`). It always exits 0
 so the artifacts are uploaded; the Action's last step fails the job with
 normalize's exit status.
+
+Everything it writes leaves the machine (outputs, summary, the uploaded
+artifact), so it goes through `normalize.artefacts`, redacted. The task's
+text (often an issue's or a pull request's title) comes after `--`: a title
+such as `--task-file=PATH` is a task, never an option.
 """
 
 from __future__ import annotations
@@ -17,10 +22,13 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
+
+from normalize import artefacts
 
 STATUS_WORDS = {0: "done", 1: "failed", 2: "usage error", 3: "limit reached",
                 4: "waiting for an answer", 5: "stuck", 130: "interrupted"}
@@ -60,21 +68,21 @@ def command(inputs: Inputs) -> list[str]:
     if not inputs.task and not inputs.workflow:
         raise ValueError("give the Action a `task` (plain words) or a `workflow`")
     if inputs.workflow:
-        argv = ["run", inputs.workflow, "--json"]
-        argv += ["--goal", inputs.task] if inputs.task else []
-        for pair in inputs.vars:
-            argv += ["--var", pair]
+        argv = ["run", "--json"]
+        argv += [f"--goal={inputs.task}"] if inputs.task else []
+        argv += [f"--var={pair}" for pair in inputs.vars]
+        last = inputs.workflow
     else:
         if inputs.vars:
             raise ValueError("`vars` are for a `workflow`; the task's text is `task`")
-        argv = ["agent", inputs.task, "--json"]
-        argv += ["--budget", inputs.budget] if inputs.budget else []
+        argv = ["agent", "--json"]
+        argv += [f"--budget={inputs.budget}"] if inputs.budget else []
+        last = inputs.task
     options = {"--model": inputs.model, "--approve": inputs.approve,
                "--max-turns": inputs.max_turns, "--output-schema": inputs.schema,
                "--workspace": inputs.workspace}
-    for flag, value in options.items():
-        argv += [flag, value] if value else []
-    return argv
+    argv += [f"{flag}={value}" for flag, value in options.items() if value]
+    return [*argv, "--", last]  # text from an issue's title is never an option
 
 
 @dataclass
@@ -118,21 +126,35 @@ def _events(path: Path) -> list[dict[str, Any]]:
     return events
 
 
-def _normalize(*args: str, stdout: TextIO, stderr: TextIO) -> int:
-    proc = subprocess.run([sys.executable, "-m", "normalize.cli.app", *args],
-                          stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, check=False)
-    return proc.returncode
+def _normalize(*args: str, stdout: artefacts.LineWriter, stderr: artefacts.LineWriter) -> int:
+    """Run normalize, its output written line by line through the door as it comes."""
+    proc = subprocess.Popen([sys.executable, "-m", "normalize.cli.app", *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    errors = threading.Thread(target=_pump, args=(proc.stderr, stderr), daemon=True)
+    errors.start()
+    _pump(proc.stdout, stdout)
+    errors.join()
+    return proc.wait()
+
+
+def _pump(source: IO[bytes], sink: artefacts.LineWriter) -> None:
+    for line in source:
+        sink.write(line)
 
 
 def write_output(path: Path, values: dict[str, str]) -> None:
-    """Append `name=value` lines to a `GITHUB_OUTPUT`-style file (a delimiter for any text)."""
-    with path.open("a") as fh:
-        for name, value in values.items():
-            if "\n" in value:
-                mark = f"ghadelimiter_{uuid.uuid4()}"
-                fh.write(f"{name}<<{mark}\n{value}\n{mark}\n")
-            else:
-                fh.write(f"{name}={value}\n")
+    """Append `name=value` lines to a `GITHUB_OUTPUT`-style file (a delimiter for any text),
+    each value redacted."""
+    lines = []
+    for name, value in artefacts.redacted_values(values).items():
+        if "\n" in value:
+            mark = f"ghadelimiter_{uuid.uuid4()}"
+            lines.append(f"{name}<<{mark}\n{value}\n{mark}\n")
+        else:
+            lines.append(f"{name}={value}\n")
+    artefacts.append_text(path, "".join(lines))
 
 
 def summary_markdown(outcome: Outcome, branch: str) -> str:
@@ -161,15 +183,15 @@ def main(env: dict[str, str] | None = None) -> int:
     env = dict(os.environ if env is None else env)
     out = Path(env["NORMALIZE_OUT"])
     out.mkdir(parents=True, exist_ok=True)
-    with open(env["GITHUB_ENV"], "a") as fh:
-        fh.write(f"NORMALIZE_HOME={env['NORMALIZE_HOME']}\n")
+    artefacts.append_text(Path(env["GITHUB_ENV"]), f"NORMALIZE_HOME={env['NORMALIZE_HOME']}\n")
     try:
         argv = command(Inputs.from_env(env))
     except ValueError as exc:
         sys.stderr.write(f"::error::normalize action: {exc}\n")
         write_output(Path(env["GITHUB_OUTPUT"]), {"status": "2"})
         return 0
-    with (out / "events.jsonl").open("w") as events, (out / "normalize.log").open("w") as log:
+    with artefacts.LineWriter(out / "events.jsonl") as events, \
+            artefacts.LineWriter(out / "normalize.log") as log:
         status = _normalize(*argv, stdout=events, stderr=log)
     sys.stderr.write((out / "normalize.log").read_text(errors="replace"))
     outcome = Outcome.read(status, _events(out / "events.jsonl"))
@@ -177,13 +199,13 @@ def main(env: dict[str, str] | None = None) -> int:
                "cost": f"{outcome.cost:.6f}", "artifacts": str(out),
                "result": "" if outcome.result is None else json.dumps(outcome.result)}
     if outcome.task_id:
-        with (out / "normalize.log").open("a") as log:
-            _normalize("report", outcome.task_id, "-o", str(out / "report.html"),
-                       stdout=log, stderr=log)
+        with artefacts.LineWriter(out / "normalize.log", append=True) as log:
+            _normalize("report", outcome.task_id, "-o", str(out / "report.html"), stdout=log,
+                       stderr=log)
     outputs["branch"] = _commit(Inputs.from_env(env), outcome, out)
     write_output(Path(env["GITHUB_OUTPUT"]), outputs)
-    with open(env["GITHUB_STEP_SUMMARY"], "a") as fh:
-        fh.write(summary_markdown(outcome, outputs["branch"]))
+    artefacts.append_text(Path(env["GITHUB_STEP_SUMMARY"]),
+                          summary_markdown(outcome, outputs["branch"]))
     return 0
 
 
@@ -191,10 +213,11 @@ def _commit(inputs: Inputs, outcome: Outcome, out: Path) -> str:
     """`normalize commit` when asked for and the task is done; the branch made, or ""."""
     if not inputs.commit_branch or outcome.status != 0 or not outcome.task_id:
         return ""
-    argv = ["commit", outcome.task_id, "--branch", inputs.commit_branch, "--json"]
-    argv += ["--push", inputs.push] if inputs.push else []
-    with (out / "commit.json").open("w") as made, (out / "normalize.log").open("a") as log:
-        status = _normalize(*argv, stdout=made, stderr=log)
+    argv = ["commit", "--json", f"--branch={inputs.commit_branch}"]
+    argv += [f"--push={inputs.push}"] if inputs.push else []
+    with artefacts.LineWriter(out / "commit.json") as made, \
+            artefacts.LineWriter(out / "normalize.log", append=True) as log:
+        status = _normalize(*argv, "--", outcome.task_id, stdout=made, stderr=log)
     if status != 0:
         sys.stderr.write(f"::warning::normalize commit exited {status} (see normalize.log)\n")
         return ""

@@ -252,7 +252,9 @@ def agent(
         "--pick", metavar="COMMAND",
         help="With --attempts: run COMMAND (sandboxed) in each finished attempt's copy. The "
         "best attempt ended done and its COMMAND exited 0; among those the smallest diff, "
-        "then the first.")] = None,
+        "then the first. An attempt that changed what COMMAND reads (a file it names, "
+        "conftest.py, pytest.ini, pyproject.toml…, a test file it started with) is "
+        "disqualified.")] = None,
     otel: OtelOpt = False,
     harness: Annotated[str | None, typer.Option(
         "--harness", help="Another agent takes the turns: claude, codex or aider "

@@ -275,14 +275,14 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
     counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.counts.items()))
     _line(env, json_output, {"type": "batch_ended", "batch": outcome.batch,
                              "status": outcome.status.value, "counts": outcome.counts,
-                             "cost_usd": outcome.cost_usd, "untouched": outcome.untouched},
+                             "cost_usd": outcome.cost_usd, "untouched": outcome.untouched,
+                             "why": outcome.why},
           f"batch {outcome.batch} {outcome.status.value}: {counts}, "
           f"${outcome.cost_usd:.4f}")
     if outcome.untouched and not json_output:
         shown = ", ".join(map(str, outcome.untouched[:20]))
         more = " …" if len(outcome.untouched) > 20 else ""
-        write_on(env.stdout, f"  left untouched (the budget could not cover them): items "
-                             f"{shown}{more}\n")
+        write_on(env.stdout, f"  left untouched ({outcome.why}): items {shown}{more}\n")
     if not json_output and outcome.status.value != "done":
         write_on(env.stdout, f"  see `normalize batch status {outcome.batch}`; "
                              f"`normalize resume {outcome.batch}` continues it\n")

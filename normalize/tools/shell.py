@@ -78,13 +78,51 @@ def unquoted_operators(text: str) -> list[str]:
     return found
 
 
+# Words as `shlex` (POSIX mode, split on whitespace, no comments) reads them, found by one
+# regex each, so the time is linear in a word's length (`shlex` adds a word's characters
+# one by one: a 200 KB argument took seconds). `tests/tools/test_shell_split.py` holds
+# them to `shlex` on random text.
+_BLANK = re.compile(r"[ \t\r\n]*")
+_WORD = re.compile(r"""(?:[^ \t\r\n'"]+|'[^']*'|"[^"]*")+""")
+_QUOTED = re.compile(r"'([^']*)'|" + r'"([^"]*)"')
+_WORD_ESC = re.compile(r"(?:[^ \t\r\n'\"\\;&|<>]+|\\[\s\S]|'[^']*'"
+                       r'|"(?:[^"\\]|\\[\s\S])*")+|[;&|<>]+')
+_QUOTED_ESC = re.compile(r"\\([\s\S])|'([^']*)'|" + r'"((?:[^"\\]|\\[\s\S])*)"')
+_IN_DOUBLE = re.compile(r'\\(["\\])')
+
+
+def _tokens(text: str, word: re.Pattern[str]) -> list[str]:
+    """The raw words of `text` (quotes still on); ValueError where none can start."""
+    out = []
+    at = _BLANK.match(text).end()  # type: ignore[union-attr]
+    while at < len(text):
+        found = word.match(text, at)
+        if found is None:
+            raise ValueError("No escaped character" if text[at] == "\\" else
+                             "No closing quotation")
+        out.append(found.group())
+        at = _BLANK.match(text, found.end()).end()  # type: ignore[union-attr]
+    return out
+
+
 def split_words(text: str) -> list[str]:
     """Words as the command parser splits them: quotes group, backslashes stay."""
-    lexer = shlex.shlex(text, posix=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    lexer.escape = ""
-    return list(lexer)
+    return [_QUOTED.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), raw)
+            for raw in _tokens(text, _WORD)]
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    if match.group(1) is not None:  # `\x` outside quotes is `x`
+        return match.group(1)
+    if match.group(2) is not None:
+        return match.group(2)
+    return _IN_DOUBLE.sub(r"\1", match.group(3))  # in double quotes only `\"` and `\\`
+
+
+def split_operators(text: str) -> list[str]:
+    """Words and runs of `;&|<>` as `shlex` with those as punctuation reads them (backslash
+    escapes; ValueError on an unclosed quote or a trailing backslash)."""
+    return [_QUOTED_ESC.sub(_unescaped, raw) for raw in _tokens(text, _WORD_ESC)]
 
 
 def text_after_verb(action: Action) -> str | None:
@@ -126,11 +164,8 @@ def command_parts(action: Action) -> list[list[str]]:
     rest = text_after_verb(action)
     if rest is None:
         return _chain_of_words(action.args)
-    lexer = shlex.shlex(rest, posix=True, punctuation_chars=";&|<>")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
     try:
-        tokens = list(lexer)
+        tokens = split_operators(rest)
     except ValueError:
         return split_chain(action.args)
     parts: list[list[str]] = [[]]

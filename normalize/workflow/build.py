@@ -85,10 +85,10 @@ def _mcp(source: Source, servers: Any) -> tuple[ServerSpec, ...]:
 
 def _output_schema(source: Source, value: Any) -> None:
     from normalize.errors import UsageError
-    from normalize.structured import load_contract
+    from normalize.structured import load_contract, schema_beside
 
     try:
-        load_contract(source.path.parent / str(value), flag="output_schema")
+        load_contract(schema_beside(source.path, str(value)), flag="output_schema")
     except UsageError as exc:
         raise source.check.fail("workflow.output_schema", str(exc)) from None
 

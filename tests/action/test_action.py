@@ -218,11 +218,11 @@ def test_inputs_become_the_command_line() -> None:
            "INPUT_SCHEMA": "result.schema.json", "INPUT_MODEL": "scripted:x.json",
            "INPUT_MAX_TURNS": "3"}
     assert command(Inputs.from_env(env)) == [
-        "run", "check", "--json", "--goal", "tidy", "--var", "a=1", "--var", "b=2",
-        "--model", "scripted:x.json", "--max-turns", "3", "--output-schema",
-        "result.schema.json"]
+        "run", "--json", "--goal=tidy", "--var=a=1", "--var=b=2",
+        "--model=scripted:x.json", "--max-turns=3", "--output-schema=result.schema.json",
+        "--", "check"]
     agent = command(Inputs.from_env({"INPUT_TASK": "fix it", "INPUT_BUDGET": "0.5"}))
-    assert agent == ["agent", "fix it", "--json", "--budget", "0.5"]
+    assert agent == ["agent", "--json", "--budget=0.5", "--", "fix it"]
     with pytest.raises(ValueError, match="`task`"):
         command(Inputs.from_env({}))
 
@@ -240,3 +240,32 @@ def test_a_structured_result_and_a_long_summary_survive_the_output_file(tmp_path
                                                "result": '{"ok": true, "n": 2}'}
     text = summary_markdown(outcome, "")
     assert "**Cost:** $0.2500" in text and '"n": 2' in text and "```json" in text
+
+
+def test_a_title_that_looks_like_an_option_is_the_task_and_no_file_is_read(
+        tmp_path: Path, checkout: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the contents of a file outside the checkout\n")
+    title = f"--task-file={outside}"
+    runner = Runner(tmp_path, checkout, {
+        "task": title, "model": script(tmp_path, "done nothing to do"), "approve": "auto",
+        "python-version": ""})
+    ran = runner.run()
+    assert ran.statuses["run"] == 0, (tmp_path / "run.stderr").read_text()
+    out = runner.temp / "normalize-out"
+    text = (out / "events.jsonl").read_text()
+    events = [json.loads(line) for line in text.splitlines()]
+    started = next(e for e in events if e["type"] == "run_started")
+    assert started["goal"] == title  # the words, not an option
+    assert "the contents of a file outside" not in text
+
+
+def test_the_actions_outputs_and_summary_pass_the_door(tmp_path: Path) -> None:
+    from normalize.cli.action import write_output
+
+    token = "ghp_" + "a1B2" * 9
+    path = tmp_path / "output"
+    write_output(path, {"summary": f"used v1.{token}", "result": json.dumps({"api_key": "x" * 9})})
+    shown = parse_outputs(path.read_text())
+    assert shown["summary"] == "used v1.[REDACTED]" and token not in path.read_text()
+    assert json.loads(shown["result"]) == {"api_key": "[REDACTED]"}

@@ -125,3 +125,77 @@ def test_a_workflows_output_retries_and_their_bad_forms(
     alone = cli("agent", "x", "--output-retries", "1", cwd=repo, home=tmp_path / "home", env=env)
     assert alone.returncode == 2 and len(alone.stderr.splitlines()) == 1, alone.stderr
     assert "--output-retries 1: goes with --output-schema" in alone.stderr
+
+
+def _hostile(tmp_path: Path, url: str) -> dict[str, tuple[str, str]]:
+    """Schema files an attacker could hand over, and the words of the one line each gets."""
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"type": "string", "description": "OUTSIDE-SECRET"}))
+    many = {"type": "object", "properties": {f"p{n}": {} for n in range(100_000)}}
+    wide = {"type": "object", "properties": {f"p{n}": {} for n in range(25_000)}}
+    return {
+        "http": (json.dumps({"$ref": f"{url}/schema.json"}), "refers outside the schema"),
+        "file": (json.dumps({"$ref": outside.as_uri()}), "refers outside the schema"),
+        "loop": (json.dumps({"$ref": "#"}), "refers to itself without end"),
+        "pair": (json.dumps({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+                             "$ref": "#/$defs/a"}), "refers to itself without end"),
+        "deep": ('{"not": ' * 5000 + "{}" + "}" * 5000, "nested more than 64 deep"),
+        "many": (json.dumps(many), "larger than 1,000,000 bytes"),
+        "wide": (json.dumps(wide), "more than 20,000 values"),
+    }
+
+
+def test_a_hostile_schema_is_one_line_and_nothing_is_fetched_or_read(
+        repo: Path, tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    hits: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            body = json.dumps({"type": "string"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        for name, (text, expected) in _hostile(tmp_path, url).items():
+            path = tmp_path / f"{name}.json"
+            path.write_text(text)
+            done = cli("agent", "x", "--output-schema", str(path), cwd=repo,
+                       home=tmp_path / "h", env=KEYS, timeout=60)
+            assert done.returncode == 2, (name, done.stderr)
+            assert len(done.stderr.splitlines()) == 1 and expected in done.stderr, name
+            assert "OUTSIDE-SECRET" not in done.stderr
+        from normalize.structured import mismatch  # a schema stored before: still no fetch
+
+        shown = mismatch({"$ref": f"{url}/schema.json"}, 1)
+        assert shown is not None and "points at nothing" in shown
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert hits == []
+
+
+def test_a_workflows_output_schema_stays_beside_it(repo: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"type": "string", "description": "OUTSIDE-SECRET"}))
+    flows = repo / ".normalize"
+    flows.mkdir(exist_ok=True)
+    flow = flows / "count.toml"
+    for named in (str(secret), "../../secret.json"):
+        flow.write_text(f'[workflow]\nname = "count"\noutput_schema = "{named}"\n'
+                        '[workflow.llm]\nmodel = "anthropic:claude-sonnet-4-5"\n')
+        bad = cli("run", str(flow), "--json", cwd=repo, home=tmp_path / "home", env=KEYS)
+        assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1, bad.stderr
+        assert "must be a file beside the workflow" in bad.stderr
+        assert "OUTSIDE-SECRET" not in bad.stderr + bad.stdout

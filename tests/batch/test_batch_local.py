@@ -193,6 +193,8 @@ def test_on_item_error_stop_leaves_the_rest_untouched(tmp_path: Path) -> None:
     assert stages[:2] == ["collected", "collected"] and "untouched" in stages[2:]
     assert effects(tmp_path)["r03"] == 0
     assert state(home, batch)["status"] == "failed"
+    assert 'left untouched (on_item_error = "stop": item 1 failed): items 2, 3' in done.stdout
+    assert "budget" not in done.stdout
 
 
 @pytest.mark.parametrize("bad", [

@@ -212,3 +212,54 @@ def test_a_change_already_in_head_has_nothing_to_commit(
     git(repo, "commit", "-q", "-m", "the person committed it")
     proc = commit(repo, normalize_home, task.task_id)
     assert proc.returncode == 2 and "HEAD already holds the task's change" in proc.stderr
+
+
+AWS_KEY = "AKIA" + "IOSFODNN7EXAMPL3"
+
+
+def test_the_message_is_made_from_the_redacted_summary(repo: Path, normalize_home: Path) -> None:
+    done = run_scripted(repo, normalize_home, edit("calc.py", "    return 1", "    return 2"),
+                        f"done used the key id_{AWS_KEY} to fix f")
+    assert done.outcome.status.value == "done", done.outcome.error
+    proc = commit(repo, normalize_home, done.task_id)
+    assert proc.returncode == 0, proc.stderr
+    body = git(repo, "log", "-1", "--format=%B", f"normalize/{done.task_id[:8]}")
+    assert AWS_KEY not in body and "used the key id_[REDACTED] to fix f" in body
+    named = commit(repo, normalize_home, done.task_id, "--branch", f"fix/{AWS_KEY}")
+    assert named.returncode != 0 and "branch name holds what looks like a secret" in named.stderr
+    assert git(repo, "branch", "--list", "fix/*") == ""
+
+
+def test_a_commit_killed_in_a_hook_leaves_a_worktree_the_next_commit_removes(
+        task: Done, repo: Path, normalize_home: Path, tmp_path: Path) -> None:
+    import signal
+    import sys
+    import time
+
+    started = tmp_path / "hook-started"
+    pre = repo / ".git" / "hooks" / "pre-commit"
+    pre.write_text(f"#!/bin/sh\ntouch '{started}'\nsleep 60\n")
+    pre.chmod(0o755)
+    env = {**os.environ, "NORMALIZE_HOME": str(normalize_home), **ISOLATED}
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    killed = subprocess.Popen([sys.executable, "-m", "normalize.cli.app", "commit",
+                               task.task_id], cwd=repo, env=env, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), "the pre-commit hook never ran"
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait()
+    listed = git(repo, "worktree", "list", "--porcelain")
+    assert listed.count("worktree ") == 2  # what the killed commit left, its branch checked out
+    leftover = Path(listed.split("worktree ")[2].splitlines()[0])
+    pre.unlink()
+    proc = commit(repo, normalize_home, task.task_id)
+    assert proc.returncode == 0, proc.stderr
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert not leftover.parent.exists()
+    branch = f"normalize/{task.task_id[:8]}"
+    assert git(repo, "rev-list", "--count", f"main..{branch}").strip() == "1"

@@ -46,7 +46,8 @@ LAYERS: dict[str, str] = {
     **{f"normalize.{name}": "core" for name in (
         "task", "events", "errors", "intents", "verbs", "redact", "cancel", "faults",
         "fsutil", "plugins", "sandbox", "retry", "fsopen", "programs", "serial",
-        "children", "structured", "hooks", "homes", "telemetry", "keys", "tables", "statuses")},
+        "children", "structured", "hooks", "homes", "telemetry", "keys", "tables", "statuses",
+        "artefacts")},
     "normalize.checkpoints": "store",
     "normalize.permissions": "api",  # resolves the layers: user config, workflow, flags
     "normalize.mcp": "core",  # the MCP client: server tables, sessions, the sandboxed transport

@@ -107,3 +107,38 @@ def test_attempt_flags_are_checked_in_one_line(tmp_path: Path, normalize_home: P
     done = cli("agent", *args, "do it", cwd=tmp_path, home=normalize_home)
     assert done.returncode == 2 and message in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and tasks(normalize_home) == []
+
+
+CHECK = "python -m pytest -q -p no:cacheprovider\n"
+
+
+@needs_sandbox
+def test_an_attempt_that_bends_its_pick_is_disqualified_and_the_honest_one_wins(
+        tmp_path: Path, normalize_home: Path) -> None:
+    ws = workspace(tmp_path, {"calc.py": BUGGY, "test_calc.py": TEST, "check.sh": CHECK})
+    bends = {  # each passes its own pick with a smaller diff than the honest fix
+        1: "write check.sh <<EOF\nexit 0\nEOF",
+        2: "write test_calc.py <<EOF\ndef test_add():\n    pass\nEOF",
+        3: "write conftest.py <<EOF\nimport pytest\n"
+           "def pytest_collection_modifyitems(items):\n    items.clear()\nEOF",
+    }
+    honest = ("write calc.py <<EOF\ndef add(a, b):\n    return a + b\n"
+              "# the honest fix, a longer diff than any of the others\n#\n#\nEOF")
+    models = [script(tmp_path / f"try{n}.json", [reply, "done passes"])
+              for n, reply in [*bends.items(), (4, honest)]]
+    ran = cli("agent", "--attempts", "4", "--pick", "sh check.sh", "--model", ",".join(models),
+              "--approve", "yes", "-w", str(ws), "fix add", cwd=ws, home=normalize_home)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "return a + b" in (ws / "calc.py").read_text()
+    assert (ws / "check.sh").read_text() == CHECK and (ws / "test_calc.py").read_text() == TEST
+    assert not (ws / "conftest.py").exists()
+    parent = next(t for t in tasks(normalize_home) if not t.get("parent"))
+    collected = [e for e in journal(normalize_home, parent["id"])
+                 if e["type"] == "child_collected"]
+    assert [(e["attempt"], e["pick_exit"], e["picked"]) for e in collected] == [
+        (1, None, False), (2, None, False), (3, None, False), (4, 0, True)]
+    compared = "\n".join(str(e.get("preview", ""))
+                         for e in journal(normalize_home, parent["id"])
+                         if e["type"] == "action_finished")  # what the model reads
+    for name in ("check.sh", "test_calc.py", "conftest.py"):
+        assert f"disqualified (changed {name})" in compared
