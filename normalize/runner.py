@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from normalize.cancel import CancelToken
-from normalize.contract.driver import DRIVERS, Driver, DriverServices, create_driver
+from normalize.contract.driver import (
+    DRIVERS,
+    Driver,
+    DriverServices,
+    create_driver,
+    driver_traits,
+    model_refused,
+)
 from normalize.drivers.models import apply_model
 from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
@@ -185,7 +192,7 @@ def _output(spec: WorkflowSpec, options: RunOptions) -> OutputContract | None:
     if contract is None and spec.output_schema:
         from normalize.structured import load_contract
 
-        if spec.driver != "llm":
+        if not driver_traits(spec.driver).checks_output:
             raise UsageError(f"{spec.path}: output_schema needs a workflow a model drives "
                              f"(this one's driver is {spec.driver})")
         contract = load_contract(Path(spec.output_schema), flag=f"{spec.path}: output_schema")
@@ -330,15 +337,17 @@ def hand_over(task: Task, driver: str, *, model: str | None = None,
         raise UsageError(f"--driver {driver}: unknown driver "
                          f"(known: {', '.join(sorted(DRIVERS.names()))})")
     if model is not None or base_url is not None:
-        if driver in ("claude", "codex", "aider"):  # the harness's own model server
-            harness = {k: v for k, v in (("model", model), ("base_url", base_url)) if v}
-            task.config = replace(task.config, extra={**task.config.extra, "harness": {
-                **(task.config.extra.get("harness") or {}), **harness}})
-        elif driver != "llm":
-            flag = "--model" if model is not None else "--base-url"
-            raise UsageError(f"{flag} goes with --driver llm, not --driver {driver}")
-        else:
+        traits = driver_traits(driver)
+        table = traits.model_settings
+        if traits.reads_llm_settings:
             switch_model(task, model, base_url)
+        elif table:  # the driver's own model server (a harness's)
+            own = {k: v for k, v in (("model", model), ("base_url", base_url)) if v}
+            task.config = replace(task.config, extra={**task.config.extra, table: {
+                **(task.config.extra.get(table) or {}), **own}})
+        else:
+            flag = "--model" if model is not None else "--base-url"
+            raise UsageError(model_refused(flag, driver))
     previous, task.driver = task.driver, driver
     return previous
 
@@ -355,7 +364,7 @@ def follow_up(task: Task, instruction: str) -> None:
     text = instruction.strip()
     if not text:
         raise UsageError("the follow-up instruction is empty: say what to do next")
-    if task.driver not in ("llm", "claude", "codex", "aider"):  # a model's, or a harness's
+    if not driver_traits(task.driver).follow_ups:  # a model's, or a harness's
         raise UsageError(f"task {task.id} is driven by {task.driver}: only tasks a model or a "
                          f"harness drives take a follow-up instruction")
     if task.status is TaskStatus.WAITING:

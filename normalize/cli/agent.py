@@ -159,9 +159,10 @@ def best_of_spec(spec: WorkflowSpec, attempts: int, pick: str | None, models: li
     The attempts take the spec's model settings (and `--model`'s, in turn); the
     parent itself is a one-step workflow.
     """
+    from normalize.contract.driver import driver_traits
     from normalize.workflow.spec import StepSpec
 
-    if spec.driver != "llm":
+    if not driver_traits(spec.driver).reads_llm_settings:
         raise UsageError(f"--attempts runs a workflow a model drives; {spec.name} is driven by "
                          f"{spec.driver}")
     spec.vars = {**spec.vars, "attempts": str(attempts), "pick": pick or "",

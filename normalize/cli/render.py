@@ -61,6 +61,7 @@ from normalize.cli.describe import (
     summary_line,
 )
 from normalize.cli.describe import first_line as first_line
+from normalize.contract.driver import driver_traits
 from normalize.events import (
     ActionFinished,
     ActionInterrupted,
@@ -108,7 +109,6 @@ STYLES = {"success": "green", "error": "red", "blocked": "yellow", "cancelled": 
 STATUS_STYLES = {"done": "green", "failed": "red", "waiting": "yellow", "interrupted": "yellow",
                  "limit_reached": "yellow", "stuck": "red"}
 FullText = Callable[[str, str], "str | None"]  # (task id, cache id) -> the whole output
-USER_DRIVER = "user"  # a person reads every result of the runs this driver makes
 WHOLE = 10**9  # rows when there is no terminal: a result is shown whole
 TEXT_TAIL_LINES = 6  # lines of streamed text kept in the live region
 DIFF_LINES = 40  # lines of an edit's diff shown under its action line
@@ -146,7 +146,7 @@ class Results:
 
     def seen(self, event: Event) -> None:
         if isinstance(event, RunStarted):
-            self.on = event.driver == USER_DRIVER
+            self.on = driver_traits(event.driver).shows_results
 
     def body(self, event: ActionFinished) -> list[str]:
         """The lines to show under the action, or none."""
