@@ -67,6 +67,9 @@ from normalize.events import (
     ActionInterrupted,
     ActionProgressed,
     ActionStarted,
+    BatchEnded,
+    BatchResumed,
+    BatchStarted,
     CheckpointTaken,
     ChildCollected,
     ChildCreated,
@@ -80,6 +83,7 @@ from normalize.events import (
     HarnessToolFinished,
     HookRan,
     InputReceived,
+    ItemUpdated,
     LoopDetected,
     ModelReplied,
     ModelRequested,
@@ -407,7 +411,8 @@ class LiveRenderer:
                     add(Text(line.text, style="yellow" if line.warning else "dim"))
             case (ModelRequested() | ProcessStarted() | ChildCreated() | ChildCollected()
                   | TaskSaved() | TaskRewound() | TextDelta() | ThinkingDelta()
-                  | HookRan() | UnknownEvent() | HarnessSession() | HarnessEvent()):
+                  | HookRan() | UnknownEvent() | HarnessSession() | HarnessEvent()
+                  | BatchStarted() | BatchResumed() | ItemUpdated() | BatchEnded()):
                 pass
             case _:
                 assert_never(event)
