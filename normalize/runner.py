@@ -33,9 +33,9 @@ from normalize.errors import UsageError
 from normalize.events import Subscriber
 from normalize.homes import config_home
 from normalize.sandbox import SandboxMode, probe
-from normalize.spawner import Spawner, sandboxed_judge
 from normalize.store import TaskStore
 from normalize.structured import OutputContract
+from normalize.subtasks.spawner import Spawner, sandboxed_judge
 from normalize.tables import CacheSettings, LLMTable
 from normalize.task import Limits, Task, TaskConfig
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
@@ -121,10 +121,10 @@ def load_spec(ref: str, workspace: Path, variables: Mapping[str, Any] | None = N
     trust` vouches for its content.
     """
     from normalize.permissions import file_digest, is_trusted
-    from normalize.steps import is_step_kind
     from normalize.workflow.catalog import locate_workflow
     from normalize.workflow.conditions import is_condition
     from normalize.workflow.loader import load_workflow
+    from normalize.workflow.steps import is_step_kind
 
     found = locate_workflow(ref, workspace, is_trusted)
     origin = found.origin
@@ -253,8 +253,8 @@ def harness_state(home: Path, task_id: str) -> Path:
 
 def spawner(task: Task, options: RunOptions, grants: Grants) -> Spawner:
     """The service behind `spawn`: the task's children run as local processes."""
-    from normalize.children import MAX_CONCURRENCY
     from normalize.execution.local import LocalExecutor
+    from normalize.subtasks.children import MAX_CONCURRENCY
 
     tracing = options.tracing
     flags = (*grants.argv, "--otel") if tracing is not None else grants.argv

@@ -106,7 +106,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                                         network=network, otel=otel)
         task = open_task(ref, options)
         if fork:  # a new task in a copy, from the last step or --rewind N; the task unchanged
-            from normalize.fork import fork_task
+            from normalize.subtasks.fork import fork_task
 
             original, task = task.id, fork_task(options.task_store(), task, rewind,
                                                 in_place=in_place)
