@@ -3,18 +3,33 @@
     NormalizeError                 base of every error normalize raises on purpose
     ├── UsageError                 bad arguments or a bad request (exit 2)
     │   └── ConfigError            a workflow or config file is invalid (exit 2)
+    │       └── LimitError         a workflow past one of its bounds (workflow.bounds)
     ├── TaskNotFoundError          no task matches an id or prefix (exit 2)
     ├── StoreError                 the task store cannot be read or written (exit 1)
     │   ├── CorruptTaskError       a task file cannot be parsed
     │   ├── SchemaVersionError     a task file comes from a newer normalize
     │   ├── TaskLockedError        another process owns the task (exit 1)
     │   └── StaleEpochError        this writer lost ownership of the task
+    ├── CheckpointError            the shadow store failed: git missing or a git command
+    │                              (checkpoints.shadow)
     ├── WorkspaceError             a path leaves the workspace or touches a protected place
+    ├── ProgramError               a program normalize starts outside the sandbox cannot be
+    │                              found or started, or its time limit is not seconds (programs)
     ├── ToolError                  a tool cannot do what it was asked
+    │   └── McpError               an MCP server or call failed (mcp.client)
     └── ProviderError              a model provider failed
-        └── MissingKeyError        no API key or server for the chosen provider (exit 2)
+        ├── MissingKeyError        no API key or server for the chosen provider (exit 2)
+        │   └── ServerDownError    nothing listens at a local base URL (providers.openai_compat)
+        ├── ProviderStatusError    an HTTP error status or an error event (providers.base)
+        ├── IncompleteStreamError  the stream ended before its final event (providers.base)
+        ├── TurnCancelledError     cancelled while streaming or waiting to retry (providers.base)
+        ├── ReplayExhaustedError   more replies asked of a replay than recorded (providers.replay)
+        └── ScriptExhaustedError   a scripted model called past its script; also an
+                                   AssertionError (providers.scripted)
 
-Each error renders as one line (`str(err)`); the CLI prints it and exits with
+Every public subclass of `NormalizeError` in the package is drawn here, under
+its first base (a test says so; a class whose name starts with `_` is its
+module's own). Each error renders as one line (`str(err)`); the CLI prints it and exits with
 `err.exit_status`.
 
 Exit statuses (`ExitStatus`, the same table is in the README):

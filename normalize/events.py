@@ -433,6 +433,52 @@ class RunEnded(BaseEvent):
     result: Any = None  # the validated structured result (`--output-schema`), else None
 
 
+@event
+class BatchStarted(BaseEvent):
+    """A batch's parent began its first run (`task_id` is the batch's id)."""
+
+    type: Literal["batch_started"] = "batch_started"
+    batch: str = ""
+    items: int = 0
+    executor: str = ""
+
+
+@event
+class BatchResumed(BaseEvent):
+    """A batch's parent runs again (`resume BATCH`): what ended is collected, the rest run."""
+
+    type: Literal["batch_resumed"] = "batch_resumed"
+    batch: str = ""
+    items: int = 0
+
+
+@event
+class ItemUpdated(BaseEvent):
+    """One item of a batch was submitted (`running`) or ended (its task's status)."""
+
+    type: Literal["item_updated"] = "item_updated"
+    position: int = 0
+    item_task_id: str = ""  # the item's own task (`task_id` is the batch's)
+    status: str = ""  # the item task's status, or `untouched` / `failed` without a task
+    attempts: int = 0
+    cost_usd: float = 0.0
+    note: str = ""
+    item: dict[str, Any] = field(default_factory=dict)  # the item's fields, as read
+
+
+@event
+class BatchEnded(BaseEvent):
+    """A batch's run ended: how many items ended how, and what it cost."""
+
+    type: Literal["batch_ended"] = "batch_ended"
+    batch: str = ""
+    status: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    untouched: list[int] = field(default_factory=list)  # positions never submitted
+    why: str = ""  # why they were left untouched (the budget, or the item that stopped it)
+
+
 _ENVELOPE = ("type", "task_id", "seq", "ts", "v")
 
 
@@ -473,6 +519,7 @@ Event = (
     | ThinkingDelta | ModelReplied | ModelRetried | FallbackUsed | LoopDetected
     | ContextCompacted | Notice | HookRan | RunEnded | UnknownEvent
     | HarnessSession | HarnessToolCalled | HarnessToolFinished | HarnessEvent
+    | BatchStarted | BatchResumed | ItemUpdated | BatchEnded
 )
 """Every event: a `match` over it that misses a case fails type-checking (`assert_never`)."""
 
@@ -486,6 +533,7 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
         ThinkingDelta, ModelReplied, ModelRetried, FallbackUsed, LoopDetected,
         ContextCompacted, Notice, HookRan, RunEnded,
         HarnessSession, HarnessToolCalled, HarnessToolFinished, HarnessEvent,
+        BatchStarted, BatchResumed, ItemUpdated, BatchEnded,
     )
 }
 

@@ -96,10 +96,7 @@ def _hook(table: object, where: str) -> Hook:
     event = table.get("event")
     if event not in EVENTS:
         raise ConfigError(f"{where}: event = {event!r}: expected one of {', '.join(EVENTS)}")
-    command = table.get("command")
-    ok_list = isinstance(command, list) and command and all(isinstance(c, str) for c in command)
-    if not (ok_list or (isinstance(command, str) and command.strip())):
-        raise ConfigError(f"{where}: command must be a non-empty string or list of strings")
+    command = _command(table.get("command"), where)
     timeout = table.get("timeout", DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise ConfigError(f"{where}: timeout = {timeout!r}: seconds, more than 0")
@@ -109,9 +106,17 @@ def _hook(table: object, where: str) -> Hook:
     in_workspace = table.get("in_workspace", False)
     if not isinstance(in_workspace, bool):
         raise ConfigError(f"{where}: in_workspace = {in_workspace!r}: true or false")
-    argv = tuple(command) if isinstance(command, list) else str(command)
-    return Hook(event=str(event), command=argv, match=match, timeout=float(timeout),
+    return Hook(event=str(event), command=command, match=match, timeout=float(timeout),
                 in_workspace=in_workspace, source=where)
+
+
+def _command(command: object, where: str) -> tuple[str, ...] | str:
+    """A hook's `command`: an argv (a non-empty list of strings) or a shell string."""
+    if isinstance(command, list) and command and all(isinstance(c, str) for c in command):
+        return tuple(command)
+    if isinstance(command, str) and command.strip():
+        return command
+    raise ConfigError(f"{where}: command must be a non-empty string or list of strings")
 
 
 @dataclass(frozen=True)

@@ -19,16 +19,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from normalize.cancel import CancelToken
-from normalize.contract.driver import DRIVERS, Driver, DriverServices, create_driver
+from normalize.contract.driver import (
+    DRIVERS,
+    Driver,
+    DriverServices,
+    create_driver,
+    driver_traits,
+    model_refused,
+)
 from normalize.drivers.models import apply_model
 from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
 from normalize.homes import config_home, harness_root
 from normalize.sandbox import SandboxMode, probe
-from normalize.spawner import Spawner, sandboxed_judge
 from normalize.store import TaskStore
 from normalize.structured import OutputContract
+from normalize.subtasks.spawner import Spawner, sandboxed_judge
 from normalize.tables import CacheSettings, LLMTable
 from normalize.task import Limits, Task, TaskConfig
 from normalize.tools.base import Approver, ToolContext, ToolRegistry
@@ -114,10 +121,10 @@ def load_spec(ref: str, workspace: Path, variables: Mapping[str, Any] | None = N
     trust` vouches for its content.
     """
     from normalize.permissions import file_digest, is_trusted
-    from normalize.steps import is_step_kind
     from normalize.workflow.catalog import locate_workflow
     from normalize.workflow.conditions import is_condition
     from normalize.workflow.loader import load_workflow
+    from normalize.workflow.steps import is_step_kind
 
     found = locate_workflow(ref, workspace, is_trusted)
     origin = found.origin
@@ -185,7 +192,7 @@ def _output(spec: WorkflowSpec, options: RunOptions) -> OutputContract | None:
     if contract is None and spec.output_schema:
         from normalize.structured import load_contract
 
-        if spec.driver != "llm":
+        if not driver_traits(spec.driver).checks_output:
             raise UsageError(f"{spec.path}: output_schema needs a workflow a model drives "
                              f"(this one's driver is {spec.driver})")
         contract = load_contract(Path(spec.output_schema), flag=f"{spec.path}: output_schema")
@@ -245,8 +252,8 @@ def harness_state(home: Path, task_id: str) -> Path:
 
 def spawner(task: Task, options: RunOptions, grants: Grants) -> Spawner:
     """The service behind `spawn`: the task's children run as local processes."""
-    from normalize.children import MAX_CONCURRENCY
     from normalize.execution.local import LocalExecutor
+    from normalize.subtasks.children import MAX_CONCURRENCY
 
     tracing = options.tracing
     flags = (*grants.argv, "--otel") if tracing is not None else grants.argv
@@ -329,15 +336,17 @@ def hand_over(task: Task, driver: str, *, model: str | None = None,
         raise UsageError(f"--driver {driver}: unknown driver "
                          f"(known: {', '.join(sorted(DRIVERS.names()))})")
     if model is not None or base_url is not None:
-        if driver in ("claude", "codex", "aider"):  # the harness's own model server
-            harness = {k: v for k, v in (("model", model), ("base_url", base_url)) if v}
-            task.config = replace(task.config, extra={**task.config.extra, "harness": {
-                **(task.config.extra.get("harness") or {}), **harness}})
-        elif driver != "llm":
-            flag = "--model" if model is not None else "--base-url"
-            raise UsageError(f"{flag} goes with --driver llm, not --driver {driver}")
-        else:
+        traits = driver_traits(driver)
+        table = traits.model_settings
+        if traits.reads_llm_settings:
             switch_model(task, model, base_url)
+        elif table:  # the driver's own model server (a harness's)
+            own = {k: v for k, v in (("model", model), ("base_url", base_url)) if v}
+            task.config = replace(task.config, extra={**task.config.extra, table: {
+                **(task.config.extra.get(table) or {}), **own}})
+        else:
+            flag = "--model" if model is not None else "--base-url"
+            raise UsageError(model_refused(flag, driver))
     previous, task.driver = task.driver, driver
     return previous
 
@@ -354,7 +363,7 @@ def follow_up(task: Task, instruction: str) -> None:
     text = instruction.strip()
     if not text:
         raise UsageError("the follow-up instruction is empty: say what to do next")
-    if task.driver not in ("llm", "claude", "codex", "aider"):  # a model's, or a harness's
+    if not driver_traits(task.driver).follow_ups:  # a model's, or a harness's
         raise UsageError(f"task {task.id} is driven by {task.driver}: only tasks a model or a "
                          f"harness drives take a follow-up instruction")
     if task.status is TaskStatus.WAITING:

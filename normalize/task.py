@@ -15,12 +15,12 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from normalize.children import ChildSettings
 from normalize.keys import INT, NUM, key, positive
 from normalize.serial import Record, Shape, copied, stored
 from normalize.statuses import SCHEMA_VERSION as SCHEMA_VERSION  # (they live apart: light)
 from normalize.statuses import TaskStatus as TaskStatus
 from normalize.structured import OutputContract
+from normalize.subtasks.children import ChildSettings
 
 JSON = dict[str, Any]
 

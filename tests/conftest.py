@@ -10,7 +10,9 @@ the test fails, named.
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -220,3 +222,87 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
         f"CI=true and {len(skipped)} test(s) skipped: in CI every test runs "
         "(install what they need in .ci/run)", red=True)
     terminalreporter._session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# -- the quick loop: `pytest -m "not e2e"` -------------------------------------------------
+# A test module is end-to-end (`e2e`) when it starts processes: it (or a helper module of the
+# tests it imports) names subprocess or the like, or it is listed below (it starts them through
+# normalize's own code: a tool's program, git for the workspace's checkpoints). The guard keeps
+# the marking true: a test not marked e2e that starts a process fails, naming what it started.
+
+_PROCESS_WORDS = re.compile(r"\b(subprocess|Popen|multiprocessing|os\.fork|pty\.spawn|pexpect|"
+                            r"ProcessPoolExecutor)\b")
+_TESTS = Path(__file__).resolve().parent
+E2E_MODULES = frozenset({  # found by the guard: git for checkpoints, rg, ctags, a test runner
+    "agent/test_agent_token_bench.py", "checkpoints/test_change_watch.py",
+    "cli/test_checkpoint_growth.py", "plugins/test_capabilities.py",
+    "plugins/test_plugin_docs.py", "spine/test_walk.py", "terminal/test_user_prompt.py",
+    "tools/test_analyze.py", "tools/test_ctags.py", "tools/test_grep.py", "tools/test_test.py",
+    "workflow/test_scope.py", "workflow/test_steps.py",
+})
+"""Test modules (paths under tests/) that start processes through normalize's own code."""
+WHOLE_TOOL_MODULES = frozenset({"cli/test_render_typed.py", "cli/test_event_match.py"})
+"""In-process, but each runs mypy over the package (15 s): the slow layer too."""
+_SPAWNS = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn",
+                     "os.posix_spawnp", "os.system", "os.spawn"})
+_started: list[str] = []  # what the running test (not e2e) started
+
+
+def _helper(name: str, directory: Path) -> Path | None:
+    """The tests' helper module `name` (the tests import them by bare name from any folder)."""
+    near = directory / f"{name}.py"
+    if near.is_file():
+        return near
+    return next((p for p in _TESTS.rglob(f"{name}.py") if "fixtures" not in p.parts), None)
+
+
+def starts_processes(path: Path, _seen: frozenset[Path] = frozenset()) -> bool:
+    """Whether the test module (or a helper of the tests it imports) starts processes."""
+    text = path.read_text(encoding="utf-8")
+    if _PROCESS_WORDS.search(text) or \
+            path.relative_to(_TESTS).as_posix() in E2E_MODULES | WHOLE_TOOL_MODULES:
+        return True
+    for node in ast.walk(ast.parse(text)):
+        names = [node.module] if isinstance(node, ast.ImportFrom) and node.module and \
+            not node.level else [a.name for a in node.names] if isinstance(node, ast.Import) \
+            else []
+        for name in names:
+            helper = _helper(name.split(".")[0], path.parent)
+            if helper is not None and helper not in _seen and \
+                    starts_processes(helper, _seen | {path}):
+                return True
+    return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    known: dict[Path, bool] = {}
+    for item in items:
+        path = Path(str(item.fspath)).resolve()
+        if path not in known:
+            known[path] = path.is_relative_to(_TESTS) and starts_processes(path)
+        if known[path]:
+            item.add_marker(pytest.mark.e2e)
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event in _SPAWNS and _started is not None and len(_started) < 3:
+        _started.append(f"{event} {str(args[:2])[:200]}")
+
+
+sys.addaudithook(_audit)
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    _started.clear()  # before the test's fixtures of any scope are set up
+
+
+@pytest.fixture(autouse=True)
+def e2e_guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test not marked e2e may start no process (the quick loop stays quick and true)."""
+    yield
+    if _started and request.node.get_closest_marker("e2e") is None:
+        started = "; ".join(_started)
+        _started.clear()
+        pytest.fail(f"{request.node.nodeid} is not marked e2e but started a process "
+                    f"({started}): add its module to E2E_MODULES in tests/conftest.py",
+                    pytrace=False)

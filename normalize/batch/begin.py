@@ -81,9 +81,10 @@ def _schema(path: str, driver: str) -> str:
     """`--output-schema`, checked before the batch exists; its absolute path (or "")."""
     if not path:
         return ""
+    from normalize.contract.driver import driver_traits
     from normalize.structured import load_contract
 
-    if driver != "llm":
+    if not driver_traits(driver).checks_output:
         raise UsageError(f"--output-schema {path}: needs a workflow a model drives "
                          f"(this one's driver is {driver})")
     load_contract(Path(path))

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from normalize.batch.manifest import Manifest
-from normalize.children import ChildSettings
 from normalize.errors import NormalizeError, UsageError
 from normalize.programs import CLONE_PROTOCOLS, Program, git_flags, start, time_limit
 from normalize.runner import RunOptions, load_spec, start_task, with_model
 from normalize.store import TaskStore
+from normalize.subtasks.children import ChildSettings
 from normalize.task import Task
 from normalize.workflow.interpolate import interpolate
 from normalize.workflow.spec import WorkflowSpec

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -35,9 +34,20 @@ from normalize.batch.manifest import BatchFiles, Manifest, Progress, item_status
 from normalize.batch.publish import Publisher
 from normalize.cancel import CancelToken
 from normalize.errors import ExitStatus, NormalizeError
-from normalize.events import Emitter, RunEnded, RunStarted
+from normalize.events import (
+    BatchEnded,
+    BatchResumed,
+    BatchStarted,
+    Emit,
+    Emitter,
+    ItemUpdated,
+    RunEnded,
+    RunStarted,
+    Subscriber,
+)
 from normalize.execution.executor import ChildJob, Executor, Handle, Placing
 from normalize.faults import crash_point
+from normalize.redact import Redactor
 from normalize.runner import RunOptions
 from normalize.store import TaskStore
 from normalize.store.journal import JournalWriter
@@ -49,21 +59,6 @@ AT_REST = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.LIMIT, TaskS
                      TaskStatus.WAITING})
 FAILED = frozenset({TaskStatus.FAILED, TaskStatus.STUCK, TaskStatus.LIMIT})
 EPSILON = 1e-9
-
-
-@dataclass(frozen=True)
-class ItemUpdate:
-    """What the parent tells its watcher about one item (the CLI renders it)."""
-
-    position: int
-    task_id: str
-    status: str  # the item task's status, or `untouched` / `failed` without a task
-    attempts: int
-    cost_usd: float = 0.0
-    note: str = ""
-
-
-Report = Callable[[ItemUpdate], None]
 
 
 @dataclass
@@ -98,14 +93,15 @@ class BatchParent:
     """Drives one batch to its end (see the module doc)."""
 
     def __init__(self, manifest: Manifest, store: TaskStore, executor: Executor,
-                 options: RunOptions, *, report: Report | None = None) -> None:
+                 options: RunOptions, *, watch: Subscriber | None = None) -> None:
         self.manifest = manifest
         self.store = store
         self.files = BatchFiles(store.home, manifest.batch, fsync=store.fsync)
         self.executor = executor
         self.options = options
         self.cancel: CancelToken = options.cancel
-        self.report = report or (lambda _update: None)
+        self.watch = watch  # the batch's events, as the emitter stamped and redacted them
+        self._emit: Emit | None = None  # the parent's one emit, while it runs
         self.node = socket.gethostname()
         self._flights: dict[int, _Flight] = {}
         self._progress = self.files.all_progress(len(manifest.items))
@@ -123,13 +119,18 @@ class BatchParent:
         parent = self.parent = self.store.load(self.manifest.batch)
         lock = self.lock = self.store.lock(parent.id)
         lock.acquire(parent.epoch)
-        journal = self.store.journal(parent.id)
+        journal = self.store.journal(parent.id, redact=False)  # the emitter redacts
         try:
             emitter = self._emitter(parent, journal)
             started = emitter.emit(RunStarted(
                 goal=parent.goal, driver="batch", workspace=parent.workspace,
                 workflow=parent.workflow, resumed=emitter.seq > 0, epoch=lock.epoch,
                 pid=os.getpid(), max_cost_usd=self.manifest.limits.budget), durable=True)
+            self._emit = emitter.emit
+            emitter.emit(BatchResumed(batch=parent.id, items=len(self.manifest.items))
+                         if started.seq > 1 else
+                         BatchStarted(batch=parent.id, items=len(self.manifest.items),
+                                      executor=self.manifest.executor))
             parent.status, parent.epoch = TaskStatus.RUNNING, lock.epoch
             self.store.save(parent, lock=lock)
             if self.publisher is not None:
@@ -137,6 +138,9 @@ class BatchParent:
             outcome = self._loop()
             parent.status, parent.usage.cost_usd = outcome.status, outcome.cost_usd
             parent.summary = ", ".join(f"{n} {s}" for s, n in sorted(outcome.counts.items()))
+            emitter.emit(BatchEnded(batch=parent.id, status=outcome.status.value,
+                                    counts=outcome.counts, cost_usd=outcome.cost_usd,
+                                    untouched=outcome.untouched, why=outcome.why))
             ended = emitter.emit(RunEnded(
                 status=outcome.status.value, exit_code=int(outcome.exit_status),
                 summary=parent.summary, cost_usd=outcome.cost_usd), durable=True)
@@ -153,7 +157,11 @@ class BatchParent:
     def _emitter(self, parent: Task, journal: JournalWriter) -> Emitter:
         """The parent's one emit: its run's start and end, in its journal and to its tracing
         (the batch's span, which each item's run joins through `TRACEPARENT`)."""
-        emitter = Emitter(parent.id, seq=self.store.last_seq(parent), journal=journal)
+        redact = self.store.redact or Redactor.for_workspace(self.manifest.origin)
+        emitter = Emitter(parent.id, seq=self.store.last_seq(parent), journal=journal,
+                          redact=redact)
+        if self.watch is not None:
+            emitter.subscribe(self.watch)
         if self.options.tracing is not None:
             emitter.subscribe(self.options.tracing)
         return emitter
@@ -254,8 +262,7 @@ class BatchParent:
             progress.task_id, str(self.store.home), flags, str(log),
             env=tracing.child_env(progress.task_id) if tracing is not None else {}))
         self._flights[progress.position] = _Flight(progress, handle=handle)
-        self.report(ItemUpdate(progress.position, progress.task_id, "running",
-                               progress.attempts))
+        self._item(progress, "running")
 
     # -- watching and collecting ---------------------------------------------------
 
@@ -330,8 +337,13 @@ class BatchParent:
         if self.manifest.limits.on_item_error == "stop" and status in FAILED | {"failed"} \
                 and self._stopped is None:
             self._stopped = progress.position
-        self.report(ItemUpdate(progress.position, progress.task_id, status, progress.attempts,
-                               cost, progress.note))
+        self._item(progress, status, cost, progress.note)
+
+    def _item(self, progress: Progress, status: str, cost: float = 0.0, note: str = "") -> None:
+        assert self._emit is not None, "items are updated while the batch runs"
+        self._emit(ItemUpdated(position=progress.position, item_task_id=progress.task_id,
+                               status=status, attempts=progress.attempts, cost_usd=cost,
+                               note=note, item=self.manifest.items[progress.position]))
 
     def _stop_all(self) -> None:
         """Stop every job this parent submitted; their leases end with them, so a resumed

@@ -23,6 +23,9 @@ from normalize.events import (
     ActionInterrupted,
     ActionProgressed,
     ActionStarted,
+    BatchEnded,
+    BatchResumed,
+    BatchStarted,
     CheckpointTaken,
     ChildCollected,
     ChildCreated,
@@ -36,6 +39,7 @@ from normalize.events import (
     HarnessToolFinished,
     HookRan,
     InputReceived,
+    ItemUpdated,
     LoopDetected,
     ModelReplied,
     ModelRequested,
@@ -167,7 +171,8 @@ def group_turns(events: Iterable[Event]) -> tuple[list[Turn], list[Event]]:
                   | TextDelta() | ThinkingDelta() | ModelRetried() | FallbackUsed()
                   | LoopDetected() | ContextCompacted() | HookRan() | ActionProgressed()
                   | HarnessSession() | HarnessEvent()
-                  | HarnessToolCalled() | HarnessToolFinished()):
+                  | HarnessToolCalled() | HarnessToolFinished()
+                  | BatchStarted() | BatchResumed() | ItemUpdated() | BatchEnded()):
                 continue  # the turn's actions and tokens say enough
             case _:
                 assert_never(event)

@@ -136,7 +136,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
 
 def attempt_models(attempts: int | None, pick: str | None, model: str | None) -> list[str]:
     """`--model A,B,C` for `--attempts N` (one model or none: every attempt the same)."""
-    from normalize.children import MAX_CHILDREN
+    from normalize.subtasks.children import MAX_CHILDREN
 
     models = [m.strip() for m in (model or "").split(",") if m.strip()]
     if attempts is None:
@@ -154,14 +154,15 @@ def attempt_models(attempts: int | None, pick: str | None, model: str | None) ->
 
 def best_of_spec(spec: WorkflowSpec, attempts: int, pick: str | None, models: list[str],
                  max_turns: int | None) -> None:
-    """Make `spec` run TASK as best-of-N: one `spawn --attempts` step (see normalize.attempts).
+    """Make `spec` run TASK as best-of-N: one `spawn --attempts` step (`subtasks.attempts`).
 
     The attempts take the spec's model settings (and `--model`'s, in turn); the
     parent itself is a one-step workflow.
     """
+    from normalize.contract.driver import driver_traits
     from normalize.workflow.spec import StepSpec
 
-    if spec.driver != "llm":
+    if not driver_traits(spec.driver).reads_llm_settings:
         raise UsageError(f"--attempts runs a workflow a model drives; {spec.name} is driven by "
                          f"{spec.driver}")
     spec.vars = {**spec.vars, "attempts": str(attempts), "pick": pick or "",

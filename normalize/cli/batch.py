@@ -22,9 +22,9 @@ from normalize.errors import NormalizeError, UsageError
 if TYPE_CHECKING:
     from normalize.batch.begin import BatchRequest
     from normalize.batch.manifest import Manifest
-    from normalize.batch.parent import ItemUpdate
     from normalize.batch.watch import ItemRow
     from normalize.cli.console import Environment
+    from normalize.events import BatchEnded, BatchResumed, BatchStarted, ItemUpdated
     from normalize.runner import RunOptions
     from normalize.store import TaskStore
 
@@ -231,40 +231,41 @@ def start(env: "Environment", request: "BatchRequest", *, workspace: Path | None
         manifest = start_batch(request, options, store)
     except NormalizeError as exc:
         return fail(env, exc)
-    _line(env, json_output, {"type": "batch_started", "batch": manifest.batch,
-                             "items": len(manifest.items), "executor": manifest.executor},
-          f"batch {manifest.batch}: {len(manifest.items)} items ({manifest.executor})")
     return drive(env, manifest, store, options, json_output=json_output, quiet=quiet)
 
 
 def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
           options: "RunOptions", *, json_output: bool,
           quiet: bool) -> int:
-    """Run the batch's parent to its end, one line per item; the batch's exit status."""
+    """Run the batch's parent to its end, one line per batch event (with `--json`, the event as
+    the parent's emitter stamped and redacted it); the batch's exit status."""
     from normalize.batch.begin import make_executor
-    from normalize.batch.parent import BatchParent, ItemUpdate
+    from normalize.batch.parent import BatchParent
     from normalize.cli.console import SignalCancel, write_on
     from normalize.cli.outcome import stopping_note
+    from normalize.events import BatchEnded, BatchResumed, BatchStarted, Event, ItemUpdated
 
     tally = Tally(len(manifest.items))
     live = env.stderr_tty and not env.plain and not json_output and not quiet
 
-    def report(update: ItemUpdate) -> None:
-        tally.note(update)
+    def report(event: Event) -> None:
+        if isinstance(event, ItemUpdated):
+            tally.note(event)
+            shown = not quiet and (json_output or event.status != "running")
+        else:
+            shown = isinstance(event, BatchStarted | BatchResumed | BatchEnded)
         if live:
             env.stderr.write("\r\033[2K")  # the status line goes; the item's line goes above
-        if not quiet and (json_output or update.status != "running"):
-            note = f" ({update.note})" if update.note else ""
-            _line(env, json_output, {"type": "item_updated", **update.__dict__},
-                  f"item {update.position} {update.task_id} {update.status} "
-                  f"${update.cost_usd:.4f} attempt {update.attempts}{note}")
-        if live:
+        if shown:
+            assert isinstance(event, BatchStarted | BatchResumed | ItemUpdated | BatchEnded)
+            _line(env, json_output, event)
+        if live and not isinstance(event, BatchEnded):
             env.stderr.write(tally.line())
             env.stderr.flush()
 
     try:
         executor = make_executor(manifest)
-        parent = BatchParent(manifest, store, executor, options, report=report)
+        parent = BatchParent(manifest, store, executor, options, watch=report)
         with SignalCancel(options.cancel, notify=stopping_note(env)):
             outcome = parent.run()
     except NormalizeError as exc:
@@ -272,13 +273,6 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
     finally:
         if live:
             env.stderr.write("\r\033[2K")
-    counts = ", ".join(f"{n} {s}" for s, n in sorted(outcome.counts.items()))
-    _line(env, json_output, {"type": "batch_ended", "batch": outcome.batch,
-                             "status": outcome.status.value, "counts": outcome.counts,
-                             "cost_usd": outcome.cost_usd, "untouched": outcome.untouched,
-                             "why": outcome.why},
-          f"batch {outcome.batch} {outcome.status.value}: {counts}, "
-          f"${outcome.cost_usd:.4f}")
     if outcome.untouched and not json_output:
         shown = ", ".join(map(str, outcome.untouched[:20]))
         more = " …" if len(outcome.untouched) > 20 else ""
@@ -301,7 +295,7 @@ class Tally:
         self.status: dict[int, str] = {}
         self.cost: dict[int, float] = {}
 
-    def note(self, update: "ItemUpdate") -> None:
+    def note(self, update: "ItemUpdated") -> None:
         self.status[update.position] = update.status
         self.cost[update.position] = update.cost_usd
 
@@ -323,11 +317,13 @@ class Tally:
                 f"${sum(self.cost.values()):.4f}{eta}")
 
 
-def _line(env: "Environment", json_output: bool, event: dict[str, Any], text: str) -> None:
+def _line(env: "Environment", json_output: bool,
+          event: "BatchStarted | BatchResumed | ItemUpdated | BatchEnded") -> None:
     """One line of the batch on stdout; a reader that left early stops the output, not the batch."""
     from normalize.cli.console import write_on
+    from normalize.cli.describe import batch_line
 
-    write_on(env.stdout, (json.dumps(event) if json_output else text) + "\n")
+    write_on(env.stdout, (event.to_json() if json_output else batch_line(event)) + "\n")
 
 
 def resume_batch(env: "Environment", ref: str, *, json_output: bool, quiet: bool,
@@ -345,8 +341,6 @@ def resume_batch(env: "Environment", ref: str, *, json_output: bool, quiet: bool
                              tracing=tracing(env, otel))
     except NormalizeError as exc:
         return fail(env, exc)
-    _line(env, json_output, {"type": "batch_resumed", "batch": manifest.batch},
-          f"batch {manifest.batch}: resumed ({len(manifest.items)} items)")
     return drive(env, manifest, store, options, json_output=json_output, quiet=quiet)
 
 

@@ -89,12 +89,15 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
     try:
         if in_place and not fork:
             raise UsageError("--in-place goes with --fork")
-        if (model is not None or base_url is not None) and \
-                (driver or "llm") not in ("llm", "claude", "codex", "aider"):
-            raise UsageError(f"{'--model' if model is not None else '--base-url'} goes with "
-                             "--driver llm (or a harness: claude, codex, aider)")
+        if (model is not None or base_url is not None) and driver is not None:
+            from normalize.contract.driver import driver_traits, model_refused
+
+            if not driver_traits(driver).model_settings:
+                raise UsageError(model_refused("--model" if model is not None else "--base-url",
+                                               driver))
         if instruction is None and rewind is None and not fork:
             ref = _resumable(ref)  # a done task says so before the engine is even loaded
+        from normalize.contract.driver import driver_traits
         from normalize.engine import Reply, reply_text
         from normalize.runner import follow_up, hand_over, open_task, switch_model
 
@@ -103,7 +106,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                                         network=network, otel=otel)
         task = open_task(ref, options)
         if fork:  # a new task in a copy, from the last step or --rewind N; the task unchanged
-            from normalize.fork import fork_task
+            from normalize.subtasks.fork import fork_task
 
             original, task = task.id, fork_task(options.task_store(), task, rewind,
                                                 in_place=in_place)
@@ -143,12 +146,12 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
             if not quiet:
                 env.stderr.write(f"task {task.id}: handing over from {previous} to {driver} "
                                  f"at turn {task.turn}\n")
-                if driver == "user":
+                if driver_traits(driver).shows_results:
                     _show_recent(env, task.id, options.task_store())
         elif model is not None or base_url is not None:
             switch_model(task, model, base_url)
         set_limits(task, max_turns=max_turns, budget=budget)
-        ask = options.interactive and not quiet and task.driver == "llm"  # as after `agent`
+        ask = options.interactive and not quiet and driver_traits(task.driver).follow_ups
         return to_the_end(env, task, options, renderer, json_output=json_output, resumed=True,
                           reply=reply, read=prompt_reader(
                               env, lambda: options.workspace, cancel=options.cancel)

@@ -16,6 +16,9 @@ from normalize.events import (
     ActionInterrupted,
     ActionProgressed,
     ActionStarted,
+    BatchEnded,
+    BatchResumed,
+    BatchStarted,
     CheckpointTaken,
     ChildCollected,
     ChildCreated,
@@ -29,6 +32,7 @@ from normalize.events import (
     HarnessToolFinished,
     HookRan,
     InputReceived,
+    ItemUpdated,
     LoopDetected,
     ModelReplied,
     ModelRequested,
@@ -345,6 +349,22 @@ def harness_input(given: dict[str, Any]) -> str:
     return first_line(json.dumps(given, ensure_ascii=False), 90)
 
 
+def batch_line(event: BatchStarted | BatchResumed | ItemUpdated | BatchEnded) -> str:
+    """A batch's line: its start, an item submitted or ended, its end."""
+    match event:
+        case BatchStarted():
+            return f"batch {event.batch}: {event.items} items ({event.executor})"
+        case BatchResumed():
+            return f"batch {event.batch}: resumed ({event.items} items)"
+        case ItemUpdated():
+            note = f" ({event.note})" if event.note else ""
+            return (f"item {event.position} {event.item_task_id} {event.status} "
+                    f"${event.cost_usd:.4f} attempt {event.attempts}{note}")
+        case BatchEnded():
+            counts = ", ".join(f"{n} {s}" for s, n in sorted(event.counts.items()))
+            return f"batch {event.batch} {event.status}: {counts}, ${event.cost_usd:.4f}"
+
+
 def describe(event: Event) -> str | None:
     """The plain renderer's line(s) for an event, or None for noise (every kind named)."""
     match event:
@@ -373,6 +393,8 @@ def describe(event: Event) -> str | None:
             return f"  {first_line(event.thinking, 120)}" if event.thinking else None
         case RunEnded():
             return summary_line(event)
+        case BatchStarted() | BatchResumed() | ItemUpdated() | BatchEnded():
+            return batch_line(event)
         case (Notice() | FallbackUsed() | ModelRetried() | LoopDetected() | HarnessToolCalled()
               | HarnessToolFinished()):
             line = message(event)

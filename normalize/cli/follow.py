@@ -62,10 +62,12 @@ def run_at_terminal(env: Environment, task: Task, options: RunOptions, renderer:
     (and `typed`), lines typed at a terminal queued for it; traces that could not be sent are
     said once."""
     from normalize.cli.typeahead import typed_lines
+    from normalize.contract.driver import driver_traits
     from normalize.runner import run_task
 
+    queued = typed and driver_traits(task.driver).typed_lines
     with SignalCancel(options.cancel, notify=stopping_note(env, renderer)), \
-            typed_lines(env, options, renderer, model=typed and task.driver == "llm"):
+            typed_lines(env, options, renderer, model=queued):
         outcome = run_task(task, options, resumed=resumed, reply=reply)
     problem = options.tracing.problem() if options.tracing is not None else None
     if problem:  # said once: later runs of this process drop their spans at once

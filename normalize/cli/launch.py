@@ -145,9 +145,10 @@ def set_output_retries(spec: WorkflowSpec, retries: int | None, schema: Path | N
 
 def contract_for(driver: str, path: Path) -> OutputContract:
     """The `--output-schema` contract, for a workflow a model drives (it gives the result)."""
+    from normalize.contract.driver import driver_traits
     from normalize.structured import load_contract
 
-    if driver != "llm":
+    if not driver_traits(driver).checks_output:
         raise UsageError(f"--output-schema {path}: needs a workflow a model drives "
                          f"(this one's driver is {driver})")
     return load_contract(path)

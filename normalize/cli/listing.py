@@ -268,8 +268,8 @@ def remove_tasks(env: Environment, task: str | None, status: str | None,
 
 def clean_copies(env: Environment, *, dry_run: bool) -> int:
     """`tasks clean`: remove the copies no task needs, one line each; the kept ones named."""
-    from normalize.copies import sweep
     from normalize.store import TaskStore
+    from normalize.subtasks.copies import sweep
 
     swept = sweep(TaskStore(), dry_run=dry_run)
     for item in swept:

@@ -61,11 +61,15 @@ from normalize.cli.describe import (
     summary_line,
 )
 from normalize.cli.describe import first_line as first_line
+from normalize.contract.driver import driver_traits
 from normalize.events import (
     ActionFinished,
     ActionInterrupted,
     ActionProgressed,
     ActionStarted,
+    BatchEnded,
+    BatchResumed,
+    BatchStarted,
     CheckpointTaken,
     ChildCollected,
     ChildCreated,
@@ -79,6 +83,7 @@ from normalize.events import (
     HarnessToolFinished,
     HookRan,
     InputReceived,
+    ItemUpdated,
     LoopDetected,
     ModelReplied,
     ModelRequested,
@@ -108,7 +113,6 @@ STYLES = {"success": "green", "error": "red", "blocked": "yellow", "cancelled": 
 STATUS_STYLES = {"done": "green", "failed": "red", "waiting": "yellow", "interrupted": "yellow",
                  "limit_reached": "yellow", "stuck": "red"}
 FullText = Callable[[str, str], "str | None"]  # (task id, cache id) -> the whole output
-USER_DRIVER = "user"  # a person reads every result of the runs this driver makes
 WHOLE = 10**9  # rows when there is no terminal: a result is shown whole
 TEXT_TAIL_LINES = 6  # lines of streamed text kept in the live region
 DIFF_LINES = 40  # lines of an edit's diff shown under its action line
@@ -146,7 +150,7 @@ class Results:
 
     def seen(self, event: Event) -> None:
         if isinstance(event, RunStarted):
-            self.on = event.driver == USER_DRIVER
+            self.on = driver_traits(event.driver).shows_results
 
     def body(self, event: ActionFinished) -> list[str]:
         """The lines to show under the action, or none."""
@@ -407,7 +411,8 @@ class LiveRenderer:
                     add(Text(line.text, style="yellow" if line.warning else "dim"))
             case (ModelRequested() | ProcessStarted() | ChildCreated() | ChildCollected()
                   | TaskSaved() | TaskRewound() | TextDelta() | ThinkingDelta()
-                  | HookRan() | UnknownEvent() | HarnessSession() | HarnessEvent()):
+                  | HookRan() | UnknownEvent() | HarnessSession() | HarnessEvent()
+                  | BatchStarted() | BatchResumed() | ItemUpdated() | BatchEnded()):
                 pass
             case _:
                 assert_never(event)

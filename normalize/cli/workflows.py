@@ -177,9 +177,9 @@ def plugin_rows() -> tuple[list[PluginRow], list[str]]:
     """Everything registered, and the warnings of plugins that failed to load."""
     from normalize.contract.driver import DRIVERS
     from normalize.plugins import PluginGroup
-    from normalize.steps import STEPS
     from normalize.workflow.conditions import CONDITIONS
     from normalize.workflow.sources import SOURCES
+    from normalize.workflow.steps import STEPS
 
     rows: list[PluginRow] = []
     warnings: list[str] = []

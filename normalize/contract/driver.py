@@ -177,6 +177,109 @@ class BoundByLimits(Protocol):
     def bound_by_limits(self) -> bool: ...
 
 
+@runtime_checkable
+class TakesModel(Protocol):
+    """A driver a model drives: `--model` and `--base-url` go with it (default: they do not).
+
+    `model_settings` names where they go in the task's configuration: `"llm"`, the
+    workflow's model settings (`[workflow.llm]`, what `llm` reads: the driver runs
+    "a workflow a model drives"), or the driver's own table (a harness's `harness`:
+    its own model server, leaving the task's model settings to the next driver).
+    """
+
+    model_settings: ClassVar[str]
+
+
+@runtime_checkable
+class TakesFollowUps(Protocol):
+    """A driver that reads `follow_ups` from its config (default: no).
+
+    True: `resume ID "next instruction"` continues its finished task, and a
+    terminal offers a follow-up prompt when its run ends.
+    """
+
+    takes_follow_ups: ClassVar[bool]
+
+
+@runtime_checkable
+class ReadsTypedLines(Protocol):
+    """A driver that reads the `inbox` service at each turn (default: no).
+
+    True: lines a person types at the terminal while it works are queued for it.
+    """
+
+    reads_typed_lines: ClassVar[bool]
+
+
+@runtime_checkable
+class ChecksOutput(Protocol):
+    """A driver that holds its result to the task's output contract (`task.output`;
+    `--output-schema`, a workflow's `output_schema`) (default: no, and both are refused)."""
+
+    checks_output: ClassVar[bool]
+
+
+@runtime_checkable
+class ShowsResults(Protocol):
+    """A driver a person drives, who reads every result (default: no).
+
+    True: the live view shows each action's output under it, and a hand-over to
+    it shows the task's last steps first.
+    """
+
+    shows_results: ClassVar[bool]
+
+
+@dataclass(frozen=True)
+class DriverTraits:
+    """What a registered driver class declares beyond the protocol, read once per class."""
+
+    model_settings: str = ""
+    """Where `--model` goes (`TakesModel`); empty: the driver takes no model."""
+    follow_ups: bool = False
+    typed_lines: bool = False
+    checks_output: bool = False
+    shows_results: bool = False
+
+    @classmethod
+    def of(cls, driver: object) -> DriverTraits:
+        """The traits `driver` (a class) declares as class attributes."""
+        return cls(
+            model_settings=driver.model_settings if isinstance(driver, TakesModel) else "",
+            follow_ups=isinstance(driver, TakesFollowUps) and bool(driver.takes_follow_ups),
+            typed_lines=isinstance(driver, ReadsTypedLines) and bool(driver.reads_typed_lines),
+            checks_output=isinstance(driver, ChecksOutput) and bool(driver.checks_output),
+            shows_results=isinstance(driver, ShowsResults) and bool(driver.shows_results))
+
+    @property
+    def reads_llm_settings(self) -> bool:
+        """Whether a model drives it through the workflow's `[workflow.llm]` settings."""
+        return self.model_settings == "llm"
+
+
+_TRAITS: dict[object, DriverTraits] = {}
+
+
+def driver_traits(name: str) -> DriverTraits:
+    """The traits of the driver registered as `name` (none when it is unknown or broken)."""
+    try:
+        cls = DRIVERS.get(name)
+    except KeyError:
+        return DriverTraits()
+    if cls not in _TRAITS:  # read once, when the class is first registered or loaded
+        _TRAITS[cls] = DriverTraits.of(cls)
+    return _TRAITS[cls]
+
+
+def model_refused(flag: str, driver: str) -> str:
+    """Why `flag` (`--model`, `--base-url`) cannot go with `--driver DRIVER`: the drivers it can."""
+    loaded = DRIVERS.load_all()
+    names = dict.fromkeys(name for name in (*BUILTIN_DRIVERS, *sorted(loaded))
+                          if name in loaded and driver_traits(name).model_settings)
+    return (f"{flag} goes with --driver {', '.join(names)} (a driver a model drives), "
+            f"not --driver {driver}")
+
+
 def redecides(driver: Driver) -> bool:
     """Whether `driver` decides again after a troubled stop rather than run its decision's rest."""
     return bool(getattr(driver, "redecides_on_resume", False))  # `Redecides`, minus isinstance

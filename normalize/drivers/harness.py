@@ -43,6 +43,8 @@ class HarnessDriver:
     name: ClassVar[str] = "harness"
     harness: ClassVar[str] = ""
     redecides_on_resume: ClassVar[bool] = True
+    model_settings: ClassVar[str] = "harness"  # its own model server (`resume --driver claude -m`)
+    takes_follow_ups: ClassVar[bool] = True
 
     def __init__(self, *, model: str | None = None, base_url: str | None = None,
                  follow_ups: list[str] | None = None, inbox: LineQueue | None = None,

@@ -164,6 +164,10 @@ class LLMDriver:
     name: ClassVar[str] = "llm"
     redecides_on_resume: ClassVar[bool] = True
     """After a stop, the model sees what happened to its last decision before more of it runs."""
+    model_settings: ClassVar[str] = "llm"  # traits: normalize.contract.driver
+    takes_follow_ups: ClassVar[bool] = True
+    reads_typed_lines: ClassVar[bool] = True
+    checks_output: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -80,7 +80,7 @@ def step_kind_of(text: str | None) -> str | None:
     """The step kind an action names (`llm-decide …`), if it names one."""
     if not text or not text.strip():
         return None
-    from normalize.steps import is_step_kind
+    from normalize.workflow.steps import is_step_kind
 
     first = text.split(None, 1)[0]
     return first if is_step_kind(first) else None

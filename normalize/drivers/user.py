@@ -18,6 +18,7 @@ class UserDriver:
 
     name: ClassVar[str] = "user"
     bound_by_limits: ClassVar[bool] = False  # a model's turn and cost limits never bind a person
+    shows_results: ClassVar[bool] = True  # a person reads every result
 
     def __init__(self, read_line: LineReader | None) -> None:
         self.read_line = read_line

@@ -27,10 +27,10 @@ from normalize.sandbox import SandboxPolicy
 from normalize.task import Action, ActionResult
 
 if TYPE_CHECKING:
-    from normalize.children import Spawner
     from normalize.events import Emit, Event
     from normalize.execution.cache import CacheSet, ResultCache
     from normalize.mcp.client import McpSessions
+    from normalize.subtasks.children import Spawner
     from normalize.tools.approval import ApprovalPolicy
     from normalize.tools.guard import WorkspaceGuard
 

@@ -3,7 +3,7 @@
 Starts a sub-task (a task with this one as its parent) and answers with its
 outcome when it ends: its summary, status, cost and diff stat. Several spawns
 in one decision run together (`concurrent`). Running one again after a crash
-finds the same child (`reattaches`): see `normalize.spawner`.
+finds the same child (`reattaches`): see `normalize.subtasks.spawner`.
 
 A child that waits for a person makes this task wait with its question
 (kind `child`); `resume PARENT --answer TEXT` runs the spawn again with the
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from normalize.children import Merge, SpawnRequest
 from normalize.errors import ToolError
+from normalize.subtasks.children import Merge, SpawnRequest
 from normalize.task import Action, ActionResult, ResultStatus, Wait
 from normalize.tools.base import ToolContext
 

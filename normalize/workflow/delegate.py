@@ -51,7 +51,7 @@ def build_driver(kind: str, config: JSON, services: DriverServices) -> Driver:
 
         spec = WorkflowSpec.from_dict(config["spec"])
         return create_driver(spec.driver, config, services)
-    from normalize.steps import STEPS
+    from normalize.workflow.steps import STEPS
 
     try:
         factory = STEPS.get(kind)

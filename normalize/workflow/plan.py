@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from normalize.contract.driver import driver_traits
 from normalize.errors import NormalizeError
 from normalize.tables import LLMTable, given
 from normalize.workflow.interpolate import interpolate, interpolate_known
@@ -67,7 +68,7 @@ def describe(spec: WorkflowSpec, goal: str = "", workspace: Path | None = None) 
         out.append("states:")
         for state in spec.states:
             _state(out, spec, state, values, workspace)
-    if spec.driver == "llm":
+    if driver_traits(spec.driver).reads_llm_settings:
         llm = spec.llm or LLMTable()
         out.append(f"a model decides each step: {llm.provider}:{llm.model}")
     return out

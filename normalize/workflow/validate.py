@@ -46,7 +46,7 @@ def _registry(group: str) -> PluginGroup[Any]:
         from normalize.workflow.sources import SOURCES
 
         return SOURCES
-    from normalize.steps import STEPS
+    from normalize.workflow.steps import STEPS
 
     return STEPS
 
@@ -60,7 +60,7 @@ def _registered(group: str) -> NameCheck:
 
             return is_condition(name)
         if group == "steps":
-            from normalize.steps import is_step_kind
+            from normalize.workflow.steps import is_step_kind
 
             return is_step_kind(name)
         registry = _registry(group)
@@ -414,7 +414,7 @@ class Validator:
 
     def harness(self, value: str | None, where: str) -> None:
         """`harness = NAME`: one of the agents a step can hand its turn to."""
-        from normalize.steps import HARNESS_KINDS
+        from normalize.workflow.steps import HARNESS_KINDS
 
         if value is not None and value not in HARNESS_KINDS:
             raise self.check.fail(where, f"unknown harness {value!r} (choose from "

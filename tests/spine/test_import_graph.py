@@ -26,15 +26,14 @@ LAYERS: dict[str, str] = {
     "normalize.cli": "cli",
     "normalize": "api",  # the package itself only (its __init__: the public API)
     "normalize.runner": "api",
-    "normalize.spawner": "api",  # makes, runs and collects sub-tasks (store, checkpoints, executor)
-    "normalize.attempts": "api",  # best-of-N over the spawner: judge, pick, apply
-    "normalize.copies": "api",  # the sweep of isolated copies no task needs
-    "normalize.fork": "api",  # a new task from another's state and checkpoint
+    # sub-tasks: the spawner makes, runs and collects them (store, checkpoints, executor);
+    # attempts is best-of-N over it; fork a new task from another's state; copies the sweep
+    "normalize.subtasks": "api",
+    "normalize.subtasks.children": "core",  # the records and the seam the spawn tool sees
     "normalize.batch": "api",  # a workflow over many items: sub-tasks, the executor, the store
     "normalize.drivers": "drivers",
     "normalize.contract": "contract",  # the Driver protocol, RunContext, the registry
     "normalize.workflow": "workflow",
-    "normalize.steps": "workflow",
     "normalize.engine": "engine",
     "normalize.recovery": "engine",
     "normalize.execution": "execution",
@@ -46,7 +45,7 @@ LAYERS: dict[str, str] = {
     **{f"normalize.{name}": "core" for name in (
         "task", "events", "errors", "intents", "verbs", "redact", "cancel", "faults",
         "fsutil", "plugins", "sandbox", "retry", "fsopen", "programs", "serial",
-        "children", "structured", "hooks", "homes", "telemetry", "keys", "tables", "statuses",
+        "structured", "hooks", "homes", "telemetry", "keys", "tables", "statuses",
         "artefacts")},
     "normalize.checkpoints": "store",
     "normalize.permissions": "api",  # resolves the layers: user config, workflow, flags

@@ -19,7 +19,7 @@ PACKAGE = Path(normalize.__file__).resolve().parent
 SAME_MEANING: dict[str, str] = {
     "Reply": "both public: `normalize.Reply` answers a task, `normalize.testing.Reply` is "
              "a fake server's; renaming either breaks users' code",
-    "Spawner": "the Protocol the spawn tool needs (children.py) and its implementation",
+    "Spawner": "the Protocol the spawn tool needs (subtasks/children.py) and its implementation",
     "TaskStore": "the Protocol a lock needs of its store (store/ownership.py) and the store",
     "TextDelta": "a provider's streamed piece of text and the event that journals it",
     "ThinkingDelta": "a provider's streamed piece of thinking and the event that journals it",

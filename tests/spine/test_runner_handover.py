@@ -84,7 +84,8 @@ def test_hand_over_refuses_what_cannot_run_and_leaves_the_task_alone(
     before = json.dumps(task.to_dict(), sort_keys=True)
     with pytest.raises(UsageError, match=r"^--driver robot: unknown driver \(known: .*user"):
         hand_over(task, "robot")
-    with pytest.raises(UsageError, match="--model goes with --driver llm, not --driver user"):
+    with pytest.raises(UsageError, match=r"--model goes with --driver llm, claude, codex, "
+                       r"aider \(a driver a model drives\), not --driver user"):
         hand_over(task, "user", model="scripted:other.json")
     assert json.dumps(task.to_dict(), sort_keys=True) == before
 

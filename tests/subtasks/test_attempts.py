@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from subtasks_support import cli, journal, needs_sandbox, script, task_state, tasks, workspace
 
-from normalize.children import Attempt, best_attempt
+from normalize.subtasks.children import Attempt, best_attempt
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"

@@ -10,12 +10,12 @@ from subtasks_support import workspace
 
 from normalize.checkpoints import isolate
 from normalize.checkpoints.shadow import ShadowRepo
-from normalize.children import ChildSettings, SpawnRequest
 from normalize.cli.listing import nested
 from normalize.errors import ToolError
 from normalize.intents import parse
-from normalize.spawner import child_id_for
 from normalize.store.places import private_places
+from normalize.subtasks.children import ChildSettings, SpawnRequest
+from normalize.subtasks.spawner import child_id_for
 from normalize.task import Task
 from normalize.tools.spawn import parse_spawn
 
@@ -121,8 +121,8 @@ def test_spawning_past_the_depth_or_count_is_refused_before_a_child_is_made(
         tmp_path: Path, depth: int, children: list[str], message: str) -> None:
     from normalize.cancel import CancelToken
     from normalize.execution.local import LocalExecutor
-    from normalize.spawner import Spawner
     from normalize.store import TaskStore
+    from normalize.subtasks.spawner import Spawner
 
     store = TaskStore(tmp_path / "home", fsync=False)
     parent = Task.new("g", str(tmp_path), "llm", children=list(children),

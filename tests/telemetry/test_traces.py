@@ -214,7 +214,7 @@ def _batch_tree(collector: Any, done: subprocess.CompletedProcess[str]
     assert done.returncode == 0, done.stdout + done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     batch = events[0]["batch"]
-    items = [e["task_id"] for e in events if e["type"] == "item_updated"]
+    items = [e["item_task_id"] for e in events if e["type"] == "item_updated"]
     spans = collector.wait_for(lambda s: all(has_run(t)(s) for t in (batch, *items)),
                                "the batch's run and its items'")
     runs = {s.attrs["normalize.task_id"]: s for s in named(spans, "run")}

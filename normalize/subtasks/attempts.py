@@ -22,9 +22,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from normalize.children import Attempt, ChildOutcome, SpawnRequest, best_attempt, child_id_for
 from normalize.errors import ToolError
 from normalize.events import ChildCollected
+from normalize.subtasks.children import (
+    Attempt,
+    ChildOutcome,
+    SpawnRequest,
+    best_attempt,
+    child_id_for,
+)
 from normalize.task import TaskStatus
 
 if TYPE_CHECKING:
@@ -38,7 +44,7 @@ if TYPE_CHECKING:
 
 
 class Spawner(Protocol):
-    """What best-of-N needs of the spawner that runs one task's children (`normalize.spawner`)."""
+    """What best-of-N needs of the spawner that runs one task's children (`subtasks.spawner`)."""
 
     task: Task
     judge: Callable[[str, str], int] | None

@@ -25,8 +25,8 @@ HARNESS_KINDS = ("claude", "codex", "aider")
 
 
 def _builtin_steps() -> dict[str, str]:
-    return {"llm-decide": "normalize.steps:llm_decide",
-            **{name: f"normalize.steps:{name}" for name in HARNESS_KINDS}}
+    return {"llm-decide": "normalize.workflow.steps:llm_decide",
+            **{name: f"normalize.workflow.steps:{name}" for name in HARNESS_KINDS}}
 
 
 STEPS: PluginGroup[Any] = PluginGroup("normalize.steps", _builtin_steps)

@@ -20,9 +20,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from normalize.children import ChildSettings
 from normalize.errors import UsageError
 from normalize.store import TaskStore
+from normalize.subtasks.children import ChildSettings
 from normalize.task import Task, TaskStatus, new_task_id
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from normalize.errors import NormalizeError
-from normalize.spawner import ENDED
 from normalize.store import TaskStore
+from normalize.subtasks.spawner import ENDED
 from normalize.task import Task
 
 

@@ -39,9 +39,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from normalize.attempts import best_of
 from normalize.cancel import CancelToken
-from normalize.children import (
+from normalize.errors import NormalizeError, ToolError
+from normalize.events import ChildCollected, ChildCreated, Event, decode_events
+from normalize.execution.executor import ChildJob, Executor
+from normalize.store import TaskStore
+from normalize.store.ownership import pid_alive
+from normalize.subtasks.attempts import best_of
+from normalize.subtasks.children import (
     BUDGET_SHARE,
     DEFAULT_TURNS,
     MAX_CHILDREN,
@@ -51,11 +56,6 @@ from normalize.children import (
     SpawnRequest,
     child_id_for,
 )
-from normalize.errors import NormalizeError, ToolError
-from normalize.events import ChildCollected, ChildCreated, Event, decode_events
-from normalize.execution.executor import ChildJob, Executor
-from normalize.store import TaskStore
-from normalize.store.ownership import pid_alive
 from normalize.task import Limits, Task, TaskConfig, TaskStatus
 
 if TYPE_CHECKING:

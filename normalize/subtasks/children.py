@@ -5,7 +5,7 @@ A child is a task like any other (`Task.parent` names its parent, the parent's
 asked for (isolation, merge, the checkpoint its copy was made from), kept on
 the child's task; `ChildOutcome` is what the parent's action gets back.
 `Spawner` is what the `spawn` tool calls; the runner provides one
-(`normalize.spawner`), so the tools never reach the store or the executor.
+(`normalize.subtasks.spawner`), so the tools never reach the store or the executor.
 """
 
 from __future__ import annotations
