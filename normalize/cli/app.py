@@ -649,6 +649,24 @@ def mcp_serve(
                                allow_approve_all=allow_approve_all))
 
 
+@app.command("acp")
+def acp_serve(
+    model: ModelOpt = None,
+    base_url: Annotated[str | None, typer.Option("--base-url",
+                                                 help="Base URL of the model server.")] = None,
+    approve: ApproveOpt = None,
+    sandbox: SandboxOpt = None,
+) -> None:
+    """Serve normalize as an Agent Client Protocol agent (stdio), for editors.
+
+    Each session is a normalize task: durable, sandboxed, resumable (docs/acp.md).
+    """
+    from normalize.cli.acp import serve_acp
+
+    raise typer.Exit(serve_acp(_env(), model=model, base_url=base_url, approve=approve,
+                               sandbox=sandbox))
+
+
 VERB_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 # grep's -w is --word, as in grep and rg: its workspace is --workspace only
 GrepWorkspaceOpt = Annotated[Path | None, typer.Option("--workspace",
