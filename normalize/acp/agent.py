@@ -253,6 +253,7 @@ class NormalizeAgent:
         try:
             spec = self._spec(root)
             mode = self.settings.approve or self._mode_of(spec, root)
+            await asyncio.to_thread(_check_model, spec)
         except NormalizeError as exc:
             raise refused(exc) from None
         store = RunOptions(workspace=root).task_store()
@@ -275,6 +276,8 @@ class NormalizeAgent:
             mode = self.settings.approve or _task_mode(task)
         except NormalizeError as exc:
             raise refused(exc) from None
+        if session_id in self.sessions and self.sessions[session_id].cancel is not None:
+            raise RequestError(-32600, f"session {session_id} is working on a prompt")
         if Path(task.workspace) != root:
             raise RequestError(-32602, f"task {session_id} works in {task.workspace}, "
                                        f"not in {root}")
@@ -300,14 +303,19 @@ class NormalizeAgent:
             raise RequestError(-32600, f"session {session_id} is still working on the last "
                                        f"prompt: cancel it first")
         text = prompt_text(prompt)
+        if not session.started and not text.strip():
+            raise RequestError(-32602, "the prompt is empty: say what the agent should do")
         loop = asyncio.get_running_loop()
         outbox = Outbox(self.conn, session_id, loop)
         session.cancel, session.cancelled = CancelToken(), False
         cancel = session.cancel
         run = loop.run_in_executor(None, self._turn, session, text, outbox, cancel)
-        session.runs.append(run)
+        session.runs = [*(r for r in session.runs if not r.done()), run]
         try:
             outcome = await asyncio.shield(run)
+        except asyncio.CancelledError:  # the client went away: stop at the next safe point
+            cancel.cancel()
+            raise
         except NormalizeError as exc:
             raise refused(exc) from None
         finally:
@@ -387,6 +395,19 @@ class NormalizeAgent:
         from normalize.permissions import resolve_permissions
 
         return str(resolve_permissions(spec, RunOptions(workspace=root).flags(), root).mode)
+
+
+def _check_model(spec: Any) -> None:
+    """Make the workflow's model client once, so a missing key is said before any task."""
+    from normalize.drivers.models import LLMSettings
+    from normalize.providers.base import close_client
+    from normalize.providers.registry import create_client
+
+    if spec.driver != "llm":
+        return
+    settings = LLMSettings.of(spec.llm)
+    if not settings.spec.startswith(("replay:", "scripted:")):
+        close_client(create_client(settings.spec, base_url=settings.base_url))
 
 
 def _task_mode(task: Any) -> str:

@@ -13,28 +13,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import pytest
 from acp import PROTOCOL_VERSION, Client, spawn_agent_process, text_block
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
-    AllowedOutcome,
     ClientCapabilities,
     FileEditToolCallContent,
-    PermissionOption,
-    RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
-    ToolCallUpdate,
     UserMessageChunk,
 )
+from acp_support import AGENT, Editor, agent_env, lines, running_in, until
 
 from normalize.store import TaskStore
 
@@ -65,34 +59,6 @@ SCRIPT = [
 ]
 
 
-class Editor:
-    """An ACP client that records every update and answers permission requests in turn."""
-
-    def __init__(self, answers: list[str]) -> None:
-        self.updates: list[Any] = []
-        self.asked: list[tuple[ToolCallUpdate, list[PermissionOption]]] = []
-        self.answers = answers
-
-    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
-        self.updates.append(update)
-
-    async def request_permission(self, options: list[PermissionOption], session_id: str,
-                                 tool_call: ToolCallUpdate, **_: Any
-                                 ) -> RequestPermissionResponse:
-        self.asked.append((tool_call, options))
-        choice = self.answers.pop(0) if self.answers else "allow_once"
-        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected",
-                                                                option_id=choice))
-
-    def tool_updates(self) -> list[tuple[str, str, str | None]]:
-        """(kind of update, tool call id, status) for every tool call and its updates."""
-        return [("start" if isinstance(u, ToolCallStart) else "update", u.tool_call_id, u.status)
-                for u in self.updates if isinstance(u, ToolCallStart | ToolCallProgress)]
-
-    def titles(self) -> dict[str, str]:
-        return {u.tool_call_id: u.title for u in self.updates if isinstance(u, ToolCallStart)}
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
@@ -103,42 +69,11 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def agent_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "NORMALIZE_CRASH_AT"}
-    env["NORMALIZE_HOME"] = str(home)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    return env
-
-
-async def until(check: Callable[[], bool], what: str, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
-def running_in(root: Path) -> list[str]:
-    """The processes whose working directory is `root` (none should outlive their action)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and (proc / "cwd").readlink() == root:
-                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
-        except OSError:
-            continue
-    return found
-
-
-def lines(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.exists() else 0
-
-
 def test_a_session_is_a_task_through_cancel_and_kill(repo: Path, tmp_path: Path,
                                                      normalize_home: Path) -> None:
     script = tmp_path / "model.json"
     script.write_text(json.dumps(SCRIPT))
-    argv = ["-m", "normalize.cli.app", "acp", "--model", f"scripted:{script}"]
+    argv = [*AGENT, "--model", f"scripted:{script}"]
     env = agent_env(normalize_home)
     first = Editor(["reject_once"])  # then allow everything
     second = Editor([])

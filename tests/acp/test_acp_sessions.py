@@ -1,0 +1,131 @@
+"""`normalize acp`'s smaller promises, each through the SDK's client side and a subprocess.
+
+A question the model asks ends the prompt and the next prompt answers it (and
+a loaded session replays that answer as the person's words); the `never` mode
+refuses a write without asking; and requests normalize cannot serve are
+refused with a message the editor can show.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import cast
+
+import pytest
+from acp import PROTOCOL_VERSION, Client, RequestError, image_block, spawn_agent_process, text_block
+from acp.schema import AgentMessageChunk, ClientCapabilities, ToolCallProgress, UserMessageChunk
+from acp_support import AGENT, Editor, agent_env
+
+from normalize.store import TaskStore
+
+
+def said(editor: Editor) -> str:
+    return "".join(u.content.text for u in editor.updates if isinstance(u, AgentMessageChunk))
+
+
+def test_a_question_is_answered_by_the_next_prompt_and_never_refuses(
+        tmp_path: Path, normalize_home: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps(["ask Which function should I fix?",
+                                  "write new.txt <<EOF\nhi\nEOF",
+                                  "done Nothing written: the approval mode is never."]))
+    argv = [*AGENT, "--model", f"scripted:{script}"]
+    editor, later = Editor([]), Editor([])
+
+    async def ask_then_answer() -> str:
+        async with spawn_agent_process(cast(Client, editor), sys.executable, *argv,
+                                       env=agent_env(normalize_home), cwd=repo) as (conn, _):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION,
+                                  client_capabilities=ClientCapabilities())
+            session = (await conn.new_session(cwd=str(repo), mcp_servers=[])).session_id
+            await conn.set_session_mode(session_id=session, mode_id="never")
+            first = await conn.prompt(session_id=session, prompt=[text_block("tidy up")])
+            assert first.stop_reason == "end_turn"
+            assert said(editor).rstrip().endswith("Which function should I fix?")
+            second = await conn.prompt(session_id=session, prompt=[text_block("mean")])
+            assert second.stop_reason == "end_turn"
+            return session
+
+    session = asyncio.run(ask_then_answer())
+    assert "Nothing written" in said(editor)
+    assert editor.asked == []  # `never` refuses; it asks nobody
+    refused = [u for u in editor.updates if isinstance(u, ToolCallProgress)
+               and u.status == "failed"]
+    assert len(refused) == 1 and "never" in str(refused[0].content)
+    assert not (repo / "new.txt").exists()
+    events = list(TaskStore().events(session))
+    assert [(e["kind"], e["answer"]) for e in events if e["type"] == "input_received"] == [
+        ("question", "mean")]
+
+    async def load() -> None:
+        async with spawn_agent_process(cast(Client, later), sys.executable, *argv,
+                                       env=agent_env(normalize_home), cwd=repo) as (conn, _):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION,
+                                  client_capabilities=ClientCapabilities())
+            loaded = await conn.load_session(cwd=str(repo), session_id=session,
+                                             mcp_servers=[])
+            assert loaded is not None and loaded.modes is not None
+
+    asyncio.run(load())
+    assert [u.content.text for u in later.updates if isinstance(u, UserMessageChunk)] == [
+        "tidy up", "mean"]
+
+
+def test_what_normalize_cannot_serve_is_refused_in_words(tmp_path: Path,
+                                                         normalize_home: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    other = tmp_path / "other"
+    other.mkdir()
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps(["done nothing to do"]))
+    keyless = {k: v for k, v in agent_env(normalize_home).items()
+               if k not in ("ANTHROPIC_API_KEY", "NORMALIZE_MODEL")}
+
+    async def refusals() -> list[str]:
+        errors = []
+        async with spawn_agent_process(cast(Client, Editor([])), sys.executable, *AGENT,
+                                       "--model", f"scripted:{script}",
+                                       env=agent_env(normalize_home), cwd=repo) as (conn, _):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION,
+                                  client_capabilities=ClientCapabilities())
+            for call in (
+                lambda: conn.new_session(cwd="repo", mcp_servers=[]),
+                lambda: conn.load_session(cwd=str(repo), session_id="0badf00d", mcp_servers=[]),
+            ):
+                with pytest.raises(RequestError) as caught:
+                    await call()
+                errors.append(str(caught.value))
+            session = (await conn.new_session(cwd=str(repo), mcp_servers=[])).session_id
+            with pytest.raises(RequestError) as caught:
+                await conn.prompt(session_id=session,
+                                  prompt=[image_block("aGk=", "image/png")])
+            errors.append(str(caught.value))
+            done = await conn.prompt(session_id=session, prompt=[text_block("look")])
+            assert done.stop_reason == "end_turn"
+            with pytest.raises(RequestError) as caught:  # a task of another workspace
+                await conn.load_session(cwd=str(other), session_id=session, mcp_servers=[])
+            errors.append(str(caught.value))
+        async with spawn_agent_process(cast(Client, Editor([])), sys.executable, *AGENT,
+                                       "--model", "anthropic:claude-sonnet-4-5",
+                                       env=keyless, cwd=repo) as (conn, _):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION,
+                                  client_capabilities=ClientCapabilities())
+            with pytest.raises(RequestError) as caught:
+                await conn.new_session(cwd=str(repo), mcp_servers=[])
+            errors.append(str(caught.value))
+        return errors
+
+    relative, unknown, image, elsewhere, keyless_error = asyncio.run(refusals())
+    assert "not an absolute path" in relative
+    assert "no task 0badf00d" in unknown
+    assert "no images" in image
+    assert f"not in {other}" in elsewhere
+    assert "ANTHROPIC_API_KEY" in keyless_error
+    assert os.listdir(repo) == []  # nothing was written for any of them
