@@ -25,18 +25,20 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
-from acp import PROTOCOL_VERSION, RequestError
+from acp import PROTOCOL_VERSION, RequestError, update_agent_message_text
 from acp.schema import (
     AgentCapabilities,
     EmbeddedResourceContentBlock,
+    HttpMcpServer,
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
     McpCapabilities,
+    McpServerStdio,
     NewSessionResponse,
     PermissionOption,
     PromptCapabilities,
@@ -95,6 +97,8 @@ class Session:
     cancelled: bool = False  # the client cancelled the run on (the engine re-arms the token)
     store: TaskStore | None = None
     runs: list[asyncio.Future[RunOutcome]] = field(default_factory=list)
+    servers: list[dict[str, Any]] = field(default_factory=list)  # the client's MCP servers
+    notes: list[str] = field(default_factory=list)  # said at the next prompt's start
 
 
 @dataclass
@@ -243,12 +247,13 @@ class NormalizeAgent:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=False, audio=False,
                                                        embedded_context=True),
-                mcp_capabilities=McpCapabilities(http=False, sse=False)),
+                mcp_capabilities=McpCapabilities(http=True, sse=False)),
             agent_info=Implementation(name="normalize", title="normalize",
                                       version=_version()),
             auth_methods=[])
 
-    async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
+    async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+                          ) -> NewSessionResponse:
         root = self._workspace(cwd)
         try:
             spec = self._spec(root)
@@ -260,12 +265,14 @@ class NormalizeAgent:
         session_id = new_task_id()
         while store.task_path(session_id).exists():
             session_id = new_task_id()
+        servers, notes = client_servers(mcp_servers)
         self.sessions[session_id] = Session(session_id, root, mode,
                                             mode_chosen=self.settings.approve is not None,
-                                            store=store)
+                                            store=store, servers=servers, notes=notes)
         return NewSessionResponse(session_id=session_id, modes=modes(mode))
 
-    async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
+                           **_: Any) -> LoadSessionResponse:
         root = self._workspace(cwd)
         options = RunOptions(workspace=root)
         store = options.task_store()
@@ -283,9 +290,11 @@ class NormalizeAgent:
                                        f"not in {root}")
         for update in replayed(store.events(session_id), root):
             await self.conn.session_update(session_id, update)
+        servers, notes = client_servers(mcp_servers)
         self.sessions[session_id] = Session(session_id, root, mode,
                                             mode_chosen=self.settings.approve is not None,
-                                            started=True, store=store)
+                                            started=True, store=store, servers=servers,
+                                            notes=notes)
         return LoadSessionResponse(modes=modes(mode))
 
     async def set_session_mode(self, mode_id: str, session_id: str, **_: Any
@@ -349,6 +358,9 @@ class NormalizeAgent:
         from normalize.runner import follow_up, open_task, run_task, start_task
 
         live = LiveUpdates(session.workspace, outbox.send)
+        for note in session.notes:
+            outbox.send(update_agent_message_text(f"normalize: {note}\n"))
+        session.notes.clear()
         options = RunOptions(
             workspace=session.workspace, subscribers=[live], cancel=cancel, interactive=True,
             approve=session.mode if session.mode_chosen else None,
@@ -358,8 +370,10 @@ class NormalizeAgent:
             spec = self._spec(session.workspace)
             task = start_task(spec, text, options, task_id=session.id)
             session.started = True
+            with_servers(task, session.servers)
             return run_task(task, options)
         task = open_task(session.id, options)
+        with_servers(task, session.servers)
         reply = None
         if task.pending is not None:
             reply = Reply(answer=text)
@@ -395,6 +409,41 @@ class NormalizeAgent:
         from normalize.permissions import resolve_permissions
 
         return str(resolve_permissions(spec, RunOptions(workspace=root).flags(), root).mode)
+
+
+def client_servers(given: list[Any] | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """The MCP servers the client passed, as normalize's server tables; and why any is left
+    out (SSE, HTTP headers and ACP-transport servers are not served yet)."""
+    from normalize.errors import ConfigError
+    from normalize.mcp.config import parse_server
+
+    servers, notes = [], []
+    for server in given or []:
+        match server:
+            case McpServerStdio():
+                table: dict[str, Any] = {"name": server.name, "command": server.command,
+                                         "args": list(server.args),
+                                         "env": {v.name: v.value for v in server.env}}
+            case HttpMcpServer() if not server.headers:
+                table = {"name": server.name, "url": server.url}
+            case _:
+                notes.append(f"MCP server {server.name!r} not used: normalize starts stdio "
+                             f"servers and reaches streamable-HTTP ones without headers")
+                continue
+        try:
+            servers.append(parse_server(table, "the editor's MCP servers").to_dict())
+        except ConfigError as exc:
+            notes.append(f"MCP server {server.name!r} not used: {exc}")
+    return servers, notes
+
+
+def with_servers(task: Any, servers: list[dict[str, Any]]) -> None:
+    """Add the client's MCP servers to the task's own (the client's win a shared name)."""
+    if not servers:
+        return
+    names = {server["name"] for server in servers}
+    kept = [s for s in task.config.mcp_servers or () if s.get("name") not in names]
+    task.config = replace(task.config, mcp_servers=(*kept, *servers))
 
 
 def _check_model(spec: Any) -> None:

@@ -17,7 +17,14 @@ from typing import cast
 
 import pytest
 from acp import PROTOCOL_VERSION, Client, RequestError, image_block, spawn_agent_process, text_block
-from acp.schema import AgentMessageChunk, ClientCapabilities, ToolCallProgress, UserMessageChunk
+from acp.schema import (
+    AgentMessageChunk,
+    ClientCapabilities,
+    McpServerStdio,
+    SseMcpServer,
+    ToolCallProgress,
+    UserMessageChunk,
+)
 from acp_support import AGENT, Editor, agent_env
 
 from normalize.store import TaskStore
@@ -129,3 +136,37 @@ def test_what_normalize_cannot_serve_is_refused_in_words(tmp_path: Path,
     assert f"not in {other}" in elsewhere
     assert "ANTHROPIC_API_KEY" in keyless_error
     assert os.listdir(repo) == []  # nothing was written for any of them
+
+
+def test_the_editors_mcp_servers_join_the_task(tmp_path: Path, normalize_home: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps(["mcp fixture echo text=hello times=2", "done echoed"]))
+    fixture = Path(__file__).parent.parent / "mcp" / "fixture_server.py"
+    editor = Editor([])
+
+    async def session() -> str:
+        async with spawn_agent_process(cast(Client, editor), sys.executable, *AGENT,
+                                       "--model", f"scripted:{script}", "--approve", "yes",
+                                       env=agent_env(normalize_home), cwd=repo) as (conn, _):
+            hello = await conn.initialize(protocol_version=PROTOCOL_VERSION,
+                                          client_capabilities=ClientCapabilities())
+            assert hello.agent_capabilities is not None
+            mcp = hello.agent_capabilities.mcp_capabilities
+            assert mcp is not None and mcp.http and not mcp.sse
+            session = (await conn.new_session(cwd=str(repo), mcp_servers=[
+                McpServerStdio(name="fixture", command=sys.executable, args=[str(fixture)],
+                               env=[]),
+                SseMcpServer(type="sse", name="old", url="http://127.0.0.1:9/sse", headers=[]),
+            ])).session_id
+            answer = await conn.prompt(session_id=session, prompt=[text_block("echo")])
+            assert answer.stop_reason == "end_turn"
+            return session
+
+    session_id = asyncio.run(session())
+    assert "MCP server 'old' not used" in said(editor)
+    echoed = [u for u in editor.updates if isinstance(u, ToolCallProgress)]
+    assert echoed[0].status == "completed" and "hello hello" in str(echoed[0].content)
+    servers = TaskStore().load(session_id).config.mcp_servers or ()
+    assert [s["name"] for s in servers] == ["fixture"]
