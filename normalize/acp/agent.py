@@ -29,7 +29,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
-from acp import PROTOCOL_VERSION, RequestError, update_agent_message_text
+from acp import (
+    PROTOCOL_VERSION,
+    RequestError,
+    text_block,
+    tool_content,
+    update_agent_message_text,
+)
 from acp.schema import (
     AgentCapabilities,
     EmbeddedResourceContentBlock,
@@ -133,11 +139,9 @@ class Outbox:
         """Ask the client about an action (from the run's thread): yes, always or no."""
         detail = question.detail if isinstance(question, Question) else ""
         always = question.always if isinstance(question, Question) else ""
-        content = [{"type": "content", "content": {"type": "text", "text": detail}}] \
-            if detail else None
-        update = ToolCallUpdate.model_validate({"toolCallId": tool_call_id or "approval",
-                                                "title": str(question), "status": "pending",
-                                                "content": content})
+        update = ToolCallUpdate(tool_call_id=tool_call_id or "approval", title=str(question),
+                                status="pending",
+                                content=[tool_content(text_block(detail))] if detail else None)
         ask = _Ask(update, permission_options(always))
         self.loop.call_soon_threadsafe(self.queue.put_nowait, ask)
         while True:
@@ -181,14 +185,13 @@ class Outbox:
             request.cancel()
             return
         error = request.exception()
-        if ask.answer.cancelled():
-            return
-        if error is not None:
-            ask.answer.set_exception(error)
-            if isinstance(error, ConnectionError):
-                raise error
-        else:
-            ask.answer.set_result(request.result())
+        with contextlib.suppress(concurrent.futures.InvalidStateError):  # the run gave up
+            if error is not None:
+                ask.answer.set_exception(error)
+            else:
+                ask.answer.set_result(request.result())
+        if isinstance(error, ConnectionError):
+            raise error
 
 
 def permission_options(always: str) -> list[PermissionOption]:

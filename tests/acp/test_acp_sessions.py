@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import cast
 
@@ -25,7 +26,7 @@ from acp.schema import (
     ToolCallProgress,
     UserMessageChunk,
 )
-from acp_support import AGENT, Editor, agent_env
+from acp_support import AGENT, Editor, agent_env, lines, running_in, until
 
 from normalize.store import TaskStore
 
@@ -170,3 +171,51 @@ def test_the_editors_mcp_servers_join_the_task(tmp_path: Path, normalize_home: P
     assert echoed[0].status == "completed" and "hello hello" in str(echoed[0].content)
     servers = TaskStore().load(session_id).config.mcp_servers or ()
     assert [s["name"] for s in servers] == ["fixture"]
+
+
+def test_an_editor_that_closes_the_pipe_leaves_the_task_saved(tmp_path: Path,
+                                                              normalize_home: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "slow.py").write_text('import time\nopen("slow.log", "a").write("slow\\n")\n'
+                                  'time.sleep(60)\n')
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps(["run python slow.py", "done the slow run was cut short"]))
+    argv = [*AGENT, "--model", f"scripted:{script}", "--approve", "yes"]
+    editor = Editor([])
+
+    async def close_mid_run() -> tuple[str, int | None, float]:
+        async with spawn_agent_process(cast(Client, editor), sys.executable, *argv,
+                                       env=agent_env(normalize_home), cwd=repo) as (conn, proc):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION,
+                                  client_capabilities=ClientCapabilities())
+            session = (await conn.new_session(cwd=str(repo), mcp_servers=[])).session_id
+            turn = asyncio.ensure_future(conn.prompt(session_id=session,
+                                                     prompt=[text_block("go")]))
+            await until(lambda: (repo / "slow.log").exists(), "the slow command")
+            started = time.monotonic()
+            assert proc.stdin is not None
+            proc.stdin.close()  # the editor quits
+            code = await asyncio.wait_for(proc.wait(), 30)
+            with pytest.raises(ConnectionError):
+                await turn
+            return session, code, time.monotonic() - started
+
+    session, code, took = asyncio.run(close_mid_run())
+    assert code == 0 and took < 15
+    assert TaskStore().load(session).status.value == "interrupted"
+    assert [p for p in running_in(repo) if "slow.py" in p] == []
+    assert lines(repo / "slow.log") == 1
+
+    async def go_on() -> str:
+        async with spawn_agent_process(cast(Client, Editor([])), sys.executable, *argv,
+                                       env=agent_env(normalize_home), cwd=repo) as (conn, _):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION,
+                                  client_capabilities=ClientCapabilities())
+            await conn.load_session(cwd=str(repo), session_id=session, mcp_servers=[])
+            answer = await conn.prompt(session_id=session, prompt=[text_block("")])
+            return answer.stop_reason
+
+    assert asyncio.run(go_on()) == "end_turn"
+    assert TaskStore().load(session).status.value == "done"
+    assert lines(repo / "slow.log") == 1
