@@ -57,6 +57,7 @@ from acp.schema import (
     TextContentBlock,
     TextResourceContents,
     ToolCallUpdate,
+    Usage,
 )
 
 from normalize.acp.updates import LiveUpdates, Update, replayed
@@ -102,9 +103,18 @@ class Session:
     cancel: CancelToken | None = None  # the run's, while one is on
     cancelled: bool = False  # the client cancelled the run on (the engine re-arms the token)
     store: TaskStore | None = None
-    runs: list[asyncio.Future[RunOutcome]] = field(default_factory=list)
+    runs: list[asyncio.Future[Turn]] = field(default_factory=list)
     servers: list[dict[str, Any]] = field(default_factory=list)  # the client's MCP servers
     notes: list[str] = field(default_factory=list)  # said at the next prompt's start
+
+
+@dataclass(frozen=True)
+class Turn:
+    """How a prompt's run ended: the task's status, the tokens the run used."""
+
+    status: TaskStatus
+    input_tokens: int = 0
+    output_tokens: int = 0
 
 
 @dataclass
@@ -336,7 +346,11 @@ class NormalizeAgent:
         if session.cancelled:
             return PromptResponse(stop_reason="cancelled")
         return PromptResponse(stop_reason="max_turn_requests"
-                              if outcome.status is TaskStatus.LIMIT else "end_turn")
+                              if outcome.status is TaskStatus.LIMIT else "end_turn",
+                              usage=Usage(input_tokens=outcome.input_tokens,
+                                          output_tokens=outcome.output_tokens,
+                                          total_tokens=outcome.input_tokens
+                                          + outcome.output_tokens))
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         session = self.sessions.get(session_id)
@@ -357,10 +371,16 @@ class NormalizeAgent:
     # -- the run, in its own thread ------------------------------------------------------
 
     def _turn(self, session: Session, text: str, outbox: Outbox,
-              cancel: CancelToken) -> RunOutcome:
+              cancel: CancelToken) -> Turn:
+        live = LiveUpdates(session.workspace, outbox.send)
+        outcome = self._run(session, text, outbox, cancel, live)
+        return Turn(outcome.status, live.tokens[0], live.tokens[1])
+
+    def _run(self, session: Session, text: str, outbox: Outbox, cancel: CancelToken,
+             live: LiveUpdates) -> RunOutcome:
+        """Start the session's task with `text`, or continue it (an answer, a follow-up)."""
         from normalize.runner import follow_up, open_task, run_task, start_task
 
-        live = LiveUpdates(session.workspace, outbox.send)
         for note in session.notes:
             outbox.send(update_agent_message_text(f"normalize: {note}\n"))
         session.notes.clear()

@@ -81,6 +81,8 @@ class LiveUpdates:
         self.plan: list[str] = []
         self.before: dict[str, dict[str, str]] = {}  # action key -> path -> text before
         self.current = ""  # the key of the side effect started last (an approval names it)
+        self.tokens = [0, 0]  # this run's input and output tokens (the task's at its end less
+        self._at_start = (0, 0)  # at its start)
 
     def __call__(self, event: Event) -> None:
         for update in self.updates(event):
@@ -103,6 +105,8 @@ class LiveUpdates:
                 yield from self._planned(event)
             case ActionInterrupted():
                 yield interrupted(event)
+            case RunStarted():
+                self._at_start = (event.input_tokens, event.output_tokens)
             case WaitingForInput():
                 yield update_agent_message_text(f"\n{event.question}\n")
             case RunEnded():
@@ -145,6 +149,8 @@ class LiveUpdates:
             yield plan_update(self.plan)
 
     def _ended(self, event: RunEnded) -> Iterator[Update]:
+        self.tokens = [event.input_tokens - self._at_start[0],
+                       event.output_tokens - self._at_start[1]]
         if event.status == "done" and self.plan:
             yield plan_update(self.plan, done=True)
         yield ended(event)

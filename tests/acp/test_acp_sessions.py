@@ -58,6 +58,13 @@ def test_a_question_is_answered_by_the_next_prompt_and_never_refuses(
             assert said(editor).rstrip().endswith("Which function should I fix?")
             second = await conn.prompt(session_id=session, prompt=[text_block("mean")])
             assert second.stop_reason == "end_turn"
+            for answer in (first, second):  # each prompt's own tokens (an estimate, scripted)
+                assert answer.usage is not None and answer.usage.input_tokens > 0
+                assert answer.usage.total_tokens == (answer.usage.input_tokens
+                                                     + answer.usage.output_tokens)
+            task = TaskStore().load(session)
+            assert task.usage.input_tokens == sum(a.usage.input_tokens for a in (first, second)
+                                                  if a.usage is not None)
             return session
 
     session = asyncio.run(ask_then_answer())
