@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -145,9 +146,10 @@ class Outbox:
     def send(self, update: Update) -> None:
         self.loop.call_soon_threadsafe(self.queue.put_nowait, update)
 
-    def ask(self, question: str, tool_call_id: str, cancel: CancelToken) -> str:
+    def ask(self, question: str, tool_call_id: str, cancel: CancelToken,
+            redact: Callable[[str], str] = str) -> str:
         """Ask the client about an action (from the run's thread): yes, always or no."""
-        detail = question.detail if isinstance(question, Question) else ""
+        detail = redact(question.detail) if isinstance(question, Question) else ""
         always = question.always if isinstance(question, Question) else ""
         update = ToolCallUpdate(tool_call_id=tool_call_id or "approval", title=str(question),
                                 status="pending",
@@ -372,7 +374,8 @@ class NormalizeAgent:
 
     def _turn(self, session: Session, text: str, outbox: Outbox,
               cancel: CancelToken) -> Turn:
-        live = LiveUpdates(session.workspace, outbox.send)
+        redact = session.store.redact if session.store is not None else None
+        live = LiveUpdates(session.workspace, outbox.send, redact or str)
         outcome = self._run(session, text, outbox, cancel, live)
         return Turn(outcome.status, live.tokens[0], live.tokens[1])
 
@@ -388,7 +391,7 @@ class NormalizeAgent:
             workspace=session.workspace, subscribers=[live], cancel=cancel, interactive=True,
             approve=session.mode if session.mode_chosen else None,
             sandbox=self.settings.sandbox, store=session.store,
-            approver=lambda question: outbox.ask(question, live.current, cancel))
+            approver=lambda question: outbox.ask(question, live.current, cancel, live.redact))
         if not session.started:
             spec = self._spec(session.workspace)
             task = start_task(spec, text, options, task_id=session.id)

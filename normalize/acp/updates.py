@@ -75,9 +75,11 @@ USER_INPUT = {"follow_up", "typed", "question"}
 class LiveUpdates:
     """A run's subscriber that sends each event's updates to `send` (in the engine's thread)."""
 
-    def __init__(self, workspace: Path, send: Callable[[Update], None]) -> None:
+    def __init__(self, workspace: Path, send: Callable[[Update], None],
+                 redact: Callable[[str], str] = str) -> None:
         self.workspace = workspace
         self.send = send
+        self.redact = redact  # the store's: a diff's texts are shown, so redacted as events are
         self.plan: list[str] = []
         self.before: dict[str, dict[str, str]] = {}  # action key -> path -> text before
         self.current = ""  # the key of the side effect started last (an approval names it)
@@ -128,7 +130,9 @@ class LiveUpdates:
         after = read_text(self.workspace, rel)
         if after is None:
             return None
-        return tool_diff_content(str(self.workspace / rel), after, before.get(rel))
+        old = before.get(rel)
+        return tool_diff_content(str(self.workspace / rel), self.redact(after),
+                                 None if old is None else self.redact(old))
 
     def _snapshot(self, action: dict[str, Any]) -> dict[str, str]:
         """The text of every file an `edit`/`write` argument may name, before it runs."""

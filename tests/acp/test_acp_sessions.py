@@ -21,6 +21,7 @@ from acp import PROTOCOL_VERSION, Client, RequestError, image_block, spawn_agent
 from acp.schema import (
     AgentMessageChunk,
     ClientCapabilities,
+    FileEditToolCallContent,
     McpServerStdio,
     SseMcpServer,
     ToolCallProgress,
@@ -226,3 +227,32 @@ def test_an_editor_that_closes_the_pipe_leaves_the_task_saved(tmp_path: Path,
     assert asyncio.run(go_on()) == "end_turn"
     assert TaskStore().load(session).status.value == "done"
     assert lines(repo / "slow.log") == 1
+
+
+def test_a_diff_shown_to_the_editor_is_redacted_as_the_journal_is(tmp_path: Path,
+                                                                   normalize_home: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    secret = "tok-5f1e2d3c4b5a6978"
+    script = tmp_path / "model.json"
+    script.write_text(json.dumps([f"write notes.txt <<EOF\nuse {secret}\nEOF", "done noted"]))
+    env = {**agent_env(normalize_home), "SERVICE_TOKEN": secret}
+    editor = Editor([])
+
+    async def write() -> None:
+        async with spawn_agent_process(cast(Client, editor), sys.executable, *AGENT, "--model",
+                                       f"scripted:{script}", "--approve", "ask", env=env,
+                                       cwd=repo) as (conn, _):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION,
+                                  client_capabilities=ClientCapabilities())
+            session = (await conn.new_session(cwd=str(repo), mcp_servers=[])).session_id
+            await conn.prompt(session_id=session, prompt=[text_block("note the token")])
+
+    asyncio.run(write())
+    assert (repo / "notes.txt").read_text() == f"use {secret}\n"  # the effect is exact
+    diffs = [c for u in editor.updates if isinstance(u, ToolCallProgress)
+             for c in u.content or [] if isinstance(c, FileEditToolCallContent)]
+    assert len(diffs) == 1 and "[REDACTED]" in diffs[0].new_text
+    asked = str(editor.asked[0][0].content)
+    assert "[REDACTED]" in asked and secret not in asked
+    assert secret not in repr(editor.updates)
