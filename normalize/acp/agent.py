@@ -104,13 +104,13 @@ class Session:
     cancel: CancelToken | None = None  # the run's, while one is on
     cancelled: bool = False  # the client cancelled the run on (the engine re-arms the token)
     store: TaskStore | None = None
-    runs: list[asyncio.Future[Turn]] = field(default_factory=list)
+    runs: list[asyncio.Future[PromptEnd]] = field(default_factory=list)
     servers: list[dict[str, Any]] = field(default_factory=list)  # the client's MCP servers
     notes: list[str] = field(default_factory=list)  # said at the next prompt's start
 
 
 @dataclass(frozen=True)
-class Turn:
+class PromptEnd:
     """How a prompt's run ended: the task's status, the tokens the run used."""
 
     status: TaskStatus
@@ -373,11 +373,11 @@ class NormalizeAgent:
     # -- the run, in its own thread ------------------------------------------------------
 
     def _turn(self, session: Session, text: str, outbox: Outbox,
-              cancel: CancelToken) -> Turn:
+              cancel: CancelToken) -> PromptEnd:
         redact = session.store.redact if session.store is not None else None
         live = LiveUpdates(session.workspace, outbox.send, redact or str)
         outcome = self._run(session, text, outbox, cancel, live)
-        return Turn(outcome.status, live.tokens[0], live.tokens[1])
+        return PromptEnd(outcome.status, live.tokens[0], live.tokens[1])
 
     def _run(self, session: Session, text: str, outbox: Outbox, cancel: CancelToken,
              live: LiveUpdates) -> RunOutcome:

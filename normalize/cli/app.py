@@ -256,7 +256,8 @@ def agent(
     otel: OtelOpt = False,
     harness: Annotated[str | None, typer.Option(
         "--harness", help="Another agent takes the turns: claude, codex or aider "
-        "(in normalize's sandbox; docs/harnesses.md).")] = None,
+        "(in normalize's sandbox; docs/harnesses.md), or acp:COMMAND, any ACP agent whose "
+        "every file and command is a normalize action (docs/acp.md).")] = None,
     items: Annotated[str | None, typer.Option(
         "--items", metavar="FILE|-", help="Run TASK once per item (a batch: JSON lines, CSV, "
         "or lines; {item.NAME} in TASK); --budget is then the whole batch's.")] = None,
