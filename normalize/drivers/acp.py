@@ -129,9 +129,11 @@ class _Client:
         return WriteTextFileResponse()
 
     async def create_terminal(self, command: str, args: list[str] | None = None,
-                              **_: Any) -> Any:
+                              cwd: str | None = None, **_: Any) -> Any:
         from acp.schema import CreateTerminalResponse
 
+        if cwd is not None and self.link.relative(cwd) != ".":
+            raise _error(f"terminals run in the workspace {self.link.workspace}, not in {cwd}")
         argv = [command, *(args or [])]
         result = await self.link.ask(Action("run", {"args": argv}, text=f"run {shlex.join(argv)}"),
                                      refuse=False)
@@ -187,9 +189,10 @@ class _Link:
         try:
             self.call(self._start(), START_TIMEOUT)
         except (OSError, concurrent.futures.TimeoutError, ConnectionError) as exc:
+            said = self.stderr_tail()
             self.close()
             raise ConfigError(f"the ACP agent `{shlex.join(self.argv)}` did not start: "
-                              f"{exc or 'no answer to initialize'}{self._stderr()}") from None
+                              f"{exc or 'no answer to initialize'}{said}") from None
 
     def call(self, coro: Any, timeout: float | None = None) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
@@ -264,7 +267,7 @@ class _Link:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.process.wait(), 5)
 
-    def _stderr(self) -> str:
+    def stderr_tail(self) -> str:
         with contextlib.suppress(OSError, ValueError):
             self.stderr.seek(0)
             tail = self.stderr.read().decode("utf-8", "replace").strip()[-400:]
@@ -356,8 +359,9 @@ class AcpDriver:
             self._journal_text(ctx, task)
             self.turn, self.in_flight = None, False
             if item.error:
+                said = self.link.stderr_tail() if self.link is not None else ""
                 self._close()
-                return Decision.finish(summary=item.error, status=TaskStatus.FAILED)
+                return Decision.finish(summary=item.error + said, status=TaskStatus.FAILED)
             self.summary = self.reply.strip() or self.summary
 
     def on_result(self, task: Task, action: Action, result: ActionResult) -> None:

@@ -116,3 +116,20 @@ def test_a_kill_mid_turn_then_resume_finishes_the_task(tmp_path: Path,
     assert (repo / "calc.py").read_text() == FIXED
     assert lines(repo / "ran.log") == 1 and lines(repo / "slow.log") == 1
     assert [p for p in running_in(repo) if "slow.py" in p or "peer_agent" in p] == []
+
+
+def test_an_agent_that_is_missing_or_broken_is_said_in_one_line(tmp_path: Path,
+                                                                normalize_home: Path) -> None:
+    repo = workspace(tmp_path / "repo")
+    missing = normalize("agent", "--harness", "acp:no-such-agent --acp", "fix calc",
+                        cwd=repo, home=normalize_home)
+    _, err = missing.communicate(timeout=60)
+    assert missing.returncode == 2 and "program not found: no-such-agent" in err
+    assert not list(normalize_home.glob("tasks/*.json"))  # refused before any task
+    crash = "import sys; sys.stderr.write('no such model'); sys.exit(3)"
+    broken = normalize("agent", "--harness", f"acp:{sys.executable} -c \"{crash}\"",
+                       "fix calc", cwd=repo, home=normalize_home)
+    out, err = broken.communicate(timeout=120)
+    assert broken.returncode != 0
+    assert "did not start" in out + err and "no such model" in out + err, out + err
+    assert (repo / "calc.py").read_text() == BROKEN
