@@ -1,6 +1,7 @@
 """A small ACP agent for the `acp` driver's tests, written with the SDK's agent side.
 
-It asks its client for everything: it reads calc.py, writes the fix and a note,
+It tries one write outside the workspace on its own (its sandbox must refuse
+it), then asks its client for everything: it reads calc.py, writes the fix and a note,
 runs a command that logs its run, a destructive one (normalize's policy must
 refuse it), one that writes outside the workspace (the sandbox must refuse
 it), and, when slow.py exists, a slow command (the tests kill normalize during
@@ -69,6 +70,11 @@ class Peer:
             await self.say(session_id, "picking up after the interruption: all done")
             return PromptResponse(stop_reason="end_turn")
         root = self.cwd[session_id]
+        try:  # without asking the client: the sandbox it runs in must refuse this
+            Path(OUTSIDE).with_name("direct.txt").write_text("escaped on my own")
+            direct = "written"
+        except OSError:
+            direct = "refused"
         seen = await self.conn.read_text_file(session_id=session_id, path=str(root / "calc.py"))
         await self.say(session_id, f"calc.py has {len(seen.content.splitlines())} lines")
         fixed = seen.content.replace("/ 0", "/ len(xs)")
@@ -84,7 +90,7 @@ class Peer:
         if (root / "slow.py").exists():
             await self.run(session_id, sys.executable, "slow.py")
         await self.say(session_id, f"logged: {logged[1]}; rm: {removed[1]} {removed[0][:80]!r}; "
-                                   f"outside: {outside[1]}")
+                                   f"outside: {outside[1]}; direct: {direct}")
         return PromptResponse(stop_reason="end_turn")
 
     async def cancel(self, **_: Any) -> None:

@@ -69,8 +69,9 @@ def test_each_read_write_and_command_of_the_agent_is_a_normalize_action(
     assert lines(repo / "ran.log") == 1
     assert (repo / "keep" / "file").exists()  # refused by the policy: never run
     assert not outside.exists()  # refused by the sandbox
+    assert not outside.with_name("direct.txt").exists()  # the agent itself is sandboxed too
     said = "".join(e["text"] for e in events if e["type"] == "model_replied")
-    assert "calc.py has 2 lines" in said and "outside: 1" in said
+    assert "calc.py has 2 lines" in said and "outside: 1; direct: refused" in said
     assert any(e["type"] == "harness_session" for e in events)
     task = TaskStore().load(task_id)
     assert task.status.value == "done" and task.driver == "acp"
