@@ -59,6 +59,8 @@ START_TIMEOUT = 60.0
 POLL = 0.1
 INTERRUPTED = ("Your previous turn on this task was interrupted before it finished (the "
                "client stopped). Check what was done and continue with the task:\n\n{goal}")
+RECAP = ("You worked on this task earlier, in a session you no longer have:\n\n{goal}\n\n"
+         "Check what was done; then: {text}")
 PR_SET_PDEATHSIG = 1
 
 
@@ -323,6 +325,7 @@ class AcpDriver:
         self.pending: _Request | None = None
         self.said: list[str] = []  # the agent's text since it was last journaled
         self.reply = ""  # the agent's text in this prompt's turn (its summary when it ends)
+        self.recap = False  # the next prompt opens a new session of a task begun earlier
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> AcpDriver:
@@ -373,20 +376,30 @@ class AcpDriver:
     # -- the session and its prompts ---------------------------------------------------
 
     def _connect(self, task: Task, ctx: RunContext) -> None:
+        """Start the agent and open its session: the last one again when it can load it."""
         sandbox = self.services.sandbox or SandboxPolicy()
         self.link = _Link(self.command, Path(task.workspace), sandbox)
         self.link.start()
-        resumed = self.session is not None
-        if resumed and self.link.can_load:
-            self.link.call(self.link.conn.load_session(cwd=task.workspace,
-                                                       session_id=self.session, mcp_servers=[]),
-                           START_TIMEOUT)
-        else:
-            made = self.link.call(self.link.conn.new_session(cwd=task.workspace,
-                                                             mcp_servers=[]), START_TIMEOUT)
+        conn = self.link.conn
+        if self.session is not None and self.link.can_load:
+            try:
+                self.link.call(conn.load_session(cwd=task.workspace, session_id=self.session,
+                                                 mcp_servers=[]), START_TIMEOUT)
+            except Exception:  # it lost that session: a new one, with a recap
+                self.session = None
+        if self.session is None or not self.link.can_load:
+            try:
+                made = self.link.call(conn.new_session(cwd=task.workspace, mcp_servers=[]),
+                                      START_TIMEOUT)
+            except Exception as exc:  # the agent's error, whatever its type
+                self._close()
+                raise ConfigError(f"the ACP agent `{shlex.join(self.command)}` opened no "
+                                  f"session: {exc}") from None
+            self.recap = self.sent > 0  # it knows nothing of the earlier prompts
             self.session = made.session_id
             ctx.emit(HarnessSession(harness="acp", session_id=made.session_id))
         if self.in_flight:  # the last process died mid-turn: say so, then go on
+            self.recap = False
             self._send(INTERRUPTED.format(goal=task.goal))
 
     def _prompt(self, task: Task) -> bool:
@@ -395,6 +408,8 @@ class AcpDriver:
         if self.sent >= len(instructions):
             return False
         text = instructions[self.sent]
+        if self.recap:
+            text, self.recap = RECAP.format(goal=task.goal, text=text), False
         self.sent += 1
         self._send(text)
         return True

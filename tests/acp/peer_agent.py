@@ -5,7 +5,8 @@ it), then asks its client for everything: it reads calc.py, writes the fix and a
 runs a command that logs its run, a destructive one (normalize's policy must
 refuse it), one that writes outside the workspace (the sandbox must refuse
 it), and, when slow.py exists, a slow command (the tests kill normalize during
-it). Told that its last turn was interrupted, it just ends the turn.
+it). Told that its last turn was interrupted, it just ends the turn; told `note TEXT` (a
+follow-up), it writes TEXT to more.txt.
 Each step is said as it goes (`agent_message_chunk`), and the turn ends with a
 summary of what it saw.
 """
@@ -70,6 +71,11 @@ class Peer:
             await self.say(session_id, "picking up after the interruption: all done")
             return PromptResponse(stop_reason="end_turn")
         root = self.cwd[session_id]
+        if words.startswith("note "):  # a follow-up: one more file
+            await self.conn.write_text_file(session_id=session_id, path=str(root / "more.txt"),
+                                            content=words.removeprefix("note ") + "\n")
+            await self.say(session_id, "noted")
+            return PromptResponse(stop_reason="end_turn")
         try:  # without asking the client: the sandbox it runs in must refuse this
             Path(OUTSIDE).with_name("direct.txt").write_text("escaped on my own")
             direct = "written"

@@ -89,6 +89,17 @@ def test_each_read_write_and_command_of_the_agent_is_a_normalize_action(
     assert back.returncode == 0, err
     assert (repo / "calc.py").read_text() == FIXED and not (repo / "notes.txt").exists()
 
+    # a follow-up is the next prompt, in the agent's own session loaded again
+    more = normalize("resume", task_id, "note the follow-up", "--json", cwd=repo,
+                     home=normalize_home)
+    out, err = more.communicate(timeout=120)
+    assert more.returncode == 0, err
+    said = "".join(e["text"] for e in map(json.loads, out.splitlines())
+                   if e["type"] == "model_replied")
+    assert "loaded my session again" in said and "noted" in said
+    assert (repo / "more.txt").read_text() == "the follow-up\n"
+    assert finished(task_id)[-1] == ("write more.txt <<EOF", "success")
+
 
 def test_a_kill_mid_turn_then_resume_finishes_the_task(tmp_path: Path,
                                                        normalize_home: Path) -> None:
