@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -78,6 +79,8 @@ MODES = {
 }
 ANSWERS = {"allow_once": "yes", "allow_always": "always"}
 POLL = 0.2
+SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What a session id (a task id) may hold: nothing that could name a path."""
 """Seconds between looks at the cancel token while a permission request is open."""
 
 
@@ -291,7 +294,7 @@ class NormalizeAgent:
         root = self._workspace(cwd)
         options = RunOptions(workspace=root)
         store = options.task_store()
-        if not store.task_path(session_id).exists():
+        if not SESSION_ID.fullmatch(session_id) or not store.task_path(session_id).exists():
             raise RequestError(-32602, f"no task {session_id} (a session is the task of that id)")
         try:
             task = store.load(session_id, repair=True)

@@ -101,6 +101,8 @@ def test_what_normalize_cannot_serve_is_refused_in_words(tmp_path: Path,
     other.mkdir()
     script = tmp_path / "model.json"
     script.write_text(json.dumps(["done nothing to do"]))
+    (normalize_home / "tasks").mkdir(exist_ok=True)
+    (normalize_home.parent / "outside.json").write_text("{}")  # what ../../outside would name
     keyless = {k: v for k, v in agent_env(normalize_home).items()
                if k not in ("ANTHROPIC_API_KEY", "NORMALIZE_MODEL")}
 
@@ -114,6 +116,8 @@ def test_what_normalize_cannot_serve_is_refused_in_words(tmp_path: Path,
             for call in (
                 lambda: conn.new_session(cwd="repo", mcp_servers=[]),
                 lambda: conn.load_session(cwd=str(repo), session_id="0badf00d", mcp_servers=[]),
+                lambda: conn.load_session(cwd=str(repo), session_id="../../outside",
+                                          mcp_servers=[]),
             ):
                 with pytest.raises(RequestError) as caught:
                     await call()
@@ -138,7 +142,8 @@ def test_what_normalize_cannot_serve_is_refused_in_words(tmp_path: Path,
             errors.append(str(caught.value))
         return errors
 
-    relative, unknown, image, elsewhere, keyless_error = asyncio.run(refusals())
+    relative, unknown, traversal, image, elsewhere, keyless_error = asyncio.run(refusals())
+    assert "no task ../../outside" in traversal, traversal
     assert "not an absolute path" in relative
     assert "no task 0badf00d" in unknown
     assert "no images" in image
