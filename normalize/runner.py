@@ -267,7 +267,8 @@ def spawner(task: Task, options: RunOptions, grants: Grants) -> Spawner:
 
 
 def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = None,
-                    repo_maps: Path | None = None) -> DriverServices:
+                    repo_maps: Path | None = None,
+                    sandbox: SandboxPolicy | None = None) -> DriverServices:
     """The caller's services, with what the run lends where the caller lent nothing.
 
     `replay:TASKID` looks the task up in the run's own store; the repo map is
@@ -286,6 +287,8 @@ def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = N
                                           redact=store.redact)
     if services.extra_commands is None and mcp is not None:
         lent["extra_commands"] = mcp.reference  # the MCP tools, in a model's prompt
+    if services.sandbox is None and sandbox is not None:
+        lent["sandbox"] = sandbox  # the run's, for a program a driver starts (`acp`)
     return replace(services, **lent)
 
 
@@ -299,10 +302,10 @@ def tier_notice(task: Task, options: RunOptions) -> str:
 
 
 def make_driver(task: Task, options: RunOptions, mcp: McpSessions | None = None,
-                repo_maps: Path | None = None) -> Driver:
+                repo_maps: Path | None = None, sandbox: SandboxPolicy | None = None) -> Driver:
     """The task's driver, built with everything it is lent (see `driver_services`)."""
     return create_driver(task.driver, task.config.to_driver_json(),
-                         driver_services(task, options, mcp, repo_maps))
+                         driver_services(task, options, mcp, repo_maps, sandbox))
 
 
 def with_model(llm: LLMTable | None, model: str | None, base_url: str | None = None
@@ -396,7 +399,8 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     grants = _grants(task, options, places)
     tool_ctx = tool_context(task, options, places=places, grants=grants)
     try:
-        driver = driver or make_driver(task, options, tool_ctx.mcp, places.repo_maps)
+        driver = driver or make_driver(task, options, tool_ctx.mcp, places.repo_maps,
+                                       tool_ctx.sandbox)
         notes = [] if resumed else list(task.config.permission_notes)
         engine = Engine(store, options.tools or default_tools(), tool_ctx,
                         cancel=options.cancel, subscribers=_subscribers(options),

@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from normalize.cli.commands import check_harness, pin_replay
+from normalize.cli.commands import check_harness, pin_replay, with_acp_command
 from normalize.cli.console import Environment, error_line, fail, prompt_reader
 from normalize.cli.launch import (
     run_options,
@@ -126,6 +126,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         options.project_instructions = project_instructions
         task = start(env, spec, goal, options, output_schema=output_schema,
                      max_turns=max_turns, budget=budget, named=json_output or quiet)
+        with_acp_command(task, harness, options)
         return to_the_end(env, task, options, renderer, json_output=json_output,
                           read=None if quiet else read)
     except NormalizeError as exc:

@@ -258,7 +258,8 @@ def agent(
     otel: OtelOpt = False,
     harness: Annotated[str | None, typer.Option(
         "--harness", help="Another agent takes the turns: claude, codex or aider "
-        "(in normalize's sandbox; docs/harnesses.md).")] = None,
+        "(in normalize's sandbox; docs/harnesses.md), or acp:COMMAND, any ACP agent whose "
+        "every file and command is a normalize action (docs/acp.md).")] = None,
     items: Annotated[str | None, typer.Option(
         "--items", metavar="FILE|-", help="Run TASK once per item (a batch: JSON lines, CSV, "
         "or lines; {item.NAME} in TASK); --budget is then the whole batch's.")] = None,
@@ -649,6 +650,24 @@ def mcp_serve(
 
     raise typer.Exit(serve_mcp(_env(), workspace=workspace, allow_run=allow_run,
                                allow_approve_all=allow_approve_all))
+
+
+@app.command("acp")
+def acp_serve(
+    model: ModelOpt = None,
+    base_url: Annotated[str | None, typer.Option("--base-url",
+                                                 help="Base URL of the model server.")] = None,
+    approve: ApproveOpt = None,
+    sandbox: SandboxOpt = None,
+) -> None:
+    """Serve normalize as an Agent Client Protocol agent (stdio), for editors.
+
+    Each session is a normalize task: durable, sandboxed, resumable (docs/acp.md).
+    """
+    from normalize.cli.acp import serve_acp
+
+    raise typer.Exit(serve_acp(_env(), model=model, base_url=base_url, approve=approve,
+                               sandbox=sandbox))
 
 
 VERB_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}

@@ -28,6 +28,7 @@ from normalize.errors import ExitStatus, NormalizeError, UsageError
 if TYPE_CHECKING:
     from normalize.engine import Reply
     from normalize.events import ActionFinished
+    from normalize.runner import RunOptions
     from normalize.store import TaskStore
     from normalize.task import Task, Wait
 
@@ -158,6 +159,38 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                           if ask else None)
     except NormalizeError as exc:
         return fail(env, exc)
+
+
+def acp_command(harness: str) -> list[str]:
+    """The agent's argv in `--harness acp:COMMAND`; its program must be found."""
+    import shlex
+    import shutil
+    from importlib.util import find_spec
+
+    try:
+        argv = shlex.split(harness.removeprefix("acp:"))
+    except ValueError as exc:
+        raise UsageError(f"--harness {harness}: {exc}") from None
+    if not argv:
+        raise UsageError("--harness acp:COMMAND needs the ACP agent's command, e.g. "
+                         "acp:'gemini --experimental-acp'")
+    if shutil.which(argv[0]) is None:
+        raise UsageError(f"--harness {harness}: program not found: {argv[0]}")
+    if find_spec("acp") is None:
+        raise UsageError("--harness acp:… needs the Agent Client Protocol SDK: "
+                         "pip install 'normalize[acp]'")
+    return argv
+
+
+def with_acp_command(task: Task, harness: str | None, options: RunOptions) -> None:
+    """Record `--harness acp:COMMAND`'s argv in the task (its driver starts it each run)."""
+    if harness is None or not harness.startswith("acp:"):
+        return
+    from dataclasses import replace
+
+    config = task.config
+    task.config = replace(config, extra={**config.extra, "acp": {"command": acp_command(harness)}})
+    options.task_store().save(task)
 
 
 def _resumable(ref: str) -> str:
@@ -364,7 +397,12 @@ def remove_task(env: Environment, ref: str) -> int:
 
 
 def check_harness(name: str) -> str:
-    """The driver name of harness `name`, once its CLI is found; a `UsageError` before a task."""
+    """The driver name of harness `name`, once its CLI is found; a `UsageError` before a task.
+
+    `acp:COMMAND` is any Agent Client Protocol agent (the `acp` driver)."""
+    if name.startswith("acp:"):
+        acp_command(name)
+        return "acp"
     from normalize.errors import ToolError
     from normalize.tools.harness import harness_named
     from normalize.tools.harness.preflight import preflight

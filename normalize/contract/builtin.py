@@ -8,4 +8,5 @@ BUILTIN_DRIVERS: dict[str, str] = {  # in the order shell completion offers them
     "claude": "normalize.drivers.harness:ClaudeDriver",
     "codex": "normalize.drivers.harness:CodexDriver",
     "aider": "normalize.drivers.harness:AiderDriver",
+    "acp": "normalize.drivers.acp:AcpDriver",
 }

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, runtime_checkable
 
 from normalize.cancel import CancelToken
 from normalize.contract.builtin import BUILTIN_DRIVERS
@@ -23,6 +23,9 @@ from normalize.events import Emit
 from normalize.plugins import PluginGroup
 from normalize.retry import RetryPolicy
 from normalize.task import Action, ActionResult, Decision, Task
+
+if TYPE_CHECKING:
+    from normalize.sandbox import SandboxPolicy
 
 LineReader = Callable[[str], str | None]
 """Reads one command from a person given a prompt; None means end of input."""
@@ -82,6 +85,9 @@ class DriverServices:
     repo_map: Callable[[int], Callable[[], str]] | None = None
     """The workspace's repo map within N tokens: a callable giving its text, asked each turn
     (the tools' cached map: it changes only when the source files do)."""
+    sandbox: SandboxPolicy | None = None
+    """What the task's programs may touch: a driver that starts a program of its own (the
+    `acp` driver's agent) starts it under this (None: the default policy)."""
 
 
 @dataclass

@@ -15,7 +15,7 @@ from normalize.store import TaskStore
 from normalize.task import Task
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("anthropic", "httpx", "prompt_toolkit", "pydantic", "rich", "mcp")
+HEAVY = ("anthropic", "httpx", "prompt_toolkit", "pydantic", "rich", "mcp", "acp")
 
 
 @pytest.fixture

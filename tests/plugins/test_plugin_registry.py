@@ -83,8 +83,8 @@ def test_a_plugin_that_fails_to_import_is_named_with_its_error() -> None:
         assert str(caught.value) == (
             "unknown driver 'broken': the plugin no_such_module_for_normalize:Driver "
             "(plugin:fakeplug) failed to load: ModuleNotFoundError: No module named "
-            "'no_such_module_for_normalize' (known: aider, claude, codex, llm, state_machine, "
-            "tiny, user, workflow)")
+            "'no_such_module_for_normalize' (known: acp, aider, claude, codex, llm, "
+            "state_machine, tiny, user, workflow)")
         with pytest.raises(UsageError) as caught:
             create_driver("robot", {}, DriverServices())
         assert str(caught.value).startswith(

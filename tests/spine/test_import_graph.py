@@ -51,6 +51,7 @@ LAYERS: dict[str, str] = {
     "normalize.permissions": "api",  # resolves the layers: user config, workflow, flags
     "normalize.mcp": "core",  # the MCP client: server tables, sessions, the sandboxed transport
     "normalize.mcp_server": "api",  # `normalize mcp`: serves the tools and the tasks
+    "normalize.acp": "api",  # `normalize acp`: sessions that are tasks, over ACP
 }
 
 CORE = {"core"}

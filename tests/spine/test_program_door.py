@@ -27,6 +27,7 @@ SANDBOX_LAUNCHES = {
     "normalize.sandbox.tiers": "the trial run of a confined `true` that finds the tier",
     "normalize.tools.ripgrep": "ripgrep for `grep`, confined by Landlock to the workspace",
     "normalize.mcp.transport": "an MCP server, started in the sandbox",
+    "normalize.drivers.acp": "an ACP agent (the acp driver), started in the sandbox",
 }
 ITSELF = {  # its own interpreter and environment: a worker sandboxes its programs itself
     "normalize.execution.local": "a sub-task's or batch item's worker",

@@ -148,7 +148,8 @@ def test_completion_offers_resumable_tasks_and_driver_names(normalize_home: Path
     store.save(finished)
     assert set(task_ids("")) == {"last", open_task.id, finished.id}  # show and rm: all
     assert set(resumable_task_ids("")) == {"last", open_task.id}  # resume: not the done one
-    assert drivers("") == ["user", "llm", "workflow", "state_machine", "claude", "codex", "aider"]
+    assert drivers("") == ["user", "llm", "workflow", "state_machine", "claude", "codex", "aider",
+                           "acp"]
     assert drivers("u") == ["user"]
 
 

@@ -1,0 +1,1 @@
+"""normalize and the Agent Client Protocol: `normalize acp` (an ACP agent; see `agent`)."""

@@ -1,0 +1,507 @@
+"""The `acp` driver: an Agent Client Protocol agent takes the turns, normalize is its client.
+
+`normalize agent --harness acp:COMMAND "TASK"` starts COMMAND (any ACP agent on
+stdio) under the task's sandbox and tells it the client can read and write
+text files and run terminals. The agent's prompt turn then runs on its own,
+but each file it reads, each file it writes and each command it runs comes
+back to normalize as a request, and the driver turns each into one decision
+of one action — `view PATH`, `write PATH`, `run ARGV` — that the engine runs
+like any other: approved by the task's policy, sandboxed, journaled,
+checkpointed one by one (`tasks show`, `diff STEP`, `undo`). The action's
+result answers the request (a read answers with the file's text once its
+`view` passed the guard; a refused write answers with an error; a terminal
+runs its command to the end as the action, and its output and exit status
+answer the terminal requests that follow). What the agent says and the tools
+it runs inside itself become events (`text_delta`, `harness_tool_called`, …).
+
+The agent's own permission requests are answered *allow*: every effect it asks
+the client for is judged by normalize's approval policy when it arrives as an
+action, and what it does without asking stays inside the sandbox it runs in.
+
+The driver's state names the agent's session; after a crash the agent starts
+again and loads that session when it can (`loadSession`), else gets a new one
+with the goal and a note that the last turn was cut short. Follow-up
+instructions (`resume ID "…"`) are the next prompts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import queue
+import shlex
+import signal
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, cast
+
+from normalize.contract.driver import DriverServices, RunContext
+from normalize.errors import ConfigError
+from normalize.events import (
+    HarnessEvent,
+    HarnessSession,
+    HarnessToolCalled,
+    HarnessToolFinished,
+    ModelReplied,
+    TextDelta,
+    ThinkingDelta,
+)
+from normalize.fsopen import read_bytes
+from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, confine, probe
+from normalize.task import Action, ActionResult, Decision, Task, TaskStatus
+
+STATE_VERSION = 1
+START_TIMEOUT = 60.0
+POLL = 0.1
+INTERRUPTED = ("Your previous turn on this task was interrupted before it finished (the "
+               "client stopped). Check what was done and continue with the task:\n\n{goal}")
+RECAP = ("You worked on this task earlier, in a session you no longer have:\n\n{goal}\n\n"
+         "Check what was done; then: {text}")
+PR_SET_PDEATHSIG = 1
+
+
+@dataclass
+class _Request:
+    """One thing the agent asked the client for: the action that does it, its result to come."""
+
+    action: Action
+    result: concurrent.futures.Future[ActionResult] = field(
+        default_factory=concurrent.futures.Future)
+
+
+@dataclass
+class _Ended:
+    """The agent's prompt turn ended (`stop_reason`), or failed (`error`)."""
+
+    stop_reason: str = ""
+    error: str = ""
+
+
+@dataclass
+class _Terminal:
+    """A terminal the agent made: its command ran to the end as a `run` action."""
+
+    output: str
+    exit_code: int | None
+
+
+class _Client:
+    """The ACP client side the agent talks to (on the link's event loop)."""
+
+    def __init__(self, link: _Link) -> None:
+        self.link = link
+
+    async def session_update(self, update: Any, **_: Any) -> None:
+        self.link.items.put(update)
+
+    async def request_permission(self, options: list[Any], **_: Any) -> Any:
+        from acp.schema import AllowedOutcome, RequestPermissionResponse
+
+        allow = next((o for o in options if o.kind == "allow_once"), None) or \
+            next((o for o in options if o.kind.startswith("allow")), options[0])
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected",
+                                                                option_id=allow.option_id))
+
+    async def read_text_file(self, path: str, line: int | None = None,
+                             limit: int | None = None, **_: Any) -> Any:
+        from acp.schema import ReadTextFileResponse
+
+        rel = self.link.relative(path)
+        await self.link.ask(Action("view", {"args": [rel]}, text=f"view {rel}"))
+        try:
+            text = read_bytes(self.link.workspace, rel).decode("utf-8", "replace")
+        except OSError as exc:
+            raise _error(f"{rel}: {exc.strerror or exc}") from None
+        if line is not None or limit is not None:
+            lines = text.splitlines(keepends=True)
+            start = max((line or 1) - 1, 0)
+            text = "".join(lines[start:start + limit if limit is not None else None])
+        return ReadTextFileResponse(content=text)
+
+    async def write_text_file(self, content: str, path: str, **_: Any) -> Any:
+        from acp.schema import WriteTextFileResponse
+
+        rel = self.link.relative(path)
+        await self.link.ask(Action("write", {"args": [rel], "body": content},
+                                   text=f"write {rel} <<EOF"))
+        return WriteTextFileResponse()
+
+    async def create_terminal(self, command: str, args: list[str] | None = None,
+                              cwd: str | None = None, **_: Any) -> Any:
+        from acp.schema import CreateTerminalResponse
+
+        if cwd is not None and self.link.relative(cwd) != ".":
+            raise _error(f"terminals run in the workspace {self.link.workspace}, not in {cwd}")
+        argv = [command, *(args or [])]
+        result = await self.link.ask(Action("run", {"args": argv}, text=f"run {shlex.join(argv)}"),
+                                     refuse=False)
+        terminal = f"term-{len(self.link.terminals) + 1}"
+        self.link.terminals[terminal] = _Terminal(result.output or result.error or "",
+                                                 result.exit_code)
+        return CreateTerminalResponse(terminal_id=terminal)
+
+    async def terminal_output(self, terminal_id: str, **_: Any) -> Any:
+        from acp.schema import TerminalExitStatus, TerminalOutputResponse
+
+        done = self.link.terminal(terminal_id)
+        return TerminalOutputResponse(output=done.output, truncated=False,
+                                      exit_status=TerminalExitStatus(exit_code=done.exit_code))
+
+    async def wait_for_terminal_exit(self, terminal_id: str, **_: Any) -> Any:
+        from acp.schema import WaitForTerminalExitResponse
+
+        return WaitForTerminalExitResponse(exit_code=self.link.terminal(terminal_id).exit_code)
+
+    async def kill_terminal(self, terminal_id: str, **_: Any) -> None:
+        self.link.terminal(terminal_id)  # its command has already ended
+
+    async def release_terminal(self, terminal_id: str, **_: Any) -> None:
+        self.link.terminals.pop(terminal_id, None)
+
+
+def _error(message: str) -> Exception:
+    from acp import RequestError
+
+    return RequestError(-32603, message)
+
+
+class _Link:
+    """The agent process (sandboxed) and the client connection to it, on a loop of its own."""
+
+    def __init__(self, argv: list[str], workspace: Path, sandbox: SandboxPolicy) -> None:
+        self.argv, self.workspace, self.sandbox = argv, workspace, sandbox
+        self.items: queue.Queue[Any] = queue.Queue()  # updates, requests, the turn's end
+        self.terminals: dict[str, _Terminal] = {}
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True,
+                                       name="normalize-acp-client")
+        self.process: asyncio.subprocess.Process | None = None
+        self.confinement: Any = None
+        self.conn: Any = None
+        self.can_load = False
+        self.stderr = tempfile.TemporaryFile(prefix="normalize-acp-")
+
+    def start(self) -> None:
+        """Start the agent and say hello; a `ConfigError` naming the command when it fails."""
+        self.thread.start()
+        try:
+            self.call(self._start(), START_TIMEOUT)
+        except (OSError, concurrent.futures.TimeoutError, ConnectionError) as exc:
+            said = self.stderr_tail()
+            self.close()
+            raise ConfigError(f"the ACP agent `{shlex.join(self.argv)}` did not start: "
+                              f"{exc or 'no answer to initialize'}{said}") from None
+
+    def call(self, coro: Any, timeout: float | None = None) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def submit(self, coro: Any) -> concurrent.futures.Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    async def ask(self, action: Action, *, refuse: bool = True) -> ActionResult:
+        """Have the engine run `action` (through the driver's next decision); its result."""
+        request = _Request(action)
+        self.items.put(request)
+        result = await asyncio.wrap_future(request.result)
+        if refuse and not result.ok:
+            raise _error(result.error or f"{action.tool} failed")
+        return result
+
+    def relative(self, path: str) -> str:
+        """An absolute path the agent named, relative to the workspace (outside: refused)."""
+        real = Path(os.path.normpath(path))
+        if not real.is_absolute():
+            raise _error(f"{path}: ACP paths are absolute")
+        try:
+            return str(real.relative_to(self.workspace))
+        except ValueError:
+            raise _error(f"{path} is outside the workspace {self.workspace}") from None
+
+    def terminal(self, terminal_id: str) -> _Terminal:
+        if terminal_id not in self.terminals:
+            raise _error(f"no terminal {terminal_id}")
+        return self.terminals[terminal_id]
+
+    def close(self) -> None:
+        """Stop the agent's process group and the loop."""
+        if self.process is not None and self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        if self.thread.is_alive():
+            with contextlib.suppress(Exception):
+                self.call(self._shutdown(), 10)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=10)
+        if self.confinement is not None:
+            self.confinement.close()
+        self.stderr.close()
+
+    async def _start(self) -> None:
+        from acp import PROTOCOL_VERSION, Client, connect_to_agent
+        from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
+
+        self.confinement = _confine(self.sandbox, self.workspace, self.argv)
+        inner = self.confinement.preexec
+        self.process = await asyncio.create_subprocess_exec(
+            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=self.stderr, cwd=self.workspace, env=self.confinement.env,
+            start_new_session=True, preexec_fn=_dies_with_us(inner), limit=64 * 1024 * 1024)
+        self.confinement.started()
+        self.conn = connect_to_agent(cast(Client, _Client(self)), self.process.stdin,
+                                     self.process.stdout)
+        hello = await self.conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                terminal=True),
+            client_info=Implementation(name="normalize", version="1"))
+        capabilities = hello.agent_capabilities
+        self.can_load = bool(capabilities and capabilities.load_session)
+
+    async def _shutdown(self) -> None:
+        if self.conn is not None:
+            await self.conn.close()
+        if self.process is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.process.wait(), 5)
+
+    def stderr_tail(self) -> str:
+        with contextlib.suppress(OSError, ValueError):
+            self.stderr.seek(0)
+            tail = self.stderr.read().decode("utf-8", "replace").strip()[-400:]
+            return f"; it said: {tail}" if tail else ""
+        return ""
+
+
+def _confine(policy: SandboxPolicy, workspace: Path, argv: list[str]) -> Any:
+    """The agent's sandbox: the task's own (fails closed where there is none)."""
+    abi, tier = 0, SandboxTier.NONE
+    if policy.mode is not SandboxMode.OFF:
+        found = probe()
+        if not found.available:
+            raise OSError(f"the sandbox is unavailable ({found.reason}); run with --sandbox off "
+                          f"to start it unconfined")
+        abi, tier = found.landlock_abi, found.tier
+    return confine(policy, workspace, abi=abi, env=os.environ, label="acp-agent", tier=tier,
+                   visible=tuple(argv))
+
+
+def _dies_with_us(inner: Any) -> Any:
+    from normalize.sandbox.landlock import libc
+
+    prctl = libc().prctl  # looked up before the fork
+
+    def apply() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if inner is not None:
+            inner()
+
+    return apply
+
+
+class AcpDriver:
+    """An ACP agent decides; each file and command it asks for is a normalize action."""
+
+    name: ClassVar[str] = "acp"
+    redecides_on_resume: ClassVar[bool] = True
+    takes_follow_ups: ClassVar[bool] = True  # sent as the agent's next `session/prompt`
+
+    def __init__(self, command: list[str], *, services: DriverServices,
+                 follow_ups: list[str] | None = None) -> None:
+        if not command:
+            raise ConfigError("the acp driver needs the agent's command (--harness acp:COMMAND)")
+        self.command = command
+        self.services = services
+        self.follow_ups = list(follow_ups or [])
+        self.session: str | None = None
+        self.sent = 0  # instructions sent: the goal, then each follow-up
+        self.in_flight = False  # a prompt was sent and has not ended
+        self.summary = ""
+        self.link: _Link | None = None
+        self.turn: concurrent.futures.Future[Any] | None = None
+        self.pending: _Request | None = None
+        self.said: list[str] = []  # the agent's text since it was last journaled
+        self.reply = ""  # the agent's text in this prompt's turn (its summary when it ends)
+        self.recap = False  # the next prompt opens a new session of a task begun earlier
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], services: DriverServices) -> AcpDriver:
+        own = config.get("acp") or {}
+        return cls([str(word) for word in own.get("command") or []], services=services,
+                   follow_ups=[str(f) for f in config.get("follow_ups") or []])
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"v": STATE_VERSION, "session": self.session, "sent": self.sent,
+                "in_flight": self.in_flight, "summary": self.summary}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        if state.get("v") != STATE_VERSION:
+            return
+        self.session = state.get("session") or None
+        self.sent = int(state.get("sent", 0))
+        self.in_flight = bool(state.get("in_flight", False))
+        self.summary = str(state.get("summary", ""))
+
+    def decide(self, task: Task, ctx: RunContext) -> Decision | None:
+        if self.link is None:
+            self._connect(task, ctx)
+        while True:
+            if self.turn is None and not self._prompt(task):
+                self._close()
+                return Decision.finish(summary=self.summary or "done")
+            item = self._next(ctx)
+            if item is None:  # cancelled: the engine stops at its next safe point
+                return Decision()
+            if isinstance(item, _Request):
+                self._journal_text(ctx, task)
+                self.pending = item
+                return Decision(actions=[item.action])
+            self._journal_text(ctx, task)
+            self.turn, self.in_flight = None, False
+            if item.error:
+                said = self.link.stderr_tail() if self.link is not None else ""
+                self._close()
+                return Decision.finish(summary=item.error + said, status=TaskStatus.FAILED)
+            self.summary = self.reply.strip() or self.summary
+
+    def on_result(self, task: Task, action: Action, result: ActionResult) -> None:
+        del task
+        pending, self.pending = self.pending, None
+        if pending is not None and pending.action.key == action.key:
+            pending.result.set_result(result)
+
+    # -- the session and its prompts ---------------------------------------------------
+
+    def _connect(self, task: Task, ctx: RunContext) -> None:
+        """Start the agent and open its session: the last one again when it can load it."""
+        sandbox = self.services.sandbox or SandboxPolicy()
+        self.link = _Link(self.command, Path(task.workspace), sandbox)
+        self.link.start()
+        conn = self.link.conn
+        if self.session is not None and self.link.can_load:
+            try:
+                self.link.call(conn.load_session(cwd=task.workspace, session_id=self.session,
+                                                 mcp_servers=[]), START_TIMEOUT)
+            except Exception:  # it lost that session: a new one, with a recap
+                self.session = None
+        if self.session is None or not self.link.can_load:
+            try:
+                made = self.link.call(conn.new_session(cwd=task.workspace, mcp_servers=[]),
+                                      START_TIMEOUT)
+            except Exception as exc:  # the agent's error, whatever its type
+                self._close()
+                raise ConfigError(f"the ACP agent `{shlex.join(self.command)}` opened no "
+                                  f"session: {exc}") from None
+            self.recap = self.sent > 0  # it knows nothing of the earlier prompts
+            self.session = made.session_id
+            ctx.emit(HarnessSession(harness="acp", session_id=made.session_id))
+        if self.in_flight:  # the last process died mid-turn: say so, then go on
+            self.recap = False
+            self._send(INTERRUPTED.format(goal=task.goal))
+
+    def _prompt(self, task: Task) -> bool:
+        """Send the next instruction (the goal, then each follow-up); False when none is left."""
+        instructions = [task.goal, *self.follow_ups]
+        if self.sent >= len(instructions):
+            return False
+        text = instructions[self.sent]
+        if self.recap:
+            text, self.recap = RECAP.format(goal=task.goal, text=text), False
+        self.sent += 1
+        self._send(text)
+        return True
+
+    def _send(self, text: str) -> None:
+        from acp import text_block
+
+        assert self.link is not None
+        self.reply = ""
+        self.in_flight = True
+        self.turn = self.link.submit(self.link.conn.prompt(session_id=self.session,
+                                                           prompt=[text_block(text)]))
+
+    def _next(self, ctx: RunContext) -> _Request | _Ended | None:
+        """The agent's next request, or its turn's end; updates become events meanwhile."""
+        assert self.link is not None and self.turn is not None
+        while True:
+            try:
+                item = self.link.items.get(timeout=POLL)
+            except queue.Empty:
+                if ctx.cancel.cancelled:
+                    self._cancel()
+                    return None
+                if self.turn.done() and self.link.items.empty():
+                    return _ended(self.turn)
+                continue
+            if isinstance(item, _Request):
+                return item
+            self._update(ctx, item)
+
+    def _update(self, ctx: RunContext, update: Any) -> None:
+        """One `session/update` of the agent, as normalize's events."""
+        from acp.schema import (
+            AgentMessageChunk,
+            AgentThoughtChunk,
+            ToolCallProgress,
+            ToolCallStart,
+        )
+
+        match update:
+            case AgentMessageChunk() if getattr(update.content, "text", None):
+                self.said.append(update.content.text)
+                self.reply += update.content.text
+                ctx.emit(TextDelta(text=update.content.text))
+            case AgentThoughtChunk() if getattr(update.content, "text", None):
+                ctx.emit(ThinkingDelta(text=update.content.text))
+            case ToolCallStart():
+                ctx.emit(HarnessToolCalled(harness="acp", call_id=update.tool_call_id,
+                                           tool=update.title,
+                                           input=_plain(update.raw_input)))
+            case ToolCallProgress() if update.status in ("completed", "failed"):
+                ctx.emit(HarnessToolFinished(harness="acp", call_id=update.tool_call_id,
+                                             ok=update.status == "completed",
+                                             output=str(_plain(update.raw_output) or "")))
+            case _:
+                ctx.emit(HarnessEvent(harness="acp", kind=str(getattr(update, "session_update",
+                                                                      "update")),
+                                      data=update.model_dump(mode="json", by_alias=True,
+                                                             exclude_none=True)))
+
+    def _journal_text(self, ctx: RunContext, task: Task) -> None:
+        """What the agent said since the last action, kept in the journal (deltas are not)."""
+        if self.said:
+            ctx.emit(ModelReplied(turn=task.turn, model="acp", text="".join(self.said)))
+            self.said = []
+
+    def _cancel(self) -> None:
+        if self.link is not None and self.session is not None:
+            with contextlib.suppress(Exception):
+                self.link.call(self.link.conn.cancel(session_id=self.session), 5)
+        self._close()
+
+    def _close(self) -> None:
+        if self.pending is not None:
+            self.pending.result.cancel()
+            self.pending = None
+        if self.link is not None:
+            self.link.close()
+            self.link = None
+        self.turn = None
+
+
+def _ended(turn: concurrent.futures.Future[Any]) -> _Ended:
+    error = turn.exception()
+    if error is not None:
+        return _Ended(error=f"the ACP agent's turn failed: {error}")
+    return _Ended(stop_reason=str(turn.result().stop_reason))
+
+
+def _plain(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    return {} if value is None else {"value": value}
+
