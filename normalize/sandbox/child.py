@@ -145,6 +145,8 @@ class ChildPlan:
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)
     supervisor: Supervisor | None = None
+    guard: Callable[[], None] | None = None
+    """Installed last, after the seccomp filter: the landlock tier's write guard's filter."""
 
     def preexec(self) -> Callable[[], None]:
         c = libc()
@@ -166,6 +168,8 @@ class ChildPlan:
                     restrict(self.ruleset_fd)
                 if install is not None:
                     install()
+                if self.guard is not None:
+                    self.guard()
             except OSError as exc:  # said to the parent, which only hears "preexec_fn failed"
                 supervisor.report.refuse(f"restricting the program: {exc}")
                 raise

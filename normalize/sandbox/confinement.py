@@ -55,6 +55,7 @@ from normalize.sandbox.child import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWUSER, Ch
 from normalize.sandbox.env import scrub_env
 from normalize.sandbox.policy import SandboxMode, SandboxPolicy, SandboxTier
 from normalize.sandbox.proxy import Proxy
+from normalize.sandbox.writeguard import Protection, WriteGuard
 
 __all__ = ["CREDENTIAL_STORES", "PROTECTED_NAMES", "PROXY_PORT", "Confinement", "confine",
            "protected_paths"]
@@ -104,6 +105,8 @@ class Confinement:
     _ruleset: landlock.Ruleset | None = None
     _channel: socket.socket | None = None  # the parent's end; the child's is `_child_end`
     _child_end: socket.socket | None = None
+    guard: WriteGuard | None = None
+    """The landlock tier's supervisor of path changes (`normalize.sandbox.writeguard`)."""
 
     def started(self) -> None:
         """After the spawn: serve the listener the child passed back (a host list only).
@@ -142,9 +145,11 @@ class Confinement:
         return self._plan.leftovers() if self._plan is not None else 0
 
     def close(self) -> None:
-        """Stop the proxy, free the ruleset and remove the temporary directory."""
+        """Stop the proxy and the write guard, free the ruleset, remove the temporary dir."""
         if self.proxy is not None:
             self.proxy.close()
+        if self.guard is not None:
+            self.guard.stop()
         for end in (self._channel, self._child_end):
             if end is not None:
                 end.close()
@@ -412,6 +417,8 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
         confinement._ruleset = ruleset
         if tier is SandboxTier.LANDLOCK:
             plan = _filtered_plan(policy, ruleset)
+            confinement.guard = WriteGuard(_protection(policy, root, tmpdir, child_env))
+            plan.guard = confinement.guard.preexec
         else:
             plan = _plan(policy, root, tmpdir, child_env, ruleset, visible)
         confinement._plan = plan
@@ -422,6 +429,17 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
         confinement.close()
         raise
     return confinement
+
+
+def _protection(policy: SandboxPolicy, root: str, tmpdir: str,
+                env: Mapping[str, str]) -> Protection:
+    """What the landlock tier's write guard lets programs change: what Landlock lets them
+    write, minus every protected name in the workspace and every hidden place."""
+    writable = [tmpdir, *policy.writable, *(d for d in BUILD_DEVICES if d in PRIVATE_TMPFS)]
+    if policy.mode is SandboxMode.WORKSPACE:
+        writable.append(root)
+    devices = [d for d in BUILD_DEVICES if d not in PRIVATE_TMPFS]
+    return Protection.of(root, writable, devices, _hidden(policy, env))
 
 
 def _filtered_plan(policy: SandboxPolicy, ruleset: landlock.Ruleset) -> ChildPlan:

@@ -1,0 +1,854 @@
+"""The landlock tier's prevention: a seccomp user-notification supervisor decides every path change.
+
+Landlock cannot say "the workspace except every `.git`": its rules allow a
+hierarchy, never take a part of one back. So in the landlock tier the program
+installs, last before `exec`, a filter that hands each path-changing call to
+normalize (`open`/`openat`/`creat` with a write, create or truncate flag,
+`truncate`, `unlink*`, `rmdir`, `rename*`, `mkdir*`, `mknod*`, `symlink*`,
+`link*`, `chmod`, `fchmod`, `fchmodat*`, `utimensat`). A thread in normalize
+(`WriteGuard`) reads the call's paths once from the caller's memory, resolves
+them as the caller would (from its cwd or directory descriptor, through
+`/proc/PID/...`), and decides against `Protection`: the places programs may
+write (the workspace, their temp dir, a few devices) minus every `.git` and
+`.normalize` at any depth (any spelling: `.GIT`, `.Git`) and the hidden places
+(the data home, harness homes, credential stores). A refused call returns
+EACCES, as Landlock's own refusals do.
+
+An allowed call is *performed by normalize*, never let through: the caller's
+parent directory is opened (`O_PATH`) and its real path checked, the final
+name is checked, and the call is made relative to that descriptor with the
+final symlink never followed (a symlink is read and its target resolved and
+checked the same way, up to 40 times). An open's descriptor is installed in
+the caller with `SECCOMP_IOCTL_NOTIF_ADDFD` (atomically answering it), so
+nothing can change between the check and the use: not the caller's memory
+(another thread), not a symlink, not a directory renamed meanwhile (renaming
+into or out of a protected place is itself refused). Created files and
+directories get the caller's mode under the caller's umask.
+
+Kept from the program: `openat2` (ENOSYS: the C library falls back to
+`openat`), `utime`/`utimes`/`futimesat` (ENOSYS; the C library uses
+`utimensat`) and a new seccomp listener of its own (EPERM: a later filter's
+listener would be asked first, and could let a call through unasked).
+
+Not decided here: `chown` family and extended attributes (no content, nothing
+git runs), and a file that was already a hard link of a protected file before
+the program started (its other name is not protected). `.git` fingerprints
+(`normalize.sandbox.gitguard`) stay, as the detector of last resort.
+
+Why this and not the alternatives (measured in `bench/sandbox.py`): another
+uid needs normalize to run as root (CI containers only) and a tree owned by
+someone else; a snapshot of every protected path is a repair, after the fact,
+that a survivor or a second task can race. A notification costs a round trip
+through normalize per path change (tens of microseconds); reads, and writes
+through an open descriptor, cost nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import re
+import select
+import socket
+import stat
+import struct
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from normalize.sandbox.landlock import PR_SET_NO_NEW_PRIVS, libc
+from normalize.sandbox.seccomp import ARCHES, _Program, arch
+
+__all__ = ["PROTECTED_SPELLINGS", "Protection", "WriteGuard", "guard_filter"]
+
+PROTECTED_SPELLINGS = frozenset({b".git", b".normalize"})
+"""Entry names (compared case-insensitively) no program may create, change or delete."""
+# name -> (x86_64, aarch64); -1 where the machine has no such call
+_NR = {
+    "open": (2, -1), "openat": (257, 56), "creat": (85, -1), "truncate": (76, 45),
+    "rename": (82, -1), "renameat": (264, 38), "renameat2": (316, 276), "unlink": (87, -1),
+    "unlinkat": (263, 35), "rmdir": (84, -1), "mkdir": (83, -1), "mkdirat": (258, 34),
+    "link": (86, -1), "linkat": (265, 37), "symlink": (88, -1), "symlinkat": (266, 36),
+    "mknod": (133, -1), "mknodat": (259, 33), "chmod": (90, -1), "fchmod": (91, 52),
+    "fchmodat": (268, 53), "fchmodat2": (452, 452), "utimensat": (280, 88),
+}
+_ENOSYS = {"openat2": (437, 437), "utime": (132, -1), "utimes": (235, -1),
+           "futimesat": (261, -1)}
+_SECCOMP = (317, 277)
+_OPEN_FLAGS = {"open": 1, "openat": 2}  # which argument holds an open's flags
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_O_TMPFILE = getattr(os, "O_TMPFILE", 0o20200000)
+
+_RET_ALLOW, _RET_NOTIFY, _RET_ERRNO = 0x7FFF0000, 0x7FC00000, 0x00050000
+_SECCOMP_SET_MODE_FILTER = 1
+_FLAG_NEW_LISTENER = 1 << 3
+_FLAG_WAIT_KILLABLE_RECV = 1 << 5  # Linux 5.19: a signal no longer restarts a call we answer
+_RECV, _SEND, _ID_VALID, _ADDFD = 0xC0502100, 0xC0182101, 0x40082102, 0x40182103
+_ADDFD_SEND = 1 << 1
+_NOTIF = struct.Struct("=QII iIQ6Q")
+_RESP = struct.Struct("=QqiI")
+_ADDFD_ARGS = struct.Struct("=QIIII")
+_AT_FDCWD = -100
+_AT_SYMLINK_NOFOLLOW, _AT_REMOVEDIR, _AT_SYMLINK_FOLLOW = 0x100, 0x200, 0x400
+_AT_EMPTY_PATH = 0x1000
+_RENAME_EXCHANGE = 2
+_PATH_MAX = 4096
+_HOPS = 40
+_WALK_LIMIT = 100_000
+_OWN_FD = re.compile(rb"^/(?:proc/(?:self|thread-self)|dev)/fd/(\d+)$")
+_STD = {b"/dev/stdin": 0, b"/dev/stdout": 1, b"/dev/stderr": 2}
+
+
+class Refused(Exception):
+    """A call the guard answers with an errno (EACCES for a protected or outside path)."""
+
+    def __init__(self, code: int, path: bytes = b"", why: str = "") -> None:
+        super().__init__(code)
+        self.code, self.path, self.why = code, path, why
+
+
+@dataclass(frozen=True)
+class Protection:
+    """Where programs may change paths: `writable` directories and `devices`, minus `hidden`
+    places and every protected name beneath `workspace`. Paths are real and absolute."""
+
+    workspace: bytes
+    writable: tuple[bytes, ...]
+    devices: frozenset[bytes] = frozenset()
+    hidden: tuple[bytes, ...] = ()
+
+    @classmethod
+    def of(cls, workspace: str, writable: Iterable[str], devices: Iterable[str] = (),
+           hidden: Iterable[str] = ()) -> Protection:
+        real = [os.fsencode(os.path.realpath(p)) for p in writable]
+        return cls(os.fsencode(os.path.realpath(workspace)), tuple(real),
+                   frozenset(os.fsencode(os.path.realpath(d)) for d in devices),
+                   tuple(os.fsencode(os.path.realpath(h)) for h in hidden))
+
+    def refuses(self, path: bytes, *, entry: bool) -> str:
+        """Why `path` may not be changed ("" when it may): as a name in its directory
+        (`entry`: create, remove, rename, link) or as an object (write, truncate, chmod,
+        times). "protected" and "hidden" are what the guard adds; "outside" is Landlock's."""
+        if not entry and path in self.devices:
+            return ""
+        if any(_within(path, h) for h in self.hidden):
+            return "hidden"
+        if _within(path, self.workspace):
+            rest = path[len(self.workspace):].split(b"/")
+            if any(part.lower() in PROTECTED_SPELLINGS for part in rest):
+                return "protected"
+        if any(_beneath(path, w) or (not entry and path == w) for w in self.writable):
+            return ""
+        return "outside"
+
+    def holds_protected(self, directory: int) -> bool:
+        """Whether a directory (a descriptor) has a protected name anywhere below it; also
+        True past `_WALK_LIMIT` entries, since moving it could then move a repository."""
+        seen = 0
+        stack = [f"/proc/self/fd/{directory}"]
+        while stack:
+            try:
+                entries = list(os.scandir(stack.pop()))
+            except OSError:
+                continue
+            for item in entries:
+                seen += 1
+                if os.fsencode(item.name).lower() in PROTECTED_SPELLINGS or seen > _WALK_LIMIT:
+                    return True
+                if item.is_dir(follow_symlinks=False):
+                    stack.append(item.path)
+        return False
+
+
+def _beneath(path: bytes, root: bytes) -> bool:
+    return path.startswith(root.rstrip(b"/") + b"/")
+
+
+def _within(path: bytes, root: bytes) -> bool:
+    return path == root or _beneath(path, root)
+
+
+def _numbers(machine: str) -> tuple[int, dict[str, int], dict[str, int]]:
+    column = 0 if machine == "x86_64" else 1
+    decided = {name: nrs[column] for name, nrs in _NR.items() if nrs[column] >= 0}
+    enosys = {name: nrs[column] for name, nrs in _ENOSYS.items() if nrs[column] >= 0}
+    return column, decided, enosys
+
+
+def guard_filter(machine: str | None = None) -> bytes:
+    """The BPF program: notify for path changes, refuse the calls named above, allow the rest.
+
+    The sandbox filter installed before it already kills a foreign architecture.
+    """
+    machine = machine or arch()
+    if machine is None:
+        raise OSError("no seccomp filter for this machine")
+    column, decided, enosys = _numbers(machine)
+    prog = _Program()
+    prog.load(4)
+    prog.jeq(ARCHES[machine], 0, "allow")
+    prog.load(0)
+    for name in _OPEN_FLAGS:
+        if name in decided:
+            prog.jeq(decided[name], f"{name}_flags", 0)
+    for name, nr in decided.items():
+        if name not in _OPEN_FLAGS:
+            prog.jeq(nr, "notify", 0)
+    for nr in enosys.values():
+        prog.jeq(nr, "enosys", 0)
+    prog.jeq(_SECCOMP[column], "seccomp", "allow")
+    for name, arg in _OPEN_FLAGS.items():
+        if name in decided:
+            prog.label(f"{name}_flags")
+            prog.load(16 + 8 * arg)
+            prog.jset(_WRITE_FLAGS, "notify", "allow")
+    prog.label("seccomp")  # a listener of the program's own would be asked before ours
+    prog.load(16 + 8 * 1)
+    prog.jset(_FLAG_NEW_LISTENER, "eperm", "allow")
+    prog.label("allow")
+    prog.ret(_RET_ALLOW)
+    prog.label("notify")
+    prog.ret(_RET_NOTIFY)
+    prog.label("enosys")
+    prog.ret(_RET_ERRNO | errno.ENOSYS)
+    prog.label("eperm")
+    prog.ret(_RET_ERRNO | errno.EPERM)
+    return prog.assemble()
+
+
+def _umask(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
+_OWN_UMASK = _umask(os.getpid())
+
+
+@dataclass
+class _Call:
+    """One notification: the caller, the call, and the descriptors opened for it."""
+
+    ident: int
+    pid: int
+    name: str
+    args: list[int]
+    fds: list[int] = field(default_factory=list)
+
+    def keep(self, fd: int) -> int:
+        self.fds.append(fd)
+        return fd
+
+    def close(self) -> None:
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds.clear()
+
+
+class WriteGuard:
+    """One program's supervisor: `preexec` in the program, a thread in normalize until `stop`.
+
+    Also what `normalize.sandbox.writes.Tracer` is for the checkpoints: `paths` holds every
+    absolute path the program changed, `refused` every one it was refused.
+    """
+
+    def __init__(self, protection: Protection) -> None:
+        self.protection = protection
+        self.usable = True
+        self.paths: set[str] = set()
+        self.refused: list[str] = []
+        self._parent, self._child = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._parent.set_inheritable(False)
+        self._listener = -1
+        self._mems: dict[int, int] = {}
+        self._stop_r, self._stop_w = os.pipe()
+        self._lock = threading.Lock()
+        c = libc()
+        self._syscall, self._ioctl = c.syscall, c.ioctl
+        self._ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
+        self._syscall.restype = ctypes.c_long
+        self._renameat2 = (_NR["renameat2"][0 if arch() == "x86_64" else 1])
+        self._utimensat = (_NR["utimensat"][0 if arch() == "x86_64" else 1])
+        program = guard_filter()
+        self._prog_buf = ctypes.create_string_buffer(program, len(program))
+        self._fprog_buf = ctypes.create_string_buffer(
+            struct.pack("=HxxxxxxQ", len(program) // 8, ctypes.addressof(self._prog_buf)))
+        self._sys_seccomp = _SECCOMP[0 if arch() == "x86_64" else 1]
+        self._prctl = c.prctl
+        self._thread = threading.Thread(target=self._run, name="write-guard", daemon=True)
+        self._thread.start()
+
+    # -- in the program, last before exec ---------------------------------------------------
+
+    def preexec(self) -> None:
+        """Install the filter and hand its listener to normalize; OSError when it cannot."""
+        if self._prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "no_new_privs")
+        fd = -1
+        for flags in (_FLAG_NEW_LISTENER | _FLAG_WAIT_KILLABLE_RECV, _FLAG_NEW_LISTENER):
+            fd = self._syscall(ctypes.c_long(self._sys_seccomp),
+                               ctypes.c_long(_SECCOMP_SET_MODE_FILTER), ctypes.c_long(flags),
+                               self._fprog_buf)
+            if fd >= 0 or ctypes.get_errno() != errno.EINVAL:
+                break
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"the write guard's filter: {os.strerror(err)}")
+        socket.send_fds(self._child, [b"+"], [fd])
+        os.close(fd)
+        self._child.close()
+
+    # -- in normalize -------------------------------------------------------------------------
+
+    def stop(self) -> set[str]:
+        """Stop deciding (later calls of any survivor fail with ENOSYS); the paths changed."""
+        with self._lock:
+            if self._stop_w >= 0:
+                os.write(self._stop_w, b"x")
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(10)
+        with self._lock:
+            fds = [self._listener, self._stop_r, self._stop_w, *self._mems.values()]
+            self._listener = self._stop_r = self._stop_w = -1
+            self._mems.clear()
+            for fd in fds:
+                if fd >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            self._parent.close()
+            self._child.close()
+        return self.paths
+
+    def start(self) -> None:
+        """Nothing to do: the thread waits for the listener from the start (the Tracer's call)."""
+
+    def _run(self) -> None:
+        poller = select.poll()
+        poller.register(self._parent.fileno(), select.POLLIN)
+        poller.register(self._stop_r, select.POLLIN)
+        events = dict(poller.poll())
+        if self._stop_r in events:
+            return
+        try:
+            msg, fds, _, _ = socket.recv_fds(self._parent, 4, 1)
+        except OSError:
+            return
+        if msg != b"+" or not fds:
+            return
+        self._listener = fds[0]
+        self._serve()
+
+    def _serve(self) -> None:
+        column = 0 if arch() == "x86_64" else 1
+        names = {nrs[column]: name for name, nrs in _NR.items() if nrs[column] >= 0}
+        buf = ctypes.create_string_buffer(_NOTIF.size)
+        poller = select.poll()
+        poller.register(self._listener, select.POLLIN)
+        poller.register(self._stop_r, select.POLLIN)
+        while True:
+            events = dict(poller.poll())
+            if self._stop_r in events:
+                return
+            if not events.get(self._listener, 0) & select.POLLIN:
+                return  # every process under the filter has exited
+            ctypes.memset(buf, 0, _NOTIF.size)
+            if self._ioctl(self._listener, _RECV, ctypes.addressof(buf)) != 0:
+                if ctypes.get_errno() in (errno.EINTR, errno.ENOENT):
+                    continue
+                return
+            ident, pid, _, nr, _, _, *args = _NOTIF.unpack(buf.raw)
+            call = _Call(ident, pid, names.get(nr, ""), list(args))
+            self._decide(call)
+
+    def _decide(self, call: _Call) -> None:
+        try:
+            handler = _HANDLERS.get(call.name)
+            if handler is None:
+                raise Refused(errno.ENOSYS)
+            result = handler(self, call)
+            if result is not None:
+                self._answer(call.ident, 0, 0)
+        except _Gone:
+            pass
+        except Refused as refused:
+            if refused.why in ("protected", "hidden"):
+                self.refused.append(_shown(refused.path, self.protection.workspace))
+            self._answer(call.ident, 0, -refused.code)
+        except OSError as exc:
+            self._answer(call.ident, 0, -(exc.errno or errno.EIO))
+        except Exception:  # never let a call through on a bug: refuse it
+            self._answer(call.ident, 0, -errno.EACCES)
+        finally:
+            call.close()
+
+    def _answer(self, ident: int, value: int, error: int) -> None:
+        resp = ctypes.create_string_buffer(_RESP.pack(ident, value, error, 0))
+        self._ioctl(self._listener, _SEND, ctypes.addressof(resp))
+
+    def _install(self, call: _Call, fd: int, cloexec: bool) -> None:
+        """Give the caller `fd` as the call's result (ADDFD, answering in the same step)."""
+        flags = os.O_CLOEXEC if cloexec else 0
+        args = ctypes.create_string_buffer(_ADDFD_ARGS.pack(call.ident, _ADDFD_SEND, fd, 0,
+                                                            flags))
+        if self._ioctl(self._listener, _ADDFD, ctypes.addressof(args)) >= 0:
+            return
+        if ctypes.get_errno() != errno.EINVAL:  # the caller is gone (ENOENT): nothing to say
+            return
+        args = ctypes.create_string_buffer(_ADDFD_ARGS.pack(call.ident, 0, fd, 0, flags))
+        new = self._ioctl(self._listener, _ADDFD, ctypes.addressof(args))  # before Linux 5.14
+        if new >= 0:
+            self._answer(call.ident, new, 0)
+
+    def _later(self, call: _Call, parent: int, name: bytes, flags: int, path: bytes) -> None:
+        """Open a FIFO in a thread of its own (it blocks until a reader comes), then answer."""
+        later = _Call(call.ident, call.pid, call.name, call.args, call.fds)
+        call.fds = []
+
+        def wait() -> None:
+            try:
+                fd = later.keep(os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                        dir_fd=parent))
+                with self._lock:
+                    if self._listener >= 0:
+                        self._note(path)
+                        self._install(later, fd, bool(flags & os.O_CLOEXEC))
+            except OSError as exc:
+                with self._lock:
+                    if self._listener >= 0:
+                        self._answer(later.ident, 0, -(exc.errno or errno.EIO))
+            finally:
+                later.close()
+
+        threading.Thread(target=wait, name="write-guard-fifo", daemon=True).start()
+
+    # -- reading the caller --------------------------------------------------------------------
+
+    def _string(self, call: _Call, address: int) -> bytes:
+        """A path argument, read once from the caller's memory."""
+        if address == 0:
+            raise Refused(errno.EFAULT)
+        raw = b""
+        for _ in range(2):
+            fd = self._mems.get(call.pid)
+            try:
+                if fd is None:
+                    fd = self._mems[call.pid] = os.open(f"/proc/{call.pid}/mem",
+                                                        os.O_RDONLY | os.O_CLOEXEC)
+                raw = os.pread(fd, _PATH_MAX, address)
+            except (OSError, ValueError, OverflowError):
+                raw = b""
+            if raw:
+                break
+            if fd is not None:  # a pid reused, or an unmapped page: open it afresh once
+                with contextlib.suppress(OSError):
+                    os.close(self._mems.pop(call.pid))
+        if not raw:
+            raise Refused(errno.EFAULT)
+        end = raw.find(b"\0")
+        if end < 0:
+            raise Refused(errno.ENAMETOOLONG)
+        return raw[:end]
+
+    def _bytes(self, call: _Call, address: int, size: int) -> bytes:
+        fd = self._mems.get(call.pid)
+        try:
+            if fd is None:
+                fd = self._mems[call.pid] = os.open(f"/proc/{call.pid}/mem",
+                                                    os.O_RDONLY | os.O_CLOEXEC)
+            raw = os.pread(fd, size, address)
+        except (OSError, ValueError, OverflowError):
+            raw = b""
+        if len(raw) != size:
+            raise Refused(errno.EFAULT)
+        return raw
+
+    def _base(self, call: _Call, dirfd: int | None) -> int:
+        """The caller's cwd, or its descriptor `dirfd`, opened here (O_PATH)."""
+        signed = None if dirfd is None else ctypes.c_int(dirfd & 0xFFFFFFFF).value
+        where = (f"/proc/{call.pid}/cwd" if signed is None or signed == _AT_FDCWD
+                 else f"/proc/{call.pid}/fd/{signed}")
+        try:
+            return call.keep(os.open(where, os.O_PATH | os.O_CLOEXEC))
+        except OSError as exc:
+            raise Refused(errno.EBADF if exc.errno == errno.ENOENT else exc.errno or 1) from None
+
+    def _valid(self, call: _Call) -> None:
+        """Still the same caller (what was read was its memory, the pid not reused)."""
+        ident = ctypes.c_uint64(call.ident)
+        if self._ioctl(self._listener, _ID_VALID, ctypes.addressof(ident)) != 0:
+            raise _Gone
+
+    # -- resolving -----------------------------------------------------------------------------
+
+    def _split(self, call: _Call, base: int, path: bytes) -> tuple[int, bytes, bytes]:
+        """(the parent directory opened here, the final name, the parent's real path)."""
+        if not path:
+            raise Refused(errno.ENOENT)
+        trimmed = path.rstrip(b"/") or b"/"
+        head, _, name = trimmed.rpartition(b"/")
+        if b"/" not in trimmed:
+            head = b"."
+        elif not head:
+            head = b"/"
+        if name in (b"", b".", b".."):  # the directory itself: its parent is above it
+            whole = call.keep(os.open(trimmed, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC,
+                                      dir_fd=base))
+            real = os.readlink(f"/proc/self/fd/{whole}".encode())
+            return whole, b".", real
+        parent = call.keep(os.open(head, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC,
+                                   dir_fd=base))
+        return parent, name, os.readlink(f"/proc/self/fd/{parent}".encode())
+
+    def _final(self, call: _Call, parent: int, name: bytes, real: bytes,
+               follow: bool) -> tuple[int, bytes, bytes] | int:
+        """Follow a final symlink (when the call would), resolving each target the same way.
+
+        Returns the last (parent, name, parent's real path), or a descriptor opened here for
+        one of the caller's own descriptors named through /proc/self/fd or /dev/std*.
+        """
+        for _ in range(_HOPS):
+            if not follow or name == b".":
+                return parent, name, real
+            try:
+                target = os.readlink(name, dir_fd=parent)
+            except OSError:
+                return parent, name, real
+            own = _own_fd(target)
+            if own is not None:
+                return own
+            parent, name, real = self._split(call, parent, target)
+        raise Refused(errno.ELOOP)
+
+    def _check(self, real: bytes, name: bytes, *, entry: bool) -> bytes:
+        path = real.rstrip(b"/") + b"/" + name if name != b"." else real
+        why = self.protection.refuses(path, entry=entry)
+        if why:
+            raise Refused(errno.EACCES, path, why)
+        return path
+
+    def _note(self, path: bytes) -> None:
+        if path not in self.protection.devices:
+            self.paths.add(os.fsdecode(path))
+
+
+class _Gone(Exception):
+    """The caller went away while its call was decided: nothing to answer."""
+
+
+def _own_fd(path: bytes) -> int | None:
+    if path in _STD:
+        return _STD[path]
+    found = _OWN_FD.match(path)
+    return int(found.group(1)) if found else None
+
+
+def _shown(path: bytes, workspace: bytes) -> str:
+    if _beneath(path, workspace):
+        return os.fsdecode(path[len(workspace.rstrip(b"/")) + 1:])
+    return os.fsdecode(path)
+
+
+def _signed(value: int) -> int:
+    return ctypes.c_int(value & 0xFFFFFFFF).value
+
+
+# -- the calls -----------------------------------------------------------------------------------
+
+
+def _open(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, flags: int,
+          mode: int) -> None:
+    path = guard._string(call, path_at)
+    base = guard._base(call, dirfd)
+    guard._valid(call)
+    cloexec = bool(flags & os.O_CLOEXEC)
+    own = _own_fd(path) if path.startswith(b"/") else None
+    for _ in range(_HOPS):
+        if own is not None:
+            fd = _reopen(guard, call, own, flags)
+            guard._install(call, fd, cloexec)
+            return
+        parent, name, real = guard._split(call, base, path)
+        follow = not flags & os.O_NOFOLLOW and not (flags & os.O_CREAT and flags & os.O_EXCL)
+        final = guard._final(call, parent, name, real, follow)
+        if isinstance(final, int):
+            own = final
+            continue
+        parent, name, real = final
+        checked = guard._check(real, name, entry=False)
+        if not flags & os.O_NONBLOCK and _is_fifo(parent, name):
+            guard._later(call, parent, name, flags, checked)
+            return
+        try:
+            fd = _open_beneath(call, parent, name, flags, mode)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP and follow:  # a symlink put there since: resolve it
+                continue
+            raise
+        guard._note(checked)
+        guard._install(call, fd, cloexec)
+        return
+    raise Refused(errno.ELOOP)
+
+
+def _open_beneath(call: _Call, parent: int, name: bytes, flags: int,
+                  mode: int) -> int:
+    """Open `name` in `parent` as asked, never through a symlink; a file made gets the caller's
+    mode and umask. A FIFO is opened without blocking this thread."""
+    flags |= os.O_NOFOLLOW | os.O_CLOEXEC
+    if flags & _O_TMPFILE == _O_TMPFILE:
+        fd = call.keep(os.open(name, flags, mode, dir_fd=parent))
+        _own_mode(fd, mode, _umask(call.pid))
+        return fd
+    if flags & os.O_CREAT and not flags & os.O_EXCL:
+        for _ in range(8):
+            try:
+                fd = call.keep(os.open(name, flags | os.O_EXCL, mode, dir_fd=parent))
+            except FileExistsError:
+                pass
+            else:
+                _own_mode(fd, mode, _umask(call.pid))
+                return fd
+            try:
+                return call.keep(os.open(name, flags & ~os.O_CREAT, dir_fd=parent))
+            except FileNotFoundError:
+                continue  # removed between the two: try creating again
+        raise Refused(errno.EAGAIN)
+    fd = call.keep(os.open(name, flags, mode, dir_fd=parent))
+    if flags & os.O_CREAT:
+        _own_mode(fd, mode, _umask(call.pid))
+    return fd
+
+
+def _is_fifo(parent: int, name: bytes) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _own_mode(fd: int, mode: int, umask: int) -> None:
+    if umask != _OWN_UMASK:
+        os.chmod(f"/proc/self/fd/{fd}", mode & ~umask & 0o7777)
+
+
+def _reopen(guard: WriteGuard, call: _Call, number: int, flags: int) -> int:
+    """The caller's own descriptor `number` opened again (`/dev/stdout`): allowed when it is
+    not a file, or a file the caller may change."""
+    flags &= ~(os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
+    fd = call.keep(os.open(f"/proc/{call.pid}/fd/{number}",
+                           (flags & ~os.O_TRUNC) | os.O_CLOEXEC | os.O_NONBLOCK))
+    if not flags & os.O_NONBLOCK:
+        os.set_blocking(fd, True)
+    if stat.S_ISREG(os.fstat(fd).st_mode) or stat.S_ISDIR(os.fstat(fd).st_mode):
+        real = os.readlink(f"/proc/self/fd/{fd}".encode())
+        _refuse_object(guard, real)
+        if flags & os.O_TRUNC:
+            os.ftruncate(fd, 0)
+        guard._note(real)
+    return fd
+
+
+def _refuse_object(guard: WriteGuard, real: bytes) -> None:
+    """Refuse changing what a descriptor names (a path; pipes and sockets have none)."""
+    why = guard.protection.refuses(real, entry=False) if real.startswith(b"/") else ""
+    if why:
+        raise Refused(errno.EACCES, real, why)
+
+
+def _object(guard: WriteGuard, call: _Call, dirfd: int | None, path: bytes, flags: int,
+            follow: bool) -> int:
+    """An O_PATH descriptor of the object a call changes (a path, or AT_EMPTY_PATH's fd),
+    checked."""
+    if not path and flags & _AT_EMPTY_PATH and dirfd is not None:
+        fd = guard._base(call, dirfd)
+        guard._valid(call)
+        real = os.readlink(f"/proc/self/fd/{fd}".encode())
+        _refuse_object(guard, real)
+        return fd
+    base = guard._base(call, dirfd)
+    guard._valid(call)
+    own = _own_fd(path) if path.startswith(b"/") else None
+    if own is None:
+        parent, name, real = guard._split(call, base, path)
+        final = guard._final(call, parent, name, real, follow)
+        if isinstance(final, int):
+            own = final
+        else:
+            parent, name, real = final
+            guard._check(real, name, entry=False)
+            return call.keep(os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                     dir_fd=parent))
+    fd = call.keep(os.open(f"/proc/{call.pid}/fd/{own}", os.O_PATH | os.O_CLOEXEC))
+    _refuse_object(guard, os.readlink(f"/proc/self/fd/{fd}".encode()))
+    return fd
+
+
+def _entry(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int
+           ) -> tuple[int, bytes, bytes]:
+    path = guard._string(call, path_at)
+    base = guard._base(call, dirfd)
+    guard._valid(call)
+    parent, name, real = guard._split(call, base, path)
+    return parent, name, guard._check(real, name, entry=True)
+
+
+def _made(call: _Call, parent: int, name: bytes, mode: int) -> None:
+    """Give a directory or node just made the caller's umask instead of normalize's."""
+    umask = _umask(call.pid)
+    if umask == _OWN_UMASK:
+        return
+    fd = call.keep(os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent))
+    kept = os.fstat(fd).st_mode & stat.S_ISGID
+    os.chmod(f"/proc/self/fd/{fd}", (mode & ~umask & 0o1777) | kept)
+
+
+def _mkdir(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, mode: int) -> int:
+    parent, name, path = _entry(guard, call, dirfd, path_at)
+    os.mkdir(name, mode & 0o7777, dir_fd=parent)
+    _made(call, parent, name, mode)
+    guard._note(path)
+    return 0
+
+
+def _mknod(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, mode: int,
+           device: int) -> int:
+    parent, name, path = _entry(guard, call, dirfd, path_at)
+    os.mknod(name, mode, device, dir_fd=parent)
+    _made(call, parent, name, mode)
+    guard._note(path)
+    return 0
+
+
+def _unlink(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, flags: int) -> int:
+    parent, name, path = _entry(guard, call, dirfd, path_at)
+    if flags & _AT_REMOVEDIR:
+        os.rmdir(name, dir_fd=parent)
+    else:
+        os.unlink(name, dir_fd=parent)
+    guard._note(path)
+    return 0
+
+
+def _symlink(guard: WriteGuard, call: _Call, target_at: int, dirfd: int | None,
+             path_at: int) -> int:
+    target = guard._string(call, target_at)  # what a link says is never followed here
+    parent, name, path = _entry(guard, call, dirfd, path_at)
+    os.symlink(target, name, dir_fd=parent)
+    guard._note(path)
+    return 0
+
+
+def _link(guard: WriteGuard, call: _Call, olddir: int | None, old_at: int, newdir: int | None,
+          new_at: int, flags: int) -> int:
+    old = guard._string(call, old_at)
+    source = _object(guard, call, olddir, old, flags, bool(flags & _AT_SYMLINK_FOLLOW))
+    parent, name, path = _entry(guard, call, newdir, new_at)
+    os.link(f"/proc/self/fd/{source}", name, dst_dir_fd=parent, follow_symlinks=True)
+    guard._note(path)
+    return 0
+
+
+def _rename(guard: WriteGuard, call: _Call, olddir: int | None, old_at: int,
+            newdir: int | None, new_at: int, flags: int) -> int:
+    parent_old, name_old, path_old = _entry(guard, call, olddir, old_at)
+    parent_new, name_new, path_new = _entry(guard, call, newdir, new_at)
+    moved = [(parent_old, name_old, path_old)]
+    if flags & _RENAME_EXCHANGE:
+        moved.append((parent_new, name_new, path_new))
+    for parent, name, path in moved:  # a directory holding a repository stays where it is
+        with contextlib.suppress(OSError):
+            fd = call.keep(os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                                   | os.O_CLOEXEC, dir_fd=parent))
+            if guard.protection.holds_protected(fd):
+                raise Refused(errno.EACCES, path + b"/.git", "protected")
+    result = guard._syscall(ctypes.c_long(guard._renameat2), ctypes.c_long(parent_old),
+                            ctypes.c_char_p(name_old), ctypes.c_long(parent_new),
+                            ctypes.c_char_p(name_new), ctypes.c_long(flags))
+    if result != 0:
+        raise Refused(ctypes.get_errno())
+    guard._note(path_old)
+    guard._note(path_new)
+    return 0
+
+
+def _chmod(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int | None, mode: int,
+           flags: int) -> int:
+    path = b"" if path_at is None else guard._string(call, path_at)
+    fd = _object(guard, call, dirfd, path, flags | (_AT_EMPTY_PATH if path_at is None else 0),
+                 not flags & _AT_SYMLINK_NOFOLLOW)
+    if stat.S_ISLNK(os.fstat(fd).st_mode):
+        raise Refused(errno.EOPNOTSUPP)
+    os.chmod(f"/proc/self/fd/{fd}", mode & 0o7777)
+    guard._note(os.readlink(f"/proc/self/fd/{fd}".encode()))
+    return 0
+
+
+def _truncate(guard: WriteGuard, call: _Call, path_at: int, length: int) -> int:
+    path = guard._string(call, path_at)
+    fd = _object(guard, call, None, path, 0, True)
+    writable = call.keep(os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK
+                                 | os.O_CLOEXEC))
+    os.ftruncate(writable, length)
+    guard._note(os.readlink(f"/proc/self/fd/{fd}".encode()))
+    return 0
+
+
+def _utimens(guard: WriteGuard, call: _Call, dirfd: int, path_at: int, times_at: int,
+             flags: int) -> int:
+    path = b"" if path_at == 0 else guard._string(call, path_at)
+    times = None if times_at == 0 else guard._bytes(call, times_at, 32)
+    fd = _object(guard, call, dirfd, path, flags | (_AT_EMPTY_PATH if path_at == 0 else 0),
+                 not flags & _AT_SYMLINK_NOFOLLOW)
+    buffer = None if times is None else ctypes.create_string_buffer(times, 32)
+    result = guard._syscall(ctypes.c_long(guard._utimensat), ctypes.c_long(_AT_FDCWD),
+                            ctypes.c_char_p(f"/proc/self/fd/{fd}".encode()), buffer,
+                            ctypes.c_long(0))
+    if result != 0:
+        raise Refused(ctypes.get_errno())
+    return 0
+
+
+def _dir(value: int) -> int:
+    return _signed(value)
+
+
+_Handler = Callable[[WriteGuard, _Call], "int | None"]
+_HANDLERS: dict[str, _Handler] = {
+    "open": lambda g, c: _open(g, c, None, c.args[0], c.args[1], c.args[2]),
+    "openat": lambda g, c: _open(g, c, _dir(c.args[0]), c.args[1], c.args[2], c.args[3]),
+    "creat": lambda g, c: _open(g, c, None, c.args[0],
+                                os.O_CREAT | os.O_WRONLY | os.O_TRUNC, c.args[1]),
+    "truncate": lambda g, c: _truncate(g, c, c.args[0], c.args[1]),
+    "mkdir": lambda g, c: _mkdir(g, c, None, c.args[0], c.args[1]),
+    "mkdirat": lambda g, c: _mkdir(g, c, _dir(c.args[0]), c.args[1], c.args[2]),
+    "mknod": lambda g, c: _mknod(g, c, None, c.args[0], c.args[1], c.args[2]),
+    "mknodat": lambda g, c: _mknod(g, c, _dir(c.args[0]), c.args[1], c.args[2], c.args[3]),
+    "unlink": lambda g, c: _unlink(g, c, None, c.args[0], 0),
+    "rmdir": lambda g, c: _unlink(g, c, None, c.args[0], _AT_REMOVEDIR),
+    "unlinkat": lambda g, c: _unlink(g, c, _dir(c.args[0]), c.args[1], c.args[2]),
+    "symlink": lambda g, c: _symlink(g, c, c.args[0], None, c.args[1]),
+    "symlinkat": lambda g, c: _symlink(g, c, c.args[0], _dir(c.args[1]), c.args[2]),
+    "link": lambda g, c: _link(g, c, None, c.args[0], None, c.args[1], 0),
+    "linkat": lambda g, c: _link(g, c, _dir(c.args[0]), c.args[1], _dir(c.args[2]),
+                                 c.args[3], c.args[4]),
+    "rename": lambda g, c: _rename(g, c, None, c.args[0], None, c.args[1], 0),
+    "renameat": lambda g, c: _rename(g, c, _dir(c.args[0]), c.args[1], _dir(c.args[2]),
+                                     c.args[3], 0),
+    "renameat2": lambda g, c: _rename(g, c, _dir(c.args[0]), c.args[1], _dir(c.args[2]),
+                                      c.args[3], c.args[4]),
+    "chmod": lambda g, c: _chmod(g, c, None, c.args[0], c.args[1], 0),
+    "fchmod": lambda g, c: _chmod(g, c, _dir(c.args[0]), None, c.args[1], 0),
+    "fchmodat": lambda g, c: _chmod(g, c, _dir(c.args[0]), c.args[1], c.args[2], 0),
+    "fchmodat2": lambda g, c: _chmod(g, c, _dir(c.args[0]), c.args[1], c.args[2], c.args[3]),
+    "utimensat": lambda g, c: _utimens(g, c, _dir(c.args[0]), c.args[1], c.args[2],
+                                       c.args[3]),
+}
+"""Each call's handler: None when it answered itself (an open's descriptor), else 0."""
