@@ -98,6 +98,7 @@ _PATH_MAX = 4096
 _HOPS = 40
 _WALK_LIMIT = 100_000
 _OWN_FD = re.compile(rb"^/(?:proc/(?:self|thread-self)|dev)/fd/(\d+)$")
+_SELF = re.compile(rb"^/proc/(?:self|thread-self)(?=/|$)")
 _STD = {b"/dev/stdin": 0, b"/dev/stdout": 1, b"/dev/stderr": 2}
 
 
@@ -492,6 +493,7 @@ class WriteGuard:
         """(the parent directory opened here, the final name, the parent's real path)."""
         if not path:
             raise Refused(errno.ENOENT)
+        path = _SELF.sub(b"/proc/%d" % call.pid, path, count=1)  # the caller's, not ours
         trimmed = path.rstrip(b"/") or b"/"
         head, _, name = trimmed.rpartition(b"/")
         if b"/" not in trimmed:
