@@ -195,7 +195,9 @@ def guard_filter(machine: str | None = None) -> bytes:
         if name in decided:
             prog.jeq(decided[name], f"{name}_flags", 0)
     for name, nr in decided.items():
-        if name not in _OPEN_FLAGS:
+        if name == "utimensat":
+            prog.jeq(nr, "utimensat_path", 0)
+        elif name not in _OPEN_FLAGS:
             prog.jeq(nr, "notify", 0)
     for nr in enosys.values():
         prog.jeq(nr, "enosys", 0)
@@ -205,6 +207,14 @@ def guard_filter(machine: str | None = None) -> bytes:
             prog.label(f"{name}_flags")
             prog.load(16 + 8 * arg)
             prog.jset(_WRITE_FLAGS, "notify", "allow")
+    if "utimensat" in decided:
+        # futimens (no path): the times of a file the caller holds open; no content, mode or
+        # name changes, and git runs nothing by a timestamp of its own files: not asked
+        prog.label("utimensat_path")
+        prog.load(16 + 8 * 1)
+        prog.jeq(0, 0, "notify")
+        prog.load(16 + 8 * 1 + 4)
+        prog.jeq(0, "allow", "notify")
     prog.label("seccomp")  # a listener of the program's own would be asked before ours
     prog.load(16 + 8 * 1)
     prog.jset(_FLAG_NEW_LISTENER, "eperm", "allow")
@@ -219,18 +229,16 @@ def guard_filter(machine: str | None = None) -> bytes:
     return prog.assemble()
 
 
-def _umask(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
+_UMASK = re.compile(rb"\nUmask:\s*([0-7]+)")
 
 
-_OWN_UMASK = _umask(os.getpid())
+def _umask_in(status: bytes) -> int:
+    found = _UMASK.search(status)
+    return int(found.group(1), 8) if found else 0o022
+
+
+with open("/proc/self/status", "rb") as _fh:
+    _OWN_UMASK = _umask_in(_fh.read())
 
 
 @dataclass
@@ -270,6 +278,7 @@ class WriteGuard:
         self._parent.set_inheritable(False)
         self._listener = -1
         self._mems: dict[int, int] = {}
+        self._statuses: dict[int, int] = {}  # pid -> its /proc/PID/status, open
         self._stop_r, self._stop_w = os.pipe()
         self._lock = threading.Lock()
         c = libc()
@@ -317,9 +326,11 @@ class WriteGuard:
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(10)
         with self._lock:
-            fds = [self._listener, self._stop_r, self._stop_w, *self._mems.values()]
+            fds = [self._listener, self._stop_r, self._stop_w, *self._mems.values(),
+                   *self._statuses.values()]
             self._listener = self._stop_r = self._stop_w = -1
             self._mems.clear()
+            self._statuses.clear()
             for fd in fds:
                 if fd >= 0:
                     with contextlib.suppress(OSError):
@@ -458,6 +469,20 @@ class WriteGuard:
             raise Refused(errno.ENAMETOOLONG)
         return raw[:end]
 
+    def umask(self, pid: int) -> int:
+        """The caller's umask now (its /proc/PID/status kept open, read afresh each time)."""
+        for _ in range(2):
+            fd = self._statuses.get(pid)
+            try:
+                if fd is None:
+                    fd = self._statuses[pid] = os.open(f"/proc/{pid}/status",
+                                                       os.O_RDONLY | os.O_CLOEXEC)
+                return _umask_in(os.pread(fd, 4096, 0))
+            except OSError:  # gone, or the pid reused since: open it afresh once
+                with contextlib.suppress(OSError, KeyError):
+                    os.close(self._statuses.pop(pid))
+        return 0o022
+
     def _bytes(self, call: _Call, address: int, size: int) -> bytes:
         fd = self._mems.get(call.pid)
         try:
@@ -589,7 +614,7 @@ def _open(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, flags
             guard._later(call, parent, name, flags, checked)
             return
         try:
-            fd = _open_beneath(call, parent, name, flags, mode)
+            fd = _open_beneath(guard, call, parent, name, flags, mode)
         except OSError as exc:
             if exc.errno == errno.ELOOP and follow:  # a symlink put there since: resolve it
                 continue
@@ -600,14 +625,14 @@ def _open(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, flags
     raise Refused(errno.ELOOP)
 
 
-def _open_beneath(call: _Call, parent: int, name: bytes, flags: int,
+def _open_beneath(guard: WriteGuard, call: _Call, parent: int, name: bytes, flags: int,
                   mode: int) -> int:
     """Open `name` in `parent` as asked, never through a symlink; a file made gets the caller's
     mode and umask. A FIFO is opened without blocking this thread."""
     flags |= os.O_NOFOLLOW | os.O_CLOEXEC
     if flags & _O_TMPFILE == _O_TMPFILE:
         fd = call.keep(os.open(name, flags, mode, dir_fd=parent))
-        _own_mode(fd, mode, _umask(call.pid))
+        _own_mode(fd, mode, guard.umask(call.pid))
         return fd
     if flags & os.O_CREAT and not flags & os.O_EXCL:
         for _ in range(8):
@@ -616,7 +641,7 @@ def _open_beneath(call: _Call, parent: int, name: bytes, flags: int,
             except FileExistsError:
                 pass
             else:
-                _own_mode(fd, mode, _umask(call.pid))
+                _own_mode(fd, mode, guard.umask(call.pid))
                 return fd
             try:
                 return call.keep(os.open(name, flags & ~os.O_CREAT, dir_fd=parent))
@@ -625,7 +650,7 @@ def _open_beneath(call: _Call, parent: int, name: bytes, flags: int,
         raise Refused(errno.EAGAIN)
     fd = call.keep(os.open(name, flags, mode, dir_fd=parent))
     if flags & os.O_CREAT:
-        _own_mode(fd, mode, _umask(call.pid))
+        _own_mode(fd, mode, guard.umask(call.pid))
     return fd
 
 
@@ -702,9 +727,9 @@ def _entry(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int
     return parent, name, guard._check(real, name, entry=True)
 
 
-def _made(call: _Call, parent: int, name: bytes, mode: int) -> None:
+def _made(guard: WriteGuard, call: _Call, parent: int, name: bytes, mode: int) -> None:
     """Give a directory or node just made the caller's umask instead of normalize's."""
-    umask = _umask(call.pid)
+    umask = guard.umask(call.pid)
     if umask == _OWN_UMASK:
         return
     fd = call.keep(os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent))
@@ -715,7 +740,7 @@ def _made(call: _Call, parent: int, name: bytes, mode: int) -> None:
 def _mkdir(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, mode: int) -> int:
     parent, name, path = _entry(guard, call, dirfd, path_at)
     os.mkdir(name, mode & 0o7777, dir_fd=parent)
-    _made(call, parent, name, mode)
+    _made(guard, call, parent, name, mode)
     guard._note(path)
     return 0
 
@@ -724,7 +749,7 @@ def _mknod(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, mode
            device: int) -> int:
     parent, name, path = _entry(guard, call, dirfd, path_at)
     os.mknod(name, mode, device, dir_fd=parent)
-    _made(call, parent, name, mode)
+    _made(guard, call, parent, name, mode)
     guard._note(path)
     return 0
 
