@@ -40,11 +40,13 @@ the workspace, would allow them.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
 import shutil
 import socket
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -165,6 +167,19 @@ class Confinement:
             self.tmpdir = None
 
 
+def temp_parent() -> str:
+    """Where each program's temporary directory is made: one directory per user (0700) under
+    the temp root, which the landlock tier hides whole (a program's own is allowed by its
+    rule), so no program reads another's, made before it or after."""
+    parent = os.path.join(tempfile.gettempdir(), f"normalize-{os.getuid()}")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(parent, 0o700)
+    info = os.lstat(parent)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise OSError(errno.EPERM, f"{parent} is not a private directory of this user")
+    return parent
+
+
 def protected_paths(workspace: str) -> Iterator[str]:
     """Every `.git` and `.normalize` (directory or file) in the workspace, not following links.
 
@@ -246,6 +261,7 @@ def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
     devices: tuple[str, ...] = WRITABLE_DEVICES
     if tier is SandboxTier.LANDLOCK:
         hidden.add("/dev")
+        hidden.add(os.path.dirname(os.path.realpath(tmpdir)))  # others' temp dirs; ours below
         devices = tuple(d for d in devices if d in BUILD_DEVICES)
     try:
         ruleset.allow_all(_readable("/", hidden), landlock.ACCESS_READ)
@@ -408,7 +424,7 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
     if policy.mode is SandboxMode.OFF:
         return Confinement(env=child_env)
     root = os.path.realpath(workspace)
-    tmpdir = tempfile.mkdtemp(prefix=f"normalize-{label or 'run'}-")
+    tmpdir = tempfile.mkdtemp(prefix=f"normalize-{label or 'run'}-", dir=temp_parent())
     for name in ("TMPDIR", "TMP", "TEMP"):
         child_env[name] = tmpdir
     confinement = Confinement(env=child_env, tmpdir=tmpdir)

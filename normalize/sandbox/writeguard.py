@@ -58,7 +58,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from normalize.sandbox.landlock import PR_SET_NO_NEW_PRIVS, libc
+from normalize.sandbox.landlock import PR_SET_NO_NEW_PRIVS
 from normalize.sandbox.seccomp import ARCHES, _Program, arch
 
 __all__ = ["PROTECTED_SPELLINGS", "Protection", "WriteGuard", "guard_filter"]
@@ -281,7 +281,7 @@ class WriteGuard:
         self._statuses: dict[int, int] = {}  # pid -> its /proc/PID/status, open
         self._stop_r, self._stop_w = os.pipe()
         self._lock = threading.Lock()
-        c = libc()
+        c = ctypes.CDLL(None, use_errno=True)  # its own: argtypes set here stay here
         self._syscall, self._ioctl = c.syscall, c.ioctl
         self._ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
         self._syscall.restype = ctypes.c_long
