@@ -114,6 +114,8 @@ def _full(abi: int) -> Probe:
         "sockets: /tmp, /run and $XDG_RUNTIME_DIR empty; agent variables (SSH_AUTH_SOCK, "
         "DOCKER_HOST, …) scrubbed",
         "/dev/shm: a private tmpfs per program",
+        "/proc: a PID namespace's own; no CAP_SYS_PTRACE, CAP_SYS_ADMIN or CAP_PERFMON "
+        "for programs run as root",
         *_scoped(abi),
     )
     return Probe(True, abi, filesystem=f"Landlock ABI {abi}; .git and .normalize bind-mounted "
@@ -150,6 +152,10 @@ def _filtered(abi: int, why: str) -> Probe:
         "every change refused at the call by normalize's write guard (seccomp user "
         "notification; normalize makes the change, an open's descriptor handed over whole)",
         ".git and .normalize: also fingerprinted around each action, as a last-resort detector",
+        "/proc: no program reads another's environ, maps, fd links or mem but its own "
+        "sandbox's (Landlock's ptrace rule; CAP_SYS_PTRACE, CAP_SYS_ADMIN and CAP_PERFMON "
+        "dropped for programs run as root)",
+        "temporary directories: every task's TMPDIR hidden from every other program",
         *_scoped(abi),
     )
     weaker = (
@@ -157,6 +163,7 @@ def _filtered(abi: int, why: str) -> Probe:
         "not decided by the guard: chown, extended attributes and futimens (times through a "
         "descriptor) of protected files, and a file already hard-linked to one before",
         "/dev/shm is shared with your other programs",
+        "/proc lists every process, with its command line and status",
         "if the subreaper itself is killed, processes a program moved to another group survive",
         *_unscoped(abi),
     )
