@@ -595,6 +595,10 @@ def _open(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, flags
     path = guard._string(call, path_at)
     base = guard._base(call, dirfd)
     guard._valid(call)
+    if path.endswith(b"/"):  # "name/" names a directory, which no write opens nor creates
+        if flags & os.O_CREAT:
+            raise Refused(errno.EISDIR)
+        flags |= os.O_DIRECTORY
     cloexec = bool(flags & os.O_CLOEXEC)
     own = _own_fd(path) if path.startswith(b"/") else None
     for _ in range(_HOPS):
@@ -718,13 +722,21 @@ def _object(guard: WriteGuard, call: _Call, dirfd: int | None, path: bytes, flag
     return fd
 
 
-def _entry(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int
-           ) -> tuple[int, bytes, bytes]:
+def _entry(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int,
+           slash_ok: bool = False) -> tuple[int, bytes, bytes]:
     path = guard._string(call, path_at)
     base = guard._base(call, dirfd)
     guard._valid(call)
     parent, name, real = guard._split(call, base, path)
-    return parent, name, guard._check(real, name, entry=True)
+    checked = guard._check(real, name, entry=True)
+    if path.endswith(b"/") and not slash_ok and name != b".":  # "name/": a directory only
+        try:
+            is_dir = stat.S_ISDIR(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+        except FileNotFoundError:
+            is_dir = True  # the call itself says ENOENT
+        if not is_dir:
+            raise Refused(errno.ENOTDIR)
+    return parent, name, checked
 
 
 def _made(guard: WriteGuard, call: _Call, parent: int, name: bytes, mode: int) -> None:
@@ -738,7 +750,7 @@ def _made(guard: WriteGuard, call: _Call, parent: int, name: bytes, mode: int) -
 
 
 def _mkdir(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, mode: int) -> int:
-    parent, name, path = _entry(guard, call, dirfd, path_at)
+    parent, name, path = _entry(guard, call, dirfd, path_at, slash_ok=True)
     os.mkdir(name, mode & 0o7777, dir_fd=parent)
     _made(guard, call, parent, name, mode)
     guard._note(path)

@@ -51,8 +51,14 @@ def repo(tmp_path: Path) -> Path:
 
 
 BUILD = r'''
-import json, os, stat, subprocess, sys, tarfile, threading
+import errno, json, os, stat, subprocess, sys, tarfile, threading
 out = {}
+def err(f):
+    try:
+        f()
+        return "ok"
+    except OSError as exc:
+        return errno.errorcode[exc.errno]
 os.umask(0o077)
 open("private.txt", "w").write("x")
 os.mkdir("private.d", 0o777)
@@ -74,6 +80,7 @@ out["tar"] = sorted(os.listdir("unpacked/pkg"))
 out["stdout"] = open("/dev/stdout", "w").write("to the pipe\n")
 open(os.path.join(os.environ["TMPDIR"], "scratch"), "w").write("t")
 out["files"] = {n: open(n).read() for n in ("from-tmpfile.txt", "c", "b")}
+out["slash"] = [err(lambda: open("nd/", "w")), err(lambda: os.unlink("b/"))]
 print(json.dumps(out))
 '''
 
@@ -92,6 +99,7 @@ def test_what_a_build_does_still_works(tmp_path: Path) -> None:
     assert seen["modes"] == ["0o600", "0o700"]  # the program's umask, not normalize's
     assert seen["fifo"] == "through a fifo" and seen["tar"] == ["link", "sub"]
     assert seen["files"] == {"from-tmpfile.txt": "anonymous", "c": "a+", "b": ""}
+    assert seen["slash"] == ["EISDIR", "ENOTDIR"]  # "name/" is a directory, as the kernel says
     assert len(os.listdir(ws / "unpacked" / "pkg" / "sub")) == 50
     assert refused == [] and tree_hash(ws / ".git") == before
 
