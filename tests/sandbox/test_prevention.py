@@ -169,3 +169,31 @@ def test_a_timeout_leaves_no_daemon_and_no_later_write(site: Site, tier: str) ->
     time.sleep(1.0)  # ten of the daemon's periods
     assert kept.stat().st_size == size
     assert (site.ws / ".git" / "config").read_bytes() == config
+
+
+@pytest.mark.parametrize("tier", [t for t in TIERS if t != "full"])
+def test_the_persons_own_change_meanwhile_is_left_as_they_made_it(site: Site, tier: str) -> None:
+    # no program can change .git here: what changed meanwhile is someone else's, never undone
+    hold = ("import os, time\nopen('started', 'w').close()\nend = time.monotonic() + 60\n"
+            "while not os.path.exists('release') and time.monotonic() < end:\n"
+            "    time.sleep(0.01)\n")
+    _tier(site, tier)
+    run = subprocess.Popen(site.argv([write_action("hold.py", hold), "run python3 hold.py",
+                                      "done"]),
+                           cwd=site.ws, env=site.env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (site.ws / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    config = site.ws / ".git" / "config"
+    with config.open("a") as fh:  # the person, meanwhile: `git config user.name me`
+        fh.write("[user]\n\tname = me\n")
+    mine = config.read_bytes()
+    (site.ws / "release").write_text("")
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err
+    finished = [e for e in map(json.loads, (ln for ln in out.splitlines() if ln[:1] == "{"))
+                if e.get("type") == "action_finished"]
+    assert _result(finished, "run python3 hold.py")["status"] == "success"
+    assert config.read_bytes() == mine
+    assert "left as found" in out + err
