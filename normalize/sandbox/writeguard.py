@@ -613,6 +613,8 @@ def _open(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, flags
             own = final
             continue
         parent, name, real = final
+        if flags & os.O_CREAT and flags & os.O_EXCL and _exists(parent, name):
+            raise Refused(errno.EEXIST)
         checked = guard._check(real, name, entry=False)
         if not flags & os.O_NONBLOCK and _is_fifo(parent, name):
             guard._later(call, parent, name, flags, checked)
@@ -656,6 +658,14 @@ def _open_beneath(guard: WriteGuard, call: _Call, parent: int, name: bytes, flag
     if flags & os.O_CREAT:
         _own_mode(fd, mode, guard.umask(call.pid))
     return fd
+
+
+def _exists(parent: int, name: bytes) -> bool:
+    try:
+        os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
 
 
 def _is_fifo(parent: int, name: bytes) -> bool:
@@ -723,11 +733,16 @@ def _object(guard: WriteGuard, call: _Call, dirfd: int | None, path: bytes, flag
 
 
 def _entry(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int,
-           slash_ok: bool = False) -> tuple[int, bytes, bytes]:
+           slash_ok: bool = False, create: bool = False) -> tuple[int, bytes, bytes]:
+    """The parent, the name and the checked path of a name a call makes, removes or moves;
+    one that would make what exists already is told EEXIST first, as the kernel tells it
+    (`os.makedirs(..., exist_ok=True)` on a directory outside the workspace goes on)."""
     path = guard._string(call, path_at)
     base = guard._base(call, dirfd)
     guard._valid(call)
     parent, name, real = guard._split(call, base, path)
+    if create and _exists(parent, name):
+        raise Refused(errno.EEXIST)
     checked = guard._check(real, name, entry=True)
     if path.endswith(b"/") and not slash_ok and name != b".":  # "name/": a directory only
         try:
@@ -750,7 +765,7 @@ def _made(guard: WriteGuard, call: _Call, parent: int, name: bytes, mode: int) -
 
 
 def _mkdir(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, mode: int) -> int:
-    parent, name, path = _entry(guard, call, dirfd, path_at, slash_ok=True)
+    parent, name, path = _entry(guard, call, dirfd, path_at, slash_ok=True, create=True)
     os.mkdir(name, mode & 0o7777, dir_fd=parent)
     _made(guard, call, parent, name, mode)
     guard._note(path)
@@ -759,7 +774,7 @@ def _mkdir(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, mode
 
 def _mknod(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, mode: int,
            device: int) -> int:
-    parent, name, path = _entry(guard, call, dirfd, path_at)
+    parent, name, path = _entry(guard, call, dirfd, path_at, create=True)
     os.mknod(name, mode, device, dir_fd=parent)
     _made(guard, call, parent, name, mode)
     guard._note(path)
@@ -779,7 +794,7 @@ def _unlink(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, fla
 def _symlink(guard: WriteGuard, call: _Call, target_at: int, dirfd: int | None,
              path_at: int) -> int:
     target = guard._string(call, target_at)  # what a link says is never followed here
-    parent, name, path = _entry(guard, call, dirfd, path_at)
+    parent, name, path = _entry(guard, call, dirfd, path_at, create=True)
     os.symlink(target, name, dir_fd=parent)
     guard._note(path)
     return 0
@@ -789,7 +804,7 @@ def _link(guard: WriteGuard, call: _Call, olddir: int | None, old_at: int, newdi
           new_at: int, flags: int) -> int:
     old = guard._string(call, old_at)
     source = _object(guard, call, olddir, old, flags, bool(flags & _AT_SYMLINK_FOLLOW))
-    parent, name, path = _entry(guard, call, newdir, new_at)
+    parent, name, path = _entry(guard, call, newdir, new_at, create=True)
     os.link(f"/proc/self/fd/{source}", name, dst_dir_fd=parent, follow_symlinks=True)
     guard._note(path)
     return 0

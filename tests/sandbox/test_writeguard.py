@@ -81,6 +81,8 @@ out["stdout"] = open("/dev/stdout", "w").write("to the pipe\n")
 open(os.path.join(os.environ["TMPDIR"], "scratch"), "w").write("t")
 out["files"] = {n: open(n).read() for n in ("from-tmpfile.txt", "c", "b")}
 out["slash"] = [err(lambda: open("nd/", "w")), err(lambda: os.unlink("b/"))]
+out["exist_ok"] = [err(lambda: os.makedirs(p, exist_ok=True))
+                   for p in (os.path.expanduser("~"), "/usr/bin", ".git/objects")]
 print(json.dumps(out))
 '''
 
@@ -100,6 +102,7 @@ def test_what_a_build_does_still_works(tmp_path: Path) -> None:
     assert seen["fifo"] == "through a fifo" and seen["tar"] == ["link", "sub"]
     assert seen["files"] == {"from-tmpfile.txt": "anonymous", "c": "a+", "b": ""}
     assert seen["slash"] == ["EISDIR", "ENOTDIR"]  # "name/" is a directory, as the kernel says
+    assert seen["exist_ok"] == ["ok"] * 3  # EEXIST first, as the kernel answers it
     assert len(os.listdir(ws / "unpacked" / "pkg" / "sub")) == 50
     assert refused == [] and tree_hash(ws / ".git") == before
 
