@@ -391,7 +391,8 @@ class WriteGuard:
         except _Gone:
             pass
         except Refused as refused:
-            if refused.why in ("protected", "hidden"):
+            if refused.why == "protected" or (refused.why == "hidden"
+                                              and not refused.path.startswith(b"/dev/")):
                 self.refused.append(_shown(refused.path, self.protection.workspace))
             self._answer(call.ident, 0, -refused.code)
         except OSError as exc:
