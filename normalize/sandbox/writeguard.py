@@ -118,7 +118,7 @@ class Protection:
     workspace: bytes
     writable: tuple[bytes, ...]
     devices: frozenset[bytes] = frozenset()
-    hidden: tuple[bytes, ...] = ()
+    hidden: frozenset[bytes] = frozenset()
 
     @classmethod
     def of(cls, workspace: str, writable: Iterable[str], devices: Iterable[str] = (),
@@ -126,7 +126,7 @@ class Protection:
         real = [os.fsencode(os.path.realpath(p)) for p in writable]
         return cls(os.fsencode(os.path.realpath(workspace)), tuple(real),
                    frozenset(os.fsencode(os.path.realpath(d)) for d in devices),
-                   tuple(os.fsencode(os.path.realpath(h)) for h in hidden))
+                   frozenset(os.fsencode(os.path.realpath(h)) for h in hidden))
 
     def refuses(self, path: bytes, *, entry: bool) -> str:
         """Why `path` may not be changed ("" when it may): as a name in its directory
@@ -134,7 +134,7 @@ class Protection:
         times). "protected" and "hidden" are what the guard adds; "outside" is Landlock's."""
         if not entry and path in self.devices:
             return ""
-        if any(_within(path, h) for h in self.hidden):
+        if _under_any(path, self.hidden):
             return "hidden"
         if _within(path, self.workspace):
             rest = path[len(self.workspace):].split(b"/")
@@ -165,6 +165,17 @@ class Protection:
 
 def _beneath(path: bytes, root: bytes) -> bool:
     return path.startswith(root.rstrip(b"/") + b"/")
+
+
+def _under_any(path: bytes, roots: frozenset[bytes]) -> bool:
+    """Whether `path` is one of `roots` or below one (a lookup per ancestor, not per root)."""
+    while True:
+        if path in roots:
+            return True
+        head = path.rpartition(b"/")[0]
+        if not head or head == path:
+            return b"/" in roots
+        path = head
 
 
 def _within(path: bytes, root: bytes) -> bool:
