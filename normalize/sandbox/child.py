@@ -155,7 +155,8 @@ def _write(path: str, text: str) -> None:
 class ChildPlan:
     """The steps for the child, in order: unshare, map ids, private mounts, bind back,
     bind read-only, hide, then fork the program under a reaper, which restricts itself
-    (Landlock, then the seccomp filter of the landlock tier)."""
+    (capabilities that read other processes dropped, Landlock, then the landlock tier's
+    seccomp filter and its write guard's)."""
 
     unshare: int = 0
     read_only: list[tuple[bytes, int]] = field(default_factory=list)  # path, kept flags

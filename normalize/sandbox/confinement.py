@@ -16,9 +16,11 @@ plus Landlock's TCP rules on ABI 4 and later.
 That is the `full` tier. Where namespaces are refused (a container's seccomp
 profile, Ubuntu's AppArmor restriction) the `landlock` tier keeps the same
 Landlock rules and adds a seccomp filter (`seccomp.sandbox_filter`) in place of
-the namespaces: no read-only binds (`.git` is verified after each program
-instead), the real `/dev/shm`, of /dev only `BUILD_DEVICES` (no terminal),
-and sockets refused by family.
+the namespaces: no read-only binds (a write guard decides every path change
+instead, `normalize.sandbox.writeguard`, refusing every `.git`, `.normalize` and
+hidden place), the real `/dev/shm`, of /dev only `BUILD_DEVICES` (no terminal),
+sockets refused by family, and every program's temporary directory made in one
+private directory per user (`temp_parent`) that Landlock hides but for its own.
 
 With a host list (`hosts`), in the full tier the child brings its namespace's
 loopback up, listens on `PROXY_PORT` there and hands the listener to
