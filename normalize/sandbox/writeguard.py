@@ -30,16 +30,19 @@ Kept from the program: `openat2` (ENOSYS: the C library falls back to
 `utimensat`) and a new seccomp listener of its own (EPERM: a later filter's
 listener would be asked first, and could let a call through unasked).
 
-Not decided here: `chown` family and extended attributes (no content, nothing
-git runs), and a file that was already a hard link of a protected file before
-the program started (its other name is not protected). `.git` fingerprints
+Not decided here: `chown` family, extended attributes and `futimens` (times
+through a descriptor: no content, mode or name, nothing git runs), and a file
+that was already a hard link of a protected file before the program started
+(its other name is not protected). The calls themselves are in
+`normalize.sandbox.guardcalls`. `.git` fingerprints
 (`normalize.sandbox.gitguard`) stay, as the detector of last resort.
 
 Why this and not the alternatives (measured in `bench/sandbox.py`): another
 uid needs normalize to run as root (CI containers only) and a tree owned by
 someone else; a snapshot of every protected path is a repair, after the fact,
 that a survivor or a second task can race. A notification costs a round trip
-through normalize per path change (tens of microseconds); reads, and writes
+through normalize per path change (0.1-0.3 ms on a loaded 2-core machine, most
+of it the caller being woken to take its descriptor); reads, and writes
 through an open descriptor, cost nothing.
 """
 
@@ -52,19 +55,27 @@ import os
 import re
 import select
 import socket
-import stat
 import struct
 import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
+from normalize.sandbox.guardcalls import (
+    AT_FDCWD,
+    HANDLERS,
+    HOPS,
+    PROTECTED_SPELLINGS,
+    Call,
+    Gone,
+    Protection,
+    Refused,
+    beneath,
+    own_fd,
+    umask_in,
+)
 from normalize.sandbox.landlock import PR_SET_NO_NEW_PRIVS
 from normalize.sandbox.seccomp import ARCHES, _Program, arch
 
 __all__ = ["PROTECTED_SPELLINGS", "Protection", "WriteGuard", "guard_filter"]
 
-PROTECTED_SPELLINGS = frozenset({b".git", b".normalize"})
-"""Entry names (compared case-insensitively) no program may create, change or delete."""
 # name -> (x86_64, aarch64); -1 where the machine has no such call
 _NR = {
     "open": (2, -1), "openat": (257, 56), "creat": (85, -1), "truncate": (76, 45),
@@ -79,7 +90,6 @@ _ENOSYS = {"openat2": (437, 437), "utime": (132, -1), "utimes": (235, -1),
 _SECCOMP = (317, 277)
 _OPEN_FLAGS = {"open": 1, "openat": 2}  # which argument holds an open's flags
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-_O_TMPFILE = getattr(os, "O_TMPFILE", 0o20200000)
 
 _RET_ALLOW, _RET_NOTIFY, _RET_ERRNO = 0x7FFF0000, 0x7FC00000, 0x00050000
 _SECCOMP_SET_MODE_FILTER = 1
@@ -90,96 +100,8 @@ _ADDFD_SEND = 1 << 1
 _NOTIF = struct.Struct("=QII iIQ6Q")
 _RESP = struct.Struct("=QqiI")
 _ADDFD_ARGS = struct.Struct("=QIIII")
-_AT_FDCWD = -100
-_AT_SYMLINK_NOFOLLOW, _AT_REMOVEDIR, _AT_SYMLINK_FOLLOW = 0x100, 0x200, 0x400
-_AT_EMPTY_PATH = 0x1000
-_RENAME_EXCHANGE = 2
 _PATH_MAX = 4096
-_HOPS = 40
-_WALK_LIMIT = 100_000
-_OWN_FD = re.compile(rb"^/(?:proc/(?:self|thread-self)|dev)/fd/(\d+)$")
 _SELF = re.compile(rb"^/proc/(?:self|thread-self)(?=/|$)")
-_STD = {b"/dev/stdin": 0, b"/dev/stdout": 1, b"/dev/stderr": 2}
-
-
-class Refused(Exception):
-    """A call the guard answers with an errno (EACCES for a protected or outside path)."""
-
-    def __init__(self, code: int, path: bytes = b"", why: str = "") -> None:
-        super().__init__(code)
-        self.code, self.path, self.why = code, path, why
-
-
-@dataclass(frozen=True)
-class Protection:
-    """Where programs may change paths: `writable` directories and `devices`, minus `hidden`
-    places and every protected name beneath `workspace`. Paths are real and absolute."""
-
-    workspace: bytes
-    writable: tuple[bytes, ...]
-    devices: frozenset[bytes] = frozenset()
-    hidden: frozenset[bytes] = frozenset()
-
-    @classmethod
-    def of(cls, workspace: str, writable: Iterable[str], devices: Iterable[str] = (),
-           hidden: Iterable[str] = ()) -> Protection:
-        real = [os.fsencode(os.path.realpath(p)) for p in writable]
-        return cls(os.fsencode(os.path.realpath(workspace)), tuple(real),
-                   frozenset(os.fsencode(os.path.realpath(d)) for d in devices),
-                   frozenset(os.fsencode(os.path.realpath(h)) for h in hidden))
-
-    def refuses(self, path: bytes, *, entry: bool) -> str:
-        """Why `path` may not be changed ("" when it may): as a name in its directory
-        (`entry`: create, remove, rename, link) or as an object (write, truncate, chmod,
-        times). "protected" and "hidden" are what the guard adds; "outside" is Landlock's."""
-        if not entry and path in self.devices:
-            return ""
-        if _under_any(path, self.hidden):
-            return "hidden"
-        if _within(path, self.workspace):
-            rest = path[len(self.workspace):].split(b"/")
-            if any(part.lower() in PROTECTED_SPELLINGS for part in rest):
-                return "protected"
-        if any(_beneath(path, w) or (not entry and path == w) for w in self.writable):
-            return ""
-        return "outside"
-
-    def holds_protected(self, directory: int) -> bool:
-        """Whether a directory (a descriptor) has a protected name anywhere below it; also
-        True past `_WALK_LIMIT` entries, since moving it could then move a repository."""
-        seen = 0
-        stack = [f"/proc/self/fd/{directory}"]
-        while stack:
-            try:
-                entries = list(os.scandir(stack.pop()))
-            except OSError:
-                continue
-            for item in entries:
-                seen += 1
-                if os.fsencode(item.name).lower() in PROTECTED_SPELLINGS or seen > _WALK_LIMIT:
-                    return True
-                if item.is_dir(follow_symlinks=False):
-                    stack.append(item.path)
-        return False
-
-
-def _beneath(path: bytes, root: bytes) -> bool:
-    return path.startswith(root.rstrip(b"/") + b"/")
-
-
-def _under_any(path: bytes, roots: frozenset[bytes]) -> bool:
-    """Whether `path` is one of `roots` or below one (a lookup per ancestor, not per root)."""
-    while True:
-        if path in roots:
-            return True
-        head = path.rpartition(b"/")[0]
-        if not head or head == path:
-            return b"/" in roots
-        path = head
-
-
-def _within(path: bytes, root: bytes) -> bool:
-    return path == root or _beneath(path, root)
 
 
 def _numbers(machine: str) -> tuple[int, dict[str, int], dict[str, int]]:
@@ -238,39 +160,6 @@ def guard_filter(machine: str | None = None) -> bytes:
     prog.label("eperm")
     prog.ret(_RET_ERRNO | errno.EPERM)
     return prog.assemble()
-
-
-_UMASK = re.compile(rb"\nUmask:\s*([0-7]+)")
-
-
-def _umask_in(status: bytes) -> int:
-    found = _UMASK.search(status)
-    return int(found.group(1), 8) if found else 0o022
-
-
-with open("/proc/self/status", "rb") as _fh:
-    _OWN_UMASK = _umask_in(_fh.read())
-
-
-@dataclass
-class _Call:
-    """One notification: the caller, the call, and the descriptors opened for it."""
-
-    ident: int
-    pid: int
-    name: str
-    args: list[int]
-    fds: list[int] = field(default_factory=list)
-
-    def keep(self, fd: int) -> int:
-        self.fds.append(fd)
-        return fd
-
-    def close(self) -> None:
-        for fd in self.fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.fds.clear()
 
 
 class WriteGuard:
@@ -388,18 +277,18 @@ class WriteGuard:
                     continue
                 return
             ident, pid, _, nr, _, _, *args = _NOTIF.unpack(buf.raw)
-            call = _Call(ident, pid, names.get(nr, ""), list(args))
+            call = Call(ident, pid, names.get(nr, ""), list(args))
             self._decide(call)
 
-    def _decide(self, call: _Call) -> None:
+    def _decide(self, call: Call) -> None:
         try:
-            handler = _HANDLERS.get(call.name)
+            handler = HANDLERS.get(call.name)
             if handler is None:
                 raise Refused(errno.ENOSYS)
             result = handler(self, call)
             if result is not None:
                 self._answer(call.ident, 0, 0)
-        except _Gone:
+        except Gone:
             pass
         except Refused as refused:
             if refused.why == "protected" or (refused.why == "hidden"
@@ -417,7 +306,7 @@ class WriteGuard:
         resp = ctypes.create_string_buffer(_RESP.pack(ident, value, error, 0))
         self._ioctl(self._listener, _SEND, ctypes.addressof(resp))
 
-    def _install(self, call: _Call, fd: int, cloexec: bool) -> None:
+    def _install(self, call: Call, fd: int, cloexec: bool) -> None:
         """Give the caller `fd` as the call's result (ADDFD, answering in the same step)."""
         flags = os.O_CLOEXEC if cloexec else 0
         args = ctypes.create_string_buffer(_ADDFD_ARGS.pack(call.ident, _ADDFD_SEND, fd, 0,
@@ -431,9 +320,9 @@ class WriteGuard:
         if new >= 0:
             self._answer(call.ident, new, 0)
 
-    def _later(self, call: _Call, parent: int, name: bytes, flags: int, path: bytes) -> None:
+    def _later(self, call: Call, parent: int, name: bytes, flags: int, path: bytes) -> None:
         """Open a FIFO in a thread of its own (it blocks until a reader comes), then answer."""
-        later = _Call(call.ident, call.pid, call.name, call.args, call.fds)
+        later = Call(call.ident, call.pid, call.name, call.args, call.fds)
         call.fds = []
 
         def wait() -> None:
@@ -455,7 +344,7 @@ class WriteGuard:
 
     # -- reading the caller --------------------------------------------------------------------
 
-    def _string(self, call: _Call, address: int) -> bytes:
+    def _string(self, call: Call, address: int) -> bytes:
         """A path argument, read once from the caller's memory."""
         if address == 0:
             raise Refused(errno.EFAULT)
@@ -489,13 +378,13 @@ class WriteGuard:
                 if fd is None:
                     fd = self._statuses[pid] = os.open(f"/proc/{pid}/status",
                                                        os.O_RDONLY | os.O_CLOEXEC)
-                return _umask_in(os.pread(fd, 4096, 0))
+                return umask_in(os.pread(fd, 4096, 0))
             except OSError:  # gone, or the pid reused since: open it afresh once
                 with contextlib.suppress(OSError, KeyError):
                     os.close(self._statuses.pop(pid))
         return 0o022
 
-    def _bytes(self, call: _Call, address: int, size: int) -> bytes:
+    def _bytes(self, call: Call, address: int, size: int) -> bytes:
         fd = self._mems.get(call.pid)
         try:
             if fd is None:
@@ -508,25 +397,25 @@ class WriteGuard:
             raise Refused(errno.EFAULT)
         return raw
 
-    def _base(self, call: _Call, dirfd: int | None) -> int:
+    def _base(self, call: Call, dirfd: int | None) -> int:
         """The caller's cwd, or its descriptor `dirfd`, opened here (O_PATH)."""
         signed = None if dirfd is None else ctypes.c_int(dirfd & 0xFFFFFFFF).value
-        where = (f"/proc/{call.pid}/cwd" if signed is None or signed == _AT_FDCWD
+        where = (f"/proc/{call.pid}/cwd" if signed is None or signed == AT_FDCWD
                  else f"/proc/{call.pid}/fd/{signed}")
         try:
             return call.keep(os.open(where, os.O_PATH | os.O_CLOEXEC))
         except OSError as exc:
             raise Refused(errno.EBADF if exc.errno == errno.ENOENT else exc.errno or 1) from None
 
-    def _valid(self, call: _Call) -> None:
+    def _valid(self, call: Call) -> None:
         """Still the same caller (what was read was its memory, the pid not reused)."""
         ident = ctypes.c_uint64(call.ident)
         if self._ioctl(self._listener, _ID_VALID, ctypes.addressof(ident)) != 0:
-            raise _Gone
+            raise Gone
 
     # -- resolving -----------------------------------------------------------------------------
 
-    def _split(self, call: _Call, base: int, path: bytes) -> tuple[int, bytes, bytes]:
+    def _split(self, call: Call, base: int, path: bytes) -> tuple[int, bytes, bytes]:
         """(the parent directory opened here, the final name, the parent's real path)."""
         if not path:
             raise Refused(errno.ENOENT)
@@ -546,21 +435,21 @@ class WriteGuard:
                                    dir_fd=base))
         return parent, name, os.readlink(f"/proc/self/fd/{parent}".encode())
 
-    def _final(self, call: _Call, parent: int, name: bytes, real: bytes,
+    def _final(self, call: Call, parent: int, name: bytes, real: bytes,
                follow: bool) -> tuple[int, bytes, bytes] | int:
         """Follow a final symlink (when the call would), resolving each target the same way.
 
         Returns the last (parent, name, parent's real path), or a descriptor opened here for
         one of the caller's own descriptors named through /proc/self/fd or /dev/std*.
         """
-        for _ in range(_HOPS):
+        for _ in range(HOPS):
             if not follow or name == b".":
                 return parent, name, real
             try:
                 target = os.readlink(name, dir_fd=parent)
             except OSError:
                 return parent, name, real
-            own = _own_fd(target)
+            own = own_fd(target)
             if own is not None:
                 return own
             parent, name, real = self._split(call, parent, target)
@@ -578,343 +467,7 @@ class WriteGuard:
             self.paths.add(os.fsdecode(path))
 
 
-class _Gone(Exception):
-    """The caller went away while its call was decided: nothing to answer."""
-
-
-def _own_fd(path: bytes) -> int | None:
-    if path in _STD:
-        return _STD[path]
-    found = _OWN_FD.match(path)
-    return int(found.group(1)) if found else None
-
-
 def _shown(path: bytes, workspace: bytes) -> str:
-    if _beneath(path, workspace):
+    if beneath(path, workspace):
         return os.fsdecode(path[len(workspace.rstrip(b"/")) + 1:])
     return os.fsdecode(path)
-
-
-def _signed(value: int) -> int:
-    return ctypes.c_int(value & 0xFFFFFFFF).value
-
-
-# -- the calls -----------------------------------------------------------------------------------
-
-
-def _open(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, flags: int,
-          mode: int) -> None:
-    path = guard._string(call, path_at)
-    base = guard._base(call, dirfd)
-    guard._valid(call)
-    if path.endswith(b"/"):  # "name/" names a directory, which no write opens nor creates
-        if flags & os.O_CREAT:
-            raise Refused(errno.EISDIR)
-        flags |= os.O_DIRECTORY
-    cloexec = bool(flags & os.O_CLOEXEC)
-    own = _own_fd(path) if path.startswith(b"/") else None
-    for _ in range(_HOPS):
-        if own is not None:
-            fd = _reopen(guard, call, own, flags)
-            guard._install(call, fd, cloexec)
-            return
-        parent, name, real = guard._split(call, base, path)
-        follow = not flags & os.O_NOFOLLOW and not (flags & os.O_CREAT and flags & os.O_EXCL)
-        final = guard._final(call, parent, name, real, follow)
-        if isinstance(final, int):
-            own = final
-            continue
-        parent, name, real = final
-        if flags & os.O_CREAT and flags & os.O_EXCL and _exists(parent, name):
-            raise Refused(errno.EEXIST)
-        checked = guard._check(real, name, entry=False)
-        if not flags & os.O_NONBLOCK and _is_fifo(parent, name):
-            guard._later(call, parent, name, flags, checked)
-            return
-        try:
-            fd = _open_beneath(guard, call, parent, name, flags, mode)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP and follow:  # a symlink put there since: resolve it
-                continue
-            raise
-        guard._note(checked)
-        guard._install(call, fd, cloexec)
-        return
-    raise Refused(errno.ELOOP)
-
-
-def _open_beneath(guard: WriteGuard, call: _Call, parent: int, name: bytes, flags: int,
-                  mode: int) -> int:
-    """Open `name` in `parent` as asked, never through a symlink; a file made gets the caller's
-    mode and umask. A FIFO is opened without blocking this thread."""
-    flags |= os.O_NOFOLLOW | os.O_CLOEXEC
-    if flags & _O_TMPFILE == _O_TMPFILE:
-        fd = call.keep(os.open(name, flags, mode, dir_fd=parent))
-        _own_mode(fd, mode, guard.umask(call.pid))
-        return fd
-    if flags & os.O_CREAT and not flags & os.O_EXCL:
-        for _ in range(8):
-            try:
-                fd = call.keep(os.open(name, flags | os.O_EXCL, mode, dir_fd=parent))
-            except FileExistsError:
-                pass
-            else:
-                _own_mode(fd, mode, guard.umask(call.pid))
-                return fd
-            try:
-                return call.keep(os.open(name, flags & ~os.O_CREAT, dir_fd=parent))
-            except FileNotFoundError:
-                continue  # removed between the two: try creating again
-        raise Refused(errno.EAGAIN)
-    fd = call.keep(os.open(name, flags, mode, dir_fd=parent))
-    if flags & os.O_CREAT:
-        _own_mode(fd, mode, guard.umask(call.pid))
-    return fd
-
-
-def _exists(parent: int, name: bytes) -> bool:
-    try:
-        os.stat(name, dir_fd=parent, follow_symlinks=False)
-    except OSError:
-        return False
-    return True
-
-
-def _is_fifo(parent: int, name: bytes) -> bool:
-    try:
-        return stat.S_ISFIFO(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
-
-
-def _own_mode(fd: int, mode: int, umask: int) -> None:
-    if umask != _OWN_UMASK:
-        os.chmod(f"/proc/self/fd/{fd}", mode & ~umask & 0o7777)
-
-
-def _reopen(guard: WriteGuard, call: _Call, number: int, flags: int) -> int:
-    """The caller's own descriptor `number` opened again (`/dev/stdout`): allowed when it is
-    not a file, or a file the caller may change."""
-    flags &= ~(os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
-    fd = call.keep(os.open(f"/proc/{call.pid}/fd/{number}",
-                           (flags & ~os.O_TRUNC) | os.O_CLOEXEC | os.O_NONBLOCK))
-    if not flags & os.O_NONBLOCK:
-        os.set_blocking(fd, True)
-    if stat.S_ISREG(os.fstat(fd).st_mode) or stat.S_ISDIR(os.fstat(fd).st_mode):
-        real = os.readlink(f"/proc/self/fd/{fd}".encode())
-        _refuse_object(guard, real)
-        if flags & os.O_TRUNC:
-            os.ftruncate(fd, 0)
-        guard._note(real)
-    return fd
-
-
-def _refuse_object(guard: WriteGuard, real: bytes) -> None:
-    """Refuse changing what a descriptor names (a path; pipes and sockets have none)."""
-    why = guard.protection.refuses(real, entry=False) if real.startswith(b"/") else ""
-    if why:
-        raise Refused(errno.EACCES, real, why)
-
-
-def _object(guard: WriteGuard, call: _Call, dirfd: int | None, path: bytes, flags: int,
-            follow: bool) -> int:
-    """An O_PATH descriptor of the object a call changes (a path, or AT_EMPTY_PATH's fd),
-    checked."""
-    if not path and flags & _AT_EMPTY_PATH and dirfd is not None:
-        fd = guard._base(call, dirfd)
-        guard._valid(call)
-        real = os.readlink(f"/proc/self/fd/{fd}".encode())
-        _refuse_object(guard, real)
-        return fd
-    base = guard._base(call, dirfd)
-    guard._valid(call)
-    own = _own_fd(path) if path.startswith(b"/") else None
-    if own is None:
-        parent, name, real = guard._split(call, base, path)
-        final = guard._final(call, parent, name, real, follow)
-        if isinstance(final, int):
-            own = final
-        else:
-            parent, name, real = final
-            guard._check(real, name, entry=False)
-            return call.keep(os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC,
-                                     dir_fd=parent))
-    fd = call.keep(os.open(f"/proc/{call.pid}/fd/{own}", os.O_PATH | os.O_CLOEXEC))
-    _refuse_object(guard, os.readlink(f"/proc/self/fd/{fd}".encode()))
-    return fd
-
-
-def _entry(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int,
-           slash_ok: bool = False, create: bool = False) -> tuple[int, bytes, bytes]:
-    """The parent, the name and the checked path of a name a call makes, removes or moves;
-    one that would make what exists already is told EEXIST first, as the kernel tells it
-    (`os.makedirs(..., exist_ok=True)` on a directory outside the workspace goes on)."""
-    path = guard._string(call, path_at)
-    base = guard._base(call, dirfd)
-    guard._valid(call)
-    parent, name, real = guard._split(call, base, path)
-    if create and _exists(parent, name):
-        raise Refused(errno.EEXIST)
-    checked = guard._check(real, name, entry=True)
-    if path.endswith(b"/") and not slash_ok and name != b".":  # "name/": a directory only
-        try:
-            is_dir = stat.S_ISDIR(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
-        except FileNotFoundError:
-            is_dir = True  # the call itself says ENOENT
-        if not is_dir:
-            raise Refused(errno.ENOTDIR)
-    return parent, name, checked
-
-
-def _made(guard: WriteGuard, call: _Call, parent: int, name: bytes, mode: int) -> None:
-    """Give a directory or node just made the caller's umask instead of normalize's."""
-    umask = guard.umask(call.pid)
-    if umask == _OWN_UMASK:
-        return
-    fd = call.keep(os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent))
-    kept = os.fstat(fd).st_mode & stat.S_ISGID
-    os.chmod(f"/proc/self/fd/{fd}", (mode & ~umask & 0o1777) | kept)
-
-
-def _mkdir(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, mode: int) -> int:
-    parent, name, path = _entry(guard, call, dirfd, path_at, slash_ok=True, create=True)
-    os.mkdir(name, mode & 0o7777, dir_fd=parent)
-    _made(guard, call, parent, name, mode)
-    guard._note(path)
-    return 0
-
-
-def _mknod(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, mode: int,
-           device: int) -> int:
-    parent, name, path = _entry(guard, call, dirfd, path_at, create=True)
-    os.mknod(name, mode, device, dir_fd=parent)
-    _made(guard, call, parent, name, mode)
-    guard._note(path)
-    return 0
-
-
-def _unlink(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int, flags: int) -> int:
-    parent, name, path = _entry(guard, call, dirfd, path_at)
-    if flags & _AT_REMOVEDIR:
-        os.rmdir(name, dir_fd=parent)
-    else:
-        os.unlink(name, dir_fd=parent)
-    guard._note(path)
-    return 0
-
-
-def _symlink(guard: WriteGuard, call: _Call, target_at: int, dirfd: int | None,
-             path_at: int) -> int:
-    target = guard._string(call, target_at)  # what a link says is never followed here
-    parent, name, path = _entry(guard, call, dirfd, path_at, create=True)
-    os.symlink(target, name, dir_fd=parent)
-    guard._note(path)
-    return 0
-
-
-def _link(guard: WriteGuard, call: _Call, olddir: int | None, old_at: int, newdir: int | None,
-          new_at: int, flags: int) -> int:
-    old = guard._string(call, old_at)
-    source = _object(guard, call, olddir, old, flags, bool(flags & _AT_SYMLINK_FOLLOW))
-    parent, name, path = _entry(guard, call, newdir, new_at, create=True)
-    os.link(f"/proc/self/fd/{source}", name, dst_dir_fd=parent, follow_symlinks=True)
-    guard._note(path)
-    return 0
-
-
-def _rename(guard: WriteGuard, call: _Call, olddir: int | None, old_at: int,
-            newdir: int | None, new_at: int, flags: int) -> int:
-    parent_old, name_old, path_old = _entry(guard, call, olddir, old_at)
-    parent_new, name_new, path_new = _entry(guard, call, newdir, new_at)
-    moved = [(parent_old, name_old, path_old)]
-    if flags & _RENAME_EXCHANGE:
-        moved.append((parent_new, name_new, path_new))
-    for parent, name, path in moved:  # a directory holding a repository stays where it is
-        with contextlib.suppress(OSError):
-            fd = call.keep(os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-                                   | os.O_CLOEXEC, dir_fd=parent))
-            if guard.protection.holds_protected(fd):
-                raise Refused(errno.EACCES, path + b"/.git", "protected")
-    result = guard._syscall(ctypes.c_long(guard._renameat2), ctypes.c_long(parent_old),
-                            ctypes.c_char_p(name_old), ctypes.c_long(parent_new),
-                            ctypes.c_char_p(name_new), ctypes.c_long(flags))
-    if result != 0:
-        raise Refused(ctypes.get_errno())
-    guard._note(path_old)
-    guard._note(path_new)
-    return 0
-
-
-def _chmod(guard: WriteGuard, call: _Call, dirfd: int | None, path_at: int | None, mode: int,
-           flags: int) -> int:
-    path = b"" if path_at is None else guard._string(call, path_at)
-    fd = _object(guard, call, dirfd, path, flags | (_AT_EMPTY_PATH if path_at is None else 0),
-                 not flags & _AT_SYMLINK_NOFOLLOW)
-    if stat.S_ISLNK(os.fstat(fd).st_mode):
-        raise Refused(errno.EOPNOTSUPP)
-    os.chmod(f"/proc/self/fd/{fd}", mode & 0o7777)
-    guard._note(os.readlink(f"/proc/self/fd/{fd}".encode()))
-    return 0
-
-
-def _truncate(guard: WriteGuard, call: _Call, path_at: int, length: int) -> int:
-    path = guard._string(call, path_at)
-    fd = _object(guard, call, None, path, 0, True)
-    writable = call.keep(os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK
-                                 | os.O_CLOEXEC))
-    os.ftruncate(writable, length)
-    guard._note(os.readlink(f"/proc/self/fd/{fd}".encode()))
-    return 0
-
-
-def _utimens(guard: WriteGuard, call: _Call, dirfd: int, path_at: int, times_at: int,
-             flags: int) -> int:
-    path = b"" if path_at == 0 else guard._string(call, path_at)
-    times = None if times_at == 0 else guard._bytes(call, times_at, 32)
-    fd = _object(guard, call, dirfd, path, flags | (_AT_EMPTY_PATH if path_at == 0 else 0),
-                 not flags & _AT_SYMLINK_NOFOLLOW)
-    buffer = None if times is None else ctypes.create_string_buffer(times, 32)
-    result = guard._syscall(ctypes.c_long(guard._utimensat), ctypes.c_long(_AT_FDCWD),
-                            ctypes.c_char_p(f"/proc/self/fd/{fd}".encode()), buffer,
-                            ctypes.c_long(0))
-    if result != 0:
-        raise Refused(ctypes.get_errno())
-    return 0
-
-
-def _dir(value: int) -> int:
-    return _signed(value)
-
-
-_Handler = Callable[[WriteGuard, _Call], "int | None"]
-_HANDLERS: dict[str, _Handler] = {
-    "open": lambda g, c: _open(g, c, None, c.args[0], c.args[1], c.args[2]),
-    "openat": lambda g, c: _open(g, c, _dir(c.args[0]), c.args[1], c.args[2], c.args[3]),
-    "creat": lambda g, c: _open(g, c, None, c.args[0],
-                                os.O_CREAT | os.O_WRONLY | os.O_TRUNC, c.args[1]),
-    "truncate": lambda g, c: _truncate(g, c, c.args[0], c.args[1]),
-    "mkdir": lambda g, c: _mkdir(g, c, None, c.args[0], c.args[1]),
-    "mkdirat": lambda g, c: _mkdir(g, c, _dir(c.args[0]), c.args[1], c.args[2]),
-    "mknod": lambda g, c: _mknod(g, c, None, c.args[0], c.args[1], c.args[2]),
-    "mknodat": lambda g, c: _mknod(g, c, _dir(c.args[0]), c.args[1], c.args[2], c.args[3]),
-    "unlink": lambda g, c: _unlink(g, c, None, c.args[0], 0),
-    "rmdir": lambda g, c: _unlink(g, c, None, c.args[0], _AT_REMOVEDIR),
-    "unlinkat": lambda g, c: _unlink(g, c, _dir(c.args[0]), c.args[1], c.args[2]),
-    "symlink": lambda g, c: _symlink(g, c, c.args[0], None, c.args[1]),
-    "symlinkat": lambda g, c: _symlink(g, c, c.args[0], _dir(c.args[1]), c.args[2]),
-    "link": lambda g, c: _link(g, c, None, c.args[0], None, c.args[1], 0),
-    "linkat": lambda g, c: _link(g, c, _dir(c.args[0]), c.args[1], _dir(c.args[2]),
-                                 c.args[3], c.args[4]),
-    "rename": lambda g, c: _rename(g, c, None, c.args[0], None, c.args[1], 0),
-    "renameat": lambda g, c: _rename(g, c, _dir(c.args[0]), c.args[1], _dir(c.args[2]),
-                                     c.args[3], 0),
-    "renameat2": lambda g, c: _rename(g, c, _dir(c.args[0]), c.args[1], _dir(c.args[2]),
-                                      c.args[3], c.args[4]),
-    "chmod": lambda g, c: _chmod(g, c, None, c.args[0], c.args[1], 0),
-    "fchmod": lambda g, c: _chmod(g, c, _dir(c.args[0]), None, c.args[1], 0),
-    "fchmodat": lambda g, c: _chmod(g, c, _dir(c.args[0]), c.args[1], c.args[2], 0),
-    "fchmodat2": lambda g, c: _chmod(g, c, _dir(c.args[0]), c.args[1], c.args[2], c.args[3]),
-    "utimensat": lambda g, c: _utimens(g, c, _dir(c.args[0]), c.args[1], c.args[2],
-                                       c.args[3]),
-}
-"""Each call's handler: None when it answered itself (an open's descriptor), else 0."""
