@@ -2,6 +2,11 @@
 
     python bench/sandbox.py              # start-up medians, the ratio, the prompt share
     python bench/sandbox.py --runs 100
+    python bench/sandbox.py --writes-only  # the landlock tier's write guard: true, an untar
+
+Writes: `true` and an untar of 10,000 files into a scratch workspace, in the full
+tier, the landlock tier (with its write guard deciding every path change), the
+landlock tier without the guard, and off; the median of `--write-runs` each.
 
 Start-up: `true` and `python3 -c pass` confined and started as `run_process`
 starts them (`confine`, then the child's own session, stdin from /dev/null,
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import shutil
 import statistics
 import subprocess
 import sys
@@ -39,26 +45,62 @@ BEFORE = "a98f404"  # the last commit whose approvals trusted a list of known ch
 
 
 TIERS = ("full", "landlock", "off")
+WRITE_TIERS = ("full", "landlock", "unguarded", "off")
+"""`unguarded`: the landlock tier without its write guard (the prevention's own cost)."""
 
 
-def _start(argv: list[str], tier: str) -> float:
+def _start(argv: list[str], tier: str, workspace: Path = ROOT) -> float:
     """Seconds to confine and run `argv` to its end in `tier` (run_process's start, no reader)."""
     from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, confine, landlock
 
     policy = SandboxPolicy(SandboxMode.OFF) if tier == "off" else SandboxPolicy()
     abi = 0 if tier == "off" else landlock.abi_version()
+    kind = {"off": SandboxTier.NONE, "unguarded": SandboxTier.LANDLOCK}.get(tier)
     started = time.perf_counter()
-    confinement = confine(policy, ROOT, abi=abi, label="bench",
-                          tier=SandboxTier.NONE if tier == "off" else SandboxTier(tier))
+    confinement = confine(policy, workspace, abi=abi, label="bench",
+                          tier=kind or SandboxTier(tier))
+    if tier == "unguarded" and confinement._plan is not None:
+        confinement._plan.guard = None  # the child reads it when it starts the program
     try:
-        code = subprocess.run(argv, cwd=ROOT, env=confinement.env, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              start_new_session=True, preexec_fn=confinement.preexec,
-                              check=False).returncode
+        code = subprocess.run(argv, cwd=workspace, env=confinement.env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, start_new_session=True,
+                              preexec_fn=confinement.preexec, check=False).returncode
     finally:
         confinement.close()
     assert code == 0, (argv, tier)
     return time.perf_counter() - started
+
+
+def writes(runs: int, files: int = 10_000) -> dict[str, dict[str, float]]:
+    """Median ms of `true` and of untarring `files` files (100 directories) in each tier.
+
+    The archive and the output lie in a scratch workspace holding a `.git`; every file the
+    untar makes is an open, a utimensat and (for GNU tar) a chmod decided by the write guard.
+    """
+    times: dict[tuple[str, str], list[float]] = {(w, t): [] for w in ("true", "untar")
+                                                 for t in WRITE_TIERS}
+    with tempfile.TemporaryDirectory() as tmp:
+        ws, source = Path(tmp, "ws"), Path(tmp, "src")
+        for index in range(files):
+            directory = source / f"d{index // 100}"
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / f"f{index}.txt").write_text(f"{index}\n")
+        ws.mkdir()
+        subprocess.run(["git", "init", "-q", str(ws)], check=True)
+        archive = ws / "files.tar"
+        subprocess.run(["tar", "-cf", str(archive), "-C", str(source), "."], check=True)
+        for run in range(runs):
+            for tier in WRITE_TIERS:
+                times[("true", tier)].append(_start(["true"], tier, ws))
+                out = ws / f"out-{tier}-{run}"
+                out.mkdir()
+                times[("untar", tier)].append(
+                    _start(["tar", "-xf", str(archive), "-C", str(out)], tier, ws))
+                assert sum(1 for _ in out.rglob("*.txt")) == files
+                shutil.rmtree(out)
+    return {work: {tier: statistics.median(times[(work, tier)]) * 1000 for tier in WRITE_TIERS}
+            for work in ("true", "untar")}
 
 
 def startup(runs: int) -> list[dict[str, Any]]:
@@ -140,7 +182,21 @@ def prompts() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--write-runs", type=int, default=5)
+    parser.add_argument("--writes-only", action="store_true",
+                        help="only the write guard's table (true and a 10,000-file untar)")
     args = parser.parse_args(argv)
+    found_writes = writes(args.write_runs)
+    print("| work | full (ms) | landlock (ms) | landlock, no guard (ms) | off (ms) |")
+    print("|---|---:|---:|---:|---:|")
+    for work, label in (("true", "`true`"), ("untar", "untar 10,000 files")):
+        row = found_writes[work]
+        print(f"| {label} | {row['full']:.1f} | {row['landlock']:.1f} | "
+              f"{row['unguarded']:.1f} | {row['off']:.1f} |")
+    guard_us = (found_writes["untar"]["landlock"] - found_writes["untar"]["unguarded"]) / 10
+    print(f"\nwrite guard: {guard_us:.0f} µs per file untarred (open + times + mode)\n")
+    if args.writes_only:
+        return 0
     print("| program | full (ms) | landlock (ms) | off (ms) | full / off | landlock / off |")
     print("|---|---:|---:|---:|---:|---:|")
     for row in startup(args.runs):

@@ -78,8 +78,8 @@ from normalize.recovery import (
     read_only,
     reply_text,
 )
-from normalize.sandbox import SandboxMode
-from normalize.sandbox.gitguard import GitGuard, describe, protected
+from normalize.sandbox import SandboxMode, SandboxTier
+from normalize.sandbox.gitguard import GitGuard, describe, describe_outside, outside, protected
 from normalize.store import TaskLock, TaskStore
 from normalize.task import (
     Action,
@@ -468,9 +468,11 @@ class Engine:
         finally:
             undone = guard.after() if guard is not None else []
         crash_point("action_ran")
-        if undone:  # it ran, and changed what a person's git would run: undone, and said
+        shown = (action.text.splitlines() or [action.tool])[0]
+        if outside(undone):  # no program could: someone else's change, told and left
+            ctx.emit(Notice(level="warning", message=f"`{shown}`: {describe_outside(undone)}"))
+        elif undone:  # it ran, and changed what a person's git would run: undone, and said
             result = protected(result, undone)
-            shown = (action.text.splitlines() or [action.tool])[0]
             ctx.emit(Notice(level="warning", message=f"`{shown}` {describe(undone)}"))
         if self.hooks is not None:
             self.hooks.after_action(action, result)
@@ -487,8 +489,12 @@ class Engine:
         """The `.git` fingerprint check, when programs may write the workspace."""
         if self.tool_ctx.sandbox.mode is not SandboxMode.WORKSPACE:
             return None
-        if self._guard is None:
-            self._guard = GitGuard(self.tool_ctx.workspace, (self.store.home,))
+        if self._guard is None:  # the landlock tier's write guard refuses programs every change
+            from normalize.sandbox.tiers import probe  # the mechanism, where programs run
+
+            prevented = probe().tier is SandboxTier.LANDLOCK
+            self._guard = GitGuard(self.tool_ctx.workspace, (self.store.home,),
+                                   repair=not prevented)
         return self._guard
 
     def finish(self, task: Task, driver: Driver, ctx: RunContext, action: Action,

@@ -48,6 +48,44 @@ _KEEP = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_N
          (os.ST_RELATIME, MS_RELATIME))
 
 
+PR_CAPBSET_READ, PR_CAPBSET_DROP = 23, 24
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER = 47, 3
+CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_PERFMON = 19, 21, 38
+_DROPPED = (CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_PERFMON)
+_CAP_VERSION_3 = 0x20080522
+
+
+def ptrace_dropper() -> Callable[[], None]:
+    """A function for the program's process: CAP_SYS_PTRACE, CAP_SYS_ADMIN and CAP_PERFMON out
+    of every capability set.
+
+    With any of them, a program run as root (CI containers) reads any process's
+    `/proc/PID/environ`, `maps` and `fd` links, normalize's own included, which Landlock's
+    ptrace rule (a program reaches only processes of its own domain) otherwise refuses
+    (measured on Linux 6.18). The bounding set keeps them from coming back at exec; a root
+    process that cannot drop them from there while holding them is refused.
+    """
+    c = libc()
+    prctl, capget, capset = c.prctl, c.capget, c.capset
+    header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable; twice (caps 0-31, 32-)
+    bits = sum(1 << cap for cap in _DROPPED)
+
+    def drop() -> None:
+        for cap in _DROPPED:
+            if prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and prctl(
+                    PR_CAPBSET_READ, cap, 0, 0, 0) == 1 and os.getuid() == 0:
+                raise OSError(ctypes.get_errno(), f"capability {cap} stays in the bounding set")
+            prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, cap, 0, 0)
+        _check(capget(header, data))
+        if (data[0] | data[1] | data[2]) & bits:
+            for index in range(3):
+                data[index] &= ~bits
+            _check(capset(header, data))
+
+    return drop
+
+
 def mount_flags(path: str) -> int:
     """The flags of the mount holding `path` that a read-only remount must carry over."""
     flags = os.statvfs(path).f_flag
@@ -117,7 +155,8 @@ def _write(path: str, text: str) -> None:
 class ChildPlan:
     """The steps for the child, in order: unshare, map ids, private mounts, bind back,
     bind read-only, hide, then fork the program under a reaper, which restricts itself
-    (Landlock, then the seccomp filter of the landlock tier)."""
+    (capabilities that read other processes dropped, Landlock, then the landlock tier's
+    seccomp filter and its write guard's)."""
 
     unshare: int = 0
     read_only: list[tuple[bytes, int]] = field(default_factory=list)  # path, kept flags
@@ -145,6 +184,8 @@ class ChildPlan:
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)
     supervisor: Supervisor | None = None
+    guard: Callable[[], None] | None = None
+    """Installed last, after the seccomp filter: the landlock tier's write guard's filter."""
 
     def preexec(self) -> Callable[[], None]:
         c = libc()
@@ -159,13 +200,17 @@ class ChildPlan:
             supervisor.proc_mounted = partial(grant_read, self.ruleset_fd, b"/proc")
         flags_open = os.O_PATH | os.O_CLOEXEC
         install = installer(self.seccomp) if self.seccomp else None
+        no_ptrace = ptrace_dropper()
 
         def program() -> None:
             try:
+                no_ptrace()
                 if self.ruleset_fd >= 0:
                     restrict(self.ruleset_fd)
                 if install is not None:
                     install()
+                if self.guard is not None:
+                    self.guard()
             except OSError as exc:  # said to the parent, which only hears "preexec_fn failed"
                 supervisor.report.refuse(f"restricting the program: {exc}")
                 raise

@@ -16,9 +16,11 @@ plus Landlock's TCP rules on ABI 4 and later.
 That is the `full` tier. Where namespaces are refused (a container's seccomp
 profile, Ubuntu's AppArmor restriction) the `landlock` tier keeps the same
 Landlock rules and adds a seccomp filter (`seccomp.sandbox_filter`) in place of
-the namespaces: no read-only binds (`.git` is verified after each program
-instead), the real `/dev/shm`, of /dev only `BUILD_DEVICES` (no terminal),
-and sockets refused by family.
+the namespaces: no read-only binds (a write guard decides every path change
+instead, `normalize.sandbox.writeguard`, refusing every `.git`, `.normalize` and
+hidden place), the real `/dev/shm`, of /dev only `BUILD_DEVICES` (no terminal),
+sockets refused by family, and every program's temporary directory made in one
+private directory per user (`temp_parent`) that Landlock hides but for its own.
 
 With a host list (`hosts`), in the full tier the child brings its namespace's
 loopback up, listens on `PROXY_PORT` there and hands the listener to
@@ -40,11 +42,13 @@ the workspace, would allow them.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
 import shutil
 import socket
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -56,6 +60,7 @@ from normalize.sandbox.credentials import CREDENTIAL_STORES, credential_places, 
 from normalize.sandbox.env import scrub_env
 from normalize.sandbox.policy import SandboxMode, SandboxPolicy, SandboxTier
 from normalize.sandbox.proxy import Proxy
+from normalize.sandbox.writeguard import Protection, WriteGuard
 
 __all__ = ["CREDENTIAL_STORES", "PROTECTED_NAMES", "PROXY_PORT", "Confinement", "confine",
            "protected_paths"]
@@ -101,6 +106,8 @@ class Confinement:
     _ruleset: landlock.Ruleset | None = None
     _channel: socket.socket | None = None  # the parent's end; the child's is `_child_end`
     _child_end: socket.socket | None = None
+    guard: WriteGuard | None = None
+    """The landlock tier's supervisor of path changes (`normalize.sandbox.writeguard`)."""
 
     def started(self) -> None:
         """After the spawn: serve the listener the child passed back (a host list only).
@@ -139,9 +146,11 @@ class Confinement:
         return self._plan.leftovers() if self._plan is not None else 0
 
     def close(self) -> None:
-        """Stop the proxy, free the ruleset and remove the temporary directory."""
+        """Stop the proxy and the write guard, free the ruleset, remove the temporary dir."""
         if self.proxy is not None:
             self.proxy.close()
+        if self.guard is not None:
+            self.guard.stop()
         for end in (self._channel, self._child_end):
             if end is not None:
                 end.close()
@@ -155,6 +164,19 @@ class Confinement:
         if self.tmpdir is not None:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
+
+
+def temp_parent() -> str:
+    """Where each program's temporary directory is made: one directory per user (0700) under
+    the temp root, which the landlock tier hides whole (a program's own is allowed by its
+    rule), so no program reads another's, made before it or after."""
+    parent = os.path.join(tempfile.gettempdir(), f"normalize-{os.getuid()}")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(parent, 0o700)
+    info = os.lstat(parent)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise OSError(errno.EPERM, f"{parent} is not a private directory of this user")
+    return parent
 
 
 def protected_paths(workspace: str) -> Iterator[str]:
@@ -247,6 +269,7 @@ def _ruleset(policy: SandboxPolicy, workspace: str, tmpdir: str, abi: int,
     devices: tuple[str, ...] = WRITABLE_DEVICES
     if tier is SandboxTier.LANDLOCK:
         hidden.add("/dev")
+        hidden.add(os.path.dirname(os.path.realpath(tmpdir)))  # others' temp dirs; ours below
         devices = tuple(d for d in devices if d in BUILD_DEVICES)
     try:
         ruleset.allow_all(_readable("/", hidden), landlock.ACCESS_READ)
@@ -428,7 +451,7 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
     if policy.mode is SandboxMode.OFF:
         return Confinement(env=child_env)
     root = os.path.realpath(workspace)
-    tmpdir = tempfile.mkdtemp(prefix=f"normalize-{label or 'run'}-")
+    tmpdir = tempfile.mkdtemp(prefix=f"normalize-{label or 'run'}-", dir=temp_parent())
     for name in ("TMPDIR", "TMP", "TEMP"):
         child_env[name] = tmpdir
     confinement = Confinement(env=child_env, tmpdir=tmpdir)
@@ -437,6 +460,8 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
         confinement._ruleset = ruleset
         if tier is SandboxTier.LANDLOCK:
             plan = _filtered_plan(policy, ruleset)
+            confinement.guard = WriteGuard(_protection(policy, root, tmpdir, child_env))
+            plan.guard = confinement.guard.preexec
         else:
             plan = _plan(policy, root, tmpdir, source, ruleset, visible)
         confinement._plan = plan
@@ -447,6 +472,17 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
         confinement.close()
         raise
     return confinement
+
+
+def _protection(policy: SandboxPolicy, root: str, tmpdir: str,
+                env: Mapping[str, str]) -> Protection:
+    """What the landlock tier's write guard lets programs change: what Landlock lets them
+    write, minus every protected name in the workspace and every hidden place."""
+    writable = [tmpdir, *policy.writable, *(d for d in BUILD_DEVICES if d in PRIVATE_TMPFS)]
+    if policy.mode is SandboxMode.WORKSPACE:
+        writable.append(root)
+    devices = [d for d in BUILD_DEVICES if d not in PRIVATE_TMPFS]
+    return Protection.of(root, writable, devices, _hidden(policy, env))
 
 
 def _filtered_plan(policy: SandboxPolicy, ruleset: landlock.Ruleset) -> ChildPlan:

@@ -293,8 +293,12 @@ def _same(a: Watched, b: Watched) -> bool:
     return (a.kind, a.mode, a.digest) == (b.kind, b.mode, b.digest)
 
 
-def restore(root: str, before: GitSnapshot, after: GitSnapshot) -> list[Change]:
-    """Put every protected root of `before` back as it was; remove new ones unless inert."""
+def restore(root: str, before: GitSnapshot, after: GitSnapshot,
+            attempt: Attempt | None = None) -> list[Change]:
+    """Put every protected root of `before` back as it was; remove new ones unless inert.
+
+    `attempt` does each repair (`_leave`: none, only what changed is told)."""
+    _attempt = attempt or _repair
     changes: list[Change] = []
     for rel in sorted(set(before.roots) | set(after.roots)):
         new = after.under(rel)
@@ -306,12 +310,12 @@ def restore(root: str, before: GitSnapshot, after: GitSnapshot) -> list[Change]:
         if rel in new and old[rel].kind != new[rel].kind:  # a directory swapped for a file, …
             changes.append(Change(rel, "replaced", _attempt(_remove, root, rel, "removed")))
             new = {}
-        changes += _put_back(root, rel, old, new)
+        changes += _put_back(root, rel, old, new, _attempt)
     return changes
 
 
 def _put_back(root: str, rel: str, old: dict[str, Watched],
-              new: dict[str, Watched]) -> list[Change]:
+              new: dict[str, Watched], _attempt: Attempt) -> list[Change]:
     """Undo what changed below one existing root: new entries removed, the rest rewritten."""
     if rel not in new and old[rel].kind == "dir" and rel.endswith(".git"):
         return [Change(rel, "deleted", "not restored: a repository's objects are not kept")]
@@ -334,7 +338,18 @@ def _put_back(root: str, rel: str, old: dict[str, Watched],
     return changes
 
 
-def _attempt(act: Callable[..., None], root: str, rel: str, done: str, *args: Watched) -> str:
+Attempt = Callable[..., str]
+LEFT = "left as found: no program could have made it"
+
+
+def _leave(*_: object) -> str:
+    """No repair: where programs were refused every change (the landlock tier's write guard),
+    a change comes from outside the sandbox (the person, another program), and putting the
+    state of an earlier moment back would undo theirs."""
+    return LEFT
+
+
+def _repair(act: Callable[..., None], root: str, rel: str, done: str, *args: Watched) -> str:
     """Run one repair; what to report ("removed", "restored", or why it failed)."""
     try:
         act(root, rel, *args)
@@ -445,8 +460,10 @@ class GitGuard:
     """
 
     def __init__(self, workspace: str | os.PathLike[str],
-                 skip: tuple[str | os.PathLike[str], ...] = ()) -> None:
+                 skip: tuple[str | os.PathLike[str], ...] = (), *, repair: bool = True) -> None:
         self.walk = RepoWalk(workspace, skip)
+        self.repair = repair
+        """False where programs cannot change protected paths at all: detect and tell only."""
         self._lock = threading.Lock()
         self._running = 0
         self._base: GitSnapshot | None = None
@@ -469,7 +486,8 @@ class GitGuard:
             self._running = max(0, self._running - 1)
             base = self._base
             now = self.snapshot()
-            changes = [] if base is None else restore(self.walk.root, base, now)
+            attempt = _repair if self.repair else _leave
+            changes = [] if base is None else restore(self.walk.root, base, now, attempt)
             if self._running == 0:
                 self._base = None
             elif changes or (base is not None and base.roots != now.roots):
@@ -485,6 +503,20 @@ def describe(changes: list[Change], limit: int = 12) -> str:
             "hooks or info, or a .git or .normalize itself), which would run code when the "
             f"person next uses git; normalize undid it: {listed}{more}. Programs may not create "
             "or change these; the action's other changes stand.")
+
+
+def outside(changes: list[Change]) -> bool:
+    """Whether every change was left as found (made outside the sandbox, not repaired)."""
+    return bool(changes) and all(c.done == LEFT for c in changes)
+
+
+def describe_outside(changes: list[Change], limit: int = 12) -> str:
+    """What the person is told of protected git state changed during an action from outside."""
+    listed = "; ".join(str(c.path) + " " + c.what for c in changes[:limit])
+    more = f"; and {len(changes) - limit} more" if len(changes) > limit else ""
+    return (f"changed while this action ran, from outside the sandbox (its programs were "
+            f"refused every such change), and left as found: {listed}{more}; look at it "
+            f"before using git here")
 
 
 def protected(result: ActionResult, changes: list[Change]) -> ActionResult:

@@ -15,14 +15,17 @@ does everything below it.
 Only the program's process returns from `Supervisor.start`; the others end
 with `os._exit`. The functions used after the fork are looked up before it.
 
+normalize ends a program that outlived its timeout or a cancel with `KILL_ALL`,
+never SIGKILL, first: the reaper then kills the program's group and, as subreaper,
+every descendant left (a `setsid` daemon included), and ends as the program did.
 Known limit of the subreaper: when the intermediate itself is SIGKILLed (normalize
-killed, or a hard stop), the program dies with it (parent death signal) but what
-the program started outside its process group is left; PID 1's namespace has no
-such gap.
+killed), the program dies with it (parent death signal) but what the program
+started outside its process group is left; PID 1's namespace has no such gap.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import mmap
 import os
@@ -33,7 +36,7 @@ from dataclasses import dataclass, field
 
 from normalize.sandbox.landlock import libc
 
-__all__ = ["Report", "Supervisor"]
+__all__ = ["KILL_ALL", "Report", "Supervisor"]
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -41,7 +44,10 @@ PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 RELAYED = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT})
-WATCHED = RELAYED | {signal.SIGCHLD}
+KILL_ALL = signal.SIGUSR2
+"""Sent by normalize in place of SIGKILL: the reaper kills the program and everything it left
+(killing the reaper itself would free a `setsid` daemon from the subreaper)."""
+WATCHED = RELAYED | {signal.SIGCHLD, KILL_ALL}
 _FORMAT = "iii"  # written, wait status, leftovers killed
 _WHY = 240  # bytes after it: why the sandbox could not be set up, when it could not
 _WHY_AT = struct.calcsize(_FORMAT)
@@ -218,6 +224,13 @@ def _supervise(pid: int) -> int:
     """Forward the relayed signals to `pid`'s group and reap children until it ends."""
     while True:
         info = signal.sigwaitinfo(WATCHED)
+        if info.si_signo == KILL_ALL:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            continue
         if info.si_signo != signal.SIGCHLD:
             try:
                 os.killpg(pid, info.si_signo)

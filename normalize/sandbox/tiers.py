@@ -114,6 +114,8 @@ def _full(abi: int) -> Probe:
         "sockets: /tmp, /run and $XDG_RUNTIME_DIR empty; agent variables (SSH_AUTH_SOCK, "
         "DOCKER_HOST, …) scrubbed",
         "/dev/shm: a private tmpfs per program",
+        "/proc: a PID namespace's own; no CAP_SYS_PTRACE, CAP_SYS_ADMIN or CAP_PERFMON "
+        "for programs run as root",
         *_scoped(abi),
     )
     return Probe(True, abi, filesystem=f"Landlock ABI {abi}; .git and .normalize bind-mounted "
@@ -121,7 +123,10 @@ def _full(abi: int) -> Probe:
                  network=network, tier=SandboxTier.FULL, enforced=enforced,
                  not_enforced=("a pathname unix socket under HOME (outside the hidden "
                                "directories) or /var can be connected: Landlock governs no "
-                               "connect", *_unscoped(abi)))
+                               "connect",
+                               "a .git a program creates (any spelling) is only checked after "
+                               "the action, and a directory holding a .git can be renamed whole",
+                               *_unscoped(abi)))
 
 
 def _filtered(abi: int, why: str) -> Probe:
@@ -141,14 +146,24 @@ def _filtered(abi: int, why: str) -> Probe:
         "syscalls: seccomp refuses unshare, setns, namespace clones, mount, ptrace, keyctl, "
         "bpf, io_uring, perf_event_open, open_by_handle_at, TIOCSTI and TIOCLINUX",
         "state: a data home or config dir inside the workspace is refused at start",
-        "processes: a subreaper kills whatever a program leaves running when it ends",
-        ".git and .normalize: fingerprinted around each action; a change is undone and reported",
+        "processes: a subreaper kills whatever a program leaves running, when it ends and at "
+        "a timeout or cancel",
+        ".git (at any depth, any spelling, a new one too), .normalize and the hidden places: "
+        "every change refused at the call by normalize's write guard (seccomp user "
+        "notification; normalize makes the change, an open's descriptor handed over whole)",
+        ".git and .normalize: also fingerprinted around each action, as a last-resort detector",
+        "/proc: no program reads another's environ, maps, fd links or mem but its own "
+        "sandbox's (Landlock's ptrace rule; CAP_SYS_PTRACE, CAP_SYS_ADMIN and CAP_PERFMON "
+        "dropped for programs run as root)",
+        "temporary directories: every task's TMPDIR hidden from every other program",
         *_scoped(abi),
     )
     weaker = (
-        ".git and .normalize are writable, checked after each program by fingerprints "
-        "instead of mounted read-only",
+        "each path change is a round trip through normalize's write guard (about 0.1-0.3 ms)",
+        "not decided by the guard: chown, extended attributes and futimens (times through a "
+        "descriptor) of protected files, and a file already hard-linked to one before",
         "/dev/shm is shared with your other programs",
+        "/proc lists every process, with its command line and status",
         "if the subreaper itself is killed, processes a program moved to another group survive",
         *_unscoped(abi),
     )

@@ -35,6 +35,8 @@ from normalize.sandbox import (
     confine,
     probe,
 )
+from normalize.sandbox.reaper import KILL_ALL
+from normalize.sandbox.writeguard import WriteGuard
 from normalize.sandbox.writes import Tracer
 from normalize.sandbox.writes import supported as writes_supported
 from normalize.task import Action, ActionResult, ResultStatus
@@ -53,6 +55,8 @@ DEFAULT_GRACE = 3.0
 _CHUNK = 65536
 _POLL = 0.05
 _DRAIN_AFTER_EXIT = 0.5  # a background grandchild may hold the pipe open
+_REFUSED_SHOWN = 5
+_REAPER_KILL_WAIT = 5.0  # for the reaper to kill what it holds before it is killed itself
 
 SHELL_BUILTINS = frozenset({
     "cd", "export", "source", ".", "alias", "unalias", "set", "unset", "exit", "ulimit",
@@ -77,6 +81,9 @@ class ProcessOutcome:
     """The hosts asked of the proxy (`network = [hosts]`), each allowed or refused."""
     killed_leftovers: int = 0
     """Processes the program started and left running, killed when it ended."""
+    refused_writes: list[str] = field(default_factory=list)
+    """Protected paths the program tried to change, refused at the call (the landlock tier's
+    write guard; the full tier's read-only mounts refuse without saying)."""
 
     @property
     def ok(self) -> bool:
@@ -144,6 +151,24 @@ class _Stopping:
     interrupted_at: float = 0.0
     terminated_at: float = 0.0
     killed: bool = False
+    killed_at: float = 0.0
+    reaped: bool = False
+    """The child is the sandbox's reaper: it takes `KILL_ALL` before SIGKILL."""
+    forced: bool = False
+
+
+def _kill(proc: subprocess.Popen[bytes], stopping: _Stopping) -> None:
+    """SIGKILL the child's group; a reaper is told to kill all it holds instead (`KILL_ALL`),
+    so a daemon the program left under it cannot outlive the action. The reading loop sends
+    SIGKILL if the reaper has not ended `_REAPER_KILL_WAIT` seconds later (`_force`)."""
+    stopping.killed, stopping.killed_at = True, time.monotonic()
+    _signal_group(proc.pid, KILL_ALL if stopping.reaped else signal.SIGKILL)
+
+
+def _force(proc: subprocess.Popen[bytes], stopping: _Stopping, now: float) -> None:
+    if stopping.killed and not stopping.forced and now - stopping.killed_at >= _REAPER_KILL_WAIT:
+        stopping.forced = True
+        _signal_group(proc.pid, signal.SIGKILL)
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
@@ -226,8 +251,8 @@ def _pump(
                 _signal_group(proc.pid, signal.SIGTERM)
             since_term = now - stopping.terminated_at
             if stopping.terminated_at and not stopping.killed and since_term >= grace:
-                stopping.killed = True
-                _signal_group(proc.pid, signal.SIGKILL)
+                _kill(proc, stopping)
+            _force(proc, stopping, now)
 
 
 def run_process(
@@ -283,8 +308,11 @@ def run_process(
         if on_spawn is not None:
             on_spawn(proc.pid)
         _serve_proxy(proc, confinement)
-        outcome = _finish(proc, argv, started, timeout, cancel, max_bytes, grace, on_output)
+        outcome = _finish(proc, argv, started, timeout, cancel, max_bytes, grace, on_output,
+                          reaped=confinement.preexec is not None)
         outcome.killed_leftovers = confinement.leftovers()
+        if confinement.guard is not None:
+            outcome.refused_writes = list(dict.fromkeys(confinement.guard.refused))
         confinement.close()  # the proxy's log is whole once it stopped
         outcome.network = confinement.network_log()
         return outcome
@@ -296,8 +324,14 @@ def run_process(
                 on_writes(written)
 
 
-def _tracer(confinement: Confinement) -> Tracer | None:
-    """A write tracer whose filter the child installs last before exec; None where unsupported."""
+def _tracer(confinement: Confinement) -> Tracer | WriteGuard | None:
+    """A write tracer whose filter the child installs last before exec; None where unsupported.
+
+    In the landlock tier the write guard is the tracer: a second filter's listener would be
+    asked first and let every call through unchecked.
+    """
+    if confinement.guard is not None:
+        return confinement.guard
     if not writes_supported() or confinement.preexec is None:
         return None  # unconfined (`--sandbox off`): no_new_privs would change what runs
     tracer = Tracer()
@@ -370,17 +404,17 @@ def _spawn(argv: list[str], cwd: Path | str, confinement: Confinement) -> subpro
 
 def _finish(proc: subprocess.Popen[bytes], argv: list[str], started: float, timeout: float,
             cancel: CancelToken | None, max_bytes: int, grace: float,
-            on_output: Callable[[bytes], None] | None = None) -> ProcessOutcome:
+            on_output: Callable[[bytes], None] | None = None, reaped: bool = False
+            ) -> ProcessOutcome:
     """Read the running child to its end (timeout, cancel) and describe how it ended."""
 
-    stopping = _Stopping()
+    stopping = _Stopping(reaped=reaped)
 
     def on_cancel() -> None:
         if proc.poll() is not None:
             return
         if cancel is not None and cancel.hard:
-            stopping.killed = True
-            _signal_group(proc.pid, signal.SIGKILL)
+            _kill(proc, stopping)
         elif not stopping.interrupted_at:
             stopping.interrupted_at = time.monotonic()
             _signal_group(proc.pid, signal.SIGINT)
@@ -398,7 +432,11 @@ def _finish(proc: subprocess.Popen[bytes], argv: list[str], started: float, time
         if unregister is not None:
             unregister()
         if proc.poll() is None:  # interrupted by an exception: leave nothing behind
-            _signal_group(proc.pid, signal.SIGKILL)
+            _kill(proc, stopping)
+            try:
+                proc.wait(_REAPER_KILL_WAIT)
+            except subprocess.TimeoutExpired:
+                _signal_group(proc.pid, signal.SIGKILL)
             proc.wait()
         proc.stdout.close()
     code = proc.returncode
@@ -504,6 +542,13 @@ def outcome_result(outcome: ProcessOutcome, timeout: float, **data: object) -> A
         extra["killed_leftovers"] = outcome.killed_leftovers
         output += (f"\n[normalize: the program left {outcome.killed_leftovers} process(es) "
                    f"running; they were killed when it ended — nothing outlives its action]\n")
+    if outcome.refused_writes:
+        extra["refused_writes"] = outcome.refused_writes
+        shown = ", ".join(outcome.refused_writes[:_REFUSED_SHOWN])
+        more = len(outcome.refused_writes) - _REFUSED_SHOWN
+        output += (f"\n[normalize: the sandbox refused changing {shown}"
+                   f"{f' and {more} more' if more > 0 else ''}: every .git and .normalize, "
+                   f"and normalize's own places, stay as they were]\n")
     result = ActionResult(
         status=ResultStatus.SUCCESS,
         output=output,

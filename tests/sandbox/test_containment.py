@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_support import CountingServer, Site, alive_with, write_action
+from sandbox_support import FULL_TIER, CountingServer, Site, alive_with, restricted, write_action
 
 from normalize.sandbox import scrub_env
 from normalize.sandbox.child import ChildPlan
@@ -279,8 +279,14 @@ while not os.path.exists('release') and time.monotonic() < deadline:
 """
 
 
-def test_another_tasks_temp_dir_is_unreadable(site: Site, tmp_path: Path) -> None:
-    other = Site(site.root, site.root / "ws_b", site.outside, site.home, site.store, site.env)
+TIERS = {"landlock": restricted("docker"), **({"full": []} if FULL_TIER else {})}
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_another_tasks_temp_dir_is_unreadable(site: Site, tier: str) -> None:
+    site.prefix = TIERS[tier]  # the landlock tier hides the parent of every task's TMPDIR
+    other = Site(site.root, site.root / "ws_b", site.outside, site.home, site.store, site.env,
+                 prefix=site.prefix)
     other.ws.mkdir()
     first = subprocess.Popen(site.argv([write_action("w.py", TMP_WRITER), "run python3 w.py",
                                         "done"]),
