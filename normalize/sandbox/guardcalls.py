@@ -102,7 +102,8 @@ class Protection:
         times). "protected" and "hidden" are what the guard adds; "outside" is Landlock's."""
         if not entry and path in self.devices:
             return ""
-        if _under_any(path, self.hidden):
+        if _under_any(path, self.hidden) and not any(
+                beneath(path, w) or (not entry and path == w) for w in self._carved):
             return "hidden"
         if _within(path, self.workspace):
             rest = path[len(self.workspace):].split(b"/")
@@ -111,6 +112,12 @@ class Protection:
         if any(beneath(path, w) or (not entry and path == w) for w in self.writable):
             return ""
         return "outside"
+
+    @property
+    def _carved(self) -> tuple[bytes, ...]:
+        """The writable directories inside a hidden place (a harness turn's own home in the
+        hidden root of every task's homes): writable all the same."""
+        return tuple(w for w in self.writable if _under_any(w, self.hidden))
 
     def holds_protected(self, directory: int) -> bool:
         """Whether a directory (a descriptor) has a protected name anywhere below it; also
@@ -192,10 +199,7 @@ def _open(guard: Guard, call: Call, dirfd: int | None, path_at: int, flags: int,
     path = guard._string(call, path_at)
     base = guard._base(call, dirfd)
     guard._valid(call)
-    if path.endswith(b"/"):  # "name/" names a directory, which no write opens nor creates
-        if flags & os.O_CREAT:
-            raise Refused(errno.EISDIR)
-        flags |= os.O_DIRECTORY
+    flags = _slash_flags(path, flags)
     cloexec = bool(flags & os.O_CLOEXEC)
     own = own_fd(path) if path.startswith(b"/") else None
     for _ in range(HOPS):
@@ -226,6 +230,15 @@ def _open(guard: Guard, call: Call, dirfd: int | None, path_at: int, flags: int,
         guard._install(call, fd, cloexec)
         return
     raise Refused(errno.ELOOP)
+
+
+def _slash_flags(path: bytes, flags: int) -> int:
+    """"name/" names a directory, which no write opens nor creates (the kernel's EISDIR)."""
+    if not path.endswith(b"/"):
+        return flags
+    if flags & os.O_CREAT:
+        raise Refused(errno.EISDIR)
+    return flags | os.O_DIRECTORY
 
 
 def _open_beneath(guard: Guard, call: Call, parent: int, name: bytes, flags: int,
