@@ -273,15 +273,25 @@ def load_user_config(path: Path | None = None) -> Permissions:
     path = path or config_path()
     doc, source = _read_config(path)
     for key in doc:
-        if key not in ("permissions", "trust", "mcp", "hooks"):
+        if key not in ("permissions", "trust", "mcp", "hooks", "memory"):
             line = _line_of(source, "")(key) or 1
             raise ConfigError(f"{path}:{line}: unknown table {key!r}; expected [permissions], "
-                              f"[trust], [[mcp]] or [[hooks]]")
+                              f"[trust], [[mcp]], [[hooks]] or [memory]")
     table = doc.get("permissions", {})
     if not isinstance(table, Mapping):
         raise ConfigError(f"{path}: `permissions` must be a table")
     return Permissions().overlay(table.unwrap() if hasattr(table, "unwrap") else table,
                                  str(path), locate=_line_of(source, "permissions"))
+
+
+def load_user_memory(path: Path | None = None) -> dict[str, Any]:
+    """The user's `[memory]` table (`top_k`, `mode`, `store`), as plain values ({}: none)."""
+    path = path or config_path()
+    doc, _ = _read_config(path)
+    table = doc.get("memory", {})
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{path}: `memory` must be a table")
+    return dict(table.unwrap() if hasattr(table, "unwrap") else table)
 
 
 def load_user_hooks(path: Path | None = None) -> tuple[Hook, ...]:

@@ -37,6 +37,7 @@ from normalize.workflow.spec import WorkflowSpec
 
 if TYPE_CHECKING:
     from normalize.mcp.client import McpSessions
+    from normalize.memory.session import RunMemory
     from normalize.permissions import Flags, Grants
     from normalize.sandbox import SandboxPolicy
     from normalize.store.places import Places
@@ -67,6 +68,7 @@ class RunOptions:
     project_instructions: bool = True  # AGENTS.md / CLAUDE.md into the prompt (new tasks)
     output: OutputContract | None = None  # --output-schema: the result's schema (new tasks)
     tracing: RunTracing | None = None  # --otel: spans of every run (and the children's context)
+    memory: bool = True  # --no-memory: this run neither recalls nor proposes memory
 
     def flags(self) -> Flags:
         """This run's permission flags, as the permissions' top layer takes them."""
@@ -261,7 +263,8 @@ def spawner(task: Task, options: RunOptions, grants: Grants) -> Spawner:
 
 
 def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = None,
-                    repo_maps: Path | None = None) -> DriverServices:
+                    repo_maps: Path | None = None, memory: RunMemory | None = None
+                    ) -> DriverServices:
     """The caller's services, with what the run lends where the caller lent nothing.
 
     `replay:TASKID` looks the task up in the run's own store; the repo map is
@@ -280,6 +283,8 @@ def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = N
                                           redact=store.redact)
     if services.extra_commands is None and mcp is not None:
         lent["extra_commands"] = mcp.reference  # the MCP tools, in a model's prompt
+    if services.recall is None and memory is not None and memory.settings.top_k > 0:
+        lent["recall"] = memory.recall  # the guarded memory message, before each request
     return replace(services, **lent)
 
 
@@ -293,10 +298,44 @@ def tier_notice(task: Task, options: RunOptions) -> str:
 
 
 def make_driver(task: Task, options: RunOptions, mcp: McpSessions | None = None,
-                repo_maps: Path | None = None) -> Driver:
+                repo_maps: Path | None = None, memory: RunMemory | None = None) -> Driver:
     """The task's driver, built with everything it is lent (see `driver_services`)."""
     return create_driver(task.driver, task.config.to_driver_json(),
-                         driver_services(task, options, mcp, repo_maps))
+                         driver_services(task, options, mcp, repo_maps, memory))
+
+
+def run_memory(task: Task, options: RunOptions) -> RunMemory | None:
+    """The memory a model-driven task's run reads and writes (None: none, `--no-memory`).
+
+    The layers are `normalize.memory.settings`'s: the user's `[memory]`, the
+    workflow's `memory_top_k` and `memory` (an untrusted workspace file never
+    chooses `auto`), the flag; unattended runs (CI, `--approve never`) write
+    nothing unless the workflow says so.
+    """
+    if task.driver != "llm" or not options.memory:
+        return None
+    from normalize.memory.session import RunMemory
+    from normalize.memory.settings import run_settings, user_settings
+    from normalize.permissions import config_path, load_user_memory
+
+    user = user_settings(load_user_memory(), str(config_path()))
+    spec = task.config.spec_table
+    mode = options.approve or str((task.config.permissions or {}).get("mode") or "")
+    ci = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+    unattended = "in CI" if ci else "under --approve never" if mode == "never" else ""
+    settings = run_settings(user, workflow_top_k=spec.get("memory_top_k"),
+                            workflow_mode=spec.get("memory"),
+                            trusted=spec.get("origin") != "workspace", enabled=True,
+                            unattended=unattended)
+    if not settings.used:
+        return None
+    from normalize.redact import Redactor
+
+    store = _store(options)
+    workspace = Path(task.workspace)
+    redactor = store.redact or Redactor.for_workspace(workspace)  # entries are redacted, always
+    return RunMemory(store.home, workspace, settings, store.events,
+                     redact=lambda text: redactor(text))
 
 
 def with_model(llm: LLMTable | None, model: str | None, base_url: str | None = None
@@ -387,19 +426,24 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     places = store.places(task.id, workspace)
     grants = _grants(task, options, places)
     tool_ctx = tool_context(task, options, places=places, grants=grants)
+    memory = run_memory(task, options)
     try:
-        driver = driver or make_driver(task, options, tool_ctx.mcp, places.repo_maps)
+        driver = driver or make_driver(task, options, tool_ctx.mcp, places.repo_maps, memory)
         notes = [] if resumed else list(task.config.permission_notes)
         engine = Engine(store, options.tools or default_tools(), tool_ctx,
                         cancel=options.cancel, subscribers=_subscribers(options),
                         interactive=options.interactive,
                         workspace_checkpoints=WorkspaceCheckpoints.for_workspace(
                             workspace, store.home, store.task_path),
-                        hooks=grants.hooks, notices=[*notes, *grants.ignored])
+                        hooks=grants.hooks, notices=[*notes, *grants.ignored],
+                        consolidate=memory.consolidate if memory is not None and
+                        memory.settings.mode != "off" else None)
         return engine.run(task, driver, resumed=resumed, reply=reply)
     finally:
         if tool_ctx.mcp is not None:
             tool_ctx.mcp.close()  # every server this run started stops with it
+        if memory is not None:
+            memory.close()
 
 
 def _subscribers(options: RunOptions) -> list[Subscriber]:

@@ -30,6 +30,7 @@ from normalize.events import (
     HookRan,
     InputReceived,
     LoopDetected,
+    MemoryProposed,
     ModelReplied,
     ModelRequested,
     ModelRetried,
@@ -331,7 +332,22 @@ def message(event: Event) -> Line | None:
         case HarnessToolFinished(ok=False):
             return Line(f"! {event.harness}'s call failed: {first_line(event.output, 100)}",
                         True)
+        case MemoryProposed():
+            return Line(memory_lines(event), False)
     return None
+
+
+def memory_lines(event: MemoryProposed) -> str:
+    """What a finished task proposed to remember: one line each (never written silently)."""
+    lines = []
+    for entry in event.entries:
+        where = "remembered" if entry.get("state") == "accepted" else "proposed to the inbox"
+        lines.append(f"· memory {where} ({entry.get('source')}, #{entry.get('id')}): "
+                     f"{first_line(str(entry.get('text', '')), 200)}")
+    lines += [f"· memory left out: {first_line(why, 200)}" for why in event.dropped]
+    if any(e.get("state") == "inbox" for e in event.entries):
+        lines.append("· review with: normalize memory inbox")
+    return "\n".join(lines)
 
 
 def harness_input(given: dict[str, Any]) -> str:
@@ -374,9 +390,9 @@ def describe(event: Event) -> str | None:
         case RunEnded():
             return summary_line(event)
         case (Notice() | FallbackUsed() | ModelRetried() | LoopDetected() | HarnessToolCalled()
-              | HarnessToolFinished()):
+              | HarnessToolFinished() | MemoryProposed()):
             line = message(event)
-            return None if line is None else f"  {line.text}"
+            return None if line is None else "  " + line.text.replace("\n", "\n  ")
         case (ContextCompacted()  # the live view's footnote; too chatty for a log
               | HarnessSession() | HarnessEvent()
               | ActionStarted() | ProcessStarted() | ChildCreated() | ChildCollected()
@@ -462,6 +478,8 @@ def history(events: Iterable[Event],
                            "were undone")
             case UnknownEvent():
                 out.append(f"  · {unknown_line(event)}")
+            case MemoryProposed():
+                out.extend(f"  {line}" for line in memory_lines(event).splitlines())
     if not actions:
         out.append("  (no actions yet)")
     totals: dict[str, list[int]] = {}

@@ -82,6 +82,9 @@ class DriverServices:
     repo_map: Callable[[int], Callable[[], str]] | None = None
     """The workspace's repo map within N tokens: a callable giving its text, asked each turn
     (the tools' cached map: it changes only when the source files do)."""
+    recall: Callable[[str], str] | None = None
+    """Memory for a run's input: the one guarded message of the entries relevant to it ('' when
+    none), asked before each model request and never kept (None: no memory this run)."""
 
 
 @dataclass

@@ -119,6 +119,7 @@ class Lent:
     inbox: LineQueue | None = None  # lines typed at the terminal while the model works
     extra_commands: Callable[[], str] | None = None  # more commands than the verbs (MCP tools)
     repo_map: Callable[[], str] | None = None  # the repo map's text (the tools' cached map)
+    recall: Callable[[str], str] | None = None  # memory for the run's input: the guarded message
 
 
 def _context(table: Mapping[str, Any] | str) -> ContextSettings:
@@ -225,7 +226,7 @@ class LLMDriver:
                        follow_ups=tuple(str(f) for f in config.get("follow_ups") or [])),
                    lent=Lent(services.inbox, services.extra_commands,
                              services.repo_map(tokens) if tokens and services.repo_map
-                             else None),
+                             else None, services.recall),
                    repo_map_tokens=tokens)
 
     @property
@@ -364,6 +365,10 @@ class LLMDriver:
             extra = commands() if commands is not None else ""
             if extra:
                 self._system += "\n" + extra
+            if self.lent.recall is not None:  # memory is on: how it ranks
+                from normalize.prompts import MEMORY_RANKS_LAST
+
+                self._system += "\n" + MEMORY_RANKS_LAST + "\n"
         return self._system
 
     def goal(self, task: Task) -> str:
@@ -407,14 +412,15 @@ class LLMDriver:
 
     # -- deciding ------------------------------------------------------------
 
-    def _prompt(self, task: Task, ctx: RunContext) -> Prompt:
-        """This turn's messages, compacted past the size unless a `before_compact` hook says no."""
+    def _prompt(self, task: Task, ctx: RunContext, memory: str = "") -> Prompt:
+        """This turn's messages, compacted past the size unless a `before_compact` hook says no;
+        `memory` (the transient memory message) counts toward the size."""
         ask = ctx.compact_veto
         veto = None if ask is None else lambda c: ask({
             "turn": task.turn, "before_chars": c.before_chars, "after_chars": c.after_chars,
             "results_compacted": c.results_compacted,
             "compact_after_chars": self.context.compact_after_chars})
-        prompt = self.context.build(self.goal(task), task.turn, veto)
+        prompt = self.context.build(self.goal(task), task.turn, veto, extra_chars=len(memory))
         if prompt.compaction is not None:
             c = prompt.compaction
             ctx.emit(ContextCompacted(before_chars=c.before_chars, after_chars=c.after_chars,
@@ -445,15 +451,20 @@ class LLMDriver:
                     "Deal with it, then finish with done."
                 )
         self._take_typed(ctx)
-        prompt = self._prompt(task, ctx)
+        memory = self._memory(task)
+        prompt = self._prompt(task, ctx, memory)
         system = self.system_prompt(ctx.workspace)
         if task.output is not None:  # the same each turn: it stays in the cached prefix
             system = f"{system}\n\n## Result\n{task.output.instructions()}"
         for notice in self._instruction_notices:
             ctx.emit(Notice(level="warning", message=notice))
         self._instruction_notices = []
+        # memory rides its own user message right after the cached system prompt, ahead of
+        # the conversation (it frames it, and stays put while the history grows); never kept
+        messages = [{"role": "user", "content": memory}, *prompt.messages] if memory else \
+            prompt.messages
         request = ModelRequest(
-            system=system, messages=prompt.messages,
+            system=system, messages=messages,
             max_tokens=self.settings.max_tokens, thinking=self.settings.thinking,
             temperature=self.settings.temperature,
             # a growing history caches up to its newest message; a bounded prompt cannot
@@ -465,6 +476,12 @@ class LLMDriver:
         except TurnCancelledError:
             return Decision.finish("interrupted", status=TaskStatus.INTERRUPTED)
         return self._interpret(reply, task, ctx)
+
+    def _memory(self, task: Task) -> str:
+        """The memory message for this request, retrieved by the run's input ('' for none)."""
+        if self.lent.recall is None:
+            return ""
+        return self.lent.recall(self.goal(task))
 
     def _ask(self, request: ModelRequest, task: Task, ctx: RunContext) -> Completed:
         """One model turn: events for each attempt, usage and cost on the task."""

@@ -37,6 +37,25 @@ class NoteTool:
         return ActionResult.success(f"noted{until}: {text}", data={"note": text, "turns": turns})
 
 
+class RememberTool:
+    """`remember TEXT`: propose a memory entry; the task's end puts it in the person's inbox."""
+
+    name: ClassVar[str] = "remember"
+    read_only: ClassVar[bool] = True
+    summary: ClassVar[str] = "propose a lasting fact about the project for later tasks"
+
+    def run(self, action: Action, ctx: ToolContext) -> ActionResult:
+        del ctx
+        text = " ".join(action.args) or (action.body or "").strip()
+        if text.lower().startswith("that "):
+            text = text[5:].strip()
+        if not text:
+            raise ToolError("remember needs text: remember TEXT")
+        return ActionResult.success(
+            f"proposed for memory (the user reviews it when the task succeeds): {text}",
+            data={"memory": text})
+
+
 class PlanTool:
     """`plan FIRST; SECOND; …`: add subtasks to the task tree or list."""
 

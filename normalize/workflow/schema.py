@@ -50,7 +50,7 @@ SCHEMAS: dict[str, dict[str, Checker]] = {
                  "limits": _table, "llm": _table, "permissions": _table, "steps": _tables,
                  "driver": _str, "on_interrupt": _str, "mcp": _tables, "hooks": _tables,
                  "output_schema": _str, "output_retries": _int, "workspace": _str,
-                 "on_item_error": _str},
+                 "on_item_error": _str, "memory_top_k": _int, "memory": _str},
     "step": {"name": _str, "action": _str, "capture": _str, "transform": _str, "on_error": _str,
              "on_interrupt": _str, "condition": _str, "for_each": _str, "as": _str,
              "parallel": _bool, "max_concurrency": _int, "steps": _tables, "context": _str,

@@ -48,6 +48,8 @@ LAYERS: dict[str, str] = {
         "fsutil", "plugins", "sandbox", "retry", "fsopen", "helpers", "serial",
         "children", "structured", "hooks", "homes", "telemetry", "keys", "tables", "statuses")},
     "normalize.checkpoints": "store",
+    "normalize.memory": "store",  # memory entries, their SQLite store, consolidation rules
+    "normalize.memory.settings": "core",  # the memory keys workflows and the config declare
     "normalize.permissions": "api",  # resolves the layers: user config, workflow, flags
     "normalize.mcp": "core",  # the MCP client: server tables, sessions, the sandboxed transport
     "normalize.mcp_server": "api",  # `normalize mcp`: serves the tools and the tasks

@@ -1,0 +1,76 @@
+"""One run's memory: what each model request recalls, what the run's success proposes.
+
+The runner makes a `RunMemory` per run and lends `recall` to the driver (the
+one guarded message, asked before each request) and `consolidate` to the
+engine (asked once, in the exit door, only when the run ended done). The
+store is opened on first use, so a run with no memory on disk creates
+nothing and costs one `stat`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from normalize.events import Event, MemoryProposed, decode_events
+from normalize.memory import MemoryStore, guard_message, open_memory, recall
+from normalize.memory.consolidate import candidates
+from normalize.memory.settings import MemorySettings
+from normalize.task import Task
+
+ReadJournal = Callable[[str], Iterable[Mapping[str, Any]]]
+
+
+class RunMemory:
+    """The memory of the run's project under the data home `home`, as `settings` allow."""
+
+    def __init__(self, home: Path, workspace: Path, settings: MemorySettings,
+                 read_journal: ReadJournal, redact: Callable[[str], str]) -> None:
+        self.home = home
+        self.workspace = workspace
+        self.settings = settings
+        self.read_journal = read_journal
+        self.redact = redact
+        self._store: MemoryStore | None = None
+
+    @property
+    def store(self) -> MemoryStore:
+        if self._store is None:
+            self._store = open_memory(self.home, self.workspace, self.settings.store)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def recall(self, query: str) -> str:
+        """The guarded memory message for `query` (the run's input), '' when nothing fits."""
+        return guard_message(recall(self.store, query, self.workspace, self.settings.top_k))
+
+    def consolidate(self, task: Task) -> list[Event]:
+        """The candidates of the task that succeeded, stored as the mode says, and said."""
+        if self.settings.mode == "off":
+            return []
+        events = decode_events(self.read_journal(task.id))
+        found = candidates(events, task.id, self.workspace, self.store.keys())
+        if self.settings.held:
+            if not found.entries:
+                return []
+            return [MemoryProposed(dropped=[
+                f"{len(found.entries)} candidate(s) not written: {self.settings.held} (a "
+                "workflow's `memory = \"inbox\"` keeps them)"])]
+        stored: list[dict[str, Any]] = []
+        for entry in found.entries:
+            entry.text = self.redact(entry.text)
+            entry.why = self.redact(entry.why)
+            # what the model concluded waits for the person even under `auto`
+            entry.state = "accepted" if self.settings.mode == "auto" and \
+                entry.source != "model" else "inbox"
+            self.store.add(entry)
+            stored.append({"id": entry.id, "text": entry.text, "state": entry.state,
+                           "source": entry.source, "why": entry.why})
+        if not stored and not found.dropped:
+            return []
+        return [MemoryProposed(entries=stored, dropped=found.dropped)]
