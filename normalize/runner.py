@@ -425,8 +425,8 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     workspace = Path(task.workspace)
     places = store.places(task.id, workspace)
     grants = _grants(task, options, places)
-    tool_ctx = tool_context(task, options, places=places, grants=grants)
     memory = run_memory(task, options)
+    tool_ctx = tool_context(task, options, places=places, grants=grants)
     try:
         driver = driver or make_driver(task, options, tool_ctx.mcp, places.repo_maps, memory)
         notes = [] if resumed else list(task.config.permission_notes)
@@ -442,8 +442,6 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     finally:
         if tool_ctx.mcp is not None:
             tool_ctx.mcp.close()  # every server this run started stops with it
-        if memory is not None:
-            memory.close()
 
 
 def _subscribers(options: RunOptions) -> list[Subscriber]:

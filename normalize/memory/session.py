@@ -3,13 +3,15 @@
 The runner makes a `RunMemory` per run and lends `recall` to the driver (the
 one guarded message, asked before each request) and `consolidate` to the
 engine (asked once, in the exit door, only when the run ended done). The
-store is opened on first use, so a run with no memory on disk creates
+store is opened for each of those and closed after (about a millisecond), so
+nothing stays open past the run, and a run with no memory on disk creates
 nothing and costs one `stat`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,29 +34,30 @@ class RunMemory:
         self.settings = settings
         self.read_journal = read_journal
         self.redact = redact
-        self._store: MemoryStore | None = None
 
-    @property
-    def store(self) -> MemoryStore:
-        if self._store is None:
-            self._store = open_memory(self.home, self.workspace, self.settings.store)
-        return self._store
-
-    def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+    @contextmanager
+    def _store(self) -> Iterator[MemoryStore]:
+        store = open_memory(self.home, self.workspace, self.settings.store)
+        try:
+            yield store
+        finally:
+            store.close()
 
     def recall(self, query: str) -> str:
         """The guarded memory message for `query` (the run's input), '' when nothing fits."""
-        return guard_message(recall(self.store, query, self.workspace, self.settings.top_k))
+        with self._store() as store:
+            return guard_message(recall(store, query, self.workspace, self.settings.top_k))
 
     def consolidate(self, task: Task) -> list[Event]:
         """The candidates of the task that succeeded, stored as the mode says, and said."""
         if self.settings.mode == "off":
             return []
+        with self._store() as store:
+            return self._propose(store, task)
+
+    def _propose(self, store: MemoryStore, task: Task) -> list[Event]:
         events = decode_events(self.read_journal(task.id))
-        found = candidates(events, task.id, self.workspace, self.store.keys())
+        found = candidates(events, task.id, self.workspace, store.keys())
         if self.settings.held:
             if not found.entries:
                 return []
@@ -68,7 +71,7 @@ class RunMemory:
             # what the model concluded waits for the person even under `auto`
             entry.state = "accepted" if self.settings.mode == "auto" and \
                 entry.source != "model" else "inbox"
-            self.store.add(entry)
+            store.add(entry)
             stored.append({"id": entry.id, "text": entry.text, "state": entry.state,
                            "source": entry.source, "why": entry.why})
         if not stored and not found.dropped:

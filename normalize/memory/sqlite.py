@@ -169,10 +169,10 @@ class SqliteMemory:
         """Write an entry's text, state, scope and files back."""
         db = self._conn()
         with _transaction(db):
-            db.execute("UPDATE entries SET text = ?, state = ?, scope = ?, files = ?, key = ?, "
+            db.execute("UPDATE entries SET text = ?, state = ?, scope = ?, files = ?, "
                        "updated = ? WHERE id = ?",
                        (entry.text, entry.state, self._scope_of(entry), json.dumps(entry.files),
-                        entry.key, time.time(), entry.id))
+                        time.time(), entry.id))
             db.execute("DELETE FROM entries_fts WHERE rowid = ?", (entry.id,))
             db.execute("INSERT INTO entries_fts (rowid, text) VALUES (?, ?)",
                        (entry.id, entry.text))
