@@ -31,15 +31,15 @@ from normalize.memory.entries import MemoryEntry, clip, mentioned_files, normal_
 
 PROGRAM_TOOLS = ("run", "test")
 FAILED = "error"
-PURPOSES: tuple[tuple[str, frozenset[str], str], ...] = (
+PURPOSES: tuple[tuple[str, frozenset[str], str], ...] = (  # the first that matches: lint tools
+    ("lint", frozenset({"lint", "ruff", "flake8", "mypy", "pyright", "eslint", "typecheck",
+                        "clippy", "vet"}), "Check the code with"),  # (`ruff check` is linting)
     ("test", frozenset({"test", "tests", "pytest", "check", "unittest", "tox", "nox", "jest",
                         "vitest", "spec", "ctest"}), "Run the tests with"),
-    ("lint", frozenset({"lint", "ruff", "flake8", "mypy", "pyright", "eslint", "typecheck",
-                        "clippy", "vet"}), "Check the code with"),
     ("build", frozenset({"build", "compile", "make", "cmake", "ninja", "tsc"}), "Build with"),
 )
 _WORD_RE = re.compile(r"[A-Za-z][\w-]*")
-_SENTENCE_RE = re.compile(r"[^.!?\n]+[.!?]?")
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+|\n")
 _CONVENTION_RE = re.compile(
     r"\b(always|never|don'?t|do not|instead of|we use|we run|prefer|make sure|must not|"
     r"should always|should never)\b|^\s*remember\b", re.IGNORECASE)
@@ -119,7 +119,7 @@ def person_said(events: list[Event], task_id: str) -> list[MemoryEntry]:
                          event.kind == "typed"))
     found: list[MemoryEntry] = []
     for text, where, correction in said:
-        for sentence in _SENTENCE_RE.findall(text):
+        for sentence in _SENTENCE_END_RE.split(text):
             sentence = sentence.strip()
             if len(sentence) < 8:
                 continue
