@@ -344,6 +344,9 @@ def memory_lines(event: MemoryProposed) -> str:
         where = "remembered" if entry.get("state") == "accepted" else "proposed to the inbox"
         lines.append(f"· memory {where} ({entry.get('source')}, #{entry.get('id')}): "
                      f"{first_line(str(entry.get('text', '')), 200)}")
+        why = str(entry.get("why", ""))
+        if "AGENTS.md" in why:  # a lesson that may contradict the project's instructions
+            lines.append(f"  ! {first_line(why.rsplit('; ', 1)[-1], 200)}")
     lines += [f"· memory left out: {first_line(why, 200)}" for why in event.dropped]
     if any(e.get("state") == "inbox" for e in event.entries):
         lines.append("· review with: normalize memory inbox")

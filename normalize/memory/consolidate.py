@@ -150,6 +150,17 @@ def model_proposed(events: list[Event], task_id: str) -> Candidates:
     return out
 
 
+def contradiction(entry: MemoryEntry, instructions: str) -> str:
+    """Why an observed lesson may contradict the project's AGENTS.md ('' when it does not seem
+    to): the instructions name the very command that failed here."""
+    failed = re.findall(r"\(`([^`]+)` failed here\)", entry.text)
+    if entry.source != "observed" or not failed or not instructions:
+        return ""
+    if re.search(rf"(?<![\w-]){re.escape(failed[0])}(?![\w-])", instructions):
+        return f"AGENTS.md names `{failed[0]}`, which failed here: check which holds"
+    return ""
+
+
 def candidates(events: Iterable[Event], task_id: str, workspace: Path,
                known: set[str]) -> Candidates:
     """Every candidate of a finished task, deduplicated among themselves and against `known`."""

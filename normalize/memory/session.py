@@ -17,11 +17,23 @@ from typing import Any
 
 from normalize.events import Event, MemoryProposed, decode_events
 from normalize.memory import MemoryStore, guard_message, open_memory, recall
-from normalize.memory.consolidate import candidates
+from normalize.memory.consolidate import candidates, contradiction
 from normalize.memory.settings import MemorySettings
 from normalize.task import Task
 
 ReadJournal = Callable[[str], Iterable[Mapping[str, Any]]]
+INSTRUCTIONS_CHARS = 12_000
+
+
+def _instructions(workspace: Path) -> str:
+    """The workspace's AGENTS.md (else CLAUDE.md), as far as the prompt reads it ('' if none)."""
+    for name in ("AGENTS.md", "CLAUDE.md"):
+        try:
+            with (workspace / name).open(encoding="utf-8", errors="replace") as f:
+                return f.read(INSTRUCTIONS_CHARS)
+        except OSError:
+            continue
+    return ""
 
 
 class RunMemory:
@@ -65,7 +77,11 @@ class RunMemory:
                 f"{len(found.entries)} candidate(s) not written: {self.settings.held} (a "
                 "workflow's `memory = \"inbox\"` keeps them)"])]
         stored: list[dict[str, Any]] = []
+        instructions = _instructions(self.workspace)
         for entry in found.entries:
+            clash = contradiction(entry, instructions)
+            if clash:
+                entry.why = f"{entry.why}; {clash}"
             entry.text = self.redact(entry.text)
             entry.why = self.redact(entry.why)
             # what the model concluded waits for the person even under `auto`

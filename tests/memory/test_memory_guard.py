@@ -101,3 +101,12 @@ def test_a_changed_file_makes_its_entry_stale_and_last(project: Project) -> None
     assert recalled() == ["- the tests need TZ=UTC set",
                           "- the tests load test fixtures from data/fixtures.json (possibly "
                           "stale: a file it names changed since)"]
+
+
+def test_a_lesson_against_agents_md_is_flagged(project: Project) -> None:
+    (project.root / "AGENTS.md").write_text("Run the tests with `pytest -q`, or just pytest.\n")
+    done, _ = project.agent("make the tests pass", "run pytest", "run make check", "done ok")
+    assert done.returncode == 0, done.stderr
+    assert "! AGENTS.md names `pytest`, which failed here: check which holds" in done.stdout
+    (entry,) = project.memory("list", "--all")
+    assert entry["why"].endswith("AGENTS.md names `pytest`, which failed here: check which holds")

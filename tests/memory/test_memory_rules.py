@@ -180,3 +180,42 @@ def test_a_stranger_can_install_a_memory_store(tmp_path: Path) -> None:
         assert info["listed"] == "plugin:their-store" and info["sqlite"] == "builtin"
         with pytest.raises(Exception, match="unknown memory store 'nope'"):
             open_memory(tmp_path, tmp_path, "nope")
+        from normalize.cli.workflows import plugin_rows
+
+        rows = {(r.group, r.name, r.origin) for r in plugin_rows()[0]}
+        assert ("memory", "listed", "plugin:their-store") in rows
+        assert ("memory", "sqlite", "builtin") in rows
+
+
+def test_the_memory_message_counts_before_the_request_is_built() -> None:
+    from normalize.execution.context import make_context
+    from normalize.task import Action, ActionResult
+
+    context = make_context("conversation", compact_after_chars=6_000)
+    for turn in range(4):
+        context.add_reply(f"view f{turn}.py", "", turn)
+        context.add_result(Action("view", {"args": [f"f{turn}.py"]}, text=f"view f{turn}.py"),
+                           ActionResult.success("x = 1\n" * 200), turn)
+    size = context.build("the goal", 4).chars
+    assert size < 6_000
+    assert context.build("the goal", 4, extra_chars=0).compaction is None
+    compacted = context.build("the goal", 4, extra_chars=6_000 - size + 1).compaction
+    assert compacted is not None and compacted.before_chars == 6_001
+
+
+def test_a_workflow_sets_memory_top_k_and_memory(tmp_path: Path) -> None:
+    from normalize.errors import ConfigError
+    from normalize.workflow.loader import load_workflow
+
+    flow = tmp_path / "f.toml"
+    flow.write_text('[workflow]\nname = "f"\nmemory_top_k = 0\nmemory = "auto"\n'
+                    '[workflow.llm]\nmodel = "claude-sonnet-4-5"\n')
+    spec = load_workflow(flow)
+    assert (spec.memory_top_k, spec.memory) == (0, "auto")
+    assert type(spec).from_dict(spec.to_dict()).memory_top_k == 0
+    for bad, said in (("memory_top_k = 99", r"f.toml:3:1: memory_top_k = 99: must be from 0 "
+                                             r"\(off\) to 20"),
+                      ('memory = "always"', "unknown memory 'always'")):
+        flow.write_text(f'[workflow]\nname = "f"\n{bad}\n[workflow.llm]\nmodel = "m"\n')
+        with pytest.raises(ConfigError, match=said):
+            load_workflow(flow)
