@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -521,6 +521,21 @@ def is_trusted(path: Path, digest: str | None = None) -> bool:
         return recorded == (digest or file_digest(path))
     except OSError:
         return False
+
+
+def trust_check() -> Callable[[Path], bool]:
+    """`is_trusted` for many files: the trusted table read once (skills are checked by the
+    hundred)."""
+    table = trusted_files()
+
+    def trusted(path: Path) -> bool:
+        recorded = table.get(_key(path))
+        try:
+            return recorded is not None and recorded == file_digest(path)
+        except OSError:
+            return False
+
+    return trusted
 
 
 def _write_config(doc: Any) -> None:

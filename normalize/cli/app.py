@@ -755,7 +755,7 @@ def help_commands(
     raise typer.Exit(print_commands(_env(), markdown=markdown))
 
 
-# -- memory (issue #38): one block ----------------------------------------------------------
+# -- memory and skills (issue #38): one block ------------------------------------------------
 
 memory_app = typer.Typer(help="Review what the agent learnt across tasks: the inbox of proposed "
                               "entries, the accepted ones, their staleness.",
@@ -837,7 +837,41 @@ def memory_forget(entries: MemIdsArg = None, workspace: MemWorkspaceOpt = None) 
 
     raise typer.Exit(forget(_env(), entries or [], workspace=workspace))
 
-# -- end of memory -------------------------------------------------------------------------
+
+skills_app = typer.Typer(help="The Agent Skills a run here would use (agentskills.io), and "
+                              "checks of SKILL.md files.", no_args_is_help=True,
+                         rich_markup_mode=None)
+app.add_typer(skills_app, name="skills")
+
+
+@skills_app.command("list")
+def skills_list(workspace: MemWorkspaceOpt = None,
+                json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """The skills found: the project's (when trusted) and yours."""
+    from normalize.cli.skills import skills_list as listing
+
+    raise typer.Exit(listing(_env(), workspace=workspace, json_output=json_output))
+
+
+@skills_app.command("show")
+def skills_show(name: Annotated[str, typer.Argument(metavar="NAME")],
+                workspace: MemWorkspaceOpt = None) -> None:
+    """A skill's description, instructions and resources."""
+    from normalize.cli.skills import skills_show as show
+
+    raise typer.Exit(show(_env(), name, workspace=workspace))
+
+
+@skills_app.command("check")
+def skills_check(paths: Annotated[list[Path] | None, typer.Argument(
+                     metavar="[PATH]...", help="A skill directory, its SKILL.md, or a "
+                     "directory of skills (default: every skill found here).")] = None,
+                 workspace: MemWorkspaceOpt = None) -> None:
+    """Check skills as the specification requires (FILE:LINE problems; exit 1 when any)."""
+    from normalize.cli.skills import skills_check as run_check
+
+    raise typer.Exit(run_check(_env(), paths or [], workspace=workspace))
+# -- end of memory and skills --------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
