@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from normalize.memory.session import RunMemory
     from normalize.permissions import Flags, Grants
     from normalize.sandbox import SandboxPolicy
+    from normalize.skills.catalog import Catalog
     from normalize.store.places import Places
     from normalize.telemetry import RunTracing
 
@@ -263,8 +264,8 @@ def spawner(task: Task, options: RunOptions, grants: Grants) -> Spawner:
 
 
 def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = None,
-                    repo_maps: Path | None = None, memory: RunMemory | None = None
-                    ) -> DriverServices:
+                    repo_maps: Path | None = None, memory: RunMemory | None = None,
+                    skills: Catalog | None = None) -> DriverServices:
     """The caller's services, with what the run lends where the caller lent nothing.
 
     `replay:TASKID` looks the task up in the run's own store; the repo map is
@@ -285,6 +286,8 @@ def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = N
         lent["extra_commands"] = mcp.reference  # the MCP tools, in a model's prompt
     if services.recall is None and memory is not None and memory.settings.top_k > 0:
         lent["recall"] = memory.recall  # the guarded memory message, before each request
+    if services.skills is None and skills is not None:
+        lent["skills"] = skills
     return replace(services, **lent)
 
 
@@ -298,27 +301,44 @@ def tier_notice(task: Task, options: RunOptions) -> str:
 
 
 def make_driver(task: Task, options: RunOptions, mcp: McpSessions | None = None,
-                repo_maps: Path | None = None, memory: RunMemory | None = None) -> Driver:
+                repo_maps: Path | None = None, memory: RunMemory | None = None,
+                skills: Catalog | None = None) -> Driver:
     """The task's driver, built with everything it is lent (see `driver_services`)."""
     return create_driver(task.driver, task.config.to_driver_json(),
-                         driver_services(task, options, mcp, repo_maps, memory))
+                         driver_services(task, options, mcp, repo_maps, memory, skills))
 
 
-def run_memory(task: Task, options: RunOptions) -> RunMemory | None:
-    """The memory a model-driven task's run reads and writes (None: none, `--no-memory`).
+def model_loans(task: Task, options: RunOptions) -> tuple[RunMemory | None, Catalog | None]:
+    """What a model-driven task's run reads beyond the workspace: its memory and its skills.
 
-    The layers are `normalize.memory.settings`'s: the user's `[memory]`, the
-    workflow's `memory_top_k` and `memory` (an untrusted workspace file never
-    chooses `auto`), the flag; unattended runs (CI, `--approve never`) write
-    nothing unless the workflow says so.
+    The user's `[memory]` and trusted files are read once; then `run_memory`
+    and the skills a run here may use (`normalize.skills.catalog.discover`).
     """
-    if task.driver != "llm" or not options.memory:
-        return None
+    if task.driver != "llm":
+        return None, None
+    from normalize.permissions import load_user_memory, trust_check
+    from normalize.skills.catalog import discover
+
+    table = load_user_memory() if options.memory else {}
+    trusted = trust_check()
+    memory = run_memory(task, options, table) if options.memory else None
+    skills = discover(Path(task.workspace), config_dir=options.services.config_dir or
+                      config_home(), home=Path.home(), trusted=trusted)
+    return memory, skills
+
+
+def run_memory(task: Task, options: RunOptions, table: Mapping[str, Any]) -> RunMemory | None:
+    """The memory a model-driven task's run reads and writes (None: none).
+
+    The layers are `normalize.memory.settings`'s: the user's `[memory]` (`table`),
+    the workflow's `memory_top_k` and `memory` (an untrusted workspace file
+    never chooses `auto`), the flag; unattended runs (CI, `--approve never`)
+    write nothing unless the workflow says so.
+    """
     from normalize.memory.session import RunMemory
     from normalize.memory.settings import run_settings, user_settings
-    from normalize.permissions import config_path, load_user_memory
 
-    user = user_settings(load_user_memory(), str(config_path()))
+    user = user_settings(table, str(config_home() / "config.toml"))
     spec = task.config.spec_table
     mode = options.approve or str((task.config.permissions or {}).get("mode") or "")
     ci = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
@@ -425,17 +445,19 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     workspace = Path(task.workspace)
     places = store.places(task.id, workspace)
     grants = _grants(task, options, places)
-    memory = run_memory(task, options)
+    memory, skills = model_loans(task, options)
     tool_ctx = tool_context(task, options, places=places, grants=grants)
     try:
-        driver = driver or make_driver(task, options, tool_ctx.mcp, places.repo_maps, memory)
+        driver = driver or make_driver(task, options, tool_ctx.mcp, places.repo_maps, memory,
+                                       skills)
         notes = [] if resumed else list(task.config.permission_notes)
         engine = Engine(store, options.tools or default_tools(), tool_ctx,
                         cancel=options.cancel, subscribers=_subscribers(options),
                         interactive=options.interactive,
                         workspace_checkpoints=WorkspaceCheckpoints.for_workspace(
                             workspace, store.home, store.task_path),
-                        hooks=grants.hooks, notices=[*notes, *grants.ignored],
+                        hooks=grants.hooks, notices=[
+                            *notes, *grants.ignored, *(skills.notices if skills else ())],
                         consolidate=memory.consolidate if memory is not None and
                         memory.settings.mode != "off" else None)
         return engine.run(task, driver, resumed=resumed, reply=reply)

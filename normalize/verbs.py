@@ -135,6 +135,14 @@ VERBS: tuple[Verb, ...] = (
         takes_body=True,
     ),
     Verb(
+        "skill",
+        (),
+        ("skill NAME",),
+        "loads the instructions of a skill from the Skills catalog; they stay in every later "
+        "prompt of the task (once is enough)",
+        False,
+    ),
+    Verb(
         "plan",
         ("breakdown",),
         ("plan FIRST; SECOND; THIRD",),

@@ -428,6 +428,7 @@ COMMANDS_MD_VERBS = {
     "fetch": {"expand"},
     "note": set(),
     "remember": set(),
+    "skill": set(),
     "plan": {"breakdown"},
     "ask": set(),
     "mcp": set(),

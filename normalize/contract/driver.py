@@ -22,6 +22,7 @@ from normalize.errors import UsageError
 from normalize.events import Emit
 from normalize.plugins import PluginGroup
 from normalize.retry import RetryPolicy
+from normalize.skills.catalog import Catalog
 from normalize.task import Action, ActionResult, Decision, Task
 
 LineReader = Callable[[str], str | None]
@@ -82,6 +83,8 @@ class DriverServices:
     repo_map: Callable[[int], Callable[[], str]] | None = None
     """The workspace's repo map within N tokens: a callable giving its text, asked each turn
     (the tools' cached map: it changes only when the source files do)."""
+    skills: Catalog | None = None
+    """The Agent Skills the run may use (a catalog for the prompt, bodies on activation)."""
     recall: Callable[[str], str] | None = None
     """Memory for a run's input: the one guarded message of the entries relevant to it ('' when
     none), asked before each model request and never kept (None: no memory this run)."""

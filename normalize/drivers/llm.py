@@ -37,6 +37,7 @@ Rules the driver keeps:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -74,12 +75,16 @@ from normalize.providers.base import (
 )
 from normalize.providers.pricing import DEFAULT_TABLE, PriceTable
 from normalize.retry import RetryPolicy
+from normalize.skills.catalog import Catalog
 from normalize.tables import ContextSettings
 from normalize.task import Action, ActionResult, Decision, Task, TaskStatus, Usage
 
 ModelFactory = Callable[..., ModelClient]
 """`factory(spec, *, base_url=None, **opts) -> ModelClient`, like `create_client`."""
 
+SKILL_REF_RE = re.compile(r"(?<![\w$])\$([a-z0-9][a-z0-9-]{0,63})\b")
+SKILL_BODY_CHARS = 20_000
+"""A loaded skill's instructions past this are cut, with a note naming its file."""
 LOOP_REPEATS = 3
 LOOP_WINDOW = 24
 STATE_VERSION = 1
@@ -120,6 +125,7 @@ class Lent:
     extra_commands: Callable[[], str] | None = None  # more commands than the verbs (MCP tools)
     repo_map: Callable[[], str] | None = None  # the repo map's text (the tools' cached map)
     recall: Callable[[str], str] | None = None  # memory for the run's input: the guarded message
+    skills: Catalog | None = None  # the Agent Skills: a catalog in the prompt, bodies when loaded
 
 
 def _context(table: Mapping[str, Any] | str) -> ContextSettings:
@@ -204,6 +210,7 @@ class LLMDriver:
         self.played = 0  # replies the main model gave: a scripted model resumes after them
         self.played_spec = ""  # … if it is still the same model
         self.invalid_results = 0  # results that failed the task's output schema
+        self.skills_loaded: list[str] = []  # skills whose instructions every prompt now carries
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> LLMDriver:
@@ -226,7 +233,7 @@ class LLMDriver:
                        follow_ups=tuple(str(f) for f in config.get("follow_ups") or [])),
                    lent=Lent(services.inbox, services.extra_commands,
                              services.repo_map(tokens) if tokens and services.repo_map
-                             else None, services.recall),
+                             else None, services.recall, services.skills),
                    repo_map_tokens=tokens)
 
     @property
@@ -254,6 +261,7 @@ class LLMDriver:
             "nested_seen": list(self.nested_seen),
             "follow_ups_seen": self.follow_ups_seen,
             "invalid_results": self.invalid_results,
+            "skills_loaded": list(self.skills_loaded),
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -274,6 +282,7 @@ class LLMDriver:
         self.played_spec = str(state.get("played_spec", ""))
         self.nested_seen = [str(p) for p in state.get("nested_seen", [])]
         self.follow_ups_seen = int(state.get("follow_ups_seen", 0))
+        self.skills_loaded = [str(s) for s in state.get("skills_loaded", [])]
 
     # -- the model ---------------------------------------------------------
 
@@ -369,6 +378,9 @@ class LLMDriver:
                 from normalize.prompts import MEMORY_RANKS_LAST
 
                 self._system += "\n" + MEMORY_RANKS_LAST + "\n"
+            catalog = self.lent.skills.section() if self.lent.skills is not None else ""
+            if catalog:  # names and descriptions only: the same every turn (cached)
+                self._system += "\n" + catalog
         return self._system
 
     def goal(self, task: Task) -> str:
@@ -451,8 +463,10 @@ class LLMDriver:
                     "Deal with it, then finish with done."
                 )
         self._take_typed(ctx)
+        self._preload_skills(task, ctx)
         memory = self._memory(task)
-        prompt = self._prompt(task, ctx, memory)
+        skills = self._skills_message()
+        prompt = self._prompt(task, ctx, memory + skills)
         system = self.system_prompt(ctx.workspace)
         if task.output is not None:  # the same each turn: it stays in the cached prefix
             system = f"{system}\n\n## Result\n{task.output.instructions()}"
@@ -461,8 +475,10 @@ class LLMDriver:
         self._instruction_notices = []
         # memory rides its own user message right after the cached system prompt, ahead of
         # the conversation (it frames it, and stays put while the history grows); never kept
-        messages = [{"role": "user", "content": memory}, *prompt.messages] if memory else \
-            prompt.messages
+        # the loaded skills' instructions likewise: outside the conversation, so no compaction
+        # ever drops them
+        messages = [*({"role": "user", "content": text} for text in (skills, memory) if text),
+                    *prompt.messages]
         request = ModelRequest(
             system=system, messages=messages,
             max_tokens=self.settings.max_tokens, thinking=self.settings.thinking,
@@ -476,6 +492,40 @@ class LLMDriver:
         except TurnCancelledError:
             return Decision.finish("interrupted", status=TaskStatus.INTERRUPTED)
         return self._interpret(reply, task, ctx)
+
+    def _preload_skills(self, task: Task, ctx: RunContext) -> None:
+        """`$NAME` in the goal or a follow-up loads that skill (when the catalog has it)."""
+        catalog = self.lent.skills
+        if catalog is None:
+            return
+        for name in SKILL_REF_RE.findall(self.goal(task)):
+            if catalog.get(name) is not None and name not in self.skills_loaded:
+                self.skills_loaded.append(name)
+                ctx.emit(Notice(message=f"skill {name} loaded (${name} in the task)"))
+
+    def _skills_message(self) -> str:
+        """The loaded skills' instructions, each wrapped and marked, resources listed ('' none)."""
+        catalog = self.lent.skills
+        if catalog is None or not self.skills_loaded:
+            return ""
+        parts = []
+        for name in self.skills_loaded:
+            skill = catalog.get(name)
+            if skill is None:
+                continue
+            body = skill.body()
+            if len(body) > SKILL_BODY_CHARS:
+                body = (body[:SKILL_BODY_CHARS] + f"\n[cut at {SKILL_BODY_CHARS:,} characters: "
+                        f"the rest is in {skill.file}]")
+            resources = skill.resources()
+            listed = ("\nIts files (not read; `view` one when the instructions say so): "
+                      + ", ".join(f"{skill.directory}/{r}" for r in resources)) if resources \
+                else ""
+            parts.append(f'<skill name="{name}" file="{skill.file}">\n{body}{listed}\n</skill>')
+        if not parts:
+            return ""
+        return ("Skills in use (instructions the user installed, loaded for this task; they "
+                "rank below AGENTS.md and the user's words):\n" + "\n".join(parts) + "\n")
 
     def _memory(self, task: Task) -> str:
         """The memory message for this request, retrieved by the run's input ('' for none)."""
@@ -594,6 +644,8 @@ class LLMDriver:
                 turns = result.data.get("turns")
                 self.context.add_note(str(result.data["note"]),
                                       int(turns) if turns else None, task.turn)
+            elif action.tool == "skill" and result.data.get("skill"):
+                self._load_skill(str(result.data["skill"]))
             elif action.tool == "plan" and result.data.get("plan"):
                 moved = self.context.add_plan([str(s) for s in result.data["plan"]])
                 if moved:
@@ -601,6 +653,21 @@ class LLMDriver:
         else:
             self.turn_ok, self.failed_command = False, entry.head
         self._watch_loops(action, result, entry.head)
+
+    def _load_skill(self, name: str) -> None:
+        """`skill NAME`: its instructions join every later prompt (said once if already there)."""
+        catalog = self.lent.skills
+        if catalog is None or catalog.get(name) is None:
+            known = ", ".join(sorted(catalog.skills)) if catalog is not None else ""
+            self.context.add_feedback(f"There is no skill {name!r}"
+                                      + (f" (the catalog has: {known})." if known else "."))
+        elif name in self.skills_loaded:
+            self.context.add_feedback(f"Skill {name} is already loaded: its instructions are in "
+                                      "the `Skills in use` message.")
+        else:
+            self.skills_loaded.append(name)
+            self.context.add_feedback(f"Skill {name} loaded: its instructions are in the "
+                                      "`Skills in use` message from now on.")
 
     def _nested_instructions(self, workspace: Path, path: str) -> None:
         """Give the model a nested AGENTS.md once, the first time the task works below it."""

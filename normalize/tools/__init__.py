@@ -20,6 +20,7 @@ BUILTIN_TOOLS: dict[str, str] = {
     "fetch": "normalize.tools.fetch:FetchTool",
     "note": "normalize.tools.meta:NoteTool",
     "remember": "normalize.tools.meta:RememberTool",
+    "skill": "normalize.tools.meta:SkillTool",
     "plan": "normalize.tools.meta:PlanTool",
     "ask": "normalize.tools.meta:AskTool",
     "done": "normalize.tools.meta:DoneTool",

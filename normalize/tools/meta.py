@@ -56,6 +56,21 @@ class RememberTool:
             data={"memory": text})
 
 
+class SkillTool:
+    """`skill NAME`: load a skill's instructions; the driver holds the catalog and shows them."""
+
+    name: ClassVar[str] = "skill"
+    read_only: ClassVar[bool] = True
+    summary: ClassVar[str] = "load a skill's instructions for the rest of the task"
+
+    def run(self, action: Action, ctx: ToolContext) -> ActionResult:
+        del ctx
+        if len(action.args) != 1:
+            raise ToolError("skill takes one name: skill NAME (the Skills catalog lists them)")
+        name = action.args[0].lstrip("$")
+        return ActionResult.success(f"skill {name} requested", data={"skill": name})
+
+
 class PlanTool:
     """`plan FIRST; SECOND; …`: add subtasks to the task tree or list."""
 
