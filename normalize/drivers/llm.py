@@ -115,6 +115,7 @@ class Briefing:
     project_instructions: bool = True  # AGENTS.md / CLAUDE.md into the prompt
     config_dir: Path | None = None  # where the user-wide AGENTS.md lives
     follow_ups: tuple[str, ...] = ()
+    skills: tuple[str, ...] = ()  # the workflow's `skills`: loaded before the first request
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,7 @@ class LLMDriver:
         self.played_spec = ""  # … if it is still the same model
         self.invalid_results = 0  # results that failed the task's output schema
         self.skills_loaded: list[str] = []  # skills whose instructions every prompt now carries
+        self.skills_missing: list[str] = []  # the workflow's skills not found (said once)
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> LLMDriver:
@@ -230,7 +232,8 @@ class LLMDriver:
                        prompt_dir=Path(path).parent if path else None,
                        project_instructions=bool(config.get("project_instructions", True)),
                        config_dir=services.config_dir,
-                       follow_ups=tuple(str(f) for f in config.get("follow_ups") or [])),
+                       follow_ups=tuple(str(f) for f in config.get("follow_ups") or []),
+                       skills=tuple(str(s) for s in spec.get("skills") or [])),
                    lent=Lent(services.inbox, services.extra_commands,
                              services.repo_map(tokens) if tokens and services.repo_map
                              else None, services.recall, services.skills),
@@ -262,6 +265,7 @@ class LLMDriver:
             "follow_ups_seen": self.follow_ups_seen,
             "invalid_results": self.invalid_results,
             "skills_loaded": list(self.skills_loaded),
+            "skills_missing": list(self.skills_missing),
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -283,6 +287,7 @@ class LLMDriver:
         self.nested_seen = [str(p) for p in state.get("nested_seen", [])]
         self.follow_ups_seen = int(state.get("follow_ups_seen", 0))
         self.skills_loaded = [str(s) for s in state.get("skills_loaded", [])]
+        self.skills_missing = [str(s) for s in state.get("skills_missing", [])]
 
     # -- the model ---------------------------------------------------------
 
@@ -494,14 +499,24 @@ class LLMDriver:
         return self._interpret(reply, task, ctx)
 
     def _preload_skills(self, task: Task, ctx: RunContext) -> None:
-        """`$NAME` in the goal or a follow-up loads that skill (when the catalog has it)."""
+        """The workflow's `skills`, and `$NAME` in the goal or a follow-up, load those skills
+        (when the catalog has them; a workflow's name it lacks is said once)."""
         catalog = self.lent.skills
         if catalog is None:
             return
-        for name in SKILL_REF_RE.findall(self.goal(task)):
-            if catalog.get(name) is not None and name not in self.skills_loaded:
+        wanted = [(name, "the workflow's skills") for name in self.briefing.skills]
+        wanted += [(name, f"${name} in the task") for name in SKILL_REF_RE.findall(self.goal(task))]
+        for name, why in wanted:
+            if name in self.skills_loaded or name in self.skills_missing:
+                continue
+            if catalog.get(name) is not None:
                 self.skills_loaded.append(name)
-                ctx.emit(Notice(message=f"skill {name} loaded (${name} in the task)"))
+                ctx.emit(Notice(message=f"skill {name} loaded ({why})"))
+            elif why.startswith("the workflow"):
+                self.skills_missing.append(name)
+                ctx.emit(Notice(level="warning", message=(
+                    f"the workflow's skill {name!r} is not here (or not trusted): "
+                    "`normalize skills list` shows the skills a run here may use")))
 
     def _skills_message(self) -> str:
         """The loaded skills' instructions, each wrapped and marked, resources listed ('' none)."""

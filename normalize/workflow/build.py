@@ -227,6 +227,7 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
         if wf.get("output_schema") else None, output_retries=wf.get("output_retries"),
         workspace=wf.get("workspace", ""), on_item_error=wf.get("on_item_error", "continue"),
         memory_top_k=wf.get("memory_top_k"), memory=wf.get("memory"),
+        skills=tuple(wf.get("skills", ())),
     )
     validator = Validator(check, plugins, (*source.stack, source.path.resolve()), load)
     try:

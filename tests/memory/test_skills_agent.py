@@ -74,3 +74,16 @@ def test_a_dollar_name_in_the_goal_preloads_it(project: Project) -> None:
     assert "skill release loaded ($release in the task)" in done.stdout
     (message,) = skill_messages(project.server.requests[0])
     assert "# Releasing" in message
+
+
+def test_a_workflow_preloads_its_skills(project: Project) -> None:
+    project.run("trust", str(project.root / ".agents/skills/release/SKILL.md"))
+    flow = project.root.parent / "agent.toml"
+    flow.write_text('[workflow]\nname = "agent"\nskills = ["release", "absent"]\n'
+                    '[workflow.llm]\nmodel = "claude-sonnet-4-5"\n')
+    done, _ = project.agent("ship it", "done shipped", flags=("--workflow", str(flow)))
+    assert done.returncode == 0, done.stderr
+    assert "skill release loaded (the workflow's skills)" in done.stdout
+    assert "the workflow's skill 'absent' is not here (or not trusted)" in done.stdout
+    (message,) = skill_messages(project.server.requests[0])
+    assert "# Releasing" in message
