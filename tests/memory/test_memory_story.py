@@ -144,3 +144,22 @@ def test_the_store_is_owner_only(project: Project) -> None:
     assert directory.stat().st_mode & 0o777 == 0o700
     for path in directory.iterdir():
         assert path.stat().st_mode & 0o777 == 0o600, path
+
+
+def test_what_you_say_is_proposed_redacted_and_yours_follows_you(project: Project,
+                                                                tmp_path: Path) -> None:
+    token = "ghp_" + "a1B2" * 9
+    done, _ = project.agent(f"Fix the deploy. We always deploy with the token {token}.",
+                            "done fixed")
+    assert done.returncode == 0, done.stderr
+    (entry,) = project.memory("inbox")
+    assert entry["source"] == "person" and token not in entry["text"]
+    assert entry["text"] == "We always deploy with the token [REDACTED]."
+    stored = (project.home / "memory" / "memory.db").read_bytes()
+    assert token.encode() not in stored
+    accepted = project.run("memory", "accept", str(entry["id"]), "--user")
+    assert accepted.returncode == 0, accepted.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    listed = project.run("memory", "list", "-w", str(elsewhere))
+    assert f"#{entry['id']} [user]  We always deploy with the token [REDACTED]." in listed.stdout
