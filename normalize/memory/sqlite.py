@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from normalize.errors import UsageError
 from normalize.fsutil import private_dirs
 from normalize.memory.entries import MemoryEntry
 
@@ -195,9 +194,3 @@ class _transaction:
 
     def __exit__(self, kind: object, exc: object, tb: object) -> None:
         self.db.execute("COMMIT" if kind is None else "ROLLBACK")
-
-
-def check_state(state: str) -> str:
-    if state not in ("inbox", "accepted", "rejected"):
-        raise UsageError(f"unknown memory state {state!r} (inbox, accepted, rejected)")
-    return state
