@@ -110,3 +110,16 @@ def test_a_lesson_against_agents_md_is_flagged(project: Project) -> None:
     assert "! AGENTS.md names `pytest`, which failed here: check which holds" in done.stdout
     (entry,) = project.memory("list", "--all")
     assert entry["why"].endswith("AGENTS.md names `pytest`, which failed here: check which holds")
+
+
+def test_no_program_reads_the_memory_store(project: Project) -> None:
+    project.agent("make the tests pass", "run pytest", "run make check", "done ok")
+    store = project.home / "memory" / "memory.db"
+    assert store.is_file()
+    reader = f"print(open({str(store)!r}, 'rb').read(16))"
+    done, task_id = project.agent("peek", f"run python3 -c {reader!r}", "done peeked",
+                                  flags=("--approve", "yes"))
+    assert done.returncode == 0, done.stderr
+    (ran,) = [e for e in project.journal(task_id) if e["type"] == "action_finished"]
+    assert ran["status"] == "error" and "SQLite format" not in json.dumps(ran)
+    assert "No such file or directory" in ran["preview"] or "Permission denied" in ran["preview"]
