@@ -284,7 +284,7 @@ def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = N
                                           redact=store.redact)
     if services.extra_commands is None and mcp is not None:
         lent["extra_commands"] = mcp.reference  # the MCP tools, in a model's prompt
-    if services.recall is None and memory is not None and memory.settings.top_k > 0:
+    if services.recall is None and memory is not None and memory.recalls:
         lent["recall"] = memory.recall  # the guarded memory message, before each request
     if services.skills is None and skills is not None:
         lent["skills"] = skills
@@ -354,8 +354,8 @@ def run_memory(task: Task, options: RunOptions, table: Mapping[str, Any]) -> Run
     store = _store(options)
     workspace = Path(task.workspace)
     redactor = store.redact or Redactor.for_workspace(workspace)  # entries are redacted, always
-    return RunMemory(store.home, workspace, settings, store.events,
-                     redact=lambda text: redactor(text))
+    return RunMemory.start(store.home, workspace, settings, store.events,
+                           redact=lambda text: redactor(text))
 
 
 def with_model(llm: LLMTable | None, model: str | None, base_url: str | None = None

@@ -46,6 +46,19 @@ class RunMemory:
         self.settings = settings
         self.read_journal = read_journal
         self.redact = redact
+        self.recalls = False  # whether requests ask for memory (see `start`)
+
+    @classmethod
+    def start(cls, home: Path, workspace: Path, settings: MemorySettings,
+              read_journal: ReadJournal, redact: Callable[[str], str]) -> RunMemory:
+        """The run's memory; it recalls only when `top_k` allows and the project (or the
+        user) has accepted entries as the run starts, so a run with nothing to recall sends
+        exactly what it would without memory."""
+        run = cls(home, workspace, settings, read_journal, redact)
+        if settings.top_k > 0:
+            with run._store() as store:
+                run.recalls = bool(store.entries("accepted"))
+        return run
 
     @contextmanager
     def _store(self) -> Iterator[MemoryStore]:

@@ -53,6 +53,8 @@ def test_a_lesson_learnt_reviewed_and_used(project: Project) -> None:
     first_requests = len(project.server.requests)
     assert first_requests == 3
     assert not any(memory_messages(r) for r in project.server.requests)  # nothing accepted yet
+    assert not any("## Memory" in "".join(b["text"] for b in r.body["system"])
+                   for r in project.server.requests)  # nor a word about memory: as without it
 
     # in the inbox nothing is recalled: a task now gets no memory
     done, _ = project.agent("run the tests", "done nothing to do")
