@@ -21,7 +21,8 @@ from normalize.skills import Skill, load
 PROJECT_DIRS = (".agents/skills", ".normalize/skills", ".claude/skills")
 MAX_SKILLS = 500
 CATALOG_CHARS = 8_000
-"""The catalog's cap: about 2% of a 200k-token context window, and never more than this."""
+"""The catalog's cap in characters (about 2,000 tokens: 1% of a 200k-token context window,
+under the specification's guide of about 2%). It does not yet shrink for smaller windows."""
 SHORTEST = 60  # a description is cut to no less than this before skills are left out
 
 
