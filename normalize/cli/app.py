@@ -757,8 +757,7 @@ def help_commands(
 
 # -- memory and skills (issue #38): one block ------------------------------------------------
 
-memory_app = typer.Typer(help="Review what the agent learnt across tasks: the inbox of proposed "
-                              "entries, the accepted ones, their staleness.",
+memory_app = typer.Typer(help="Review what the agent learnt: the inbox, accepted entries.",
                          no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(memory_app, name="memory")
 MemWorkspaceOpt = Annotated[Path | None, typer.Option(
@@ -838,8 +837,8 @@ def memory_forget(entries: MemIdsArg = None, workspace: MemWorkspaceOpt = None) 
     raise typer.Exit(forget(_env(), entries or [], workspace=workspace))
 
 
-skills_app = typer.Typer(help="The Agent Skills a run here would use (agentskills.io), and "
-                              "checks of SKILL.md files.", no_args_is_help=True,
+skills_app = typer.Typer(help="Agent Skills a run here would use; check SKILL.md files.",
+                         no_args_is_help=True,
                          rich_markup_mode=None)
 app.add_typer(skills_app, name="skills")
 
@@ -867,7 +866,7 @@ def skills_check(paths: Annotated[list[Path] | None, typer.Argument(
                      metavar="[PATH]...", help="A skill directory, its SKILL.md, or a "
                      "directory of skills (default: every skill found here).")] = None,
                  workspace: MemWorkspaceOpt = None) -> None:
-    """Check skills as the specification requires (FILE:LINE problems; exit 1 when any)."""
+    """Check skills as the specification requires (FILE:LINE problems)."""
     from normalize.cli.skills import skills_check as run_check
 
     raise typer.Exit(run_check(_env(), paths or [], workspace=workspace))
