@@ -36,7 +36,7 @@ import copy
 import os
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -133,6 +133,7 @@ class Engine:
         workspace_checkpoints: WorkspaceCheckpoints | None = None,
         hooks: HookRunner | None = None,
         notices: Iterable[str] = (),
+        consolidate: Callable[[Task], Iterable[Event]] | None = None,
     ) -> None:
         self.store = store
         self.tools = tools
@@ -153,6 +154,7 @@ class Engine:
         self.notices = list(notices)  # warnings said right after `run_started` (what was ignored)
         self._results_kept = False  # whole results kept since the last checkpoint
         self._recovery = Recovery(store, tools, steps=self)
+        self.consolidate = consolidate  # after a run that succeeded: what it proposes to remember
 
     # -- the loop --------------------------------------------------------
 
@@ -578,6 +580,8 @@ class Engine:
                 task.summary = summary
             task.error = error
             task.elapsed = self._elapsed(task)
+            if owned and status is TaskStatus.DONE:
+                self._consolidate(task)
             if owned:
                 try:
                     error = _joined(error, self._save_ending(task, driver, trace is not None))
@@ -596,6 +600,18 @@ class Engine:
         finally:
             self._close()
         return RunOutcome(task, status, status.exit_status, task.summary, error)
+
+    def _consolidate(self, task: Task) -> None:
+        """A run that succeeded proposes what to remember (a failed one writes no lessons);
+        said as events before the ending, so it is never silent. Its failure is a warning."""
+        if self.consolidate is None or self._emitter is None:
+            return
+        try:
+            for event in self.consolidate(task):
+                self.emit(event)
+        except Exception as exc:
+            self.emit(Notice(level="warning", message=f"memory: nothing proposed: "
+                                                      f"{type(exc).__name__}: {exc}"))
 
     def _run_end_hooks(self, task: Task, status: TaskStatus) -> None:
         """Tell `run_end` hooks how the run ended; a hook's failure never stops the ending."""

@@ -418,6 +418,19 @@ class HarnessEvent(BaseEvent):
 
 
 @event
+class MemoryProposed(BaseEvent):
+    """What a task that succeeded proposed to remember (said at its end: never silent).
+
+    Each entry: `id`, `text`, `state` (`inbox`, or `accepted` under `memory = "auto"`),
+    `source` (`observed`, `person`, `model`), `why`; `dropped`: candidates left out, and why.
+    """
+
+    type: Literal["memory_proposed"] = "memory_proposed"
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+
+
+@event
 class RunEnded(BaseEvent):
     type: Literal["run_ended"] = "run_ended"
     status: str = ""
@@ -517,7 +530,7 @@ Event = (
     | CheckpointTaken | TaskRewound
     | TaskSaved | WaitingForInput | InputReceived | ModelRequested | TextDelta
     | ThinkingDelta | ModelReplied | ModelRetried | FallbackUsed | LoopDetected
-    | ContextCompacted | Notice | HookRan | RunEnded | UnknownEvent
+    | ContextCompacted | Notice | HookRan | RunEnded | UnknownEvent | MemoryProposed
     | HarnessSession | HarnessToolCalled | HarnessToolFinished | HarnessEvent
     | BatchStarted | BatchResumed | ItemUpdated | BatchEnded
 )
@@ -531,7 +544,7 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
         CheckpointTaken, TaskRewound,
         TaskSaved, WaitingForInput, InputReceived, ModelRequested, TextDelta,
         ThinkingDelta, ModelReplied, ModelRetried, FallbackUsed, LoopDetected,
-        ContextCompacted, Notice, HookRan, RunEnded,
+        ContextCompacted, Notice, HookRan, RunEnded, MemoryProposed,
         HarnessSession, HarnessToolCalled, HarnessToolFinished, HarnessEvent,
         BatchStarted, BatchResumed, ItemUpdated, BatchEnded,
     )

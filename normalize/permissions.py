@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -273,15 +273,25 @@ def load_user_config(path: Path | None = None) -> Permissions:
     path = path or config_path()
     doc, source = _read_config(path)
     for key in doc:
-        if key not in ("permissions", "trust", "mcp", "hooks"):
+        if key not in ("permissions", "trust", "mcp", "hooks", "memory"):
             line = _line_of(source, "")(key) or 1
             raise ConfigError(f"{path}:{line}: unknown table {key!r}; expected [permissions], "
-                              f"[trust], [[mcp]] or [[hooks]]")
+                              f"[trust], [[mcp]], [[hooks]] or [memory]")
     table = doc.get("permissions", {})
     if not isinstance(table, Mapping):
         raise ConfigError(f"{path}: `permissions` must be a table")
     return Permissions().overlay(table.unwrap() if hasattr(table, "unwrap") else table,
                                  str(path), locate=_line_of(source, "permissions"))
+
+
+def load_user_memory(path: Path | None = None) -> dict[str, Any]:
+    """The user's `[memory]` table (`top_k`, `mode`, `store`), as plain values ({}: none)."""
+    path = path or config_path()
+    doc, _ = _read_config(path)
+    table = doc.get("memory", {})
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{path}: `memory` must be a table")
+    return dict(table.unwrap() if hasattr(table, "unwrap") else table)
 
 
 def load_user_hooks(path: Path | None = None) -> tuple[Hook, ...]:
@@ -457,6 +467,7 @@ class Grants:
     hooks: HookRunner | None  # the person's hooks, and a trusted workflow's
     ignored: tuple[str, ...]  # what a workspace file asked for and was left out (said at start)
     argv: tuple[str, ...]  # the flags its children's processes are started with
+    remembers: bool = False  # its driver's model reads memory and skills (`Remembers`)
 
 
 def task_grants(task: Task, flags: Flags, *, hidden: tuple[Path, ...], home: Path,
@@ -478,8 +489,10 @@ def task_grants(task: Task, flags: Flags, *, hidden: tuple[Path, ...], home: Pat
     refuse_unconfined(sandbox, policy.mode.value, interactive)
     refuse_state_in_workspace(sandbox, Path(task.workspace), home)
     hooks, ignored = task_hooks(task, perms.env_allow)
+    from normalize.contract.driver import driver_traits
+
     return Grants(perms, policy, sandbox, tuple(task_mcp_servers(task)), hooks, tuple(ignored),
-                  flags.argv())
+                  flags.argv(), driver_traits(task.driver).remembers)
 
 
 # -- trust ----------------------------------------------------------------------------------
@@ -512,6 +525,21 @@ def is_trusted(path: Path, digest: str | None = None) -> bool:
         return recorded == (digest or file_digest(path))
     except OSError:
         return False
+
+
+def trust_check() -> Callable[[Path], bool]:
+    """`is_trusted` for many files: the trusted table read once (skills are checked by the
+    hundred)."""
+    table = trusted_files()
+
+    def trusted(path: Path) -> bool:
+        recorded = table.get(_key(path))
+        try:
+            return recorded is not None and recorded == file_digest(path)
+        except OSError:
+            return False
+
+    return trusted
 
 
 def _write_config(doc: Any) -> None:

@@ -44,8 +44,10 @@ from normalize.workflow.spec import WorkflowSpec
 
 if TYPE_CHECKING:
     from normalize.mcp.client import McpSessions
+    from normalize.memory.session import RunMemory
     from normalize.permissions import Flags, Grants
     from normalize.sandbox import SandboxPolicy
+    from normalize.skills.catalog import Catalog
     from normalize.store.places import Places
     from normalize.telemetry import RunTracing
 
@@ -74,6 +76,7 @@ class RunOptions:
     project_instructions: bool = True  # AGENTS.md / CLAUDE.md into the prompt (new tasks)
     output: OutputContract | None = None  # --output-schema: the result's schema (new tasks)
     tracing: RunTracing | None = None  # --otel: spans of every run (and the children's context)
+    memory: bool = True  # --no-memory: this run neither recalls nor proposes memory
 
     def flags(self) -> Flags:
         """This run's permission flags, as the permissions' top layer takes them."""
@@ -268,7 +271,8 @@ def spawner(task: Task, options: RunOptions, grants: Grants) -> Spawner:
 
 def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = None,
                     repo_maps: Path | None = None,
-                    sandbox: SandboxPolicy | None = None) -> DriverServices:
+                    sandbox: SandboxPolicy | None = None, memory: RunMemory | None = None,
+                    skills: Catalog | None = None) -> DriverServices:
     """The caller's services, with what the run lends where the caller lent nothing.
 
     `replay:TASKID` looks the task up in the run's own store; the repo map is
@@ -289,6 +293,10 @@ def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = N
         lent["extra_commands"] = mcp.reference  # the MCP tools, in a model's prompt
     if services.sandbox is None and sandbox is not None:
         lent["sandbox"] = sandbox  # the run's, for a program a driver starts (`acp`)
+    if services.recall is None and memory is not None and memory.recalls:
+        lent["recall"] = memory.recall  # the guarded memory message, before each request
+    if services.skills is None and skills is not None:
+        lent["skills"] = skills
     return replace(services, **lent)
 
 
@@ -302,10 +310,63 @@ def tier_notice(task: Task, options: RunOptions) -> str:
 
 
 def make_driver(task: Task, options: RunOptions, mcp: McpSessions | None = None,
-                repo_maps: Path | None = None, sandbox: SandboxPolicy | None = None) -> Driver:
+                repo_maps: Path | None = None, sandbox: SandboxPolicy | None = None,
+                memory: RunMemory | None = None, skills: Catalog | None = None) -> Driver:
     """The task's driver, built with everything it is lent (see `driver_services`)."""
     return create_driver(task.driver, task.config.to_driver_json(),
-                         driver_services(task, options, mcp, repo_maps, sandbox))
+                         driver_services(task, options, mcp, repo_maps, sandbox, memory,
+                                         skills))
+
+
+def model_loans(task: Task, options: RunOptions, grants: Grants
+                ) -> tuple[RunMemory | None, Catalog | None]:
+    """What a model-driven task's run reads beyond the workspace: its memory and its skills.
+
+    The user's `[memory]` and trusted files are read once; then `run_memory`
+    and the skills a run here may use (`normalize.skills.catalog.discover`).
+    """
+    if not grants.remembers:  # a driver whose model reads memory and skills
+        return None, None
+    from normalize.permissions import load_user_memory, trust_check
+    from normalize.skills.catalog import discover
+
+    table = load_user_memory() if options.memory else {}
+    trusted = trust_check()
+    memory = run_memory(task, options, table) if options.memory else None
+    skills = discover(Path(task.workspace), config_dir=options.services.config_dir or
+                      config_home(), home=Path.home(), trusted=trusted)
+    return memory, skills
+
+
+def run_memory(task: Task, options: RunOptions, table: Mapping[str, Any]) -> RunMemory | None:
+    """The memory a model-driven task's run reads and writes (None: none).
+
+    The layers are `normalize.memory.settings`'s: the user's `[memory]` (`table`),
+    the workflow's `memory_top_k` and `memory` (an untrusted workspace file
+    never chooses `auto`), the flag; unattended runs (CI, `--approve never`)
+    write nothing unless the workflow says so.
+    """
+    from normalize.memory.session import RunMemory
+    from normalize.memory.settings import run_settings, user_settings
+
+    user = user_settings(table, str(config_home() / "config.toml"))
+    spec = task.config.spec_table
+    mode = options.approve or str((task.config.permissions or {}).get("mode") or "")
+    ci = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+    unattended = "in CI" if ci else "under --approve never" if mode == "never" else ""
+    settings = run_settings(user, workflow_top_k=spec.get("memory_top_k"),
+                            workflow_mode=spec.get("memory"),
+                            trusted=spec.get("origin") != "workspace", enabled=True,
+                            unattended=unattended)
+    if not settings.used:
+        return None
+    from normalize.redact import Redactor
+
+    store = _store(options)
+    workspace = Path(task.workspace)
+    redactor = store.redact or Redactor.for_workspace(workspace)  # entries are redacted, always
+    return RunMemory.start(store.home, workspace, settings, store.events,
+                           redact=lambda text: redactor(text))
 
 
 def with_model(llm: LLMTable | None, model: str | None, base_url: str | None = None
@@ -397,17 +458,21 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     workspace = Path(task.workspace)
     places = store.places(task.id, workspace)
     grants = _grants(task, options, places)
+    memory, skills = model_loans(task, options, grants)
     tool_ctx = tool_context(task, options, places=places, grants=grants)
     try:
         driver = driver or make_driver(task, options, tool_ctx.mcp, places.repo_maps,
-                                       tool_ctx.sandbox)
+                                       tool_ctx.sandbox, memory, skills)
         notes = [] if resumed else list(task.config.permission_notes)
         engine = Engine(store, options.tools or default_tools(), tool_ctx,
                         cancel=options.cancel, subscribers=_subscribers(options),
                         interactive=options.interactive,
                         workspace_checkpoints=WorkspaceCheckpoints.for_workspace(
                             workspace, store.home, store.task_path),
-                        hooks=grants.hooks, notices=[*notes, *grants.ignored])
+                        hooks=grants.hooks, notices=[
+                            *notes, *grants.ignored, *(skills.notices if skills else ())],
+                        consolidate=memory.consolidate if memory is not None and
+                        memory.settings.mode != "off" else None)
         return engine.run(task, driver, resumed=resumed, reply=reply)
     finally:
         if tool_ctx.mcp is not None:

@@ -119,11 +119,28 @@ VERBS: tuple[Verb, ...] = (
     ),
     Verb(
         "note",
-        ("remember",),
+        (),
         ("note TEXT", "note --turns N TEXT"),
         "keeps a note in the current scope (for N turns, or until the scope ends)",
         False,
         takes_body=True,
+    ),
+    Verb(
+        "remember",
+        (),
+        ("remember TEXT", "remember that TEXT"),
+        "proposes a lasting fact about this project (how its tests run, a convention) for "
+        "later tasks; it waits in the user's memory inbox until they accept it",
+        False,
+        takes_body=True,
+    ),
+    Verb(
+        "skill",
+        (),
+        ("skill NAME",),
+        "loads the instructions of a skill from the Skills catalog; they stay in every later "
+        "prompt of the task (once is enough)",
+        False,
     ),
     Verb(
         "plan",
@@ -201,7 +218,7 @@ _LINE_RULES = (
     "A body that never closes (no `EOF` line, no closing fence) makes its command an "
     "error; nothing of the reply from that command on runs.",
     "Arguments are split like a shell splits words: quotes group, nothing is expanded, "
-    "backslashes are kept as written; the text of note, plan, ask and done is kept "
+    "backslashes are kept as written; the text of note, remember, plan, ask and done is kept "
     "exactly as written, quotes included.",
     "Several actions run in order; a line `parallel` before them marks them independent: "
     "read-only ones run concurrently and results come back in the order written.",
@@ -292,7 +309,7 @@ def system_prompt_section(omit: Iterable[str] = ()) -> str:
         "An edit body holds SEARCH/REPLACE blocks; each SEARCH text must match exactly once:",
         _SEARCH_REPLACE,
         "Arguments split like shell words: quote ones with spaces; nothing is expanded. "
-        "The text of note, plan, ask and done is kept as written.",
+        "The text of note, remember, plan, ask and done is kept as written.",
         f"Commands run in order. Put a line `{PARALLEL_WORD}` before independent read-only "
         "commands to run them together.",
         "Finish with `done SUMMARY`; commands after it do not run.",

@@ -236,9 +236,10 @@ _TESTS = Path(__file__).resolve().parent
 E2E_MODULES = frozenset({  # found by the guard: git for checkpoints, rg, ctags, a test runner
     "agent/test_agent_token_bench.py", "checkpoints/test_change_watch.py",
     "cli/test_checkpoint_growth.py", "plugins/test_capabilities.py",
-    "plugins/test_plugin_docs.py", "spine/test_walk.py", "terminal/test_user_prompt.py",
+    "plugins/test_plugin_docs.py", "spine/test_exit_door.py", "spine/test_walk.py",
+    "terminal/test_user_prompt.py",
     "tools/test_analyze.py", "tools/test_ctags.py", "tools/test_grep.py", "tools/test_test.py",
-    "workflow/test_scope.py", "workflow/test_steps.py",
+    "workflow/test_scope.py", "workflow/test_steps.py", "test_programs.py",
 })
 """Test modules (paths under tests/) that start processes through normalize's own code."""
 WHOLE_TOOL_MODULES = frozenset({"cli/test_render_typed.py", "cli/test_event_match.py"})

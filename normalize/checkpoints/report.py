@@ -41,6 +41,7 @@ from normalize.events import (
     InputReceived,
     ItemUpdated,
     LoopDetected,
+    MemoryProposed,
     ModelReplied,
     ModelRequested,
     ModelRetried,
@@ -160,7 +161,8 @@ def group_turns(events: Iterable[Event]) -> tuple[list[Turn], list[Event]]:
             case CheckpointTaken() if event.kind in ("action", "undo", "rewind"):
                 turn = turn_for(event.turn, event.ts)
                 turn.checkpoints.append(event)
-            case WaitingForInput() | InputReceived() | Notice() | UnknownEvent():
+            case (WaitingForInput() | InputReceived() | Notice() | UnknownEvent()
+                  | MemoryProposed()):
                 if current is None:
                     runs.append(event)
                     continue
@@ -367,6 +369,12 @@ def _run_event(event: Event) -> str:
         case InputReceived():
             label = INPUT_LABELS.get(event.kind, "answered")
             return f'<p class="wait">↳ {label}: {_e(event.answer)}</p>'
+        case MemoryProposed():
+            rows = [f"{'remembered' if e.get('state') == 'accepted' else 'proposed'} "
+                    f"({e.get('source')}, #{e.get('id')}): {e.get('text', '')}"
+                    for e in event.entries] + [f"left out: {why}" for why in event.dropped]
+            return "".join(f'<p class="meta">· memory {_e(_first(str(row), 300))}</p>'
+                           for row in rows)
         case Notice() if event.level != "info":
             return f'<p class="meta">! {_e(_first(event.message, 300))}</p>'
         case UnknownEvent():

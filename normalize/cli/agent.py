@@ -64,7 +64,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               repo_map: int | None = None, output_schema: Path | None = None,
               output_retries: int | None = None, otel: bool = False,
               attempts: int | None = None, pick: str | None = None,
-              harness: str | None = None) -> int:
+              harness: str | None = None, memory: bool = True) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.contract.driver import DriverServices
     from normalize.drivers.models import LLMSettings
@@ -124,6 +124,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         options.services = DriverServices(read_line=options.services.read_line,
                                           model_factory=clients)
         options.project_instructions = project_instructions
+        options.memory = memory
         task = start(env, spec, goal, options, output_schema=output_schema,
                      max_turns=max_turns, budget=budget, named=json_output or quiet)
         with_acp_command(task, harness, options)

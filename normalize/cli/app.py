@@ -73,6 +73,8 @@ OutputRetriesOpt = Annotated[int | None, typer.Option(
     help="How often an invalid result goes back to the model (default 2).")]
 WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", "-w",
                                                    help="Directory to work in.")]
+NoMemoryOpt = Annotated[bool, typer.Option(
+    "--no-memory", help="This run neither recalls memory nor proposes any.")]
 
 
 def _version(value: bool) -> None:
@@ -196,6 +198,7 @@ def run(
     output_schema: OutputSchemaOpt = None,
     output_retries: OutputRetriesOpt = None,
     otel: OtelOpt = False,
+    no_memory: NoMemoryOpt = False,
 ) -> None:
     """Run a workflow file (steps, a state machine, or a model loop)."""
     from normalize.cli.commands import run_workflow
@@ -206,7 +209,7 @@ def run(
                         json_output=json_output, quiet=quiet, model=model,
                         base_url=base_url, sandbox=sandbox,
                         network=_network(network, no_network), output_schema=output_schema,
-                        output_retries=output_retries, otel=otel)
+                        output_retries=output_retries, otel=otel, memory=not no_memory)
     raise typer.Exit(_then_commit(env, code, commit, json_output))
 
 
@@ -267,6 +270,7 @@ def agent(
         "--item-budget", metavar="USD", help="With --items: each item's model cost.")] = None,
     concurrency: Annotated[int, typer.Option(
         "--concurrency", min=1, help="With --items: items in flight at once.")] = 4,
+    no_memory: NoMemoryOpt = False,
 ) -> None:
     """A model works on TASK with normalize's commands.
 
@@ -296,7 +300,7 @@ def agent(
                      network=_network(network, no_network),
                      project_instructions=not no_instructions,
                      repo_map=repo_map, output_retries=output_retries, otel=otel,
-                     attempts=attempts, pick=pick, harness=harness)
+                     attempts=attempts, pick=pick, harness=harness, memory=not no_memory)
     raise typer.Exit(_then_commit(env, code, commit, json_output))
 
 
@@ -343,6 +347,7 @@ def resume(
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
     otel: OtelOpt = False,
+    no_memory: NoMemoryOpt = False,
 ) -> None:
     """Continue a task where it stopped."""
     from normalize.cli.batch import batch_of, resume_batch
@@ -357,7 +362,8 @@ def resume(
                                  json_output=json_output, quiet=quiet, model=model,
                                  sandbox=sandbox, network=_network(network, no_network),
                                  rewind=rewind, instruction=instruction, fork=fork,
-                                 in_place=in_place, base_url=base_url, otel=otel))
+                                 in_place=in_place, base_url=base_url, otel=otel,
+                                 memory=not no_memory))
 
 
 @app.command()
@@ -768,6 +774,124 @@ def help_commands(
     from normalize.cli.verbs import print_commands
 
     raise typer.Exit(print_commands(_env(), markdown=markdown))
+
+
+# -- memory and skills (issue #38): one block ------------------------------------------------
+
+memory_app = typer.Typer(help="Review what the agent learnt: the inbox, accepted entries.",
+                         no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(memory_app, name="memory")
+MemWorkspaceOpt = Annotated[Path | None, typer.Option(
+    "--workspace", "-w", help="The project whose memory (default: the current directory's).")]
+MemIdsArg = Annotated[list[str] | None, typer.Argument(metavar="ID...", help="Entry ids.")]
+
+
+@memory_app.command("list")
+def memory_list(workspace: MemWorkspaceOpt = None,
+                every: Annotated[bool, typer.Option("--all", help="Every state, not only "
+                                                              "accepted.")] = False,
+                json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """The accepted entries (stale ones marked)."""
+    from normalize.cli.memory import memory_list as listing
+
+    raise typer.Exit(listing(_env(), workspace=workspace, every=every, json_output=json_output))
+
+
+@memory_app.command("show")
+def memory_show(entry: Annotated[str, typer.Argument(metavar="ID")],
+                workspace: MemWorkspaceOpt = None,
+                json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """One entry: its text, where it came from, its files."""
+    from normalize.cli.memory import memory_show as show
+
+    raise typer.Exit(show(_env(), entry, workspace=workspace, json_output=json_output))
+
+
+@memory_app.command("inbox")
+def memory_inbox(workspace: MemWorkspaceOpt = None,
+                 json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """The proposed entries, each with where it came from."""
+    from normalize.cli.memory import memory_inbox as inbox
+
+    raise typer.Exit(inbox(_env(), workspace=workspace, json_output=json_output))
+
+
+@memory_app.command("accept")
+def memory_accept(entries: MemIdsArg = None, workspace: MemWorkspaceOpt = None,
+                  every: Annotated[bool, typer.Option("--all", help="The whole inbox.")] = False,
+                  user: Annotated[bool, typer.Option(
+                      "--user", help="Into your own memory (every project), not this "
+                                     "project's.")] = False) -> None:
+    """Accept entries: later tasks may recall them."""
+    from normalize.cli.memory import memory_set_state
+
+    raise typer.Exit(memory_set_state(_env(), entries or [], "accepted", workspace=workspace,
+                                      user=user, every=every))
+
+
+@memory_app.command("reject")
+def memory_reject(entries: MemIdsArg = None, workspace: MemWorkspaceOpt = None,
+                  every: Annotated[bool, typer.Option("--all", help="The whole inbox.")] = False
+                  ) -> None:
+    """Reject entries: never recalled, never proposed again."""
+    from normalize.cli.memory import memory_set_state
+
+    raise typer.Exit(memory_set_state(_env(), entries or [], "rejected", workspace=workspace,
+                                      every=every))
+
+
+@memory_app.command("edit")
+def memory_edit(entry: Annotated[str, typer.Argument(metavar="ID")],
+                text: Annotated[str, typer.Argument(help="The entry's new text.")],
+                workspace: MemWorkspaceOpt = None) -> None:
+    """Give an entry new text."""
+    from normalize.cli.memory import memory_edit as edit
+
+    raise typer.Exit(edit(_env(), entry, text, workspace=workspace))
+
+
+@memory_app.command("forget")
+def memory_forget(entries: MemIdsArg = None, workspace: MemWorkspaceOpt = None) -> None:
+    """Delete entries."""
+    from normalize.cli.memory import memory_forget as forget
+
+    raise typer.Exit(forget(_env(), entries or [], workspace=workspace))
+
+
+skills_app = typer.Typer(help="Agent Skills a run here would use; check SKILL.md files.",
+                         no_args_is_help=True,
+                         rich_markup_mode=None)
+app.add_typer(skills_app, name="skills")
+
+
+@skills_app.command("list")
+def skills_list(workspace: MemWorkspaceOpt = None,
+                json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """The skills found: the project's (when trusted) and yours."""
+    from normalize.cli.skills import skills_list as listing
+
+    raise typer.Exit(listing(_env(), workspace=workspace, json_output=json_output))
+
+
+@skills_app.command("show")
+def skills_show(name: Annotated[str, typer.Argument(metavar="NAME")],
+                workspace: MemWorkspaceOpt = None) -> None:
+    """A skill's description, instructions and resources."""
+    from normalize.cli.skills import skills_show as show
+
+    raise typer.Exit(show(_env(), name, workspace=workspace))
+
+
+@skills_app.command("check")
+def skills_check(paths: Annotated[list[Path] | None, typer.Argument(
+                     metavar="[PATH]...", help="A skill directory, its SKILL.md, or a "
+                     "directory of skills (default: every skill found here).")] = None,
+                 workspace: MemWorkspaceOpt = None) -> None:
+    """Check skills as the specification requires (FILE:LINE problems)."""
+    from normalize.cli.skills import skills_check as run_check
+
+    raise typer.Exit(run_check(_env(), paths or [], workspace=workspace))
+# -- end of memory and skills --------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:

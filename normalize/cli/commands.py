@@ -51,7 +51,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
                  base_url: str | None = None, sandbox: str | None = None,
                  network: bool | tuple[str, ...] | None = None,
                  output_schema: Path | None = None, output_retries: int | None = None,
-                 otel: bool = False) -> int:
+                 otel: bool = False, memory: bool = True) -> int:
     from normalize.runner import load_spec, parse_vars, with_model
 
     try:
@@ -73,6 +73,7 @@ def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
         options, renderer = run_options(env, workspace=root, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
                                         network=network, otel=otel)
+        options.memory = memory
         task = start(env, spec, goal, options, output_schema=output_schema,
                      max_turns=max_turns, named=json_output or quiet)
         return to_the_end(env, task, options, renderer, json_output=json_output, typed=False)
@@ -86,7 +87,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 sandbox: str | None = None, network: bool | tuple[str, ...] | None = None,
                 rewind: int | None = None, instruction: str | None = None,
                 fork: bool = False, base_url: str | None = None, otel: bool = False,
-                in_place: bool = False) -> int:
+                in_place: bool = False, memory: bool = True) -> int:
     try:
         if in_place and not fork:
             raise UsageError("--in-place goes with --fork")
@@ -105,6 +106,7 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         options, renderer = run_options(env, workspace=None, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
                                         network=network, otel=otel)
+        options.memory = memory
         task = open_task(ref, options)
         if fork:  # a new task in a copy, from the last step or --rewind N; the task unchanged
             from normalize.subtasks.fork import fork_task

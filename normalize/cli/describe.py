@@ -34,6 +34,7 @@ from normalize.events import (
     InputReceived,
     ItemUpdated,
     LoopDetected,
+    MemoryProposed,
     ModelReplied,
     ModelRequested,
     ModelRetried,
@@ -335,7 +336,25 @@ def message(event: Event) -> Line | None:
         case HarnessToolFinished(ok=False):
             return Line(f"! {event.harness}'s call failed: {first_line(event.output, 100)}",
                         True)
+        case MemoryProposed():
+            return Line(memory_lines(event), False)
     return None
+
+
+def memory_lines(event: MemoryProposed) -> str:
+    """What a finished task proposed to remember: one line each (never written silently)."""
+    lines = []
+    for entry in event.entries:
+        where = "remembered" if entry.get("state") == "accepted" else "proposed to the inbox"
+        lines.append(f"· memory {where} ({entry.get('source')}, #{entry.get('id')}): "
+                     f"{first_line(str(entry.get('text', '')), 200)}")
+        why = str(entry.get("why", ""))
+        if "AGENTS.md" in why:  # a lesson that may contradict the project's instructions
+            lines.append(f"  ! {first_line(why.rsplit('; ', 1)[-1], 200)}")
+    lines += [f"· memory left out: {first_line(why, 200)}" for why in event.dropped]
+    if any(e.get("state") == "inbox" for e in event.entries):
+        lines.append("· review with: normalize memory inbox")
+    return "\n".join(lines)
 
 
 def harness_input(given: dict[str, Any]) -> str:
@@ -396,9 +415,9 @@ def describe(event: Event) -> str | None:
         case BatchStarted() | BatchResumed() | ItemUpdated() | BatchEnded():
             return batch_line(event)
         case (Notice() | FallbackUsed() | ModelRetried() | LoopDetected() | HarnessToolCalled()
-              | HarnessToolFinished()):
+              | HarnessToolFinished() | MemoryProposed()):
             line = message(event)
-            return None if line is None else f"  {line.text}"
+            return None if line is None else "  " + line.text.replace("\n", "\n  ")
         case (ContextCompacted()  # the live view's footnote; too chatty for a log
               | HarnessSession() | HarnessEvent()
               | ActionStarted() | ProcessStarted() | ChildCreated() | ChildCollected()
@@ -461,12 +480,7 @@ def history(events: Iterable[Event],
             case ActionFinished():
                 actions += 1
                 at_key[event.key] = len(out)
-                out.append(f"  {action_outcome(event, 70)}")
-                hosts = network_line(event)
-                if hosts:
-                    out.append(f"      {hosts}")
-                if output is not None:
-                    out.extend(output(event))
+                out.extend(_action_lines(event, output))
             case RunStarted(resumed=True):
                 run_line = len(out)
                 out.append("  ↻ resumed")
@@ -484,6 +498,8 @@ def history(events: Iterable[Event],
                            "were undone")
             case UnknownEvent():
                 out.append(f"  · {unknown_line(event)}")
+            case MemoryProposed():
+                out.extend(f"  {line}" for line in memory_lines(event).splitlines())
     if not actions:
         out.append("  (no actions yet)")
     totals: dict[str, list[int]] = {}
@@ -491,6 +507,14 @@ def history(events: Iterable[Event],
         if not any(lo < checkpoint.seq < hi for lo, hi in rewound):
             add_changes(totals, checkpoint)
     return [*out, *step_legend(checkpoints), *changed_files(totals if net is None else net)]
+
+
+def _action_lines(event: ActionFinished,
+                  output: Callable[[ActionFinished], list[str]] | None) -> list[str]:
+    """An action's lines in `tasks show`: its outcome, its hosts, and its output (`output`)."""
+    hosts = network_line(event)
+    return [f"  {action_outcome(event, 70)}", *([f"      {hosts}"] if hosts else []),
+            *(output(event) if output is not None else [])]
 
 
 def number_step(out: list[str], event: CheckpointTaken, action: int, run: int,

@@ -85,6 +85,7 @@ from normalize.events import (
     InputReceived,
     ItemUpdated,
     LoopDetected,
+    MemoryProposed,
     ModelReplied,
     ModelRequested,
     ModelRetried,
@@ -402,7 +403,7 @@ class LiveRenderer:
                 s.running.clear()
                 add(summary_panel(event, s.changes, s.resumed))
             case (ModelRetried() | Notice() | FallbackUsed() | LoopDetected() | ContextCompacted()
-                  | HarnessToolCalled() | HarnessToolFinished()):
+                  | HarnessToolCalled() | HarnessToolFinished() | MemoryProposed()):
                 if isinstance(event, ModelRetried):  # the streamed text so far is void
                     s.text.clear()
                     s.thinking.clear()

@@ -176,6 +176,7 @@ BUILT_IN_WORDS = {
 def plugin_rows() -> tuple[list[PluginRow], list[str]]:
     """Everything registered, and the warnings of plugins that failed to load."""
     from normalize.contract.driver import DRIVERS
+    from normalize.memory import MEMORY_STORES
     from normalize.plugins import PluginGroup
     from normalize.workflow.conditions import CONDITIONS
     from normalize.workflow.sources import SOURCES
@@ -183,7 +184,7 @@ def plugin_rows() -> tuple[list[PluginRow], list[str]]:
 
     rows: list[PluginRow] = []
     warnings: list[str] = []
-    groups: list[PluginGroup[Any]] = [DRIVERS, STEPS, CONDITIONS, SOURCES]
+    groups: list[PluginGroup[Any]] = [DRIVERS, STEPS, CONDITIONS, SOURCES, MEMORY_STORES]
     for group in groups:
         group.load_all()
         short = group.group.removeprefix("normalize.")

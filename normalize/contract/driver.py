@@ -22,6 +22,7 @@ from normalize.errors import UsageError
 from normalize.events import Emit
 from normalize.plugins import PluginGroup
 from normalize.retry import RetryPolicy
+from normalize.skills.catalog import Catalog
 from normalize.task import Action, ActionResult, Decision, Task
 
 if TYPE_CHECKING:
@@ -88,6 +89,11 @@ class DriverServices:
     sandbox: SandboxPolicy | None = None
     """What the task's programs may touch: a driver that starts a program of its own (the
     `acp` driver's agent) starts it under this (None: the default policy)."""
+    skills: Catalog | None = None
+    """The Agent Skills the run may use (a catalog for the prompt, bodies on activation)."""
+    recall: Callable[[str], str] | None = None
+    """Memory for a run's input: the one guarded message of the entries relevant to it ('' when
+    none), asked before each model request and never kept (None: no memory this run)."""
 
 
 @dataclass
@@ -236,6 +242,13 @@ class ShowsResults(Protocol):
     shows_results: ClassVar[bool]
 
 
+@runtime_checkable
+class Remembers(Protocol):
+    """A driver whose model requests carry the run's memory and Agent Skills (default: no)."""
+
+    remembers: ClassVar[bool]
+
+
 @dataclass(frozen=True)
 class DriverTraits:
     """What a registered driver class declares beyond the protocol, read once per class."""
@@ -246,6 +259,7 @@ class DriverTraits:
     typed_lines: bool = False
     checks_output: bool = False
     shows_results: bool = False
+    remembers: bool = False
 
     @classmethod
     def of(cls, driver: object) -> DriverTraits:
@@ -255,7 +269,8 @@ class DriverTraits:
             follow_ups=isinstance(driver, TakesFollowUps) and bool(driver.takes_follow_ups),
             typed_lines=isinstance(driver, ReadsTypedLines) and bool(driver.reads_typed_lines),
             checks_output=isinstance(driver, ChecksOutput) and bool(driver.checks_output),
-            shows_results=isinstance(driver, ShowsResults) and bool(driver.shows_results))
+            shows_results=isinstance(driver, ShowsResults) and bool(driver.shows_results),
+            remembers=isinstance(driver, Remembers) and bool(driver.remembers))
 
     @property
     def reads_llm_settings(self) -> bool:

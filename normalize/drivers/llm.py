@@ -37,6 +37,7 @@ Rules the driver keeps:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -74,12 +75,16 @@ from normalize.providers.base import (
 )
 from normalize.providers.pricing import DEFAULT_TABLE, PriceTable
 from normalize.retry import RetryPolicy
+from normalize.skills.catalog import Catalog
 from normalize.tables import ContextSettings
 from normalize.task import Action, ActionResult, Decision, Task, TaskStatus, Usage
 
 ModelFactory = Callable[..., ModelClient]
 """`factory(spec, *, base_url=None, **opts) -> ModelClient`, like `create_client`."""
 
+SKILL_REF_RE = re.compile(r"(?<![\w$])\$([a-z0-9][a-z0-9-]{0,63})\b")
+SKILL_BODY_CHARS = 20_000
+"""A loaded skill's instructions past this are cut, with a note naming its file."""
 LOOP_REPEATS = 3
 LOOP_WINDOW = 24
 STATE_VERSION = 1
@@ -110,6 +115,7 @@ class Briefing:
     project_instructions: bool = True  # AGENTS.md / CLAUDE.md into the prompt
     config_dir: Path | None = None  # where the user-wide AGENTS.md lives
     follow_ups: tuple[str, ...] = ()
+    skills: tuple[str, ...] = ()  # the workflow's `skills`: loaded before the first request
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,8 @@ class Lent:
     inbox: LineQueue | None = None  # lines typed at the terminal while the model works
     extra_commands: Callable[[], str] | None = None  # more commands than the verbs (MCP tools)
     repo_map: Callable[[], str] | None = None  # the repo map's text (the tools' cached map)
+    recall: Callable[[str], str] | None = None  # memory for the run's input: the guarded message
+    skills: Catalog | None = None  # the Agent Skills: a catalog in the prompt, bodies when loaded
 
 
 def _context(table: Mapping[str, Any] | str) -> ContextSettings:
@@ -158,6 +166,20 @@ def record_reply(task: Task, ctx: RunContext, reply: Completed, *, turn: int,
     return estimate.usd
 
 
+def _briefing(config: dict[str, Any], spec: dict[str, Any], config_dir: Path | None
+              ) -> Briefing:
+    """What the driver tells the model of the task: its goal, vars, prompts and skills."""
+    variables = {**(spec.get("vars") or {}), **(config.get("vars") or {})}
+    goal = config.get("goal") or variables.get("goal")
+    path = spec.get("path")
+    return Briefing(goal=str(goal) if goal else None, variables=variables,
+                    prompt_dir=Path(path).parent if path else None,
+                    project_instructions=bool(config.get("project_instructions", True)),
+                    config_dir=config_dir,
+                    follow_ups=tuple(str(f) for f in config.get("follow_ups") or []),
+                    skills=tuple(str(s) for s in spec.get("skills") or []))
+
+
 class LLMDriver:
     """Asks a model for each decision; see the module docstring."""
 
@@ -165,6 +187,7 @@ class LLMDriver:
     redecides_on_resume: ClassVar[bool] = True
     """After a stop, the model sees what happened to its last decision before more of it runs."""
     model_settings: ClassVar[str] = "llm"  # traits: normalize.contract.driver
+    remembers: ClassVar[bool] = True
     takes_follow_ups: ClassVar[bool] = True
     reads_typed_lines: ClassVar[bool] = True
     checks_output: ClassVar[bool] = True
@@ -207,6 +230,8 @@ class LLMDriver:
         self.played = 0  # replies the main model gave: a scripted model resumes after them
         self.played_spec = ""  # … if it is still the same model
         self.invalid_results = 0  # results that failed the task's output schema
+        self.skills_loaded: list[str] = []  # skills whose instructions every prompt now carries
+        self.skills_missing: list[str] = []  # the workflow's skills not found (said once)
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> LLMDriver:
@@ -214,22 +239,14 @@ class LLMDriver:
         spec = config.get("spec") or {}
         settings = LLMSettings.from_config(spec.get("llm") or config.get("llm") or {})
         context = _context(spec.get("context") or config.get("context") or {})
-        variables = {**(spec.get("vars") or {}), **(config.get("vars") or {})}
-        goal = config.get("goal") or variables.get("goal")
-        path = spec.get("path")
         tokens = context.repo_map or 0
         return cls(settings, context=make_context(context.strategy, **context.options()),
                    models=Models(services.model_factory, services.model_retry or MODEL_RETRY,
                                  services.resolve_journal),
-                   briefing=Briefing(
-                       goal=str(goal) if goal else None, variables=variables,
-                       prompt_dir=Path(path).parent if path else None,
-                       project_instructions=bool(config.get("project_instructions", True)),
-                       config_dir=services.config_dir,
-                       follow_ups=tuple(str(f) for f in config.get("follow_ups") or [])),
+                   briefing=_briefing(config, spec, services.config_dir),
                    lent=Lent(services.inbox, services.extra_commands,
                              services.repo_map(tokens) if tokens and services.repo_map
-                             else None),
+                             else None, services.recall, services.skills),
                    repo_map_tokens=tokens)
 
     @property
@@ -257,6 +274,8 @@ class LLMDriver:
             "nested_seen": list(self.nested_seen),
             "follow_ups_seen": self.follow_ups_seen,
             "invalid_results": self.invalid_results,
+            "skills_loaded": list(self.skills_loaded),
+            "skills_missing": list(self.skills_missing),
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -277,6 +296,8 @@ class LLMDriver:
         self.played_spec = str(state.get("played_spec", ""))
         self.nested_seen = [str(p) for p in state.get("nested_seen", [])]
         self.follow_ups_seen = int(state.get("follow_ups_seen", 0))
+        self.skills_loaded = [str(s) for s in state.get("skills_loaded", [])]
+        self.skills_missing = [str(s) for s in state.get("skills_missing", [])]
 
     # -- the model ---------------------------------------------------------
 
@@ -368,6 +389,13 @@ class LLMDriver:
             extra = commands() if commands is not None else ""
             if extra:
                 self._system += "\n" + extra
+            if self.lent.recall is not None:  # memory is on: how it ranks
+                from normalize.prompts import MEMORY_RANKS_LAST
+
+                self._system += "\n" + MEMORY_RANKS_LAST + "\n"
+            catalog = self.lent.skills.section() if self.lent.skills is not None else ""
+            if catalog:  # names and descriptions only: the same every turn (cached)
+                self._system += "\n" + catalog
         return self._system
 
     def goal(self, task: Task) -> str:
@@ -411,14 +439,15 @@ class LLMDriver:
 
     # -- deciding ------------------------------------------------------------
 
-    def _prompt(self, task: Task, ctx: RunContext) -> Prompt:
-        """This turn's messages, compacted past the size unless a `before_compact` hook says no."""
+    def _prompt(self, task: Task, ctx: RunContext, memory: str = "") -> Prompt:
+        """This turn's messages, compacted past the size unless a `before_compact` hook says no;
+        `memory` (the transient memory message) counts toward the size."""
         ask = ctx.compact_veto
         veto = None if ask is None else lambda c: ask({
             "turn": task.turn, "before_chars": c.before_chars, "after_chars": c.after_chars,
             "results_compacted": c.results_compacted,
             "compact_after_chars": self.context.compact_after_chars})
-        prompt = self.context.build(self.goal(task), task.turn, veto)
+        prompt = self.context.build(self.goal(task), task.turn, veto, extra_chars=len(memory))
         if prompt.compaction is not None:
             c = prompt.compaction
             ctx.emit(ContextCompacted(before_chars=c.before_chars, after_chars=c.after_chars,
@@ -449,15 +478,24 @@ class LLMDriver:
                     "Deal with it, then finish with done."
                 )
         self._take_typed(ctx)
-        prompt = self._prompt(task, ctx)
+        self._preload_skills(task, ctx)
+        memory = self._memory(task)
+        skills = self._skills_message()
+        prompt = self._prompt(task, ctx, memory + skills)
         system = self.system_prompt(ctx.workspace)
         if task.output is not None:  # the same each turn: it stays in the cached prefix
             system = f"{system}\n\n## Result\n{task.output.instructions()}"
         for notice in self._instruction_notices:
             ctx.emit(Notice(level="warning", message=notice))
         self._instruction_notices = []
+        # memory rides its own user message right after the cached system prompt, ahead of
+        # the conversation (it frames it, and stays put while the history grows); never kept
+        # the loaded skills' instructions likewise: outside the conversation, so no compaction
+        # ever drops them
+        messages = [*({"role": "user", "content": text} for text in (skills, memory) if text),
+                    *prompt.messages]
         request = ModelRequest(
-            system=system, messages=prompt.messages,
+            system=system, messages=messages,
             max_tokens=self.settings.max_tokens, thinking=self.settings.thinking,
             temperature=self.settings.temperature,
             # a growing history caches up to its newest message; a bounded prompt cannot
@@ -469,6 +507,56 @@ class LLMDriver:
         except TurnCancelledError:
             return Decision.finish("interrupted", status=TaskStatus.INTERRUPTED)
         return self._interpret(reply, task, ctx)
+
+    def _preload_skills(self, task: Task, ctx: RunContext) -> None:
+        """The workflow's `skills`, and `$NAME` in the goal or a follow-up, load those skills
+        (when the catalog has them; a workflow's name it lacks is said once)."""
+        catalog = self.lent.skills
+        if catalog is None:
+            return
+        wanted = [(name, "the workflow's skills") for name in self.briefing.skills]
+        wanted += [(name, f"${name} in the task") for name in SKILL_REF_RE.findall(self.goal(task))]
+        for name, why in wanted:
+            if name in self.skills_loaded or name in self.skills_missing:
+                continue
+            if catalog.get(name) is not None:
+                self.skills_loaded.append(name)
+                ctx.emit(Notice(message=f"skill {name} loaded ({why})"))
+            elif why.startswith("the workflow"):
+                self.skills_missing.append(name)
+                ctx.emit(Notice(level="warning", message=(
+                    f"the workflow's skill {name!r} is not here (or not trusted): "
+                    "`normalize skills list` shows the skills a run here may use")))
+
+    def _skills_message(self) -> str:
+        """The loaded skills' instructions, each wrapped and marked, resources listed ('' none)."""
+        catalog = self.lent.skills
+        if catalog is None or not self.skills_loaded:
+            return ""
+        parts = []
+        for name in self.skills_loaded:
+            skill = catalog.get(name)
+            if skill is None:
+                continue
+            body = skill.body()
+            if len(body) > SKILL_BODY_CHARS:
+                body = (body[:SKILL_BODY_CHARS] + f"\n[cut at {SKILL_BODY_CHARS:,} characters: "
+                        f"the rest is in {skill.file}]")
+            resources = skill.resources()
+            listed = ("\nIts files (not read; `view` one when the instructions say so): "
+                      + ", ".join(f"{skill.directory}/{r}" for r in resources)) if resources \
+                else ""
+            parts.append(f'<skill name="{name}" file="{skill.file}">\n{body}{listed}\n</skill>')
+        if not parts:
+            return ""
+        return ("Skills in use (instructions the user installed, loaded for this task; they "
+                "rank below AGENTS.md and the user's words):\n" + "\n".join(parts) + "\n")
+
+    def _memory(self, task: Task) -> str:
+        """The memory message for this request, retrieved by the run's input ('' for none)."""
+        if self.lent.recall is None:
+            return ""
+        return self.lent.recall(self.goal(task))
 
     def _ask(self, request: ModelRequest, task: Task, ctx: RunContext) -> Completed:
         """One model turn: events for each attempt, usage and cost on the task."""
@@ -581,6 +669,8 @@ class LLMDriver:
                 turns = result.data.get("turns")
                 self.context.add_note(str(result.data["note"]),
                                       int(turns) if turns else None, task.turn)
+            elif action.tool == "skill" and result.data.get("skill"):
+                self._load_skill(str(result.data["skill"]))
             elif action.tool == "plan" and result.data.get("plan"):
                 moved = self.context.add_plan([str(s) for s in result.data["plan"]])
                 if moved:
@@ -588,6 +678,21 @@ class LLMDriver:
         else:
             self.turn_ok, self.failed_command = False, entry.head
         self._watch_loops(action, result, entry.head)
+
+    def _load_skill(self, name: str) -> None:
+        """`skill NAME`: its instructions join every later prompt (said once if already there)."""
+        catalog = self.lent.skills
+        if catalog is None or catalog.get(name) is None:
+            known = ", ".join(sorted(catalog.skills)) if catalog is not None else ""
+            self.context.add_feedback(f"There is no skill {name!r}"
+                                      + (f" (the catalog has: {known})." if known else "."))
+        elif name in self.skills_loaded:
+            self.context.add_feedback(f"Skill {name} is already loaded: its instructions are in "
+                                      "the `Skills in use` message.")
+        else:
+            self.skills_loaded.append(name)
+            self.context.add_feedback(f"Skill {name} loaded: its instructions are in the "
+                                      "`Skills in use` message from now on.")
 
     def _nested_instructions(self, workspace: Path, path: str) -> None:
         """Give the model a nested AGENTS.md once, the first time the task works below it."""

@@ -8,7 +8,7 @@ import shlex
 from normalize.verbs import Verb
 
 PATH_VERBS = frozenset({"view", "skeleton", "edit", "write", "test", "analyze", "fetch"})
-TEXT_VERBS = frozenset({"note", "plan", "ask", "done"})
+TEXT_VERBS = frozenset({"note", "remember", "plan", "ask", "done"})
 
 HEAD_RE = re.compile(r"(\S+)(?:\s+(.*))?\Z", re.DOTALL)
 _DECORATION_RE = re.compile(r"(?:[-*+•]\s+|\d{1,3}[.)]\s+|\$\s+|%\s+|>(?!>)\s*)")

@@ -26,6 +26,8 @@ FUNCTION_WORDS = frozenset(
 _BLOCKERS: dict[str, frozenset[str]] = {
     "note": frozenset({"that", "how", "of", "down", "it", "this", "which", "whether", "if"}),
     "ask": frozenset({"yourself", "myself", "ourselves", "themselves", "around"}),
+    # `remember that …` proposes a memory; a question or a clause after it is prose
+    "remember": frozenset({"when", "how", "why", "what", "where", "whether", "if", "me"}),
     # `done` takes any summary; only words that make it a clause ("done with…") block it.
     "done": frozenset({"with", "yet", "soon", "so", "by", "after", "before", "when", "if"}),
 }

@@ -19,6 +19,8 @@ BUILTIN_TOOLS: dict[str, str] = {
     "analyze": "normalize.tools.analyze:AnalyzeTool",
     "fetch": "normalize.tools.fetch:FetchTool",
     "note": "normalize.tools.meta:NoteTool",
+    "remember": "normalize.tools.meta:RememberTool",
+    "skill": "normalize.tools.meta:SkillTool",
     "plan": "normalize.tools.meta:PlanTool",
     "ask": "normalize.tools.meta:AskTool",
     "done": "normalize.tools.meta:DoneTool",

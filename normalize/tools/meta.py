@@ -37,6 +37,40 @@ class NoteTool:
         return ActionResult.success(f"noted{until}: {text}", data={"note": text, "turns": turns})
 
 
+class RememberTool:
+    """`remember TEXT`: propose a memory entry; the task's end puts it in the person's inbox."""
+
+    name: ClassVar[str] = "remember"
+    read_only: ClassVar[bool] = True
+    summary: ClassVar[str] = "propose a lasting fact about the project for later tasks"
+
+    def run(self, action: Action, ctx: ToolContext) -> ActionResult:
+        del ctx
+        text = " ".join(action.args) or (action.body or "").strip()
+        if text.lower().startswith("that "):
+            text = text[5:].strip()
+        if not text:
+            raise ToolError("remember needs text: remember TEXT")
+        return ActionResult.success(
+            f"proposed for memory (the user reviews it when the task succeeds): {text}",
+            data={"memory": text})
+
+
+class SkillTool:
+    """`skill NAME`: load a skill's instructions; the driver holds the catalog and shows them."""
+
+    name: ClassVar[str] = "skill"
+    read_only: ClassVar[bool] = True
+    summary: ClassVar[str] = "load a skill's instructions for the rest of the task"
+
+    def run(self, action: Action, ctx: ToolContext) -> ActionResult:
+        del ctx
+        if len(action.args) != 1:
+            raise ToolError("skill takes one name: skill NAME (the Skills catalog lists them)")
+        name = action.args[0].lstrip("$")
+        return ActionResult.success(f"skill {name} requested", data={"skill": name})
+
+
 class PlanTool:
     """`plan FIRST; SECOND; …`: add subtasks to the task tree or list."""
 

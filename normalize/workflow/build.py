@@ -111,6 +111,20 @@ def _on_item_error(source: Source, value: Any) -> None:
     source.check.choice(value, ("continue", "stop"), "workflow.on_item_error", "on_item_error")
 
 
+def _memory_top_k(source: Source, value: Any) -> None:
+    from normalize.memory.settings import MAX_TOP_K
+
+    if not 0 <= value <= MAX_TOP_K:
+        raise source.check.fail("workflow.memory_top_k",
+                                f"memory_top_k = {value}: must be from 0 (off) to {MAX_TOP_K}")
+
+
+def _memory(source: Source, value: Any) -> None:
+    from normalize.memory.settings import MODES
+
+    source.check.choice(value, MODES, "workflow.memory", "memory")
+
+
 def _hooks(source: Source, tables: Any) -> tuple[Hook, ...]:
     return parse_hooks(tables, f"{source.path}: workflow")
 
@@ -126,6 +140,8 @@ WORKFLOW_KEYS: dict[str, Callable[[Source, Any], Any]] = {
     "output_retries": _output_retries,
     "workspace": _workspace,
     "on_item_error": _on_item_error,
+    "memory_top_k": _memory_top_k,
+    "memory": _memory,
 }
 """`[workflow]` keys with rules beyond their type → their check (run when the key is set),
 which gives the key's value as the spec keeps it (or None: the file's value, as it is).
@@ -210,6 +226,8 @@ def build_spec(source: Source, *, overrides: Mapping[str, Any] | None, plugins: 
         output_schema=str(source.path.parent / wf["output_schema"])
         if wf.get("output_schema") else None, output_retries=wf.get("output_retries"),
         workspace=wf.get("workspace", ""), on_item_error=wf.get("on_item_error", "continue"),
+        memory_top_k=wf.get("memory_top_k"), memory=wf.get("memory"),
+        skills=tuple(wf.get("skills", ())),
     )
     validator = Validator(check, plugins, (*source.stack, source.path.resolve()), load)
     try:

@@ -171,6 +171,9 @@ class WorkflowSpec(Record):
     output_retries: int | None = None  # how often an invalid result goes back (None: default)
     workspace: str = ""  # a batch item's: dir:{item.path}, clone:{item.repo}, copy
     on_item_error: str = "continue"  # a batch's, when an item fails: continue or stop
+    memory_top_k: int | None = None  # memory entries per model request (None: the config's)
+    memory: str | None = None  # what a success does with candidates: inbox, auto, off
+    skills: tuple[str, ...] = ()  # Agent Skills a model-driven run loads before its first turn
     steps: Sequence[StepSpec] = field(default_factory=list)  # a StepList when read from JSON
     states: list[StateSpec] = field(default_factory=list)
     includes: JSON = field(default_factory=dict)  # nested workflow files, by path

@@ -21,6 +21,7 @@ SHARED = [  # flag, its short form, the commands that take it
     ("--budget", None, ("agent", "resume")),
     ("--json", None, ("run", "agent", "resume")),
     ("--quiet", "-q", ("run", "agent", "resume")),
+    ("--no-memory", None, ("run", "agent", "resume")),
 ]
 
 

@@ -94,7 +94,7 @@ def test_a_strangers_driver_that_takes_a_model_accepts_model(tmp_path: Path) -> 
 def test_traits_are_read_from_the_class_once() -> None:
     llm = driver_traits("llm")
     assert llm == DriverTraits(model_settings="llm", follow_ups=True, typed_lines=True,
-                               checks_output=True)
+                               checks_output=True, remembers=True)
     assert driver_traits("llm") is llm  # read when the class was loaded, kept since
     assert driver_traits("claude") == DriverTraits(model_settings="harness", follow_ups=True)
     assert driver_traits("user") == DriverTraits(shows_results=True)

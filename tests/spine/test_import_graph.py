@@ -48,6 +48,9 @@ LAYERS: dict[str, str] = {
         "structured", "hooks", "homes", "telemetry", "keys", "tables", "statuses",
         "artefacts")},
     "normalize.checkpoints": "store",
+    "normalize.memory": "store",  # memory entries, their SQLite store, consolidation rules
+    "normalize.memory.settings": "core",  # the memory keys workflows and the config declare
+    "normalize.skills": "core",  # Agent Skills: SKILL.md read and checked, the catalog
     "normalize.permissions": "api",  # resolves the layers: user config, workflow, flags
     "normalize.mcp": "core",  # the MCP client: server tables, sessions, the sandboxed transport
     "normalize.mcp_server": "api",  # `normalize mcp`: serves the tools and the tasks

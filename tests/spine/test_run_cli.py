@@ -178,7 +178,8 @@ def test_help_does_not_import_heavy_modules(tmp_path: Path) -> None:
     code = ("import sys\nfrom normalize.cli.app import main\n"
             "import contextlib, io\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n    main(['--help'])\n"
-            "heavy = [m for m in ('anthropic', 'httpx', 'prompt_toolkit', 'opentelemetry', 'acp')\n"
+            "heavy = [m for m in ('anthropic', 'httpx', 'prompt_toolkit', 'opentelemetry', 'acp',\n"
+            "                     'sqlite3', 'normalize.memory')\n"
             "         if m in sys.modules]\n"
             "print(heavy)\n")
     traced = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}  # still none

@@ -47,7 +47,7 @@ def test_the_readme_table_names_every_command_and_completion() -> None:
 
 
 @pytest.mark.parametrize("group", [[], ["tasks"], ["workflows"], ["sandbox"], ["help"],
-                                   ["batch"]])
+                                   ["batch"], ["memory"], ["skills"]])
 def test_help_never_cuts_a_description_mid_phrase(group: list[str]) -> None:
     env = {**os.environ, "COLUMNS": "80", "TERM": "dumb"}
     done = subprocess.run([sys.executable, "-m", "normalize.cli.app", *group, "--help"],

@@ -164,8 +164,10 @@ class ContextStrategy:
 
     # -- prompts -------------------------------------------------------------
 
-    def build(self, goal: str, turn: int, veto: Veto | None = None) -> Prompt:  # noqa: ARG002
-        """The messages for the prompt of `turn` (0-based); `veto` is asked before compacting."""
+    def build(self, goal: str, turn: int, veto: Veto | None = None,  # noqa: ARG002
+              extra_chars: int = 0) -> Prompt:  # noqa: ARG002
+        """The messages for the prompt of `turn` (0-based); `veto` is asked before compacting;
+        `extra_chars` (transient messages the request adds) count toward the size."""
         return Prompt([{"role": "user", "content": self.render(goal, turn)}])
 
     def render(self, goal: str, turn: int) -> str:

@@ -45,8 +45,9 @@ class ConversationContext(ContextStrategy):
             self.turns[-1]["results"].append(entry)
         return entry
 
-    def build(self, goal: str, turn: int, veto: Veto | None = None) -> Prompt:
-        plan = self._plan(goal, turn)
+    def build(self, goal: str, turn: int, veto: Veto | None = None,
+              extra_chars: int = 0) -> Prompt:
+        plan = self._plan(goal, turn, extra_chars)
         if plan is None:
             return Prompt(self._messages(goal, turn))
         picked, estimate = plan
@@ -55,7 +56,7 @@ class ConversationContext(ContextStrategy):
             return Prompt(self._messages(goal, turn), kept=(estimate, reason))
         for record, index in picked:
             record["results"][index] = record["results"][index].compact()
-        after = sum(len(m["content"]) for m in self._messages(goal, turn))
+        after = sum(len(m["content"]) for m in self._messages(goal, turn)) + extra_chars
         compaction = Compaction(estimate.before_chars, after, len(picked))
         return Prompt(self._messages(goal, turn), compaction)
 
@@ -82,12 +83,13 @@ class ConversationContext(ContextStrategy):
                              "content": "\n\n".join(parts) if parts else "(nothing ran)"})
         return messages
 
-    def _plan(self, goal: str, turn: int
+    def _plan(self, goal: str, turn: int, extra_chars: int = 0
               ) -> tuple[list[tuple[dict[str, Any], int]], Compaction] | None:
-        """The results a compaction would shrink, and what it would do (the size estimated)."""
+        """The results a compaction would shrink, and what it would do (the size estimated,
+        with `extra_chars` of transient messages)."""
         if not self.compact_after_chars:
             return None
-        before = sum(len(m["content"]) for m in self._messages(goal, turn))
+        before = sum(len(m["content"]) for m in self._messages(goal, turn)) + extra_chars
         if before <= self.compact_after_chars:
             return None
         target = self.compact_after_chars // 2

@@ -1,0 +1,144 @@
+"""The skills a run may use, and their catalog in the model's cached prompt.
+
+Project skills come from `.agents/skills/`, `.normalize/skills/` and
+`.claude/skills/` in the workspace and each directory above it up to the
+repository's root (the nearest wins); user skills from `~/.agents/skills/`
+and `skills/` in normalize's config directory. A project skill is a file
+the model or a commit could have written, so it counts only when `normalize
+trust` vouches for its SKILL.md (the workspace workflows' rule); the others
+are left out with one line. A project skill of a user skill's name shadows
+it, said once. At most `MAX_SKILLS` skills, one directory level deep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from normalize.skills import Skill, load
+
+PROJECT_DIRS = (".agents/skills", ".normalize/skills", ".claude/skills")
+MAX_SKILLS = 500
+CATALOG_CHARS = 8_000
+"""The catalog's cap in characters (about 2,000 tokens: 1% of a 200k-token context window,
+under the specification's guide of about 2%). It does not yet shrink for smaller windows."""
+SHORTEST = 60  # a description is cut to no less than this before skills are left out
+
+
+@dataclass
+class Catalog:
+    """The usable skills by name, and what was said while finding them."""
+
+    skills: dict[str, Skill] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> Skill | None:
+        return self.skills.get(name)
+
+    def section(self, cap: int = CATALOG_CHARS) -> str:
+        """The catalog for the system prompt, within `cap` characters ('' when there are none):
+        descriptions are shortened first, then the last skills are left out (and counted)."""
+        if not self.skills:
+            return ""
+        head = ("## Skills\nInstructions the user installed (Agent Skills), by name and when "
+                "to use each. When the task matches a description, load that skill's "
+                "instructions with `skill NAME` before you start (once is enough).\n")
+        skills = sorted(self.skills.values(), key=lambda s: s.name)
+        room = cap - len(head)
+        width = max(len(s.description) for s in skills)
+        while width > SHORTEST and _size(skills, width) > room:
+            width = max(SHORTEST, width * 3 // 4)
+        lines = [_line(s, width) for s in skills]
+        if sum(map(len, lines)) <= room:
+            return head + "".join(lines)
+        room -= len(_tail(len(lines)))
+        shown: list[str] = []
+        for line in lines:
+            if sum(map(len, shown)) + len(line) > room:
+                break
+            shown.append(line)
+        return head + "".join(shown) + _tail(len(lines) - len(shown))
+
+
+def _tail(left: int) -> str:
+    return f"- … and {left} more (the catalog is full: `normalize skills list` shows all)\n"
+
+
+def _line(skill: Skill, width: int) -> str:
+    text = skill.description
+    if len(text) > width:
+        text = text[: width - 1].rstrip() + "…"
+    return f"- {skill.name}: {text}\n"
+
+
+def _size(skills: list[Skill], width: int) -> int:
+    return sum(len(_line(s, width)) for s in skills)
+
+
+def _roots(workspace: Path) -> list[Path]:
+    """The workspace and each directory above it up to the repository's root (nearest first)."""
+    here = workspace.resolve()
+    chain = [here]
+    for parent in here.parents:
+        if (chain[-1] / ".git").exists():
+            break
+        chain.append(parent)
+    return chain if (chain[-1] / ".git").exists() else [here]
+
+
+def _found(base: Path) -> list[Path]:
+    if not base.is_dir() or base.is_symlink():
+        return []
+    try:
+        children = sorted(p for p in base.iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:
+        return []
+    return [p for p in children if (p / "SKILL.md").is_file()][:MAX_SKILLS]
+
+
+def project_skill_dirs(workspace: Path) -> list[Path]:
+    """Every project skill directory, nearest first."""
+    return [d for root in _roots(workspace) for sub in PROJECT_DIRS for d in _found(root / sub)]
+
+
+def user_skill_dirs(config_dir: Path | None, home: Path | None) -> list[Path]:
+    bases = [home / ".agents" / "skills"] if home is not None else []
+    bases += [config_dir / "skills"] if config_dir is not None else []
+    return [d for base in bases for d in _found(base)]
+
+
+def discover(workspace: Path, *, config_dir: Path | None, home: Path | None,
+             trusted: Callable[[Path], bool]) -> Catalog:
+    """The skills a run in `workspace` may use (see the module docstring)."""
+    catalog = Catalog()
+    users: dict[str, Skill] = {}
+    for directory in user_skill_dirs(config_dir, home):
+        skill, warnings = load(directory, "user")
+        catalog.notices += warnings
+        if skill is not None and skill.name not in users:
+            users[skill.name] = skill
+    untrusted: list[Path] = []
+    for directory in project_skill_dirs(workspace):
+        if len(catalog.skills) >= MAX_SKILLS:
+            catalog.notices.append(f"skills: more than {MAX_SKILLS}; the rest are left out")
+            break
+        if not trusted(directory / "SKILL.md"):
+            untrusted.append(directory)
+            continue
+        skill, warnings = load(directory, "project")
+        catalog.notices += warnings
+        if skill is None or skill.name in catalog.skills:
+            continue
+        if skill.name in users:
+            catalog.notices.append(f"skill {skill.name}: the project's ({skill.file}) shadows "
+                                   f"yours ({users[skill.name].file})")
+        catalog.skills[skill.name] = skill
+    for name, skill in users.items():
+        catalog.skills.setdefault(name, skill)
+    if untrusted:
+        first = untrusted[0] / "SKILL.md"
+        catalog.notices.append(
+            f"ignored {len(untrusted)} project skill(s) ({', '.join(d.name for d in untrusted)}"
+            f"): untrusted workspace files; `normalize trust {first}` lets one count")
+    return catalog
