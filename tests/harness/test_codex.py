@@ -73,3 +73,38 @@ def test_a_follow_up_continues_the_codex_session(site: HarnessSite) -> None:
     assert "fix add in calc.py" in carried and "check passed" in carried
     assert "also add a docstring" in carried
     assert of_type(events, "run_ended")[-1]["summary"] == "Added a docstring."
+
+
+def test_base_url_alone_points_codex_at_the_server(site: HarnessSite) -> None:
+    """`--base-url` without `--model`: the flag wins over the agent workflow's own model table
+    (an Anthropic one), so Codex reaches the local server, not the public API."""
+    with FakeModelServer([Reply("Nothing to do.")]) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        proc, events = site.run(port, "agent", "--harness", "codex", "--json", "--base-url",
+                                site.base_url(port, "/v1"), "say hello", timeout=120)
+        server.assert_done()
+    assert proc.returncode == 0, proc.stderr
+    assert of_type(events, "run_ended")[-1]["summary"] == "Nothing to do."
+
+
+def test_a_model_of_another_api_is_refused_in_one_line(site: HarnessSite) -> None:
+    proc = site.cli("agent", "--harness", "codex", "-m", "anthropic:claude-sonnet-4-5",
+                    "say hello")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        ("normalize: error: --model anthropic:claude-sonnet-4-5: codex speaks the openai API; "
+         "give --model openai:MODEL")]
+
+
+def test_a_silent_turn_says_so_within_30_seconds(site: HarnessSite) -> None:
+    """The model server takes 25 s to answer: the plain view says Codex is waiting, and on
+    which server, before the answer comes."""
+    with FakeModelServer([Reply("Done at last.", delay=25)]) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        proc, _ = site.run(port, "agent", "--harness", "codex", "--base-url",
+                           site.base_url(port, "/v1"), "say hello", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    said = proc.stdout + proc.stderr
+    assert (f"codex has said nothing for 15 s; its model server: "
+            f"{site.base_url(port, '/v1')}") in said, said
+    assert said.index("has said nothing") < said.index("Done at last.")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -39,6 +40,10 @@ SESSION_FILE = ".normalize-session"
 STDERR_LINES = 8
 TURN_TIMEOUT = 3600.0
 """A harness turn is a whole agent session: an hour, unless its step sets a `timeout`."""
+SILENT_AFTER = 15.0
+"""Seconds without an event from the harness before the turn says it is waiting (then a minute
+between reminders)."""
+SILENT_AGAIN = 60.0
 
 
 def find_program(harness: Harness) -> str:
@@ -99,24 +104,41 @@ class _Stream:
 
     def __init__(self, reader: TurnReader, emit: Callable[[Event], object],
                  home: Path, budget: float | None, prices: dict[str, float],
-                 stop: CancelToken) -> None:
+                 stop: CancelToken, waiting: str = "") -> None:
         self.reader, self.emit, self.home = reader, emit, home
         self.budget, self.prices, self.stop = budget, prices, stop
         self.pending = b""
         self.over_budget = False
+        self.waiting = waiting  # who it waits on, for the line a long silence gets
+        self.heard = time.monotonic()  # when the harness last said something shown
+        self.next_word = self.heard + SILENT_AFTER
 
     def __call__(self, chunk: bytes) -> None:
         self.pending += chunk
         *lines, self.pending = self.pending.split(b"\n")
         for line in lines:
             self.line(line.decode("utf-8", "replace"))
+        self._watch_silence()
 
     def line(self, text: str) -> None:
         for event in self.reader.feed(text):
             if isinstance(event, HarnessSession) and event.session_id:
                 (self.home / SESSION_FILE).write_text(event.session_id, encoding="utf-8")
             self.emit(event)
+            self.heard = time.monotonic()
+            self.next_word = self.heard + SILENT_AFTER
         self._watch_budget()
+
+    def _watch_silence(self) -> None:
+        """Say so when the harness has shown nothing for a while (its model server may be
+        unreachable, or slow), with the last line it printed that normalize could not read."""
+        now = time.monotonic()
+        if now < self.next_word:
+            return
+        self.next_word = now + SILENT_AGAIN
+        last = self.reader.unparsed[-1][:200] if self.reader.unparsed else ""
+        self.emit(Notice(level="warning", message=self.waiting.format(now - self.heard) + (
+            f"; its last line: {last}" if last else "")))
 
     def close(self) -> None:
         if self.pending:
@@ -159,7 +181,8 @@ class HarnessTool:
         reader = harness.reader()
         reader.model = request.model or ""  # until the harness names the one it uses
         stream = _Stream(reader, lambda e: emit(e, durable=_durable(e)), home,
-                         request.budget_usd, dict(params.get("prices") or {}), stop)
+                         request.budget_usd, dict(params.get("prices") or {}), stop,
+                         waiting=_waiting(harness.name, request.base_url))
         try:
             outcome = run_process(
                 harness.argv(program, request), cwd=ctx.workspace,
@@ -246,6 +269,12 @@ def _policy_table(ctx: ToolContext) -> dict[str, Any]:
     policy = ctx.policy
     return {"mode": policy.mode.value, "allow": list(policy.allow), "deny": list(policy.deny),
             "allow_shell": policy.allow_shell, "outside": outside_reason(ctx.sandbox)}
+
+
+def _waiting(name: str, base_url: str | None) -> str:
+    """The silence notice's words (`{}`: the seconds), naming the model server it waits on."""
+    server = base_url or f"https://{DEFAULT_HOSTS[name]}, its default (--base-url names another)"
+    return f"{name} has said nothing for {{:.0f}} s; its model server: {server}"
 
 
 def _discard(event: Event, *, durable: bool = False) -> Event:  # noqa: ARG001
