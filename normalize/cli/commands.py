@@ -253,6 +253,10 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
         out.write(f"  summary:   {task.summary}\n")
     if task.error:
         out.write(f"  error:     {task.error}\n")
+    if task.result is not None:
+        from normalize.cli.describe import result_lines
+
+        out.write("  result:\n" + "".join(f"    {line}\n" for line in result_lines(task.result)))
     if task.pending is not None:
         out.write(f"  waiting:   {task.pending.question}\n")
     if task.parent:

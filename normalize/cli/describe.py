@@ -166,6 +166,26 @@ def summary_line(event: RunEnded, resumed: bool = False) -> str:
     return line
 
 
+def result_lines(result: object) -> list[str]:
+    """A structured result as a person reads it: findings (`path`, `line`, `severity`,
+    `message`) as `path:line: severity: message` lines under the object's other fields,
+    anything else as indented JSON. Inert: every string's control characters shown."""
+    import json
+
+    shown = inert_obj(result)
+    findings = shown.get("findings") if isinstance(shown, dict) else None
+    if not (isinstance(shown, dict) and isinstance(findings, list)
+            and all(isinstance(f, dict) and "message" in f for f in findings)):
+        return json.dumps(shown, indent=2, ensure_ascii=False).splitlines()
+    lines = [f"{key}: {value if isinstance(value, str) else json.dumps(value)}"
+             for key, value in shown.items() if key != "findings"]
+    for found in findings:
+        place = ":".join(str(found[k]) for k in ("path", "line") if found.get(k) is not None)
+        words = [str(found[k]) for k in ("severity", "message") if found.get(k) is not None]
+        lines.append(": ".join([place, *words] if place else words))
+    return lines if findings else [*lines, "findings: none"]
+
+
 def ending_title(event: RunEnded) -> str:
     """`✓ done`, or `■ failed`: the head of the summary panel."""
     mark = MARKS["success"] if event.status == TaskStatus.DONE else "■"

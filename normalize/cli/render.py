@@ -53,6 +53,7 @@ from normalize.cli.describe import (
     progress_lines,
     question_line,
     result_body,
+    result_lines,
     run_started,
     said_by_its_result,
     stats,
@@ -207,8 +208,12 @@ class PlainRenderer:
 
     def ending(self, event: RunEnded) -> str:
         """The run's last lines: its figures and summary, then what to do with its changes."""
-        line = summary_line(event, self.resumed)
-        return f"{line}\n  {changes_hint(event.task_id)}" if self.changes else line
+        lines = [summary_line(event, self.resumed)]
+        if event.result is not None:
+            lines += ["  result:", *(f"    {line}" for line in result_lines(event.result))]
+        if self.changes:
+            lines.append(f"  {changes_hint(event.task_id)}")
+        return "\n".join(lines)
 
     def close(self) -> None:
         flush_out(self.out)
@@ -397,6 +402,8 @@ class LiveRenderer:
             case RunEnded():
                 s.running.clear()
                 add(summary_panel(event, s.changes, s.resumed))
+                if event.result is not None:  # after the panel, whole: a person copies it
+                    add(Text("\n".join(result_lines(event.result))))
             case (ModelRetried() | Notice() | FallbackUsed() | LoopDetected() | ContextCompacted()
                   | HarnessToolCalled() | HarnessToolFinished()):
                 if isinstance(event, ModelRetried):  # the streamed text so far is void
