@@ -280,6 +280,10 @@ def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = N
                                           redact=store.redact)
     if services.extra_commands is None and mcp is not None:
         lent["extra_commands"] = mcp.reference  # the MCP tools, in a model's prompt
+    if services.model_factory is None:
+        from normalize.providers.registry import ScriptsKept
+
+        lent["model_factory"] = ScriptsKept()  # each visit of an llm-decide plays on
     return replace(services, **lent)
 
 
