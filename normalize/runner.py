@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from normalize.cancel import CancelToken
 from normalize.contract.driver import DRIVERS, Driver, DriverServices, create_driver
-from normalize.drivers.models import apply_model
+from normalize.drivers.models import ScriptsKept, apply_model
 from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
@@ -281,8 +281,6 @@ def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = N
     if services.extra_commands is None and mcp is not None:
         lent["extra_commands"] = mcp.reference  # the MCP tools, in a model's prompt
     if services.model_factory is None:
-        from normalize.providers.registry import ScriptsKept
-
         lent["model_factory"] = ScriptsKept()  # each visit of an llm-decide plays on
     return replace(services, **lent)
 

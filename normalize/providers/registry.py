@@ -137,18 +137,3 @@ def create_client(
     provider, model = parse_spec(spec)
     return PROVIDERS[provider](model, base_url=base_url, env=env, **opts)
 
-
-class ScriptsKept:
-    """A model factory that makes each `scripted:FILE` model once per run, so every driver of
-    the run (each visit of an `llm-decide` step) plays on from where the last one stopped;
-    other models are made anew for each driver, as without a factory."""
-
-    def __init__(self) -> None:
-        self.scripts: dict[str, ModelClient] = {}
-
-    def __call__(self, spec: str, *, base_url: str | None = None, **opts: Any) -> ModelClient:
-        if not spec.startswith("scripted:"):
-            return create_client(spec, base_url=base_url, **opts)
-        if spec not in self.scripts:  # (a resumed run: the first one made skips what was played)
-            self.scripts[spec] = create_client(spec, base_url=base_url, **opts)
-        return self.scripts[spec]
