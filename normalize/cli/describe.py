@@ -8,6 +8,7 @@ No rich here: `tasks show` and the plain renderer stay light.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, assert_never
 
@@ -250,6 +251,7 @@ def network_line(event: ActionFinished) -> str | None:
 
 
 FAILURE_LINES = 14
+BARE_EXIT = re.compile(r"exit status -?\d+|killed by \w+|timed out after [\d.]+ s")
 """The lines of an error a view shows under the failed action (the rest: `tasks show --full`)."""
 
 
@@ -260,6 +262,9 @@ def action_failure(event: ActionFinished, width: int = 100) -> str:
     if not error:
         return first_line(event.preview, width) or event.status
     lines = error.splitlines()
+    if BARE_EXIT.fullmatch(error):  # a program's status alone: what it said last says why
+        said = [line for line in event.preview.rstrip().splitlines() if line.strip()]
+        lines += said[-(FAILURE_LINES - 1):]
     if len(lines) > FAILURE_LINES:
         more = len(lines) - FAILURE_LINES + 1
         lines = [*lines[:FAILURE_LINES - 1], f"… {more} more lines (normalize tasks show "
@@ -376,6 +381,9 @@ def describe(event: Event) -> str | None:
             return None
         case ActionFinished():
             outcome = f"  {action_outcome(event, 80)}"
+            change = action_change(event) if event.status == "success" else None
+            if change:  # as the live view shows it: `+3 -1`, a test's counts, the first line
+                outcome += f"  {change}"
             if event.status != "success" and event.error:
                 reason = action_failure(event).replace("\n", "\n      ")
                 outcome += f"\n      {reason}"

@@ -95,7 +95,7 @@ def test_the_plain_log_no_color_dumb_terminals_and_pipes() -> None:
         "  ✗ test  (1.89s)",
         f"      {FAILURE}",
         "→ state analyzing",
-        "  ✓ analyze --health  (0.01s)",
+        "  ✓ analyze --health  (0.01s)  3 files, 11 lines in .",  # the gist, as the live view
         "task abc12345 failed · 3 turns · 2 actions · 2.1s",
         "  tests fail; the first failure is shown above",
     ]

@@ -1,0 +1,37 @@
+"""The plain (CI) view shows what matters: a failed command's last lines, a success's gist."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from cli_helpers import NORMALIZE, cli_env
+
+FLOW = """[workflow]
+name = "ci"
+[workflow.permissions]
+mode = "yes"
+[[workflow.steps]]
+name = "tests"
+action = "test"
+[[workflow.steps]]
+name = "build"
+action = "run python3 build.py"
+"""
+BUILD = ('import sys\nprint("compiling 3 modules")\n'
+         'sys.stderr.write("error: mod2.c: missing semicolon\\n")\nsys.exit(2)\n')
+
+
+def test_a_ci_log_shows_test_counts_and_why_a_command_failed(tmp_path: Path) -> None:
+    (tmp_path / "ci.toml").write_text(FLOW)
+    (tmp_path / "build.py").write_text(BUILD)
+    (tmp_path / "test_ok.py").write_text("def test_a():\n    pass\n\n\ndef test_b():\n    pass\n")
+    proc = subprocess.run([*NORMALIZE, "run", "ci.toml"], cwd=tmp_path, env=cli_env(),
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    tests = next(line for line in lines if line.startswith("  ✓ test"))
+    assert tests.endswith("pytest: 2 passed")
+    at = next(i for i, line in enumerate(lines) if line.startswith("  ✗ run python3 build.py"))
+    assert lines[at + 1:at + 4] == ["      exit status 2", "      compiling 3 modules",
+                                    "      error: mod2.c: missing semicolon"]
