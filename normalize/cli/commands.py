@@ -107,11 +107,16 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
 
             original, task = task.id, fork_task(options.task_store(), task, rewind,
                                                 in_place=in_place)
-            env.stderr.write(f"task {original}: forked as {task.id} in {task.workspace}\n")
+            at = "its last step" if rewind is None else f"step #{rewind}"
+            _said(env, json_output, f"task {original}: forked at {at} as {task.id} in "
+                                    f"{task.workspace}; the fork goes on, {original} is left "
+                                    f"as it was")
         elif rewind is not None:  # files and task state back to that step (issue 15)
             from normalize.checkpoints.changes import rewind_task
 
             task = rewind_task(options.task_store(), task, rewind)
+            _said(env, json_output, f"task {task.id}: rewound to step #{rewind} (its files and "
+                                    f"its state as after that step); it goes on from there")
         if instruction is not None:
             follow_up(task, instruction)  # a finished task goes on with the new instruction
         elif not task.status.resumable:
@@ -213,6 +218,13 @@ def _ask_pending(env: Environment, task: Task) -> Reply | None:
         return Reply(approve=reply in ("yes", "always"))
     text = read(f"{pending.question}\n> ")
     return None if text is None else Reply(answer=text)
+
+
+def _said(env: Environment, json_output: bool, line: str) -> None:
+    """A line before the run, where its view shows (stderr under --json)."""
+    stream = env.stderr if json_output else env.stdout
+    stream.write(line + "\n")
+    stream.flush()
 
 
 def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = False) -> int:
