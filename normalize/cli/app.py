@@ -343,9 +343,9 @@ def resume(
 ) -> None:
     """Continue a task where it stopped."""
     from normalize.cli.batch import batch_of, resume_batch
-    from normalize.cli.commands import resume_task
+    from normalize.cli.commands import last_here, resume_task
 
-    task, batch = batch_of(task)
+    task, batch = batch_of(last_here(_env(), json_output) if task == "last" else task)
     if batch:  # a batch's parent: its items are collected, re-attached, submitted
         raise typer.Exit(resume_batch(_env(), task, json_output=json_output, quiet=quiet,
                                       otel=otel))

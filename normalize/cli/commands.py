@@ -162,6 +162,29 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
         return fail(env, exc)
 
 
+def last_here(env: Environment, json_output: bool) -> str:
+    """`resume last`: the newest task of this directory (its workspace holds it), else the
+    newest of all, with a line naming that task's workspace."""
+    from normalize.store import TaskStore
+    from normalize.store.index import ID, UPDATED, WORKSPACE
+
+    store = TaskStore()
+    here = Path.cwd().resolve()
+    rows, _ = store.rows()
+    mine = [row for row in rows if row[WORKSPACE]
+            and (here == Path(str(row[WORKSPACE])) or Path(str(row[WORKSPACE])) in here.parents)]
+    if mine:
+        return str(max(mine, key=lambda row: (row[UPDATED] or 0.0, row[ID]))[ID])
+    try:
+        task_id = store.resolve("last")
+        workspace = store.state(task_id).get("workspace")
+    except (NormalizeError, ValueError):
+        return "last"  # resuming it says why, after the flags are checked
+    _said(env, json_output, f"task {task_id}: the last task, of {workspace} (none is of "
+                            f"this directory)")
+    return task_id
+
+
 def _resumable(ref: str) -> str:
     """The id `ref` names, unless that task is done (`UsageError`): read from its state alone."""
     from normalize.store import TaskStore
