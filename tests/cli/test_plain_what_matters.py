@@ -35,3 +35,12 @@ def test_a_ci_log_shows_test_counts_and_why_a_command_failed(tmp_path: Path) -> 
     at = next(i for i, line in enumerate(lines) if line.startswith("  ✗ run python3 build.py"))
     assert lines[at + 1:at + 4] == ["      exit status 2", "      compiling 3 modules",
                                     "      error: mod2.c: missing semicolon"]
+
+
+def test_a_one_step_workflow_ends_in_good_english(tmp_path: Path) -> None:
+    (tmp_path / "one.toml").write_text('[workflow]\nname = "one"\n[[workflow.steps]]\n'
+                                       'name = "look"\naction = "view one.toml"\n')
+    proc = subprocess.run([*NORMALIZE, "run", "one.toml"], cwd=tmp_path, env=cli_env(),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "  its one step finished"
