@@ -814,6 +814,9 @@ def usage_error(exc: Any) -> int:
     """A bad command line: the error (with any "did you mean") on the first line, then a hint."""
     from normalize.cli.console import Environment, error_line
 
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `normalize` alone: the help, no error
+        sys.stderr.write(f"{exc.ctx.get_help() if exc.ctx is not None else ''}\n")
+        return int(ExitStatus.USAGE)
     text = str(exc.format_message()).strip()
     text = text[:1].lower() + text[1:]
     command = exc.ctx.command_path if exc.ctx is not None else "normalize"
