@@ -48,8 +48,11 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
         return 0
     patch = inert(redactor.redact(readable_patch(patch)))
     if stat:
+        kinds = {entry["path"]: entry["status"] for entry in parse_patch(readable_patch(patch))}
         for path, (added, removed) in counts.items():
             shown = "binary" if added < 0 else f"+{added} -{removed}"
+            if added == removed == 0:  # no lines either way: say what did change
+                shown = EMPTY_CHANGE.get(kinds.get(path, ""), "mode changed")
             env.stdout.write(f" {inert(redactor.redact(path))}  {shown}\n")
         total_a = sum(max(a, 0) for a, _ in counts.values())
         total_r = sum(max(r, 0) for _, r in counts.values())
@@ -71,6 +74,10 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
                  "cyan" if line.startswith("@@") else "")
         console.print(Text(line, style=style), soft_wrap=True)
     return 0
+
+
+EMPTY_CHANGE = {"added": "added, empty", "deleted": "deleted, was empty"}
+"""`diff --stat`'s words for a file that changed without a line added or removed."""
 
 
 def undo_changes(env: Environment, ref: str, to_step: int | None, *, force: bool) -> int:
