@@ -254,10 +254,8 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
         if live:
             env.stderr.write("\r\033[2K")  # the status line goes; the item's line goes above
         if not quiet and (json_output or update.status != "running"):
-            note = f" ({update.note})" if update.note else ""
             _line(env, json_output, {"type": "item_updated", **update.__dict__},
-                  f"item {update.position} {update.task_id} {update.status} "
-                  f"${update.cost_usd:.4f} attempt {update.attempts}{note}")
+                  item_line(update, manifest.items[update.position]))
         if live:
             env.stderr.write(tally.line())
             env.stderr.flush()
@@ -276,8 +274,8 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
     _line(env, json_output, {"type": "batch_ended", "batch": outcome.batch,
                              "status": outcome.status.value, "counts": outcome.counts,
                              "cost_usd": outcome.cost_usd, "untouched": outcome.untouched},
-          f"batch {outcome.batch} {outcome.status.value}: {counts}, "
-          f"${outcome.cost_usd:.4f}")
+          f"batch {outcome.batch} {outcome.status.value}: {counts}"
+          + (f", ${outcome.cost_usd:.4f}" if outcome.cost_usd else ""))
     if outcome.untouched and not json_output:
         shown = ", ".join(map(str, outcome.untouched[:20]))
         more = " …" if len(outcome.untouched) > 20 else ""
@@ -287,6 +285,20 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
         write_on(env.stdout, f"  see `normalize batch status {outcome.batch}`; "
                              f"`normalize resume {outcome.batch}` continues it\n")
     return outcome.exit_status
+
+
+def item_line(update: "ItemUpdate", item: object) -> str:
+    """`item 3 (word3) 1a2b3c4d done`: which item (its `line`, else its first field), its
+    task and status; its cost when it spent any, its attempt when it is not the first."""
+    from normalize.redact import inert
+
+    shown = item.get("line", next(iter(item.values()), "")) if isinstance(item, dict) else item
+    label = inert(" ".join(str(shown).split())[:40]) if shown not in (None, "") else ""
+    words = [f"item {update.position}" + (f" ({label})" if label else ""), update.task_id,
+             update.status]
+    words += [f"${update.cost_usd:.4f}"] if update.cost_usd else []
+    words += [f"attempt {update.attempts}"] if update.attempts > 1 else []
+    return " ".join(words) + (f" ({update.note})" if update.note else "")
 
 
 class Tally:

@@ -38,3 +38,18 @@ def test_collect_writes_the_counts_batch_status_shows(tmp_path: Path) -> None:
     assert [(r["added"], r["removed"]) for r in results] == [(1, 1), (1, 1)]
     with (out / "results.csv").open(newline="") as handle:
         assert [(r["added"], r["removed"]) for r in csv.DictReader(handle)] == [("1", "1")] * 2
+
+
+def test_each_items_line_names_the_item_and_a_model_free_batch_no_cost(tmp_path: Path) -> None:
+    (tmp_path / "wf.toml").write_text(REPLACE)
+    rows = [{"path": str(repo.relative_to(tmp_path)), "word": f"line{n}"}
+            for n, repo in enumerate(repos(tmp_path, 2))]
+    items = items_file(tmp_path / "items.jsonl", rows)
+    done = cli("batch", "wf.toml", "--items", str(items), cwd=tmp_path, home=tmp_path / "home")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    items_said = sorted(line for line in lines if line.startswith("item "))
+    assert [line.split()[:3] + line.split()[4:] for line in items_said] == [
+        ["item", "0", "(repos/r00)", "done"], ["item", "1", "(repos/r01)", "done"]]
+    assert "$" not in done.stdout and "attempt" not in done.stdout
+    assert lines[-1] == f"batch {batch_id(done.stdout)} done: 2 done"
