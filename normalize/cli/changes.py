@@ -15,11 +15,20 @@ if TYPE_CHECKING:
     from normalize.task import Task
 
 
-def _open(ref: str) -> tuple[TaskStore, Task]:
+def _open(ref: str, verb: str) -> tuple[TaskStore, Task]:
+    """The store and the task `ref` names; a batch's parent is refused, pointing at its items."""
+    from normalize.errors import UsageError
+    from normalize.homes import is_batch
     from normalize.store import TaskStore
 
     store = TaskStore()
-    return store, store.load(store.resolve(ref))
+    task = store.load(store.resolve(ref))
+    if is_batch(store.home, task.id):
+        raise UsageError(f"{task.id} is a batch: each of its items changed its own files; "
+                         f"`normalize {verb} {task.id}/N` for item N (`normalize batch status "
+                         f"{task.id}` lists them), `normalize batch collect {task.id} -o DIR` "
+                         f"for every item's diff")
+    return store, task
 
 
 def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
@@ -29,7 +38,7 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
     from normalize.redact import Redactor, inert, inert_obj
 
     try:
-        store, task = _open(ref)
+        store, task = _open(ref, "diff")
         changes = TaskChanges.open(store, task)
         patch = changes.patch(step)
         counts = changes.numstat(step)
@@ -86,7 +95,7 @@ def undo_changes(env: Environment, ref: str, to_step: int | None, *, force: bool
     from normalize.redact import Redactor, inert
 
     try:
-        store, task = _open(ref)
+        store, task = _open(ref, "undo")
         result = undo(store, task, to_step, force=force)
     except NormalizeError as exc:
         return fail(env, exc)

@@ -52,4 +52,13 @@ def test_each_items_line_names_the_item_and_a_model_free_batch_no_cost(tmp_path:
     assert [line.split()[:3] + line.split()[4:] for line in items_said] == [
         ["item", "0", "(repos/r00)", "done"], ["item", "1", "(repos/r01)", "done"]]
     assert "$" not in done.stdout and "attempt" not in done.stdout
-    assert lines[-1] == f"batch {batch_id(done.stdout)} done: 2 done"
+    batch = batch_id(done.stdout)
+    assert lines[-1] == f"batch {batch} done: 2 done"
+    # the batch itself has no diff: its items have, and diff says how to see them
+    whole = cli("diff", batch, cwd=tmp_path, home=tmp_path / "home")
+    assert whole.returncode == 2
+    assert whole.stderr.splitlines()[0] == (
+        f"normalize: error: {batch} is a batch: each of its items changed its own files; "
+        f"`normalize diff {batch}/N` for item N (`normalize batch status {batch}` lists them), "
+        f"`normalize batch collect {batch} -o DIR` for every item's diff")
+    assert "+line1" in cli("diff", f"{batch}/1", cwd=tmp_path, home=tmp_path / "home").stdout
