@@ -26,8 +26,9 @@ DEFAULT_WORKFLOW = "dwim"
 MISSING_KEY = (
     "no API key for {spec}: set ANTHROPIC_API_KEY for Anthropic models, or OPENAI_API_KEY "
     "(OPENAI_BASE_URL for a compatible server) with --model openai:MODEL; or run a local "
-    "model with --model ollama:MODEL; or drive a task yourself with "
-    "`normalize resume ID --driver user`"
+    "model with --model ollama:MODEL; or, without a model, take the turns yourself: a "
+    "workflow file whose [workflow] table says driver = \"user\", run with "
+    "`normalize run FILE --goal TEXT`"
 )
 
 
