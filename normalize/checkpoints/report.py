@@ -295,7 +295,7 @@ def _children(store: TaskStore, task: Task, events: list[Event],
                     f"<td>{_e(redact(stat))}</td><td>${child.usage.total_cost_usd:.4f}</td>"
                     f"<td>{_e(mark)}</td><td>{_e(_first(redact(child.goal), 80))}</td></tr>")
     return ["<h2>Sub-tasks</h2>", "<table><tr><th>task</th><th>attempt</th><th>status</th>"
-            "<th>pick</th><th>diff</th><th>cost</th><th></th><th>goal</th></tr>", *rows,
+            "<th>pick</th><th>diff</th><th>cost</th><th>picked</th><th>goal</th></tr>", *rows,
             "</table>"]
 
 

@@ -126,19 +126,22 @@ def undo_changes(env: Environment, ref: str, to_step: int | None, *, force: bool
     return int(ExitStatus.FAILED) if result.refused or result.blocked else 0
 
 
-def _child_reports(store: TaskStore, task: Task, where: Path) -> None:
-    """Each sub-task's report beside its parent's (the parent's report links them)."""
+def _child_reports(store: TaskStore, task: Task, where: Path) -> list[Path]:
+    """Each sub-task's report beside its parent's (the parent's report links them); the
+    files written."""
     from normalize.checkpoints.report import render_report
     from normalize.checkpoints.reportfile import save_report
 
+    written = []
     for child_id in task.children:
         try:
             child = store.load(child_id)
         except NormalizeError:
             continue  # the parent's report says it is unreadable
-        save_report(render_report(store, child), child.id, store.home,
-                    where / f"report-{child.id}.html")
-        _child_reports(store, child, where)
+        written.append(save_report(render_report(store, child), child.id, store.home,
+                                   where / f"report-{child.id}.html"))
+        written += _child_reports(store, child, where)
+    return written
 
 
 def write_report(env: Environment, ref: str, output: Path | None,
@@ -159,11 +162,15 @@ def write_report(env: Environment, ref: str, output: Path | None,
             env.stdout.write(text)
             return 0
         path = save_report(text, task.id, home or store.home, output)
-        _child_reports(store, task, path.parent)
+        beside = _child_reports(store, task, path.parent)
     except NormalizeError as exc:
         return fail(env, exc)
     except OSError as exc:
         env.stderr.write(f"normalize: error: {output}: {exc.strerror or exc}\n")
         return int(ExitStatus.USAGE)
     env.stdout.write(f"wrote {path}\n")
+    if beside:  # the parent's report links them: said, never written quietly
+        env.stdout.write(f"  and beside it, linked from it, the reports of "
+                         f"{plural(len(beside), 'sub-task')}: "
+                         f"{', '.join(p.name for p in beside)}\n")
     return 0
