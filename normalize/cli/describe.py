@@ -478,6 +478,10 @@ def history(events: Iterable[Event],
                 out.append("  ↻ resumed")
             case InputReceived():
                 out.append(answer_line(event, 200))
+            case HarnessToolCalled():  # a harness's own calls, before its turn's line
+                out.append(f"    · {event.harness} ran {event.tool} {harness_input(event.input)}")
+            case HarnessToolFinished(ok=False):
+                out.append(f"      ! failed: {first_line(event.output, 100)}")
             case DecisionMade() if event.thinking.strip():  # the model's prose, as the run showed
                 out.append(f"  {first_line(event.thinking, 120)}")
             case CheckpointTaken():

@@ -52,6 +52,14 @@ def test_codex_fixes_a_file_and_diff_and_undo_cover_its_commands(site: HarnessSi
     assert replied["cost_usd"] > 0  # priced by normalize: codex reports tokens only
     assert all(r.api == "responses" and r.model == "gpt-5" for r in server.requests)
     task = str(events[0]["task_id"])
+    shown = site.cli("tasks", "show", task).stdout  # its own calls are steps a person reads
+    ran = [line.strip() for line in shown.splitlines() if "· codex ran " in line]
+    assert len(ran) == 3 and "cat calc.py" in ran[0] and "python3 check.py" in ran[2], shown
+    report = site.ws / "report.html"
+    assert site.cli("report", task, "-o", str(report)).returncode == 0
+    page = report.read_text()
+    report.unlink()  # (not a change of the task's)
+    assert "3 tool calls by codex</summary>" in page and "check passed" in page
     diff = site.cli("diff", task).stdout
     assert "+    return a + b" in diff and "report.txt" in diff
     assert site.cli("undo", task).returncode == 0
