@@ -30,3 +30,17 @@ def test_the_documented_script_runs_as_the_page_says(tmp_path: Path, normalize_h
     assert (tmp_path / "calc.py").read_text().endswith("return a + b\n")
     assert "model call failed (overloaded)" in proc.stdout  # the error reply, retried
     assert "Fixed add; the tests pass" in proc.stdout
+
+
+def test_a_script_too_short_says_where_to_add_replies_not_the_prompt(
+        tmp_path: Path, normalize_home: Path) -> None:
+    (tmp_path / "short.json").write_text('["view short.json"]')
+    env = {**os.environ, "NORMALIZE_HOME": str(normalize_home)}
+    proc = subprocess.run([sys.executable, "-m", "normalize.cli.app", "agent", "--model",
+                           "scripted:short.json", "look"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 1
+    said = proc.stdout + proc.stderr
+    assert ("error: scripted model 'short' got call 2 but its script has 1 step(s): add "
+            "replies in short.json for what the task asks next") in said
+    assert "last message" not in said and "## " not in said  # no prompt dumped
