@@ -116,3 +116,18 @@ def test_a_silent_turn_says_so_within_30_seconds(site: HarnessSite) -> None:
     assert (f"codex has said nothing for 15 s; its model server: "
             f"{site.base_url(port, '/v1')}") in said, said
     assert said.index("has said nothing") < said.index("Done at last.")
+
+
+def test_a_long_command_of_codex_is_said_as_its_own_not_as_a_silent_server(
+        site: HarnessSite) -> None:
+    sleeping = Reply("", tools=(ToolUse("exec_command", {"cmd": "sleep 18 && echo slept",
+                                                         "yield_time_ms": 40000}),))
+    with FakeModelServer([sleeping, Reply("Slept.")]) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        proc, _ = site.run(port, "agent", "--harness", "codex", "--base-url",
+                           site.base_url(port, "/v1"), "sleep a while", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    said = proc.stdout + proc.stderr
+    assert "· codex's command_execution call has run for 15 s: " in said, said
+    assert "sleep 18" in said
+    assert "has said nothing" not in said

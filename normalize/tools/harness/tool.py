@@ -13,6 +13,7 @@ cost passes the budget it was given is stopped the same way, cleanly.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -24,7 +25,14 @@ from urllib.parse import urlsplit
 
 from normalize.cancel import CancelToken
 from normalize.errors import ToolError
-from normalize.events import Event, HarnessSession, ModelReplied, Notice
+from normalize.events import (
+    Event,
+    HarnessSession,
+    HarnessToolCalled,
+    HarnessToolFinished,
+    ModelReplied,
+    Notice,
+)
 from normalize.sandbox import SandboxPolicy
 from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.approval import outside_reason
@@ -112,6 +120,7 @@ class _Stream:
         self.waiting = waiting  # who it waits on, for the line a long silence gets
         self.heard = time.monotonic()  # when the harness last said something shown
         self.next_word = self.heard + SILENT_AFTER
+        self.running: HarnessToolCalled | None = None  # its own tool call under way, if any
 
     def __call__(self, chunk: bytes) -> None:
         self.pending += chunk
@@ -127,6 +136,10 @@ class _Stream:
             self.emit(event)
             self.heard = time.monotonic()
             self.next_word = self.heard + SILENT_AFTER
+            if isinstance(event, HarnessToolCalled):
+                self.running = event
+            elif isinstance(event, HarnessToolFinished):
+                self.running = None
         self._watch_budget()
 
     def _watch_silence(self) -> None:
@@ -136,8 +149,15 @@ class _Stream:
         if now < self.next_word:
             return
         self.next_word = now + SILENT_AGAIN
+        quiet = now - self.heard
+        if self.running is not None:  # its own command is working, not the model server
+            call = self.running
+            self.emit(Notice(level="info", message=(
+                f"{call.harness}'s {call.tool} call has run for {quiet:.0f} s: "
+                f"{json.dumps(call.input, ensure_ascii=False)[:120]}")))
+            return
         last = self.reader.unparsed[-1][:200] if self.reader.unparsed else ""
-        self.emit(Notice(level="warning", message=self.waiting.format(now - self.heard) + (
+        self.emit(Notice(level="warning", message=self.waiting.format(quiet) + (
             f"; its last line: {last}" if last else "")))
 
     def close(self) -> None:
