@@ -136,4 +136,3 @@ def create_client(
     """A ModelClient for `spec`: `anthropic:claude-sonnet-4-5`, `ollama:llama3.1`, `gpt-4o` ..."""
     provider, model = parse_spec(spec)
     return PROVIDERS[provider](model, base_url=base_url, env=env, **opts)
-
