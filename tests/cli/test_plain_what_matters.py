@@ -44,3 +44,21 @@ def test_a_one_step_workflow_ends_in_good_english(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "  its one step finished"
+
+
+def test_an_action_approved_on_resume_is_counted_once(tmp_path: Path) -> None:
+    (tmp_path / "a.toml").write_text(
+        '[workflow]\nname = "a"\n[[workflow.steps]]\nname = "one"\naction = "view a.toml"\n'
+        '[[workflow.steps]]\nname = "two"\naction = "run echo hi"\n'
+        '[[workflow.steps]]\nname = "three"\naction = "view a.toml"\n')
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*NORMALIZE, *args], cwd=tmp_path, env=cli_env(),
+                              capture_output=True, text=True, timeout=60, check=False)
+
+    asked = cli("run", "a.toml", "--approve", "ask")
+    assert asked.returncode == 4, asked.stdout + asked.stderr
+    assert " waiting · 2 turns · 1 action · " in asked.stdout  # the one that ran
+    answered = cli("resume", "last", "--answer", "yes")
+    assert answered.returncode == 0, answered.stdout + answered.stderr
+    assert " done · 5 turns · 3 actions in all · " in answered.stdout  # view, run, view
