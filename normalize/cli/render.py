@@ -622,6 +622,10 @@ def _dim_block(text: str, limit: int) -> Text:
     return Text("\n".join(lines), style="dim italic")
 
 
+PANEL_WIDTH = 80
+"""The end panel's width (the terminal's when narrower): the same for every ending."""
+
+
 def summary_panel(event: RunEnded, changes: dict[str, list[int]] | None = None,
                   resumed: bool = False) -> RenderableType:
     """The final panel: how the run ended, its summary, error, figures and changed files."""
@@ -643,7 +647,7 @@ def summary_panel(event: RunEnded, changes: dict[str, list[int]] | None = None,
     title = Text.assemble((ending_title(event), f"bold {style}".strip()),
                           (f" · task {event.task_id}", "dim"))
     return Panel(Group(*rows), title=title, title_align="left", border_style=style or "none",
-                 expand=False)
+                 expand=True, width=PANEL_WIDTH)  # one width whatever the ending says
 
 
 def make_renderer(env: Environment, *, json_output: bool, quiet: bool,

@@ -47,11 +47,17 @@ def live(width: int, events: list[BaseEvent], height: int = 40) -> list[str]:
     return [line.rstrip() for line in file.getvalue().splitlines()]
 
 
-PANEL = [
-    "╭─ ■ failed · task abc12345 ───────────────────╮",
-    "│ tests fail; the first failure is shown above │",
-    "│ 3 turns · 2 actions · 2.1s                   │",
-    "╰──────────────────────────────────────────────╯",
+PANEL = [  # the end panel: 80 columns, whatever its ending says
+    "╭─ ■ failed · task abc12345 ───────────────────────────────────────────────────╮",
+    "│ tests fail; the first failure is shown above                                 │",
+    "│ 3 turns · 2 actions · 2.1s                                                   │",
+    "╰──────────────────────────────────────────────────────────────────────────────╯",
+]
+NARROW_PANEL = [  # as wide as a narrower terminal
+    "╭─ ■ failed · task abc12345 ───────────────────────────────╮",
+    "│ tests fail; the first failure is shown above             │",
+    "│ 3 turns · 2 actions · 2.1s                               │",
+    "╰──────────────────────────────────────────────────────────╯",
 ]
 
 
@@ -65,7 +71,7 @@ def test_the_live_view_on_a_narrow_terminal_keeps_the_failure_indented() -> None
         "    assert -1 == 3",
         "→ state analyzing",
         "✓ analyze --health  0.01s  3 files, 11 lines in .",
-        *PANEL,
+        *NARROW_PANEL,
     ]
 
 
