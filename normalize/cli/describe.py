@@ -215,6 +215,9 @@ def action_change(event: ActionFinished) -> str | None:
     """What a successful action did, in a few words: `+3 -1`, or its output's first line."""
     if "added" in event.data and "removed" in event.data:
         return f"+{event.data['added']} -{event.data['removed']}"
+    if event.tool == "view" and event.data.get("kind") in ("outline", "head"):
+        # `… big.py: 1,401 lines; showing the outline. Use view …`: the model's advice goes
+        return first_line(output_head(event.preview).removeprefix("… ").split(". Use ")[0], 60)
     if event.tool not in ("edit", "write") and event.preview:
         return first_line(output_head(event.preview), 40)
     return None

@@ -62,3 +62,16 @@ def test_an_action_approved_on_resume_is_counted_once(tmp_path: Path) -> None:
     answered = cli("resume", "last", "--answer", "yes")
     assert answered.returncode == 0, answered.stdout + answered.stderr
     assert " done · 5 turns · 3 actions in all · " in answered.stdout  # view, run, view
+
+
+def test_viewing_a_big_file_reads_as_words_not_the_models_commands(tmp_path: Path) -> None:
+    (tmp_path / "big.py").write_text("".join(f"def f{n}():\n    return {n}\n\n"
+                                             for n in range(500)))
+    (tmp_path / "v.toml").write_text('[workflow]\nname = "v"\n[[workflow.steps]]\n'
+                                     'name = "look"\naction = "view big.py"\n')
+    proc = subprocess.run([*NORMALIZE, "run", "v.toml"], cwd=tmp_path, env=cli_env(),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    viewed = next(line for line in proc.stdout.splitlines() if "✓ view big.py" in line)
+    assert viewed.endswith("big.py: 1,500 lines; showing the outline")
+    assert "Use view" not in proc.stdout
