@@ -510,7 +510,8 @@ class Engine:
         if not self._read_only(action) and (result.status not in (
                 ResultStatus.BLOCKED, ResultStatus.CANCELLED) or "protected" in result.data):
             self._workspace(task, action)
-        task.actions_run += 1
+        if result.wait is None or result.wait.kind == "child":
+            task.actions_run += 1  # (one waiting for a person runs again once answered)
         if result.wait is None:
             driver.on_result(task, action, result)
         elif task.pending is None or result.wait.kind != "child":

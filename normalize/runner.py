@@ -27,7 +27,7 @@ from normalize.contract.driver import (
     driver_traits,
     model_refused,
 )
-from normalize.drivers.models import apply_model
+from normalize.drivers.models import ScriptsKept, apply_model
 from normalize.engine import Engine, Reply, RunOutcome
 from normalize.errors import UsageError
 from normalize.events import Subscriber
@@ -297,6 +297,8 @@ def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = N
         lent["recall"] = memory.recall  # the guarded memory message, before each request
     if services.skills is None and skills is not None:
         lent["skills"] = skills
+    if services.model_factory is None:
+        lent["model_factory"] = ScriptsKept()  # each visit of an llm-decide plays on
     return replace(services, **lent)
 
 

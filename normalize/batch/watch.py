@@ -93,7 +93,7 @@ def collect(store: TaskStore, manifest: Manifest, out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     files = BatchFiles(store.home, manifest.batch)
     records = []
-    for row in rows(store, manifest, changes=False):
+    for row in rows(store, manifest):  # counted as `batch status` counts them
         progress = files.progress(row.position)
         task = _task(store, progress)
         record: dict[str, Any] = {**asdict(row), "item": manifest.items[row.position]}

@@ -98,6 +98,8 @@ class Turn:
     actions: list[ActionFinished] = field(default_factory=list)
     checkpoints: list[CheckpointTaken] = field(default_factory=list)
     other: list[Event] = field(default_factory=list)
+    tools: list[HarnessToolCalled | HarnessToolFinished] = field(default_factory=list)
+    """A harness's own tool calls in this turn, and what each gave back."""
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
@@ -123,6 +125,7 @@ def group_turns(events: Iterable[Event]) -> tuple[list[Turn], list[Event]]:
     turns: list[Turn] = []
     runs: list[Event] = []
     current: Turn | None = None
+    tools: list[HarnessToolCalled | HarnessToolFinished] = []
 
     def turn_for(number: int, ts: float) -> Turn:
         nonlocal current
@@ -158,6 +161,8 @@ def group_turns(events: Iterable[Event]) -> tuple[list[Turn], list[Event]]:
             case ActionFinished():
                 turn = turn_for(event.turn, event.ts)
                 turn.actions.append(event)
+                turn.tools += tools  # a harness's calls come before its turn's action ends
+                tools = []
             case CheckpointTaken() if event.kind in ("action", "undo", "rewind"):
                 turn = turn_for(event.turn, event.ts)
                 turn.checkpoints.append(event)
@@ -173,9 +178,11 @@ def group_turns(events: Iterable[Event]) -> tuple[list[Turn], list[Event]]:
                   | TextDelta() | ThinkingDelta() | ModelRetried() | FallbackUsed()
                   | LoopDetected() | ContextCompacted() | HookRan() | ActionProgressed()
                   | HarnessSession() | HarnessEvent()
-                  | HarnessToolCalled() | HarnessToolFinished()
                   | BatchStarted() | BatchResumed() | ItemUpdated() | BatchEnded()):
                 continue  # the turn's actions and tokens say enough
+            case HarnessToolCalled() | HarnessToolFinished():
+                tools.append(event)
+                continue
             case _:
                 assert_never(event)
         turn.ended = max(turn.ended, event.ts)
@@ -302,7 +309,7 @@ def _children(store: TaskStore, task: Task, events: list[Event],
                     f"<td>{_e(redact(stat))}</td><td>${child.usage.total_cost_usd:.4f}</td>"
                     f"<td>{_e(mark)}</td><td>{_e(_first(redact(child.goal), 80))}</td></tr>")
     return ["<h2>Sub-tasks</h2>", "<table><tr><th>task</th><th>attempt</th><th>status</th>"
-            "<th>pick</th><th>diff</th><th>cost</th><th></th><th>goal</th></tr>", *rows,
+            "<th>pick</th><th>diff</th><th>cost</th><th>picked</th><th>goal</th></tr>", *rows,
             "</table>"]
 
 
@@ -383,6 +390,30 @@ def _run_event(event: Event) -> str:
     return ""
 
 
+def _harness_tools(events: list[HarnessToolCalled | HarnessToolFinished]) -> str:
+    """A harness's own tool calls, each with what it gave back (open when one failed)."""
+    import json
+
+    ended = {e.call_id: e for e in events if isinstance(e, HarnessToolFinished)}
+    calls = [e for e in events if isinstance(e, HarnessToolCalled)]
+    rows = []
+    for call in calls:
+        given = next((v for k in ("command", "cmd", "file_path", "path", "pattern", "query")
+                      if isinstance(v := call.input.get(k), str) and v), None)
+        shown = given if given is not None else json.dumps(call.input, ensure_ascii=False)
+        end = ended.get(call.call_id)
+        status = "" if end is None else "success" if end.ok else "error"
+        rows.append(f"<li><code>{_e(call.tool)}</code> <code>{_e(_first(shown, 200))}</code>"
+                    + (f' <span class="status-{status}">{status}</span>' if status else "")
+                    + (_output(end.output, "output") if end is not None and end.output else "")
+                    + "</li>")
+    failed = any(not e.ok for e in ended.values())
+    harness = calls[0].harness if calls else "the harness"
+    return (f"<details{' open' if failed else ''}><summary>{len(calls)} tool call"
+            f"{'' if len(calls) == 1 else 's'} by {_e(harness)}</summary><ol>{''.join(rows)}"
+            "</ol></details>")
+
+
 def _turn(turn: Turn, diffs: dict[int, str]) -> str:
     took = max(0.0, turn.ended - turn.started)
     meta = [f"{took:.2f}s"]
@@ -441,6 +472,8 @@ def _turn(turn: Turn, diffs: dict[int, str]) -> str:
                        "</details>")
         elif checkpoint.files:
             out.append(f'<p class="meta">{_e(label)}</p>')
+    if turn.tools:
+        out.append(_harness_tools(turn.tools))
     for event in turn.other:
         out.append(_run_event(event))
     out.append("</article>")

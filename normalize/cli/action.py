@@ -178,9 +178,20 @@ def summary_markdown(outcome: Outcome, branch: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+ACTION_VARIABLES = ("NORMALIZE_OUT", "NORMALIZE_HOME", "GITHUB_ENV", "GITHUB_OUTPUT",
+                    "GITHUB_STEP_SUMMARY")
+"""What the Action's step is given (by GitHub and action.yml): without them it is not one."""
+
+
 def main(env: dict[str, str] | None = None) -> int:
     """Run the Action's task; write outputs, summary and artifacts' files."""
     env = dict(os.environ if env is None else env)
+    missing = [name for name in ACTION_VARIABLES if not env.get(name)]
+    if missing:  # run by hand, outside a GitHub Actions job
+        sys.stderr.write(f"normalize action: {', '.join(missing)} not set: this runs as the "
+                         "step of a GitHub Actions job (action.yml sets them); from a shell, "
+                         "run `normalize run` or `normalize agent`\n")
+        return 2
     out = Path(env["NORMALIZE_OUT"])
     out.mkdir(parents=True, exist_ok=True)
     artefacts.append_text(Path(env["GITHUB_ENV"]), f"NORMALIZE_HOME={env['NORMALIZE_HOME']}\n")

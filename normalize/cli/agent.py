@@ -26,8 +26,9 @@ DEFAULT_WORKFLOW = "dwim"
 MISSING_KEY = (
     "no API key for {spec}: set ANTHROPIC_API_KEY for Anthropic models, or OPENAI_API_KEY "
     "(OPENAI_BASE_URL for a compatible server) with --model openai:MODEL; or run a local "
-    "model with --model ollama:MODEL; or drive a task yourself with "
-    "`normalize resume ID --driver user`"
+    "model with --model ollama:MODEL; or, without a model, take the turns yourself: a "
+    "workflow file whose [workflow] table says driver = \"user\", run with "
+    "`normalize run FILE --goal TEXT`"
 )
 
 
@@ -102,6 +103,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
             spec.context = replace(spec.context, repo_map=repo_map)
         if harness is not None:
             spec.driver = check_harness(harness)
+            harness_model(harness, model)
         if spec.llm is not None or model or base_url:
             spec.llm = with_model(spec.llm, model, base_url)
             choices: list[str | None] = [*models] or [None]
@@ -128,12 +130,27 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         task = start(env, spec, goal, options, output_schema=output_schema,
                      max_turns=max_turns, budget=budget, named=json_output or quiet)
         with_acp_command(task, harness, options)
+        if harness is not None and (model or base_url):
+            from normalize.runner import hand_over
+
+            hand_over(task, harness, model=model, base_url=base_url)  # the flags win
         return to_the_end(env, task, options, renderer, json_output=json_output,
                           read=None if quiet else read)
     except NormalizeError as exc:
         return fail(env, exc)
     finally:
         clients.close()
+
+
+def harness_model(harness: str, model: str | None) -> None:
+    """Refuse `--model` of an API the harness does not speak (it would be dropped)."""
+    from normalize.drivers.harness import PROVIDERS
+    from normalize.providers.registry import parse_spec
+
+    api = PROVIDERS[harness]
+    if model and parse_spec(model)[0] != api:
+        raise UsageError(f"--model {model}: {harness} speaks the {api} API; "
+                         f"give --model {api}:MODEL")
 
 
 def attempt_models(attempts: int | None, pick: str | None, model: str | None) -> list[str]:

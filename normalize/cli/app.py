@@ -351,9 +351,9 @@ def resume(
 ) -> None:
     """Continue a task where it stopped."""
     from normalize.cli.batch import batch_of, resume_batch
-    from normalize.cli.commands import resume_task
+    from normalize.cli.commands import last_here, resume_task
 
-    task, batch = batch_of(task)
+    task, batch = batch_of(last_here(_env(), json_output) if task == "last" else task)
     if batch:  # a batch's parent: its items are collected, re-attached, submitted
         raise typer.Exit(resume_batch(_env(), task, json_output=json_output, quiet=quiet,
                                       otel=otel))
@@ -959,6 +959,9 @@ def usage_error(exc: Any) -> int:
     """A bad command line: the error (with any "did you mean") on the first line, then a hint."""
     from normalize.cli.console import Environment, error_line
 
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `normalize` alone: the help, no error
+        sys.stderr.write(f"{exc.ctx.get_help() if exc.ctx is not None else ''}\n")
+        return int(ExitStatus.USAGE)
     text = str(exc.format_message()).strip()
     text = text[:1].lower() + text[1:]
     command = exc.ctx.command_path if exc.ctx is not None else "normalize"

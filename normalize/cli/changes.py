@@ -15,11 +15,20 @@ if TYPE_CHECKING:
     from normalize.task import Task
 
 
-def _open(ref: str) -> tuple[TaskStore, Task]:
+def _open(ref: str, verb: str) -> tuple[TaskStore, Task]:
+    """The store and the task `ref` names; a batch's parent is refused, pointing at its items."""
+    from normalize.errors import UsageError
+    from normalize.homes import is_batch
     from normalize.store import TaskStore
 
     store = TaskStore()
-    return store, store.load(store.resolve(ref))
+    task = store.load(store.resolve(ref))
+    if is_batch(store.home, task.id):
+        raise UsageError(f"{task.id} is a batch: each of its items changed its own files; "
+                         f"`normalize {verb} {task.id}/N` for item N (`normalize batch status "
+                         f"{task.id}` lists them), `normalize batch collect {task.id} -o DIR` "
+                         f"for every item's diff")
+    return store, task
 
 
 def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
@@ -29,7 +38,7 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
     from normalize.redact import Redactor, inert, inert_obj
 
     try:
-        store, task = _open(ref)
+        store, task = _open(ref, "diff")
         changes = TaskChanges.open(store, task)
         patch = changes.patch(step)
         counts = changes.numstat(step)
@@ -48,8 +57,11 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
         return 0
     patch = inert(redactor.redact(readable_patch(patch)))
     if stat:
+        kinds = {entry["path"]: entry["status"] for entry in parse_patch(readable_patch(patch))}
         for path, (added, removed) in counts.items():
             shown = "binary" if added < 0 else f"+{added} -{removed}"
+            if added == removed == 0:  # no lines either way: say what did change
+                shown = EMPTY_CHANGE.get(kinds.get(path, ""), "mode changed")
             env.stdout.write(f" {inert(redactor.redact(path))}  {shown}\n")
         total_a = sum(max(a, 0) for a, _ in counts.values())
         total_r = sum(max(r, 0) for _, r in counts.values())
@@ -73,13 +85,17 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
     return 0
 
 
+EMPTY_CHANGE = {"added": "added, empty", "deleted": "deleted, was empty"}
+"""`diff --stat`'s words for a file that changed without a line added or removed."""
+
+
 def undo_changes(env: Environment, ref: str, to_step: int | None, *, force: bool) -> int:
     """Put the files the task changed back; name each file refused."""
     from normalize.checkpoints.changes import undo
     from normalize.redact import Redactor, inert
 
     try:
-        store, task = _open(ref)
+        store, task = _open(ref, "undo")
         result = undo(store, task, to_step, force=force)
     except NormalizeError as exc:
         return fail(env, exc)
@@ -110,19 +126,22 @@ def undo_changes(env: Environment, ref: str, to_step: int | None, *, force: bool
     return int(ExitStatus.FAILED) if result.refused or result.blocked else 0
 
 
-def _child_reports(store: TaskStore, task: Task, where: Path) -> None:
-    """Each sub-task's report beside its parent's (the parent's report links them)."""
+def _child_reports(store: TaskStore, task: Task, where: Path) -> list[Path]:
+    """Each sub-task's report beside its parent's (the parent's report links them); the
+    files written."""
     from normalize.checkpoints.report import render_report
     from normalize.checkpoints.reportfile import save_report
 
+    written = []
     for child_id in task.children:
         try:
             child = store.load(child_id)
         except NormalizeError:
             continue  # the parent's report says it is unreadable
-        save_report(render_report(store, child), child.id, store.home,
-                    where / f"report-{child.id}.html")
-        _child_reports(store, child, where)
+        written.append(save_report(render_report(store, child), child.id, store.home,
+                                   where / f"report-{child.id}.html"))
+        written += _child_reports(store, child, where)
+    return written
 
 
 def write_report(env: Environment, ref: str, output: Path | None,
@@ -143,11 +162,15 @@ def write_report(env: Environment, ref: str, output: Path | None,
             env.stdout.write(text)
             return 0
         path = save_report(text, task.id, home or store.home, output)
-        _child_reports(store, task, path.parent)
+        beside = _child_reports(store, task, path.parent)
     except NormalizeError as exc:
         return fail(env, exc)
     except OSError as exc:
         env.stderr.write(f"normalize: error: {output}: {exc.strerror or exc}\n")
         return int(ExitStatus.USAGE)
     env.stdout.write(f"wrote {path}\n")
+    if beside:  # the parent's report links them: said, never written quietly
+        env.stdout.write(f"  and beside it, linked from it, the reports of "
+                         f"{plural(len(beside), 'sub-task')}: "
+                         f"{', '.join(p.name for p in beside)}\n")
     return 0

@@ -113,11 +113,16 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
 
             original, task = task.id, fork_task(options.task_store(), task, rewind,
                                                 in_place=in_place)
-            env.stderr.write(f"task {original}: forked as {task.id} in {task.workspace}\n")
+            at = "its last step" if rewind is None else f"step #{rewind}"
+            _said(env, json_output, f"task {original}: forked at {at} as {task.id} in "
+                                    f"{task.workspace}; the fork goes on, {original} is left "
+                                    f"as it was")
         elif rewind is not None:  # files and task state back to that step (issue 15)
             from normalize.checkpoints.changes import rewind_task
 
             task = rewind_task(options.task_store(), task, rewind)
+            _said(env, json_output, f"task {task.id}: rewound to step #{rewind} (its files and "
+                                    f"its state as after that step); it goes on from there")
         if instruction is not None:
             follow_up(task, instruction)  # a finished task goes on with the new instruction
         elif not task.status.resumable:
@@ -195,6 +200,29 @@ def with_acp_command(task: Task, harness: str | None, options: RunOptions) -> No
     options.task_store().save(task)
 
 
+def last_here(env: Environment, json_output: bool) -> str:
+    """`resume last`: the newest task of this directory (its workspace holds it), else the
+    newest of all, with a line naming that task's workspace."""
+    from normalize.store import TaskStore
+    from normalize.store.index import ID, UPDATED, WORKSPACE
+
+    store = TaskStore()
+    here = Path.cwd().resolve()
+    rows, _ = store.rows()
+    mine = [row for row in rows if row[WORKSPACE]
+            and (here == Path(str(row[WORKSPACE])) or Path(str(row[WORKSPACE])) in here.parents)]
+    if mine:
+        return str(max(mine, key=lambda row: (row[UPDATED] or 0.0, row[ID]))[ID])
+    try:
+        task_id = store.resolve("last")
+        workspace = store.state(task_id).get("workspace")
+    except (NormalizeError, ValueError):
+        return "last"  # resuming it says why, after the flags are checked
+    _said(env, json_output, f"task {task_id}: the last task, of {workspace} (none is of "
+                            f"this directory)")
+    return task_id
+
+
 def _resumable(ref: str) -> str:
     """The id `ref` names, unless that task is done (`UsageError`): read from its state alone."""
     from normalize.store import TaskStore
@@ -253,6 +281,13 @@ def _ask_pending(env: Environment, task: Task) -> Reply | None:
     return None if text is None else Reply(answer=text)
 
 
+def _said(env: Environment, json_output: bool, line: str) -> None:
+    """A line before the run, where its view shows (stderr under --json)."""
+    stream = env.stderr if json_output else env.stdout
+    stream.write(line + "\n")
+    stream.flush()
+
+
 def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = False) -> int:
     from normalize.store import TaskStore
 
@@ -291,6 +326,10 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
         out.write(f"  summary:   {task.summary}\n")
     if task.error:
         out.write(f"  error:     {task.error}\n")
+    if task.result is not None:
+        from normalize.cli.describe import result_lines
+
+        out.write("  result:\n" + "".join(f"    {line}\n" for line in result_lines(task.result)))
     if task.pending is not None:
         out.write(f"  waiting:   {task.pending.question}\n")
     if task.parent:

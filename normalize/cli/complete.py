@@ -75,10 +75,23 @@ def workflows(incomplete: str, cwd: Path | None = None) -> list[str]:
     try:
         files = sorted(prefix + entry.name for entry in os.scandir(base)
                        if entry.name.endswith(".toml") and entry.name.startswith(tail)
-                       and entry.is_file())
+                       and entry.is_file() and _a_workflow(entry.path))
     except OSError:
         files = []
     return names + [f for f in files if f not in names]
+
+
+WORKFLOW_TABLE = re.compile(rb"^[ \t]*\[\[?[ \t]*(?:workflow|steps|states)\b", re.M)
+
+
+def _a_workflow(path: str) -> bool:
+    """Whether a `.toml` file declares a workflow (`[workflow]`, `[[steps]]`, `[[states]]`),
+    so `pyproject.toml`, `ruff.toml` or `Cargo.toml` are not offered to `run`."""
+    try:
+        with open(path, "rb") as handle:
+            return WORKFLOW_TABLE.search(handle.read(65536)) is not None
+    except OSError:
+        return False
 
 
 def lighten_typer() -> None:

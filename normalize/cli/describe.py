@@ -8,6 +8,7 @@ No rich here: `tasks show` and the plain renderer stay light.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple, assert_never
 
@@ -51,7 +52,7 @@ from normalize.events import (
     WaitingForInput,
     decode_events,
 )
-from normalize.redact import inert_obj
+from normalize.redact import inert, inert_obj
 from normalize.task import TaskStatus
 
 MARKS = {"success": "✓", "error": "✗", "blocked": "⊘", "cancelled": "⊘", "interrupted": "?"}
@@ -171,6 +172,26 @@ def summary_line(event: RunEnded, resumed: bool = False) -> str:
     return line
 
 
+def result_lines(result: object) -> list[str]:
+    """A structured result as a person reads it: findings (`path`, `line`, `severity`,
+    `message`) as `path:line: severity: message` lines under the object's other fields,
+    anything else as indented JSON. Inert: every string's control characters shown."""
+    import json
+
+    shown = inert_obj(result)
+    findings = shown.get("findings") if isinstance(shown, dict) else None
+    if not (isinstance(shown, dict) and isinstance(findings, list)
+            and all(isinstance(f, dict) and "message" in f for f in findings)):
+        return json.dumps(shown, indent=2, ensure_ascii=False).splitlines()
+    lines = [f"{key}: {value if isinstance(value, str) else json.dumps(value)}"
+             for key, value in shown.items() if key != "findings"]
+    for found in findings:
+        place = ":".join(str(found[k]) for k in ("path", "line") if found.get(k) is not None)
+        words = [str(found[k]) for k in ("severity", "message") if found.get(k) is not None]
+        lines.append(": ".join([place, *words] if place else words))
+    return lines if findings else [*lines, "findings: none"]
+
+
 def ending_title(event: RunEnded) -> str:
     """`✓ done`, or `■ failed`: the head of the summary panel."""
     mark = MARKS["success"] if event.status == TaskStatus.DONE else "■"
@@ -199,6 +220,9 @@ def action_change(event: ActionFinished) -> str | None:
     """What a successful action did, in a few words: `+3 -1`, or its output's first line."""
     if "added" in event.data and "removed" in event.data:
         return f"+{event.data['added']} -{event.data['removed']}"
+    if event.tool == "view" and event.data.get("kind") in ("outline", "head"):
+        # `… big.py: 1,401 lines; showing the outline. Use view …`: the model's advice goes
+        return first_line(output_head(event.preview).removeprefix("… ").split(". Use ")[0], 60)
     if event.tool not in ("edit", "write") and event.preview:
         return first_line(output_head(event.preview), 40)
     return None
@@ -235,6 +259,7 @@ def network_line(event: ActionFinished) -> str | None:
 
 
 FAILURE_LINES = 14
+BARE_EXIT = re.compile(r"exit status -?\d+|killed by \w+|timed out after [\d.]+ s")
 """The lines of an error a view shows under the failed action (the rest: `tasks show --full`)."""
 
 
@@ -245,6 +270,9 @@ def action_failure(event: ActionFinished, width: int = 100) -> str:
     if not error:
         return first_line(event.preview, width) or event.status
     lines = error.splitlines()
+    if BARE_EXIT.fullmatch(error):  # a program's status alone: what it said last says why
+        said = [line for line in event.preview.rstrip().splitlines() if line.strip()]
+        lines += said[-(FAILURE_LINES - 1):]
     if len(lines) > FAILURE_LINES:
         more = len(lines) - FAILURE_LINES + 1
         lines = [*lines[:FAILURE_LINES - 1], f"… {more} more lines (normalize tasks show "
@@ -376,12 +404,24 @@ def batch_line(event: BatchStarted | BatchResumed | ItemUpdated | BatchEnded) ->
         case BatchResumed():
             return f"batch {event.batch}: resumed ({event.items} items)"
         case ItemUpdated():
-            note = f" ({event.note})" if event.note else ""
-            return (f"item {event.position} {event.item_task_id} {event.status} "
-                    f"${event.cost_usd:.4f} attempt {event.attempts}{note}")
+            return item_line(event)
         case BatchEnded():
             counts = ", ".join(f"{n} {s}" for s, n in sorted(event.counts.items()))
-            return f"batch {event.batch} {event.status}: {counts}, ${event.cost_usd:.4f}"
+            cost = f", ${event.cost_usd:.4f}" if event.cost_usd else ""
+            return f"batch {event.batch} {event.status}: {counts}{cost}"
+
+
+def item_line(event: ItemUpdated) -> str:
+    """`item 3 (word3) 1a2b3c4d done`: which item (its `line`, else its first field), its
+    task and status; its cost when it spent any, its attempt when it is not the first."""
+    item = event.item
+    shown = item.get("line", next(iter(item.values()), "")) if item else ""
+    label = inert(" ".join(str(shown).split())[:40]) if shown not in (None, "") else ""
+    words = [f"item {event.position}" + (f" ({label})" if label else ""), event.item_task_id,
+             event.status]
+    words += [f"${event.cost_usd:.4f}"] if event.cost_usd else []
+    words += [f"attempt {event.attempts}"] if event.attempts > 1 else []
+    return " ".join(words) + (f" ({event.note})" if event.note else "")
 
 
 def describe(event: Event) -> str | None:
@@ -395,6 +435,9 @@ def describe(event: Event) -> str | None:
             return None
         case ActionFinished():
             outcome = f"  {action_outcome(event, 80)}"
+            change = action_change(event) if event.status == "success" else None
+            if change:  # as the live view shows it: `+3 -1`, a test's counts, the first line
+                outcome += f"  {change}"
             if event.status != "success" and event.error:
                 reason = action_failure(event).replace("\n", "\n      ")
                 outcome += f"\n      {reason}"
@@ -486,6 +529,10 @@ def history(events: Iterable[Event],
                 out.append("  ↻ resumed")
             case InputReceived():
                 out.append(answer_line(event, 200))
+            case HarnessToolCalled():  # a harness's own calls, before its turn's line
+                out.append(f"    · {event.harness} ran {event.tool} {harness_input(event.input)}")
+            case HarnessToolFinished(ok=False):
+                out.append(f"      ! failed: {first_line(event.output, 100)}")
             case DecisionMade() if event.thinking.strip():  # the model's prose, as the run showed
                 out.append(f"  {first_line(event.thinking, 120)}")
             case CheckpointTaken():

@@ -47,6 +47,8 @@ def _limit_hint(task: Task) -> str:
     """The flag that lifts the limit a task stopped at (`--budget` for a budget, …)."""
     from normalize.task import TaskStatus
 
+    if task.status is TaskStatus.FAILED and (task.error or "").startswith("no API key"):
+        return f" once the key is set, or take it over: normalize resume {task.id} --driver user"
     if task.status is not TaskStatus.LIMIT:
         return ""
     reason = f"{task.summary} {task.error or ''}"

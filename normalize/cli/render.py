@@ -53,6 +53,7 @@ from normalize.cli.describe import (
     progress_lines,
     question_line,
     result_body,
+    result_lines,
     run_started,
     said_by_its_result,
     stats,
@@ -212,8 +213,12 @@ class PlainRenderer:
 
     def ending(self, event: RunEnded) -> str:
         """The run's last lines: its figures and summary, then what to do with its changes."""
-        line = summary_line(event, self.resumed)
-        return f"{line}\n  {changes_hint(event.task_id)}" if self.changes else line
+        lines = [summary_line(event, self.resumed)]
+        if event.result is not None:
+            lines += ["  result:", *(f"    {line}" for line in result_lines(event.result))]
+        if self.changes:
+            lines.append(f"  {changes_hint(event.task_id)}")
+        return "\n".join(lines)
 
     def close(self) -> None:
         flush_out(self.out)
@@ -402,6 +407,8 @@ class LiveRenderer:
             case RunEnded():
                 s.running.clear()
                 add(summary_panel(event, s.changes, s.resumed))
+                if event.result is not None:  # after the panel, whole: a person copies it
+                    add(Text("\n".join(result_lines(event.result))))
             case (ModelRetried() | Notice() | FallbackUsed() | LoopDetected() | ContextCompacted()
                   | HarnessToolCalled() | HarnessToolFinished() | MemoryProposed()):
                 if isinstance(event, ModelRetried):  # the streamed text so far is void
@@ -621,6 +628,10 @@ def _dim_block(text: str, limit: int) -> Text:
     return Text("\n".join(lines), style="dim italic")
 
 
+PANEL_WIDTH = 80
+"""The end panel's width (the terminal's when narrower): the same for every ending."""
+
+
 def summary_panel(event: RunEnded, changes: dict[str, list[int]] | None = None,
                   resumed: bool = False) -> RenderableType:
     """The final panel: how the run ended, its summary, error, figures and changed files."""
@@ -642,7 +653,7 @@ def summary_panel(event: RunEnded, changes: dict[str, list[int]] | None = None,
     title = Text.assemble((ending_title(event), f"bold {style}".strip()),
                           (f" · task {event.task_id}", "dim"))
     return Panel(Group(*rows), title=title, title_align="left", border_style=style or "none",
-                 expand=False)
+                 expand=True, width=PANEL_WIDTH)  # one width whatever the ending says
 
 
 def make_renderer(env: Environment, *, json_output: bool, quiet: bool,

@@ -8,9 +8,12 @@ the LLM driver and its providers.
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from normalize.tables import LLMTable
+
+if TYPE_CHECKING:
+    from normalize.providers.base import ModelClient
 
 
 class LLMSettings(LLMTable):
@@ -60,4 +63,23 @@ def qualify(model: str, provider: str) -> str:
     return model if names_provider(model) else f"{provider}:{model}"
 
 
-__all__ = ["LLMSettings", "apply_model", "names_provider", "qualify"]
+
+class ScriptsKept:
+    """A model factory that makes each `scripted:FILE` model once per run, so every driver of
+    the run (each visit of an `llm-decide` step) plays on from where the last one stopped;
+    other models are made anew for each driver, as without a factory."""
+
+    def __init__(self) -> None:
+        self.scripts: dict[str, ModelClient] = {}
+
+    def __call__(self, spec: str, *, base_url: str | None = None, **opts: Any) -> ModelClient:
+        from normalize.providers.registry import create_client
+
+        if not spec.startswith("scripted:"):
+            return create_client(spec, base_url=base_url, **opts)
+        if spec not in self.scripts:  # (a resumed run: the first one made skips what was played)
+            self.scripts[spec] = create_client(spec, base_url=base_url, **opts)
+        return self.scripts[spec]
+
+
+__all__ = ["LLMSettings", "ScriptsKept", "apply_model", "names_provider", "qualify"]

@@ -200,7 +200,9 @@ class WorkflowDriver:
                 self._delegate_ended(task, out)
                 continue
             if not self.frames:
-                return Decision.finish(f"all {len(self.spec.steps)} steps finished")
+                count = len(self.spec.steps)
+                return Decision.finish("its one step finished" if count == 1
+                                       else f"all {count} steps finished")
             decision = self._step(task, ctx)
             if decision is not None:
                 return decision

@@ -37,6 +37,7 @@ class ScriptedModel:
 
     def __init__(self, steps: Iterable[ScriptedTurn] = (), *, model: str = "scripted") -> None:
         self.model = model
+        self.source = ""  # the file the script came from, if any
         self.steps: list[ScriptedTurn] = list(steps)
         self.requests: list[ModelRequest] = []
         self._next = 0
@@ -66,10 +67,13 @@ class ScriptedModel:
             self.requests.append(request)
             index = self._next
             if index >= len(self.steps):
+                # a file's script (the CLI's) says where to add; a test's, what it was asked
+                more = (f": add replies in {self.source} for what the task asks next"
+                        if self.source else f"; last message: {request.last_message!r}")
                 raise ScriptExhaustedError(
                     one_line(
                         f"scripted model {self.model!r} got call {index + 1} but its script has "
-                        f"{len(self.steps)} step(s); last message: {request.last_message!r}",
+                        f"{len(self.steps)} step(s){more}",
                         500,
                     )
                 )
@@ -113,7 +117,9 @@ class ScriptedModel:
                 "a script is a list of replies (or a table with `replies`)", file=str(path)
             )
         steps = [_step_from_data(item, path, n) for n, item in enumerate(data, 1)]
-        return cls(steps, model=model or path.stem)
+        scripted = cls(steps, model=model or path.stem)
+        scripted.source = str(path)
+        return scripted
 
 
 def _step_from_data(item: Any, path: Path, number: int) -> ScriptedTurn:

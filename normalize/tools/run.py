@@ -588,6 +588,31 @@ def idempotency_env(ctx: ToolContext, action: Action) -> dict[str, str] | None:
     return {**os.environ, IDEMPOTENCY_VAR: f"{ctx.task_id}:{key}"}
 
 
+PROJECT_VENVS = (".venv", "venv", "env")
+
+
+def project_venv(root: Path | None) -> Path | None:
+    """The project's own virtual environment (`.venv`, `venv` or `env` with a Python), if any."""
+    if root is None:
+        return None
+    for name in PROJECT_VENVS:
+        venv = root / name
+        if (venv / "pyvenv.cfg").is_file() and (venv / "bin" / "python").is_file():
+            return venv
+    return None
+
+
+def venv_env(root: Path, env: Mapping[str, str] | None) -> dict[str, str] | None:
+    """`env` as an activated project venv has it (its `bin` first on PATH, `VIRTUAL_ENV`), so
+    `run python`, `run pytest` and `run pip` are the project's, as `test` is; None: unchanged."""
+    venv = project_venv(root)
+    if venv is None:
+        return None if env is None else dict(env)
+    base = {k: v for k, v in (os.environ if env is None else env).items() if k != "PYTHONHOME"}
+    path = base.get("PATH", os.defpath)
+    return {**base, "VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{path}"}
+
+
 class RunTool:
     """`run [--timeout N] PROGRAM ARGS...`: a program in the workspace, output and exit code."""
 
@@ -614,7 +639,7 @@ class RunTool:
             cwd=ctx.workspace,
             timeout=timeout,
             cancel=ctx.cancel,
-            env=idempotency_env(ctx, action),
+            env=venv_env(ctx.workspace, idempotency_env(ctx, action)),
             max_bytes=self.max_bytes,
             grace=self.grace,
             on_spawn=ctx.on_spawn,

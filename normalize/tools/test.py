@@ -33,7 +33,13 @@ from normalize.errors import ToolError
 from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.base import ToolContext
 from normalize.tools.files import walk
-from normalize.tools.run import ProcessOutcome, outcome_result, run_process, sandbox_of
+from normalize.tools.run import (
+    ProcessOutcome,
+    outcome_result,
+    project_venv,
+    run_process,
+    sandbox_of,
+)
 from normalize.tools.testout import (
     collection_error,
     first_failure,
@@ -142,20 +148,13 @@ def detect_runner(root: Path, target: Path | None = None) -> Runner | None:
     return None if found is None else Runner("pytest", start, f"test files ({found})")
 
 
-PROJECT_VENVS = (".venv", "venv", "env")
 QUICK_SECONDS = 60.0  # `test --quick` (the health workflow's) stops the suite after this long
 
 
 def project_python(root: Path | None) -> str | None:
     """The interpreter of the project's own virtual environment, if it has one."""
-    if root is None:
-        return None
-    for name in PROJECT_VENVS:
-        venv = root / name
-        python = venv / "bin" / "python"
-        if (venv / "pyvenv.cfg").is_file() and python.is_file():
-            return str(python)
-    return None
+    venv = project_venv(root)
+    return None if venv is None else str(venv / "bin" / "python")
 
 
 def _venv_has_pytest(python: str) -> bool:

@@ -24,7 +24,7 @@ def test_missing_key_is_one_line_and_exit_2_before_any_task(repo: Path, tmp_path
     line = lines[0]
     assert line.startswith("normalize: error: no API key")
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "--model ollama:",
-                 "normalize resume ID --driver user"):
+                 'driver = "user"', "normalize run FILE --goal TEXT"):
         assert name in line
     assert not (home / "tasks").exists() or not any((home / "tasks").iterdir())
 

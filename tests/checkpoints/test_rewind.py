@@ -32,6 +32,8 @@ def test_rewind_restores_step_2_continues_and_keeps_the_rewound_steps(
     proc = cli("resume", task_id, "--rewind", "2", "--model", f"scripted:{script}", "--quiet",
                cwd=ws, home=normalize_home)
     assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert proc.stdout.startswith(f"task {task_id}: rewound to step #2 (its files and its state "
+                                  "as after that step); it goes on from there\n")
 
     assert (ws / "calc.py").read_text() == "VALUE = 2\n"  # as after step 2
     assert (ws / "notes.txt").read_text() == "notes\n"

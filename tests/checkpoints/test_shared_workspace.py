@@ -133,7 +133,7 @@ def test_a_person_and_a_task_working_while_a_program_runs_survive_its_undo(
     go.write_text("")
     a_id = finish(task_a)
     assert sorted(stat_lines(a_id, ws, normalize_home)[:-1]) == [
-        " a.txt  +1 -1", " waiting  +0 -0"]
+        " a.txt  +1 -1", " waiting  added, empty"]
     assert sorted(stat_lines(b_id, ws, normalize_home)[:-1]) == [
         " b2.txt  +1 -0", " s.txt  +1 -1"]
     proc = cli("undo", a_id, cwd=ws, home=normalize_home)

@@ -71,6 +71,16 @@ def test_run_tab_lists_workflow_names_and_files(tmp_path: Path) -> None:
     assert complete_bash("normalize run de", cwd=project) == ["demo.toml"]
 
 
+def test_run_tab_leaves_out_toml_files_that_are_not_workflows(tmp_path: Path) -> None:
+    project = workspace(tmp_path / "project")
+    (project / "pyproject.toml").write_text('[project]\nname = "calc"\n[tool.ruff]\n')
+    (project / "ruff.toml").write_text("line-length = 99\n")
+    (project / "steps.toml").write_text('[[steps]]\naction = "test"\n')  # a workflow too
+    found = complete_bash("normalize run ", cwd=project)
+    assert "pyproject.toml" not in found and "ruff.toml" not in found
+    assert {"demo.toml", "asking.toml", "steps.toml"} <= set(found)
+
+
 def test_the_bash_script_completes_task_ids_in_bash(two_tasks: list[str]) -> None:
     bash = shutil.which("bash")
     if bash is None:

@@ -122,9 +122,9 @@ def test_a_waiting_question_and_the_final_summary_panel(live_factory: Factory) -
                       cost_usd=0.0048))
     assert lines(output(console))[2:] == [  # the question once: no ask line, not in the panel
         "? Which Python version?",
-        "╭─ ■ waiting · task abc12345 ───────────────────────────────────╮",
-        "│ 1 turn · 1 action · 3.2s · 1,200 in / 80 out tokens · $0.0048 │",
-        "╰───────────────────────────────────────────────────────────────╯",
+        "╭─ ■ waiting · task abc12345 ──────────────────────────────────────────────────╮",
+        "│ 1 turn · 1 action · 3.2s · 1,200 in / 80 out tokens · $0.0048                │",
+        "╰──────────────────────────────────────────────────────────────────────────────╯",
     ]
 
 
@@ -145,10 +145,10 @@ def test_a_done_run_ends_in_a_green_panel_on_a_terminal(live_factory: Factory) -
     tail = strip_ansi(raw)[len(drawn):]
     assert lines(tail)[-5:] == [
         "✓ test  0.50s  4 passed",
-        "╭─ ✓ done · task abc12345 ──╮",
-        "│ fixed add; the tests pass │",
-        "│ 2 turns · 1 action · 4.0s │",
-        "╰───────────────────────────╯",
+        "╭─ ✓ done · task abc12345 ─────────────────────────────────────────────────────╮",
+        "│ fixed add; the tests pass                                                    │",
+        "│ 2 turns · 1 action · 4.0s                                                    │",
+        "╰──────────────────────────────────────────────────────────────────────────────╯",
     ]
     assert raw.endswith("\n") and "\x1b[?25h" in raw  # cursor shown again
 

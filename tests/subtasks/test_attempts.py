@@ -52,13 +52,19 @@ def test_three_attempts_only_the_second_passes_its_pick_and_it_is_applied(
 
     written = cli("report", parent["id"], cwd=ws, home=normalize_home)
     assert written.returncode == 0, written.stderr
+    parent_report = normalize_home / "reports" / f"report-{parent['id']}.html"
+    assert written.stdout.splitlines() == [  # the sub-tasks' reports are said, not quiet
+        f"wrote {parent_report}",
+        "  and beside it, linked from it, the reports of 3 sub-tasks: " + ", ".join(
+            f"report-{kid['id']}.html" for kid in kids)]
     html = (normalize_home / "reports" / f"report-{parent['id']}.html").read_text()
     assert "<h2>Sub-tasks</h2>" in html
     for number, kid in enumerate(kids, 1):
         assert f'<a href="report-{kid["id"]}.html"><code>{kid["id"]}</code></a></td>' \
                f"<td>#{number}</td><td>done</td><td>exit {0 if number == 2 else 1}</td>" in html
         assert (normalize_home / "reports" / f"report-{kid['id']}.html").is_file()
-    assert html.count(">picked<") == 1
+    assert html.count(">picked<") == 1 + 1  # the column's header, and the picked attempt
+    assert "<th></th>" not in html
     undone = cli("undo", parent["id"], cwd=ws, home=normalize_home)
     assert undone.returncode == 0, undone.stderr
     assert (ws / "calc.py").read_text() == BUGGY

@@ -25,7 +25,7 @@ def test_a_fork_at_step_3_goes_on_in_its_own_copy_and_leaves_the_original_as_it_
     assert forked.returncode == 0, forked.stdout + forked.stderr
     assert ([f.read_bytes() for f in files], tree_hash(ws)) == before  # byte-identical
     fork = next(t for t in tasks(normalize_home) if t["id"] != original)
-    assert f"task {original}: forked as {fork['id']}" in forked.stderr
+    assert f"task {original}: forked at step #3 as {fork['id']}" in forked.stdout
     assert (fork["parent"], fork["status"], fork["turn"]) == (original, "done", 5)
     copy = Path(fork["workspace"])
     assert copy.parent == normalize_home / "copies" / fork["id"]

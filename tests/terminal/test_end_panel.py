@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 from rich.console import Console
 
@@ -55,13 +56,13 @@ def plain(events: list[BaseEvent]) -> list[str]:
 
 def test_the_end_panel_after_edits_names_diff_and_undo() -> None:
     assert live(edit_run())[-7:] == [
-        "╭─ ✓ done · task abc12345 ────────────────────────────────────────────────────╮",
-        "│ fixed calc                                                                  │",
-        "│ 1 turn · 1 action · 1.5s                                                    │",
-        "│ files changed:                                                              │",
-        "│   +1 -1  calc.py                                                            │",
-        "│ see them: normalize diff abc12345 · take them back: normalize undo abc12345 │",
-        "╰─────────────────────────────────────────────────────────────────────────────╯",
+        "╭─ ✓ done · task abc12345 ─────────────────────────────────────────────────────╮",
+        "│ fixed calc                                                                   │",
+        "│ 1 turn · 1 action · 1.5s                                                     │",
+        "│ files changed:                                                               │",
+        "│   +1 -1  calc.py                                                             │",
+        "│ see them: normalize diff abc12345 · take them back: normalize undo abc12345  │",
+        "╰──────────────────────────────────────────────────────────────────────────────╯",
     ]
 
 
@@ -93,7 +94,7 @@ def resumed_run() -> list[BaseEvent]:
 def test_after_a_resume_the_figures_say_which_are_the_tasks_and_which_this_runs() -> None:
     assert plain(resumed_run())[-2] == \
         "task abc12345 done · 5 turns · 7 actions in all · 1.5s this run"
-    assert "│ 5 turns · 7 actions in all · 1.5s this run │" in live(resumed_run())
+    assert "│ 5 turns · 7 actions in all · 1.5s this run".ljust(79) + "│" in live(resumed_run())
 
 
 DIFF = "--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-a = 1\n+a = 10\n"
@@ -127,3 +128,15 @@ def test_the_footer_stops_counting_a_typed_line_once_the_model_has_it() -> None:
     assert "for the next turn" not in renderer._footer(0.0).plain
     renderer.close()
     assert "↳ sent to the model: also check the tests" in console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_the_panel_keeps_its_width_whatever_the_ending_says() -> None:
+    def width(status: str, error: str | None = None) -> set[int]:
+        events = edit_run(status)
+        ended = events[-1]
+        assert isinstance(ended, RunEnded)
+        events[-1] = replace(ended, error=error)
+        return {len(line) for line in live(events) if line[:1] in "╭│╰"}
+
+    assert width("done") == width("failed", "step 'x' failed: exit status 1") == \
+        width("limit_reached") == {80}

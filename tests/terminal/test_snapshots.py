@@ -47,11 +47,17 @@ def live(width: int, events: list[BaseEvent], height: int = 40) -> list[str]:
     return [line.rstrip() for line in file.getvalue().splitlines()]
 
 
-PANEL = [
-    "╭─ ■ failed · task abc12345 ───────────────────╮",
-    "│ tests fail; the first failure is shown above │",
-    "│ 3 turns · 2 actions · 2.1s                   │",
-    "╰──────────────────────────────────────────────╯",
+PANEL = [  # the end panel: 80 columns, whatever its ending says
+    "╭─ ■ failed · task abc12345 ───────────────────────────────────────────────────╮",
+    "│ tests fail; the first failure is shown above                                 │",
+    "│ 3 turns · 2 actions · 2.1s                                                   │",
+    "╰──────────────────────────────────────────────────────────────────────────────╯",
+]
+NARROW_PANEL = [  # as wide as a narrower terminal
+    "╭─ ■ failed · task abc12345 ───────────────────────────────╮",
+    "│ tests fail; the first failure is shown above             │",
+    "│ 3 turns · 2 actions · 2.1s                               │",
+    "╰──────────────────────────────────────────────────────────╯",
 ]
 
 
@@ -65,7 +71,7 @@ def test_the_live_view_on_a_narrow_terminal_keeps_the_failure_indented() -> None
         "    assert -1 == 3",
         "→ state analyzing",
         "✓ analyze --health  0.01s  3 files, 11 lines in .",
-        *PANEL,
+        *NARROW_PANEL,
     ]
 
 
@@ -95,7 +101,7 @@ def test_the_plain_log_no_color_dumb_terminals_and_pipes() -> None:
         "  ✗ test  (1.89s)",
         f"      {FAILURE}",
         "→ state analyzing",
-        "  ✓ analyze --health  (0.01s)",
+        "  ✓ analyze --health  (0.01s)  3 files, 11 lines in .",  # the gist, as the live view
         "task abc12345 failed · 3 turns · 2 actions · 2.1s",
         "  tests fail; the first failure is shown above",
     ]

@@ -157,7 +157,7 @@ terminal = true
 summary = "inner: {said}"
 """)
     assert run.outcome.status.value == "done", run.outcome.error
-    assert run.outcome.summary == "inner: all 1 steps finished"
+    assert run.outcome.summary == "inner: its one step finished"
     assert [e.name for e in run.of("step_started")] == ["looking", "looking › step 1"]
 
 

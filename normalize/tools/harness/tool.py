@@ -13,7 +13,9 @@ cost passes the budget it was given is stopped the same way, cleanly.
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -22,7 +24,14 @@ from urllib.parse import urlsplit
 
 from normalize.cancel import CancelToken
 from normalize.errors import ToolError
-from normalize.events import Event, HarnessSession, ModelReplied, Notice
+from normalize.events import (
+    Event,
+    HarnessSession,
+    HarnessToolCalled,
+    HarnessToolFinished,
+    ModelReplied,
+    Notice,
+)
 from normalize.programs import trusted_program
 from normalize.sandbox import SandboxPolicy
 from normalize.task import Action, ActionResult, ResultStatus
@@ -39,6 +48,10 @@ SESSION_FILE = ".normalize-session"
 STDERR_LINES = 8
 TURN_TIMEOUT = 3600.0
 """A harness turn is a whole agent session: an hour, unless its step sets a `timeout`."""
+SILENT_AFTER = 15.0
+"""Seconds without an event from the harness before the turn says it is waiting (then a minute
+between reminders)."""
+SILENT_AGAIN = 60.0
 
 
 def find_program(harness: Harness, workspace: Path | None = None) -> str:
@@ -101,24 +114,53 @@ class _Stream:
 
     def __init__(self, reader: TurnReader, emit: Callable[[Event], object],
                  home: Path, budget: float | None, prices: dict[str, float],
-                 stop: CancelToken) -> None:
+                 stop: CancelToken, waiting: str = "") -> None:
         self.reader, self.emit, self.home = reader, emit, home
         self.budget, self.prices, self.stop = budget, prices, stop
         self.pending = b""
         self.over_budget = False
+        self.waiting = waiting  # who it waits on, for the line a long silence gets
+        self.heard = time.monotonic()  # when the harness last said something shown
+        self.next_word = self.heard + SILENT_AFTER
+        self.running: HarnessToolCalled | None = None  # its own tool call under way, if any
 
     def __call__(self, chunk: bytes) -> None:
         self.pending += chunk
         *lines, self.pending = self.pending.split(b"\n")
         for line in lines:
             self.line(line.decode("utf-8", "replace"))
+        self._watch_silence()
 
     def line(self, text: str) -> None:
         for event in self.reader.feed(text):
             if isinstance(event, HarnessSession) and event.session_id:
                 (self.home / SESSION_FILE).write_text(event.session_id, encoding="utf-8")
             self.emit(event)
+            self.heard = time.monotonic()
+            self.next_word = self.heard + SILENT_AFTER
+            if isinstance(event, HarnessToolCalled):
+                self.running = event
+            elif isinstance(event, HarnessToolFinished):
+                self.running = None
         self._watch_budget()
+
+    def _watch_silence(self) -> None:
+        """Say so when the harness has shown nothing for a while (its model server may be
+        unreachable, or slow), with the last line it printed that normalize could not read."""
+        now = time.monotonic()
+        if now < self.next_word:
+            return
+        self.next_word = now + SILENT_AGAIN
+        quiet = now - self.heard
+        if self.running is not None:  # its own command is working, not the model server
+            call = self.running
+            self.emit(Notice(level="info", message=(
+                f"{call.harness}'s {call.tool} call has run for {quiet:.0f} s: "
+                f"{json.dumps(call.input, ensure_ascii=False)[:120]}")))
+            return
+        last = self.reader.unparsed[-1][:200] if self.reader.unparsed else ""
+        self.emit(Notice(level="warning", message=self.waiting.format(quiet) + (
+            f"; its last line: {last}" if last else "")))
 
     def close(self) -> None:
         if self.pending:
@@ -161,7 +203,8 @@ class HarnessTool:
         reader = harness.reader()
         reader.model = request.model or ""  # until the harness names the one it uses
         stream = _Stream(reader, lambda e: emit(e, durable=_durable(e)), home,
-                         request.budget_usd, dict(params.get("prices") or {}), stop)
+                         request.budget_usd, dict(params.get("prices") or {}), stop,
+                         waiting=_waiting(harness.name, request.base_url))
         try:
             outcome = run_process(
                 harness.argv(program, request), cwd=ctx.workspace,
@@ -248,6 +291,12 @@ def _policy_table(ctx: ToolContext) -> dict[str, Any]:
     policy = ctx.policy
     return {"mode": policy.mode.value, "allow": list(policy.allow), "deny": list(policy.deny),
             "allow_shell": policy.allow_shell, "outside": outside_reason(ctx.sandbox)}
+
+
+def _waiting(name: str, base_url: str | None) -> str:
+    """The silence notice's words (`{}`: the seconds), naming the model server it waits on."""
+    server = base_url or f"https://{DEFAULT_HOSTS[name]}, its default (--base-url names another)"
+    return f"{name} has said nothing for {{:.0f}} s; its model server: {server}"
 
 
 def _discard(event: Event, *, durable: bool = False) -> Event:  # noqa: ARG001
