@@ -666,7 +666,7 @@ def acp_serve(
     approve: ApproveOpt = None,
     sandbox: SandboxOpt = None,
 ) -> None:
-    """Serve normalize as an Agent Client Protocol agent (stdio), for editors.
+    """An Agent Client Protocol agent on stdio, for editors.
 
     Each session is a normalize task: durable, sandboxed, resumable (docs/acp.md).
     """
