@@ -306,8 +306,9 @@ class Spawner:
                    for e in decode_events(self.store.events_since(self.task)))
 
     def _merge_back(self, child: Task, settings: ChildSettings, outcome: ChildOutcome) -> None:
-        """Read the copy's diff, apply it (merge = apply, a child that ended well), drop it."""
-        from normalize.checkpoints import isolate
+        """Read the copy's diff, apply it (merge = apply, a child that ended well), drop it
+        (kept when it could not be written: the parent's resume applies it then)."""
+        from normalize.checkpoints import isolate, landing
 
         copy_dir = Path(child.workspace)
         changes = self.changes(child)
@@ -316,7 +317,11 @@ class Spawner:
             return
         outcome.diff_stat = changes.stat
         if settings.merge == "apply" and child.status is TaskStatus.DONE and not changes.empty:
-            outcome.conflicts = self.apply(changes, copy_dir)
+            try:
+                outcome.conflicts = self.apply(changes, copy_dir)
+            except landing.MergeError as exc:  # nothing written: the copy stays for a retry
+                outcome.unmerged = str(exc)
+                return
             outcome.applied = not outcome.conflicts
         if not settings.keep:
             isolate.remove_copy(copy_dir)
@@ -335,11 +340,15 @@ class Spawner:
 
     def apply(self, changes: isolate.Changes, copy_dir: Path) -> list[str]:
         """Apply a child's changes to the parent's workspace, all or nothing; the conflicts."""
-        from normalize.checkpoints import isolate
+        from normalize.checkpoints import isolate, landing
         from normalize.checkpoints.shadow import ShadowRepo
 
         repo = ShadowRepo(Path(self.task.workspace), self.store.home)
         with self._merge:
+            for kid in filter(None, map(self.load, self.task.children)):
+                if kid.child is not None and kid.child.isolated:  # a killed run's merge lands
+                    # (or goes) first, whichever child is merged now (another pick, say)
+                    landing.settle(repo.workspace, Path(kid.workspace).parent / "merge.json")
             return isolate.apply(repo, changes.patch, copy_dir.parent)
 
     def copy_of(self, child_id: str) -> str:

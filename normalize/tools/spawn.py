@@ -123,6 +123,12 @@ class SpawnTool:
                                 error=f"{asks} (answer it: `normalize resume "
                                       f"{outcome.child_id} --answer TEXT`)",
                                 wait=Wait(kind="child", question=asks, action=action))
+        if outcome.unmerged:  # a full disk, say: the task stops, and its resume retries
+            why = (f"the changes of sub-task {outcome.child_id} could not be applied to the "
+                   f"workspace ({outcome.unmerged}); make room, then `normalize resume "
+                   f"{ctx.task_id}` applies them")
+            return ActionResult(ResultStatus.ERROR, outcome.text(), data=data, error=why,
+                                wait=Wait(kind="child", question=why, action=action))
         if outcome.error and ctx.cancel.cancelled:
             return ActionResult(ResultStatus.CANCELLED, outcome.text(), error=outcome.error,
                                 data=data)
