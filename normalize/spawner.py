@@ -13,7 +13,10 @@ in a copy made from the shadow store at the parent's last checkpoint
 `merge = "apply"` its diff is applied to the parent's workspace inside the
 parent's action, so the parent's checkpoint after that action records it
 (`diff PARENT` shows it, `undo PARENT` takes it back). A diff that is already
-in the workspace (the action ran again after a crash) is not applied twice.
+in the workspace (the action ran again after a crash) is not applied twice; a
+merge a killed parent left half done is completed, or taken back, before any
+child is merged (`checkpoints/landing.py`); one that cannot be written (a full
+disk) writes nothing, keeps the copy, and makes the parent wait for a resume.
 
 Limits: `MAX_CHILDREN` per task, `MAX_DEPTH`, and budgets carved from the
 parent's: a child's budget is at most what the parent has left after its own

@@ -21,13 +21,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from normalize import fsopen
 from normalize.checkpoints.shadow import CheckpointError, ShadowRepo, dot_git
 from normalize.faults import armed, crash_point
 from normalize.fsutil import atomic_write, fsync_directory, json_bytes
+from normalize.serial import Record
 
 __all__ = ["Intent", "MergeError", "Move", "land", "settle"]
 
@@ -49,23 +51,21 @@ class Move:
 
 
 @dataclass
-class Intent:
+class Intent(Record):
     """A landing's journal: what it renames and removes, and the directories it makes."""
 
-    state: str = "staging"  # "staged" once every new content is staged: the commit point
+    state: Literal["staging", "staged"] = "staging"  # staged whole: the commit point
     moves: list[Move] = field(default_factory=list)
     dirs: list[str] = field(default_factory=list)
 
 
 def _save(path: Path, intent: Intent) -> None:
-    atomic_write(path, json_bytes(asdict(intent)), mode=0o600)  # fsynced, and its directory
+    atomic_write(path, json_bytes(intent.to_dict()), mode=0o600)  # fsynced, and its directory
 
 
 def _load(path: Path) -> Intent | None:
     try:
-        raw = json.loads(path.read_bytes())
-        return Intent(state=str(raw["state"]), dirs=[str(d) for d in raw["dirs"]],
-                      moves=[Move(**{k: str(v) for k, v in m.items()}) for m in raw["moves"]])
+        return Intent.from_dict(json.loads(path.read_bytes()))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -158,7 +158,17 @@ def _sync_dirs(workspace: Path, moves: list[Move]) -> None:
 
 
 def _roll_forward(workspace: Path, intent: Intent) -> None:
-    """Removals, then renames (a directory a removal empties may be a file's name next)."""
+    """Removals, then renames; what stops them is a `MergeError` (the journal stays: the
+    next settle goes on from there)."""
+    try:
+        _renames(workspace, intent)
+    except OSError as exc:
+        raise MergeError(f"{exc.filename or 'the workspace'}: {exc.strerror or exc}; the rest "
+                         f"of the merge is staged and waits for a resume") from None
+
+
+def _renames(workspace: Path, intent: Intent) -> None:
+    """Removals first (a directory a removal empties may be a file's name next)."""
     for move in intent.moves:
         if not move.mode:
             with contextlib.suppress(FileNotFoundError, NotADirectoryError):

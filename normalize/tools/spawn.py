@@ -5,7 +5,9 @@ outcome when it ends: its summary, status, cost and diff stat. Several spawns
 in one decision run together (`concurrent`). Running one again after a crash
 finds the same child (`reattaches`): see `normalize.spawner`.
 
-A child that waits for a person makes this task wait with its question
+A child whose changes could not be written (a full disk; nothing of them
+was) makes this task wait too: its resume runs the spawn again, which applies
+them. A child that waits for a person makes this task wait with its question
 (kind `child`); `resume PARENT --answer TEXT` runs the spawn again with the
 answer, which reaches the child (`resume CHILD --answer TEXT`); after the
 child was answered on its own, `resume PARENT` collects it.

@@ -106,6 +106,12 @@ def test_a_merge_killed_at_any_point_is_whole_after_resume(
     collected = [e for e in journal(normalize_home, parent) if e["type"] == "child_collected"]
     assert collected and collected[-1]["applied"] is True and not collected[-1]["conflicts"]
     assert not list((normalize_home / "copies").iterdir())  # the copy, collected, is gone
+    shown = cli("diff", parent, "--stat", cwd=ws, home=normalize_home)  # all of it the step's
+    listed = {line.split()[0] for line in shown.stdout.splitlines()[:-1] if line.strip()}
+    assert listed == {*MODIFIED, *CREATED, REMOVED}, shown.stdout
+    undone = cli("undo", parent, cwd=ws, home=normalize_home)
+    assert undone.returncode == 0, (undone.stdout, undone.stderr)
+    assert hashes(ws) == before  # undo takes the whole merge back, and only it
 
 
 @pytest.fixture
