@@ -290,10 +290,16 @@ class Spawner:
             return outcome
         if settings.isolated:
             self._merge_back(child, settings, outcome)
-        if not self.collected_before(child_id):  # a re-run after a crash collects it again
+        earlier = self.collection(child_id)  # a re-run after a crash collects it again
+        if earlier is None or earlier.applied != outcome.applied:
             record(ChildCollected(key=settings.key, child_id=child_id, status=outcome.status,
                                   summary=outcome.summary, cost_usd=outcome.cost_usd,
-                                  applied=outcome.applied, conflicts=outcome.conflicts))
+                                  applied=outcome.applied, conflicts=outcome.conflicts,
+                                  diff_stat=outcome.diff_stat))
+        if settings.isolated and not settings.keep and not outcome.unmerged:
+            from normalize.checkpoints import isolate
+
+            isolate.remove_copy(Path(child.workspace))  # once its collection is journaled
         return outcome
 
     def count_spending(self) -> None:
@@ -305,16 +311,25 @@ class Spawner:
 
     def collected_before(self, child_id: str) -> bool:
         """Whether the parent's journal, since its last checkpoint, records collecting it."""
-        return any(isinstance(e, ChildCollected) and e.child_id == child_id
-                   for e in decode_events(self.store.events_since(self.task)))
+        return self.collection(child_id) is not None
+
+    def collection(self, child_id: str) -> ChildCollected | None:
+        """The parent's journal's last record, since its last checkpoint, of collecting it."""
+        found = [e for e in decode_events(self.store.events_since(self.task))
+                 if isinstance(e, ChildCollected) and e.child_id == child_id]
+        return found[-1] if found else None
 
     def _merge_back(self, child: Task, settings: ChildSettings, outcome: ChildOutcome) -> None:
-        """Read the copy's diff, apply it (merge = apply, a child that ended well), drop it
-        (kept when it could not be written: the parent's resume applies it then)."""
-        from normalize.checkpoints import isolate, landing
+        """Read the copy's diff and apply it (merge = apply, a child that ended well); a copy
+        gone since a run a stop cut short merged it is taken as that run journaled it."""
+        from normalize.checkpoints import landing
 
         copy_dir = Path(child.workspace)
         changes = self.changes(child)
+        earlier = self.collection(child.id) if changes is None else None
+        if earlier is not None and earlier.applied:
+            outcome.applied, outcome.diff_stat = True, earlier.diff_stat
+            return
         if changes is None:
             outcome.error = "its copy was collected before (the parent's earlier run)"
             return
@@ -326,8 +341,6 @@ class Spawner:
                 outcome.unmerged = str(exc)
                 return
             outcome.applied = not outcome.conflicts
-        if not settings.keep:
-            isolate.remove_copy(copy_dir)
 
     def changes(self, child: Task) -> isolate.Changes | None:
         """What an isolated child changed in its copy (None: its copy is gone)."""

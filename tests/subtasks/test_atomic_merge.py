@@ -85,10 +85,10 @@ POINTS = ["merge_intent", *(f"merge_stage@{n}" for n in (1, 2, 3, 4, 6, 8, 10, S
 
 
 @needs_sandbox
-@pytest.mark.parametrize("point", POINTS)
+@pytest.mark.parametrize("point", [*POINTS, "action_ran"])  # action_ran: merged, not journaled
 def test_a_merge_killed_at_any_point_is_whole_after_resume(
         tmp_path: Path, normalize_home: Path, point: str) -> None:
-    assert len(POINTS) == 20
+    assert len(POINTS) == 20  # of the merge's own points
     ws = tmp_path / "ws"
     make_workspace(ws)
     before, after = digest(BEFORE), digest(AFTER)
@@ -103,8 +103,12 @@ def test_a_merge_killed_at_any_point_is_whole_after_resume(
     assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
     assert hashes(ws) == after  # the child's work whole; no stray file, no half of one
     assert task_state(normalize_home, parent)["status"] == "done"
-    collected = [e for e in journal(normalize_home, parent) if e["type"] == "child_collected"]
+    events = journal(normalize_home, parent)
+    collected = [e for e in events if e["type"] == "child_collected"]
     assert collected and collected[-1]["applied"] is True and not collected[-1]["conflicts"]
+    spawned = [e for e in events if e["type"] == "action_finished" and e["tool"] == "spawn"]
+    assert spawned[-1]["status"] == "success", spawned[-1]  # the re-run says it merged
+    assert "gone.txt" in spawned[-1]["preview"]  # with the diff stat
     assert not list((normalize_home / "copies").iterdir())  # the copy, collected, is gone
     shown = cli("diff", parent, "--stat", cwd=ws, home=normalize_home)  # all of it the step's
     listed = {line.split()[0] for line in shown.stdout.splitlines()[:-1] if line.strip()}
