@@ -182,3 +182,24 @@ def test_a_childs_git_spellings_are_left_out_and_the_rest_lands(
     assert "invalid path" not in json.dumps(finished[0])
     assert (ws / "pkg" / "ok.txt").read_text() == "x\n"
     assert sorted(p.name for p in (ws / "pkg").iterdir()) == ["ok.txt"]
+
+
+def test_a_best_of_n_pick_that_does_not_fit_writes_nothing_and_waits(
+        tmp_path: Path, normalize_home: Path, small_disk: Path) -> None:
+    ws = small_disk / "ws"
+    make_workspace(ws)
+    big = "\n".join(f"line {n} of the attempt" for n in range(20000))
+    models = [script(tmp_path / f"try{n}.json", [
+        f"write big{n}.txt <<EOF\n{big}\nEOF", "done"]) for n in (1, 2)]
+    ran = cli("agent", "--attempts", "2", "--model", ",".join(models), "--approve", "yes",
+              "-w", str(ws), "grow", cwd=ws, home=normalize_home, timeout=180)
+    assert ran.returncode == 4, (ran.stdout, ran.stderr)
+    parent = the_parent(normalize_home)
+    assert task_state(normalize_home, parent)["status"] == "waiting"
+    assert "No space left on device" in ran.stdout + ran.stderr
+    assert hashes(ws) == digest(BEFORE)
+    subprocess.run(["mount", "-o", "remount,size=4m", str(small_disk)], check=True)
+    again = cli("resume", parent, cwd=ws, home=normalize_home, timeout=180)
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert (ws / "big1.txt").read_text() == big + "\n"  # the first of two equal diffs
+    assert hashes(ws) == {**digest(BEFORE), "big1.txt": digest({"b": big + "\n"})["b"]}
