@@ -147,6 +147,7 @@ class Engine:
         self._emitter: Emitter | None = None
         self._inflight_saved: tuple[dict[str, Any], int] | None = None
         self._approved: set[str] = set()
+        self._rerun: set[str] = set()  # side effects run again after a stop (`spawn`)
         self.workspace_checkpoints = workspace_checkpoints  # None: the workspace is not recorded
         self._written: dict[str, set[str]] = {}  # action key -> paths its programs wrote
         self._guard: GitGuard | None = None
@@ -176,6 +177,7 @@ class Engine:
         self._started = time.monotonic()
         self._inflight_saved = None
         self._approved = set()
+        self._rerun = set()
         self._emitter = None
         self._results_kept = resumed  # a stopped run may have left some
         lock = self.store.lock(task.id)
@@ -444,7 +446,8 @@ class Engine:
             ctx.emit(ActionProgressed(key=action.key, tail=tail, counts=counts))
 
         tool_ctx = replace(self.tool_ctx, on_progress=progressed)
-        if not read_only and self.workspace_checkpoints is not None:
+        again = action.key in self._rerun  # (its step then counts its first run too)
+        if not read_only and self.workspace_checkpoints is not None and not again:
             for event in self.workspace_checkpoints.before(ctx.task, action):
                 ctx.emit(event)  # the step then counts only what changed during the action
         if not read_only:
@@ -486,6 +489,11 @@ class Engine:
     def approve(self, keys: set[str]) -> None:
         """The actions (by key) a person already approved: they run without asking again."""
         self._approved = set(keys)
+
+    def rerun(self, keys: set[str]) -> None:
+        """The side effects (by key) that run again after a stop: each one's step counts from
+        the last checkpoint, so what its first run did before the stop is its own too."""
+        self._rerun = set(keys)
 
     def _git_guard(self) -> GitGuard | None:
         """The `.git` fingerprint check, when programs may write the workspace."""

@@ -18,6 +18,10 @@ The points:
     model_stream       a model reply is half streamed (scripted models)
     undo_write         half of a file an undo or rewind puts back is written to its temporary file
     batch_collected    a batch's parent has recorded an item as collected
+    merge_intent       a child's merge journaled what it will write, nothing staged yet
+    merge_stage        half of one new content of a child's merge is staged beside its target
+    merge_staged       a child's merge is staged whole and journaled so; nothing renamed yet
+    merge_rename       one removal or rename of a child's merge is done
 
 `NORMALIZE_NO_SANDBOX=1` makes the sandbox report itself unavailable, so the
 fail-closed paths can be tested on a machine that has one. It is read at each
@@ -32,7 +36,7 @@ import threading
 
 POINTS = ("before_action", "action_started", "action_ran", "action_finished",
           "checkpoint_write", "checkpoint_append", "kept_write", "model_stream", "undo_write",
-          "batch_collected")
+          "batch_collected", "merge_intent", "merge_stage", "merge_staged", "merge_rename")
 
 
 def _parse(value: str) -> tuple[str, int]:

@@ -5,7 +5,9 @@ decision still in flight (`task.inflight`). `Recovery.recover` answers the
 wait from the person's `Reply`, feeds the in-flight decision's finished
 results back to the driver, and turns a side effect that started but never
 finished into an `interrupted` result ("outcome unknown") — unless its tool
-re-attaches (`spawn`: run again, it finds the same child and collects it once) — stopping any of its
+re-attaches (`spawn`: run again, it finds the same child and collects it once;
+its workspace step then counts from the last checkpoint, so what its first run
+did before the stop is its own) — stopping any of its
 processes that outlived their owner. Then it runs what never started (and
 again what was read-only), as the run would have without the stop, with one
 exception: when the stop left trouble the decider has not seen (an outcome
@@ -121,6 +123,11 @@ class Steps(Protocol):
         """The actions (by key) a person already approved: they run without asking."""
         ...
 
+    def rerun(self, keys: set[str]) -> None:
+        """The side effects (by key) that run again after a stop (their step counts from the
+        last checkpoint: what the first run did is theirs too)."""
+        ...
+
 
 class Recovery:
     """Settles what a stopped run left, through the engine's steps (see the module docstring)."""
@@ -168,6 +175,8 @@ class Recovery:
             self.steps.settle(task, driver, decision)
             return
         self.steps.approve(set(task.inflight.get("approved", [])))
+        self.steps.rerun({a.key for a in decision.actions if a.key in started
+                          and a.key not in done_keys and reattaches(self.tools, a)})
         self.steps.execute(task, driver, ctx, decision.actions, decision.parallel,
                            skip=frozenset(done_keys), fanout=decision.max_concurrency)
         self.steps.settle(task, driver, decision)

@@ -14,10 +14,14 @@ as deleted (and the store's copy, which leaves out files over its size bound,
 is never the one a build runs).
 
 The child's changes are the difference between the base tree and the copy as
-the child left it (`add -A` into the copy's private index, `write-tree`,
-`diff-tree`). Applying them is one `git apply` in the parent's workspace,
-which applies every hunk or none; a refusal names the file and the hunk. git
-itself refuses to write through a symbolic link in the workspace.
+the child left it (what git lists as new or changed, into the copy's private
+index, `write-tree`, `diff-tree`); a path git refuses as a `.git` (`.GIT`,
+`.git.`, `git~1`: `shadow.dot_git`) is left out, as the checkpoints leave it
+out. Applying them is planned by one `git apply --cached` into a private index
+of the touched files as the workspace has them, which applies every hunk or
+none (a refusal names the file and the hunk); the result is then landed whole
+or not at all (`landing.py`: staged beside the targets, journaled, renamed),
+never through a symbolic link.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from normalize.checkpoints import landing
+from normalize.checkpoints.landing import Move
 from normalize.checkpoints.record import read_steps
-from normalize.checkpoints.shadow import PRIVATE, CheckpointError, ShadowRepo
+from normalize.checkpoints.shadow import PRIVATE, CheckpointError, ShadowRepo, dot_git
 from normalize.programs import git_flags
 
 LINKED = (".venv", "venv", "node_modules")
@@ -100,7 +106,15 @@ def make_copy(repo: ShadowRepo, tree: str, dest: Path) -> list[str]:
 def changes(repo: ShadowRepo, base: str, copy: Path) -> Changes:
     """What was changed in `copy` since `base` (made by `make_copy`)."""
     index = copy.parent / "index"
-    _git(repo, "add", "-A", "--", ".", tree=copy, index=index)
+    others = _git(repo, "ls-files", "-z", "--others", "--exclude-standard", tree=copy,
+                  index=index).stdout
+    changed = _git(repo, "diff-files", "--name-only", "-z", "--no-renames",
+                   "--ignore-submodules=all", tree=copy, index=index).stdout
+    listed = [p for p in (others + changed).split(b"\0") if p]
+    kept = [p for p in dict.fromkeys(listed) if not dot_git(os.fsdecode(p))]  # as checkpoints
+    if kept:
+        _git(repo, "update-index", "--add", "--remove", "-z", "--stdin", tree=copy,
+             index=index, input=b"".join(p + b"\0" for p in kept))
     tree = _git(repo, "write-tree", tree=copy, index=index).stdout.decode().strip()
     patch = _git(repo, "diff-tree", "-p", "--binary", "--full-index", "--no-renames", base,
                  tree, tree=copy, index=index).stdout
@@ -112,20 +126,56 @@ def changes(repo: ShadowRepo, base: str, copy: Path) -> Changes:
 def apply(repo: ShadowRepo, patch: bytes, scratch: Path) -> list[str]:
     """Apply `patch` to the workspace, all of it or nothing; the refusals (file and hunk).
 
-    A patch that is in the workspace already counts as applied.
+    A patch that is in the workspace already counts as applied; so does one a
+    killed process staged whole (`landing.settle` completes it; one it staged
+    in part is taken back first). A failure to write raises `MergeError`.
     """
-    workspace = repo.workspace
     scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
     (scratch / "exclude").write_text(".git\n")
-    proc = _git(repo, "apply", "--whitespace=nowarn", "-", tree=workspace,
-                index=scratch / "apply-index", input=patch, check=False)
-    if proc.returncode == 0:
+    journal = scratch / "merge.json"
+    if landing.settle(repo.workspace, journal):
         return []
-    again = _git(repo, "apply", "--reverse", "--check", "-", tree=workspace,
-                 index=scratch / "apply-index", input=patch, check=False)
-    if again.returncode == 0:
-        return []  # already there: this diff was applied before (its action ran again)
-    return refusals(proc.stderr.decode(errors="replace"), patch.decode(errors="replace"))
+    moves, refused = plan(repo, patch, scratch)
+    if moves and not refused:
+        landing.land(repo, moves, journal)
+    return refused
+
+
+def plan(repo: ShadowRepo, patch: bytes, scratch: Path) -> tuple[list[Move], list[str]]:
+    """Each path `patch` touches as it will be, and the refusals (then nothing is planned).
+
+    A patch that is in the workspace already plans nothing.
+    """
+    index = scratch / "merge-index"
+    index.unlink(missing_ok=True)
+    workspace = repo.workspace
+    listed = _git(repo, "apply", "--numstat", "-z", "-", tree=workspace, index=index,
+                    input=patch).stdout
+    paths = [os.fsdecode(r.split(b"\t", 2)[2]) for r in listed.split(b"\0") if r.count(b"\t") >= 2]
+    here = [p for p in paths if os.path.lexists(workspace / p)]
+    if here:
+        added = _git(repo, "update-index", "--add", "-z", "--stdin", tree=workspace,
+                       index=index, input=b"".join(os.fsencode(p) + b"\0" for p in here),
+                       check=False)
+        if added.returncode != 0:
+            return [], refusals(added.stderr.decode(errors="replace"), "")
+    proc = _git(repo, "apply", "--cached", "--whitespace=nowarn", "-", tree=workspace,
+                  index=index, input=patch, check=False)
+    if proc.returncode != 0:
+        again = _git(repo, "apply", "--cached", "--reverse", "--check", "-", tree=workspace,
+                       index=index, input=patch, check=False)
+        if again.returncode == 0:
+            return [], []  # already there: this diff was applied before (its action ran again)
+        return [], refusals(proc.stderr.decode(errors="replace"), patch.decode(errors="replace"))
+    staged = _git(repo, "ls-files", "-s", "-z", tree=workspace, index=index).stdout
+    entries: dict[str, tuple[str, str]] = {}
+    for record in staged.split(b"\0"):
+        if record:
+            info, _, raw = record.partition(b"\t")
+            mode, sha, _ = info.decode().split()
+            entries[os.fsdecode(raw)] = (mode, sha)
+    moves = [Move(p, *entries[p]) if p in entries else Move(p) for p in paths]
+    return moves, []
 
 
 def refusals(stderr: str, patch: str) -> list[str]:

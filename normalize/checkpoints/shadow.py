@@ -113,6 +113,17 @@ def shadow_root(home: Path, workspace: Path) -> Path:
     return home / "workspaces" / key
 
 
+def dot_git(rel: str) -> bool:
+    """Whether git refuses `rel` as a path into a `.git`: any component that is `.git` in any
+    case, with trailing dots or spaces, an NTFS stream (`.git::$DATA`) or the short name
+    `git~1`; a backslash separates components too (git's `core.protectNTFS`, on by default)."""
+    for part in re.split(r"[/\\]", rel):
+        bare = part.split(":", 1)[0].rstrip(". ").casefold()
+        if bare in (".git", "git~1"):
+            return True
+    return False
+
+
 def write_private(path: Path, data: bytes) -> None:
     """Write a file only its owner can read."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -271,8 +282,7 @@ class ShadowRepo:
         os.chmod(self.root, 0o700)
 
     def _keep(self, rel: str) -> bool:
-        parts = rel.split("/")
-        return ".git" not in parts and ".normalize" not in parts and \
+        return not dot_git(rel) and ".normalize" not in rel.split("/") and \
             not rel.startswith(self._excluded)
 
     def snapshot(self, *, full: bool = False) -> Snapshot:

@@ -106,8 +106,13 @@ def best_of(spawner: Spawner, request: SpawnRequest, record: Record) -> ChildOut
         best.picked = True
         changes = judged[best.number - 1][1]
         if request.merge == "apply" and changes is not None and not changes.empty:
-            outcome.conflicts = spawner.apply(changes, Path(spawner.copy_of(best.child_id)))
-            outcome.applied = not outcome.conflicts
+            from normalize.checkpoints.landing import MergeError  # (isolated children only)
+
+            try:
+                outcome.conflicts = spawner.apply(changes, Path(spawner.copy_of(best.child_id)))
+            except MergeError as exc:  # nothing written: the copies stay, as they do anyway
+                outcome.unmerged = str(exc)
+            outcome.applied = not outcome.conflicts and not outcome.unmerged
     spawner.count_spending()
     for attempt in attempts:
         _record(spawner, record, request.key, attempt, outcome)

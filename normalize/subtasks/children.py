@@ -125,10 +125,12 @@ class ChildOutcome:
     error: str | None = None
     attempts: list[Attempt] = field(default_factory=list)  # best-of-N: every attempt compared
     question: str = ""  # what a waiting child asks (its parent waits on it too)
+    unmerged: str = ""  # why its changes could not be written (none of them was)
 
     @property
     def ok(self) -> bool:
-        return self.status == "done" and not self.conflicts and self.error is None
+        return self.status == "done" and not self.conflicts and self.error is None and \
+            not self.unmerged
 
     def text(self) -> str:
         """The action's output: what the model reads."""
@@ -146,6 +148,8 @@ class ChildOutcome:
                          + self.diff_stat)
         elif self.status == "done":
             lines.append("it changed no files")
+        if self.unmerged:
+            lines.append(f"not applied (nothing of it): {self.unmerged}")
         if self.conflicts:
             lines.append("not applied (nothing of it): conflicts with the workspace in")
             lines += [f"  {c}" for c in self.conflicts]

@@ -13,7 +13,10 @@ in a copy made from the shadow store at the parent's last checkpoint
 `merge = "apply"` its diff is applied to the parent's workspace inside the
 parent's action, so the parent's checkpoint after that action records it
 (`diff PARENT` shows it, `undo PARENT` takes it back). A diff that is already
-in the workspace (the action ran again after a crash) is not applied twice.
+in the workspace (the action ran again after a crash) is not applied twice; a
+merge a killed parent left half done is completed, or taken back, before any
+child is merged (`checkpoints/landing.py`); one that cannot be written (a full
+disk) writes nothing, keeps the copy, and makes the parent wait for a resume.
 
 Limits: `MAX_CHILDREN` per task, `MAX_DEPTH`, and budgets carved from the
 parent's: a child's budget is at most what the parent has left after its own
@@ -287,10 +290,16 @@ class Spawner:
             return outcome
         if settings.isolated:
             self._merge_back(child, settings, outcome)
-        if not self.collected_before(child_id):  # a re-run after a crash collects it again
+        earlier = self.collection(child_id)  # a re-run after a crash collects it again
+        if earlier is None or earlier.applied != outcome.applied:
             record(ChildCollected(key=settings.key, child_id=child_id, status=outcome.status,
                                   summary=outcome.summary, cost_usd=outcome.cost_usd,
-                                  applied=outcome.applied, conflicts=outcome.conflicts))
+                                  applied=outcome.applied, conflicts=outcome.conflicts,
+                                  diff_stat=outcome.diff_stat))
+        if settings.isolated and not settings.keep and not outcome.unmerged:
+            from normalize.checkpoints import isolate
+
+            isolate.remove_copy(Path(child.workspace))  # once its collection is journaled
         return outcome
 
     def count_spending(self) -> None:
@@ -302,24 +311,36 @@ class Spawner:
 
     def collected_before(self, child_id: str) -> bool:
         """Whether the parent's journal, since its last checkpoint, records collecting it."""
-        return any(isinstance(e, ChildCollected) and e.child_id == child_id
-                   for e in decode_events(self.store.events_since(self.task)))
+        return self.collection(child_id) is not None
+
+    def collection(self, child_id: str) -> ChildCollected | None:
+        """The parent's journal's last record, since its last checkpoint, of collecting it."""
+        found = [e for e in decode_events(self.store.events_since(self.task))
+                 if isinstance(e, ChildCollected) and e.child_id == child_id]
+        return found[-1] if found else None
 
     def _merge_back(self, child: Task, settings: ChildSettings, outcome: ChildOutcome) -> None:
-        """Read the copy's diff, apply it (merge = apply, a child that ended well), drop it."""
-        from normalize.checkpoints import isolate
+        """Read the copy's diff and apply it (merge = apply, a child that ended well); a copy
+        gone since a run a stop cut short merged it is taken as that run journaled it."""
+        from normalize.checkpoints import landing
 
         copy_dir = Path(child.workspace)
         changes = self.changes(child)
+        earlier = self.collection(child.id) if changes is None else None
+        if earlier is not None and earlier.applied:
+            outcome.applied, outcome.diff_stat = True, earlier.diff_stat
+            return
         if changes is None:
             outcome.error = "its copy was collected before (the parent's earlier run)"
             return
         outcome.diff_stat = changes.stat
         if settings.merge == "apply" and child.status is TaskStatus.DONE and not changes.empty:
-            outcome.conflicts = self.apply(changes, copy_dir)
+            try:
+                outcome.conflicts = self.apply(changes, copy_dir)
+            except landing.MergeError as exc:  # nothing written: the copy stays for a retry
+                outcome.unmerged = str(exc)
+                return
             outcome.applied = not outcome.conflicts
-        if not settings.keep:
-            isolate.remove_copy(copy_dir)
 
     def changes(self, child: Task) -> isolate.Changes | None:
         """What an isolated child changed in its copy (None: its copy is gone)."""
@@ -335,11 +356,15 @@ class Spawner:
 
     def apply(self, changes: isolate.Changes, copy_dir: Path) -> list[str]:
         """Apply a child's changes to the parent's workspace, all or nothing; the conflicts."""
-        from normalize.checkpoints import isolate
+        from normalize.checkpoints import isolate, landing
         from normalize.checkpoints.shadow import ShadowRepo
 
         repo = ShadowRepo(Path(self.task.workspace), self.store.home)
         with self._merge:
+            for kid in filter(None, map(self.load, self.task.children)):
+                if kid.child is not None and kid.child.isolated:  # a killed run's merge lands
+                    # (or goes) first, whichever child is merged now (another pick, say)
+                    landing.settle(repo.workspace, Path(kid.workspace).parent / "merge.json")
             return isolate.apply(repo, changes.patch, copy_dir.parent)
 
     def copy_of(self, child_id: str) -> str:

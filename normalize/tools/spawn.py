@@ -5,7 +5,9 @@ outcome when it ends: its summary, status, cost and diff stat. Several spawns
 in one decision run together (`concurrent`). Running one again after a crash
 finds the same child (`reattaches`): see `normalize.subtasks.spawner`.
 
-A child that waits for a person makes this task wait with its question
+A child whose changes could not be written (a full disk; nothing of them
+was) makes this task wait too: its resume runs the spawn again, which applies
+them. A child that waits for a person makes this task wait with its question
 (kind `child`); `resume PARENT --answer TEXT` runs the spawn again with the
 answer, which reaches the child (`resume CHILD --answer TEXT`); after the
 child was answered on its own, `resume PARENT` collects it.
@@ -123,6 +125,12 @@ class SpawnTool:
                                 error=f"{asks} (answer it: `normalize resume "
                                       f"{outcome.child_id} --answer TEXT`)",
                                 wait=Wait(kind="child", question=asks, action=action))
+        if outcome.unmerged:  # a full disk, say: the task stops, and its resume retries
+            why = (f"the changes of sub-task {outcome.child_id} could not be applied to the "
+                   f"workspace ({outcome.unmerged}); make room, then `normalize resume "
+                   f"{ctx.task_id}` applies them")
+            return ActionResult(ResultStatus.ERROR, outcome.text(), data=data, error=why,
+                                wait=Wait(kind="child", question=why, action=action))
         if outcome.error and ctx.cancel.cancelled:
             return ActionResult(ResultStatus.CANCELLED, outcome.text(), error=outcome.error,
                                 data=data)
