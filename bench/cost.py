@@ -19,7 +19,8 @@ command-line rows also give CPU time, steadier on a shared machine):
   less a 10-step run, over N - 10) beside the floor: the bare writes of a
   step (bench/compare.py `floor_steps`: five journal lines, a record and its
   fdatasync) on the same disk;
-- start-up: `normalize tasks` (10 tasks), `normalize resume last` (a task
+- start-up: `normalize tasks` (10 tasks, and 3,000 laid out as bench/listing.py lays
+  them: its index sealed, as it is once `tasks/` has settled), `normalize resume last` (a task
   waiting for an answer: it loads, resumes and waits again) and `normalize run`
   (a new task of one no-op step) beside `--help`,
   and `--help` beside `codex --version` when Codex is found;
@@ -275,10 +276,22 @@ def startup_home(work: Path) -> dict[str, str]:
     return env
 
 
+def many_tasks_home(work: Path, count: int) -> Path:
+    """A data home of `count` done tasks (made once, as bench/listing.py makes them)."""
+    from listing import make_store
+
+    home = work / f"tasks-{count}-home"
+    if not home.exists():
+        make_store(home, count)
+    return home
+
+
 def startup_rows(work: Path, runs: int, codex: str | None) -> list[Row]:
     env = startup_home(work)
+    many = many_tasks_home(work, 3000)
     commands: dict[str, Sequence[str]] = {
         "help": [*normalize_argv(), "--help"], "tasks": [*normalize_argv(), "tasks"],
+        "tasks 3,000": ["env", f"NORMALIZE_HOME={many}", *normalize_argv(), "tasks"],
         # `--json`: the first event (`run_started`) says when the run has started
         "resume": [*normalize_argv(), "resume", "last", "--json"],
         # a data home of its own, so the listing keeps its ten tasks (`env` costs ~1 ms)
@@ -291,6 +304,7 @@ def startup_rows(work: Path, runs: int, codex: str | None) -> list[Row]:
     rows: list[Row] = []
     for name, label, started in (
             ("tasks", "`normalize tasks` (10 tasks)", False),
+            ("tasks 3,000", "`normalize tasks` (3,000 tasks)", False),
             ("resume", "`normalize resume last` (a waiting task) until its run has started", True),
             ("run", "`normalize run` (a new task of one no-op step) until its run has started",
              True)):

@@ -51,9 +51,37 @@ def installed_entry_points(group: str) -> list[EntryPoint]:
     loads and parses every distribution's metadata: ~20 ms at each run's
     start): the `entry_points.txt` of each dist-info and egg-info directory on
     sys.path, a distribution found twice counted where it comes first, and
-    the distribution's name from its metadata's `Name:` header.
+    the distribution's name from its metadata's `Name:` header. The files are
+    read once per process, every group at once, while sys.path stays as it
+    was (`reset_all` reads them again).
     """
     found: list[EntryPoint] = []
+    for directory, groups in _installed():
+        points = groups.get(group)
+        if points:
+            dist = _dist_names.get(directory)
+            if dist is None:
+                dist = _dist_names[directory] = _dist_name(directory) or "?"
+            found += [EntryPoint(name, target, dist) for name, target in points]
+    return found
+
+
+Advertised = list[tuple[str, dict[str, list[tuple[str, str]]]]]  # (dist-info, group → points)
+_scanned: tuple[tuple[str, ...], Advertised] | None = None
+_dist_names: dict[str, str] = {}
+
+
+def _installed() -> Advertised:
+    """Each distribution's directory and its entry points, by group (read once, see above)."""
+    global _scanned
+    path = tuple(sys.path)
+    if _scanned is None or _scanned[0] != path:
+        _scanned = (path, _scan())
+    return _scanned[1]
+
+
+def _scan() -> Advertised:
+    found: Advertised = []
     seen: set[str] = set()
     for entry in sys.path:
         try:
@@ -66,10 +94,9 @@ def installed_entry_points(group: str) -> list[EntryPoint]:
             if key in seen:
                 continue
             seen.add(key)
-            points = _group_of(directory.path, group)
-            if points:
-                dist = _dist_name(directory.path) or "?"
-                found += [EntryPoint(name, target, dist) for name, target in points]
+            groups = _groups_of(directory.path)
+            if groups:
+                found.append((directory.path, groups))
     return found
 
 
@@ -80,23 +107,23 @@ def _dist_key(directory: str) -> str:
                     if part).lower()
 
 
-def _group_of(directory: str, group: str) -> list[tuple[str, str]]:
-    """The (name, target) pairs of `[group]` in a distribution's `entry_points.txt`."""
+def _groups_of(directory: str) -> dict[str, list[tuple[str, str]]]:
+    """The (name, target) pairs of each group in a distribution's `entry_points.txt`."""
     try:
         with open(os.path.join(directory, "entry_points.txt"), encoding="utf-8") as f:
             lines = f.read().splitlines()
     except OSError:
-        return []
-    points: list[tuple[str, str]] = []
-    inside = False
+        return {}
+    groups: dict[str, list[tuple[str, str]]] = {}
+    points: list[tuple[str, str]] | None = None
     for line in lines:
         line = line.strip()
         if line.startswith("["):
-            inside = line == f"[{group}]"
-        elif inside and "=" in line and not line.startswith(("#", ";")):
+            points = groups.setdefault(line[1:-1], []) if line.endswith("]") else None
+        elif points is not None and "=" in line and not line.startswith(("#", ";")):
             name, target = line.split("=", 1)
             points.append((name.strip(), target.strip()))
-    return points
+    return {group: points for group, points in groups.items() if points}
 
 
 def _dist_name(directory: str) -> str | None:
@@ -141,6 +168,9 @@ def use_entry_points(table: Mapping[str, Mapping[str, str]], *,
 
 def reset_all() -> None:
     """Make every registry read its entry points again (after sys.path changed)."""
+    global _scanned
+    _scanned = None
+    _dist_names.clear()
     for group in list(_groups):
         group.reset()
 
