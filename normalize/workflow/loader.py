@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from normalize.errors import ConfigError
+from normalize.workflow import parsed
 from normalize.workflow.bounds import (
     MAX_NESTED_FILES,
     LimitError,
@@ -41,22 +42,31 @@ def parse_toml_text(source: str, label: str) -> dict[str, Any]:
     `tomllib` parses (ten times faster than tomlkit on a long workflow) and
     words every syntax error with its line and column. Values nested too deep
     for the parser are an error at their place, as are those past the bounds
-    (`workflow.bounds`).
+    (`workflow.bounds`). A text parsed before is not parsed again (`workflow.parsed`).
     """
-    import tomllib
-
-    try:
-        data = tomllib.loads(source)
-    except tomllib.TOMLDecodeError as exc:
-        raise _syntax_error(source, label, exc) from None
-    except RecursionError:
-        raise too_deep(source, label) from None
+    data = parsed.lookup(source)
+    kept = data is not None
+    if data is None:
+        data = _parse(source, label)
 
     def fail(key_path: str, message: str) -> ConfigError:
         return Checker(Path(label), source).fail(key_path, message)
 
     check_values(data, source, label, fail)
+    if not kept:
+        parsed.keep(source, data)
     return data
+
+
+def _parse(source: str, label: str) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        return tomllib.loads(source)
+    except tomllib.TOMLDecodeError as exc:
+        raise _syntax_error(source, label, exc) from None
+    except RecursionError:
+        raise too_deep(source, label) from None
 
 
 def _syntax_error(source: str, label: str, exc: ValueError) -> ConfigError:

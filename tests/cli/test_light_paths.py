@@ -64,3 +64,13 @@ def test_the_console_script_leaves_its_objects_to_the_exit(tmp_path: Path) -> No
                           env={**os.environ, "NORMALIZE_HOME": str(tmp_path)}, timeout=60,
                           cwd=tmp_path, check=False)
     assert proc.stdout.splitlines()[-1] == "0 True", proc.stderr
+
+
+def test_a_workflow_run_before_is_not_parsed_again(tmp_path: Path) -> None:
+    flow = tmp_path / "tiny.toml"
+    flow.write_text('[workflow]\nname = "tiny"\n\n[[workflow.steps]]\nname = "first"\n'
+                    'action = "note step one"\n')
+    first, stderr = probe(tmp_path, "run", str(flow), "-q", watched=("tomllib",))
+    assert first == "loaded 0 ['tomllib']", stderr
+    again, stderr = probe(tmp_path, "run", str(flow), "-q", watched=("tomllib",))
+    assert again == "loaded 0 []", stderr  # its data kept in the data home (workflow.parsed)
