@@ -32,7 +32,7 @@ EXCEPTIONS: dict[str, int] = {
     "normalize/cli/app.py:main": 22,
     "normalize/cli/commands.py:resume_task": 35,
     "normalize/cli/commands.py:show_task": 16,
-    "normalize/cli/describe.py:describe": 20,
+    "normalize/cli/describe.py:describe": 17,
     "normalize/cli/listing.py:shown_rows": 17,
     "normalize/cli/render.py:LiveRenderer._apply": 31,
     "normalize/cli/verbs.py:run_verb": 16,
