@@ -25,8 +25,7 @@ PACKAGE = Path(normalize.__file__).resolve().parent
 EXCEPTIONS: dict[str, int] = {
     "normalize/checkpoints/changes.py:parse_patch": 17,
     "normalize/checkpoints/record.py:WorkspaceCheckpoints._take": 25,
-    "normalize/checkpoints/report.py:_turn": 32,
-    "normalize/checkpoints/report.py:group_turns": 18,
+    "normalize/checkpoints/report.py:group_turns": 16,
     "normalize/checkpoints/shadow.py:ShadowRepo.snapshot": 37,
     "normalize/cli/agent.py:run_agent": 30,
     "normalize/cli/app.py:main": 22,
