@@ -29,8 +29,6 @@ EXCEPTIONS: dict[str, int] = {
     "normalize/checkpoints/shadow.py:ShadowRepo.snapshot": 37,
     "normalize/cli/agent.py:run_agent": 30,
     "normalize/cli/app.py:main": 22,
-    "normalize/cli/commands.py:resume_task": 35,
-    "normalize/cli/commands.py:show_task": 16,
     "normalize/cli/describe.py:describe": 17,
     "normalize/cli/listing.py:shown_rows": 17,
     "normalize/cli/render.py:LiveRenderer._apply": 31,
