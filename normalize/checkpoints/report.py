@@ -154,10 +154,7 @@ def group_turns(events: Iterable[Event]) -> tuple[list[Turn], list[Event]]:
                 turn.model = event.model
             case DecisionMade():
                 turn = turn_for(event.turn, event.ts)
-                if event.thinking.strip():
-                    turn.prose.append(event.thinking)
-                if event.done:
-                    turn.prose.append(f"done: {event.summary}" if event.summary else "done")
+                _add_decision(turn, event)
             case ActionFinished():
                 turn = turn_for(event.turn, event.ts)
                 turn.actions.append(event)
@@ -188,6 +185,14 @@ def group_turns(events: Iterable[Event]) -> tuple[list[Turn], list[Event]]:
         turn.ended = max(turn.ended, event.ts)
         turn.rewound = turn.rewound or is_rewound
     return turns, runs
+
+
+def _add_decision(turn: Turn, event: DecisionMade) -> None:
+    """A decision's prose in its turn: the model's thinking, and `done` with its summary."""
+    if event.thinking.strip():
+        turn.prose.append(event.thinking)
+    if event.done:
+        turn.prose.append(f"done: {event.summary}" if event.summary else "done")
 
 
 def _output(text: str, label: str, open_: bool = False) -> str:
@@ -415,6 +420,30 @@ def _harness_tools(events: list[HarnessToolCalled | HarnessToolFinished]) -> str
 
 
 def _turn(turn: Turn, diffs: dict[int, str]) -> str:
+    """One turn as an HTML article: its heading, prose, actions, steps' diffs and other events."""
+    meta = _turn_meta(turn)
+    out = [f'<article class="turn{" rewound" if turn.rewound else ""}" id="turn-{turn.turn}">',
+           f'<h3>{_e(_turn_title(turn))} <span class="meta">· {_e(" · ".join(meta))}</span></h3>']
+    for prose in turn.prose:
+        out.append(f'<div class="prose">{_e(prose)}</div>')
+    if turn.actions:
+        out.append("<ol>")
+        steps = {c.key: c.step for c in turn.checkpoints if c.kind == "action"}
+        for action in sorted(turn.actions, key=lambda a: a.status == "success"):
+            out.extend(_action_item(action, steps.get(action.key), bool(turn.checkpoints)))
+        out.append("</ol>")
+    for checkpoint in turn.checkpoints:
+        out.extend(_checkpoint_lines(checkpoint, diffs.get(checkpoint.step, "")))
+    if turn.tools:
+        out.append(_harness_tools(turn.tools))
+    for event in turn.other:
+        out.append(_run_event(event))
+    out.append("</article>")
+    return "\n".join(out)
+
+
+def _turn_meta(turn: Turn) -> list[str]:
+    """A turn heading's facts: how long it took, its tokens, cost and model, whether rewound."""
     took = max(0.0, turn.ended - turn.started)
     meta = [f"{took:.2f}s"]
     if turn.input_tokens or turn.output_tokens:
@@ -425,59 +454,56 @@ def _turn(turn: Turn, diffs: dict[int, str]) -> str:
         meta.append(turn.model)
     if turn.rewound:
         meta.append("rewound")
+    return meta
+
+
+def _turn_title(turn: Turn) -> str:
+    """`Turn N`, or what made a turn of only undo/rewind checkpoints."""
     kinds = {c.kind for c in turn.checkpoints}
-    title = f"Turn {turn.turn}"
     if not turn.actions and not turn.prose and kinds and kinds <= {"undo", "rewind"}:
-        title = " · ".join(sorted(kinds))  # made by `normalize undo` / `resume --rewind`
-    out = [f'<article class="turn{" rewound" if turn.rewound else ""}" id="turn-{turn.turn}">',
-           f'<h3>{_e(title)} <span class="meta">· {_e(" · ".join(meta))}</span></h3>']
-    for prose in turn.prose:
-        out.append(f'<div class="prose">{_e(prose)}</div>')
-    if turn.actions:
-        out.append("<ol>")
-        steps = {c.key: c.step for c in turn.checkpoints if c.kind == "action"}
-        for action in sorted(turn.actions, key=lambda a: a.status == "success"):
-            step = steps.get(action.key)
-            mark = "" if step is None else f'<span class="meta">#{step}</span> '
-            command = _e(_first(action.command or action.tool))
-            out.append(f'<li id="a-{action.seq}">{mark}<code>{command}'
-                       f'</code> <span class="status-{_e(action.status)}">{_e(action.status)}'
-                       f"</span> <span class=\"meta\">{action.duration:.2f}s"
-                       f"{'' if action.exit_code is None else f' · exit {action.exit_code}'}"
-                       "</span>")
-            if action.error:
-                out.append(f"<pre>{_e(action.error)}</pre>")
-            hosts = action.data.get("network")
-            line = hosts_line(hosts) if isinstance(hosts, list) else None
-            if line:
-                out.append(f'<p class="meta">{_e(line)}</p>')
-            if action.tool in ("edit", "write") and action.status == "success" and \
-                    turn.checkpoints and action.preview.strip():  # the step's diff shows it
-                out.append(f"<details><summary>output</summary><pre>{_e(action.preview)}"
-                           "</pre></details>")
-            else:  # an output that opens with the error says the rest only
-                shown = action.preview
-                if action.error and shown.startswith(action.error.strip()):
-                    shown = shown[len(action.error.strip()):].lstrip("\n")
-                out.append(_output(shown, "output", open_=action.status != "success"))
-            out.append("</li>")
-        out.append("</ol>")
-    for checkpoint in turn.checkpoints:
-        patch = diffs.get(checkpoint.step, "")
-        noun = "file" if checkpoint.files == 1 else "files"
-        label = f"step #{checkpoint.step}: {checkpoint.files} {noun}, " \
-                f"+{checkpoint.added} -{checkpoint.removed}"
-        if patch:
-            out.append(f"<details open><summary>{_e(label)}</summary>{diff_html(patch)}"
-                       "</details>")
-        elif checkpoint.files:
-            out.append(f'<p class="meta">{_e(label)}</p>')
-    if turn.tools:
-        out.append(_harness_tools(turn.tools))
-    for event in turn.other:
-        out.append(_run_event(event))
-    out.append("</article>")
-    return "\n".join(out)
+        return " · ".join(sorted(kinds))  # made by `normalize undo` / `resume --rewind`
+    return f"Turn {turn.turn}"
+
+
+def _action_item(action: ActionFinished, step: int | None, has_diff: bool) -> list[str]:
+    """An action's list item: step, command, status, error, hosts and output (folded when the
+    step's diff (`has_diff`) shows what an edit did)."""
+    mark = "" if step is None else f'<span class="meta">#{step}</span> '
+    command = _e(_first(action.command or action.tool))
+    out = [f'<li id="a-{action.seq}">{mark}<code>{command}'
+           f'</code> <span class="status-{_e(action.status)}">{_e(action.status)}'
+           f"</span> <span class=\"meta\">{action.duration:.2f}s"
+           f"{'' if action.exit_code is None else f' · exit {action.exit_code}'}"
+           "</span>"]
+    if action.error:
+        out.append(f"<pre>{_e(action.error)}</pre>")
+    hosts = action.data.get("network")
+    line = hosts_line(hosts) if isinstance(hosts, list) else None
+    if line:
+        out.append(f'<p class="meta">{_e(line)}</p>')
+    if action.tool in ("edit", "write") and action.status == "success" and \
+            has_diff and action.preview.strip():  # the step's diff shows it
+        out.append(f"<details><summary>output</summary><pre>{_e(action.preview)}"
+                   "</pre></details>")
+    else:  # an output that opens with the error says the rest only
+        shown = action.preview
+        if action.error and shown.startswith(action.error.strip()):
+            shown = shown[len(action.error.strip()):].lstrip("\n")
+        out.append(_output(shown, "output", open_=action.status != "success"))
+    out.append("</li>")
+    return out
+
+
+def _checkpoint_lines(checkpoint: CheckpointTaken, patch: str) -> list[str]:
+    """A step's counts, with its diff (`patch`) open under them when there is one."""
+    noun = "file" if checkpoint.files == 1 else "files"
+    label = f"step #{checkpoint.step}: {checkpoint.files} {noun}, " \
+            f"+{checkpoint.added} -{checkpoint.removed}"
+    if patch:
+        return [f"<details open><summary>{_e(label)}</summary>{diff_html(patch)}</details>"]
+    if checkpoint.files:
+        return [f'<p class="meta">{_e(label)}</p>']
+    return []
 
 
 def _ending(task: Task, runs: list[Event]) -> str:

@@ -68,10 +68,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
               harness: str | None = None, memory: bool = True) -> int:
     """Run TASK with the agent workflow; returns the exit status."""
     from normalize.contract.driver import DriverServices
-    from normalize.drivers.models import LLMSettings
-    from normalize.keys import out_of_bounds
     from normalize.runner import load_spec, with_model
-    from normalize.tables import ContextSettings
 
     clients = _Clients()
     try:
@@ -89,35 +86,14 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         set_output_retries(spec, output_retries, output_schema)
         models = attempt_models(attempts, pick, model)
         model = None if attempts else pin_replay(model)
-        if context:
-            from normalize.execution.context import CONTEXTS
-
-            if context not in CONTEXTS:
-                raise UsageError(f"--context {context}: unknown strategy "
-                                 f"(choose from {', '.join(sorted(CONTEXTS))})")
-            spec.context = replace(spec.context, strategy=context)
-        if repo_map is not None:
-            problem = out_of_bounds(ContextSettings, "repo_map", repo_map)
-            if problem:
-                raise UsageError(f"--repo-map {repo_map}: {problem} (tokens; 0 leaves it out)")
-            spec.context = replace(spec.context, repo_map=repo_map)
+        _set_context(spec, context, repo_map)
         if harness is not None:
             spec.driver = check_harness(harness)
             harness_model(harness, model)
         if spec.llm is not None or model or base_url:
             spec.llm = with_model(spec.llm, model, base_url)
-            choices: list[str | None] = [*models] or [None]
-            for each in choices:
-                settings = LLMSettings.of(with_model(spec.llm, each))
-                if harness is None and not settings.spec.startswith("replay:"):
-                    try:
-                        client = clients(settings.spec, base_url=settings.base_url)
-                    except MissingKeyError:
-                        error_line(env, MISSING_KEY.format(spec=settings.spec))
-                        return int(ExitStatus.USAGE)
-                    from normalize.cli.modelcheck import check_server
-
-                    check_server(client)  # a local server not started: said before a task
+            if not _models_reachable(env, clients, spec, models, harness):
+                return int(ExitStatus.USAGE)
         if attempts:
             best_of_spec(spec, attempts, pick, models, max_turns)
         options, renderer = run_options(env, workspace=root, json_output=json_output,
@@ -140,6 +116,49 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         return fail(env, exc)
     finally:
         clients.close()
+
+
+def _set_context(spec: WorkflowSpec, context: str | None, repo_map: int | None) -> None:
+    """`--context` and `--repo-map` in the workflow's context settings, each checked first."""
+    from normalize.keys import out_of_bounds
+    from normalize.tables import ContextSettings
+
+    if context:
+        from normalize.execution.context import CONTEXTS
+
+        if context not in CONTEXTS:
+            raise UsageError(f"--context {context}: unknown strategy "
+                             f"(choose from {', '.join(sorted(CONTEXTS))})")
+        spec.context = replace(spec.context, strategy=context)
+    if repo_map is not None:
+        problem = out_of_bounds(ContextSettings, "repo_map", repo_map)
+        if problem:
+            raise UsageError(f"--repo-map {repo_map}: {problem} (tokens; 0 leaves it out)")
+        spec.context = replace(spec.context, repo_map=repo_map)
+
+
+def _models_reachable(env: Environment, clients: _Clients, spec: WorkflowSpec,
+                      models: list[str], harness: str | None) -> bool:
+    """Whether each model the run will ask (every attempt's) has its key (a harness's are its
+    own); a local server not started is said before a task. A missing key is said as one
+    line, and gives False."""
+    from normalize.drivers.models import LLMSettings
+    from normalize.runner import with_model
+
+    choices: list[str | None] = [*models] or [None]
+    for each in choices:
+        settings = LLMSettings.of(with_model(spec.llm, each))
+        if harness is not None or settings.spec.startswith("replay:"):
+            continue
+        try:
+            client = clients(settings.spec, base_url=settings.base_url)
+        except MissingKeyError:
+            error_line(env, MISSING_KEY.format(spec=settings.spec))
+            return False
+        from normalize.cli.modelcheck import check_server
+
+        check_server(client)  # a local server not started: said before a task
+    return True
 
 
 def harness_model(harness: str, model: str | None) -> None:

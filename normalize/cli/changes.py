@@ -11,6 +11,7 @@ from normalize.cli.describe import plural
 from normalize.errors import ExitStatus, NormalizeError
 
 if TYPE_CHECKING:
+    from normalize.redact import Redactor
     from normalize.store import TaskStore
     from normalize.task import Task
 
@@ -34,8 +35,8 @@ def _open(ref: str, verb: str) -> tuple[TaskStore, Task]:
 def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
               json_output: bool) -> int:
     """The task's changes (or one step's) as a unified diff, `--stat` or JSON."""
-    from normalize.checkpoints.changes import TaskChanges, parse_patch, readable_patch
-    from normalize.redact import Redactor, inert, inert_obj
+    from normalize.checkpoints.changes import TaskChanges, readable_patch
+    from normalize.redact import Redactor, inert
 
     try:
         store, task = _open(ref, "diff")
@@ -46,26 +47,11 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
         return fail(env, exc)
     redactor = Redactor.for_workspace(task.workspace)  # shown as `tasks show` shows it
     if json_output:
-        files = parse_patch(readable_patch(patch))
-        for entry in files:
-            added, removed = counts.get(entry["path"], (entry["added"], entry["removed"]))
-            entry["added"], entry["removed"] = added, removed
-            for hunk in entry["hunks"]:  # a key block spans lines: redacted as one text
-                hunk["lines"] = redactor.redact("\n".join(hunk["lines"])).split("\n")
-        data = inert_obj(redactor.redact_obj({"task": task.id, "step": step, "files": files}))
-        env.stdout.write(json.dumps(data) + "\n")
+        _write_diff_json(env, redactor, task.id, step, patch, counts)
         return 0
     patch = inert(redactor.redact(readable_patch(patch)))
     if stat:
-        kinds = {entry["path"]: entry["status"] for entry in parse_patch(readable_patch(patch))}
-        for path, (added, removed) in counts.items():
-            shown = "binary" if added < 0 else f"+{added} -{removed}"
-            if added == removed == 0:  # no lines either way: say what did change
-                shown = EMPTY_CHANGE.get(kinds.get(path, ""), "mode changed")
-            env.stdout.write(f" {inert(redactor.redact(path))}  {shown}\n")
-        total_a = sum(max(a, 0) for a, _ in counts.values())
-        total_r = sum(max(r, 0) for _, r in counts.values())
-        env.stdout.write(f" {plural(len(counts), 'file')} changed, +{total_a} -{total_r}\n")
+        _write_diff_stat(env, redactor, patch, counts)
         return 0
     if not patch:
         env.stderr.write(f"task {task.id}: no changes\n")
@@ -73,6 +59,45 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
     if env.plain:
         env.stdout.write(patch)
         return 0
+    _print_coloured_patch(env, patch)
+    return 0
+
+
+def _write_diff_json(env: Environment, redactor: Redactor, task_id: str, step: int | None,
+                     patch: str, counts: dict[str, tuple[int, int]]) -> None:
+    """`diff --json`: the patch as files and hunks, with git's line counts, redacted."""
+    from normalize.checkpoints.changes import parse_patch, readable_patch
+    from normalize.redact import inert_obj
+
+    files = parse_patch(readable_patch(patch))
+    for entry in files:
+        added, removed = counts.get(entry["path"], (entry["added"], entry["removed"]))
+        entry["added"], entry["removed"] = added, removed
+        for hunk in entry["hunks"]:  # a key block spans lines: redacted as one text
+            hunk["lines"] = redactor.redact("\n".join(hunk["lines"])).split("\n")
+    data = inert_obj(redactor.redact_obj({"task": task_id, "step": step, "files": files}))
+    env.stdout.write(json.dumps(data) + "\n")
+
+
+def _write_diff_stat(env: Environment, redactor: Redactor, patch: str,
+                     counts: dict[str, tuple[int, int]]) -> None:
+    """`diff --stat`: a line per file with its counts (or what changed), then the totals."""
+    from normalize.checkpoints.changes import parse_patch, readable_patch
+    from normalize.redact import inert
+
+    kinds = {entry["path"]: entry["status"] for entry in parse_patch(readable_patch(patch))}
+    for path, (added, removed) in counts.items():
+        shown = "binary" if added < 0 else f"+{added} -{removed}"
+        if added == removed == 0:  # no lines either way: say what did change
+            shown = EMPTY_CHANGE.get(kinds.get(path, ""), "mode changed")
+        env.stdout.write(f" {inert(redactor.redact(path))}  {shown}\n")
+    total_a = sum(max(a, 0) for a, _ in counts.values())
+    total_r = sum(max(r, 0) for _, r in counts.values())
+    env.stdout.write(f" {plural(len(counts), 'file')} changed, +{total_a} -{total_r}\n")
+
+
+def _print_coloured_patch(env: Environment, patch: str) -> None:
+    """The patch on a terminal: file headers bold, additions green, removals red, hunks cyan."""
     from rich.console import Console
     from rich.text import Text
 
@@ -82,7 +107,6 @@ def show_diff(env: Environment, ref: str, step: int | None, *, stat: bool,
                  "green" if line.startswith("+") else "red" if line.startswith("-") else
                  "cyan" if line.startswith("@@") else "")
         console.print(Text(line, style=style), soft_wrap=True)
-    return 0
 
 
 EMPTY_CHANGE = {"added": "added, empty", "deleted": "deleted, was empty"}

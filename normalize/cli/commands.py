@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from normalize.cli.approve import approver
 from normalize.cli.console import (
@@ -89,52 +89,25 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                 fork: bool = False, base_url: str | None = None, otel: bool = False,
                 in_place: bool = False, memory: bool = True) -> int:
     try:
-        if in_place and not fork:
-            raise UsageError("--in-place goes with --fork")
-        if (model is not None or base_url is not None) and driver is not None:
-            from normalize.contract.driver import driver_traits, model_refused
-
-            if not driver_traits(driver).model_settings:
-                raise UsageError(model_refused("--model" if model is not None else "--base-url",
-                                               driver))
+        _check_resume_flags(driver, model=model, base_url=base_url, fork=fork,
+                            in_place=in_place)
         if instruction is None and rewind is None and not fork:
             ref = _resumable(ref)  # a done task says so before the engine is even loaded
         from normalize.contract.driver import driver_traits
         from normalize.engine import Reply, reply_text
-        from normalize.runner import follow_up, hand_over, open_task, switch_model
+        from normalize.runner import follow_up, open_task
 
         options, renderer = run_options(env, workspace=None, json_output=json_output,
                                         quiet=quiet, approve=approve, sandbox=sandbox,
                                         network=network, otel=otel)
         options.memory = memory
-        task = open_task(ref, options)
-        if fork:  # a new task in a copy, from the last step or --rewind N; the task unchanged
-            from normalize.subtasks.fork import fork_task
-
-            original, task = task.id, fork_task(options.task_store(), task, rewind,
-                                                in_place=in_place)
-            at = "its last step" if rewind is None else f"step #{rewind}"
-            _said(env, json_output, f"task {original}: forked at {at} as {task.id} in "
-                                    f"{task.workspace}; the fork goes on, {original} is left "
-                                    f"as it was")
-        elif rewind is not None:  # files and task state back to that step (issue 15)
-            from normalize.checkpoints.changes import rewind_task
-
-            task = rewind_task(options.task_store(), task, rewind)
-            _said(env, json_output, f"task {task.id}: rewound to step #{rewind} (its files and "
-                                    f"its state as after that step); it goes on from there")
+        task = _fork_or_rewind(env, open_task(ref, options), options, rewind, fork=fork,
+                               in_place=in_place, json_output=json_output)
         if instruction is not None:
             follow_up(task, instruction)  # a finished task goes on with the new instruction
         elif not task.status.resumable:
             raise _already_done(task.id)
-        if max_turns is not None and max_turns <= task.turn:
-            raise UsageError(f"--max-turns {max_turns}: task {task.id} has already run "
-                             f"{task.turn} turns (--max-turns is the total, as in run and "
-                             f"agent: give more than {task.turn})")
-        if approve is not None and answer is None and task.pending is not None \
-                and task.pending.kind == "approval":
-            raise UsageError(f"--approve {approve} sets the approval mode; task {task.id} waits "
-                             f"for: {shown_question(task)} — answer it with --answer yes|no")
+        _refuse_resume_limits(task, max_turns, approve, answer)
         options.workspace = Path(task.workspace)
         from normalize.cli.sandbox import report_tier
 
@@ -145,19 +118,8 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
             _check_reply(task, reply, reply_text)
         elif task.pending is not None and options.interactive:
             reply = _ask_pending(env, task)
-        if driver is not None and driver != task.driver:
-            from normalize.tools.harness import HARNESSES
-
-            if driver in HARNESSES:  # refused before it runs: not installed, too old, no key
-                check_harness(driver)
-            previous = hand_over(task, driver, model=model, base_url=base_url)
-            if not quiet:
-                env.stderr.write(f"task {task.id}: handing over from {previous} to {driver} "
-                                 f"at turn {task.turn}\n")
-                if driver_traits(driver).shows_results:
-                    _show_recent(env, task.id, options.task_store())
-        elif model is not None or base_url is not None:
-            switch_model(task, model, base_url)
+        _switch_driver_or_model(env, task, options, driver, model=model, base_url=base_url,
+                                quiet=quiet)
         set_limits(task, max_turns=max_turns, budget=budget)
         ask = options.interactive and not quiet and driver_traits(task.driver).follow_ups
         return to_the_end(env, task, options, renderer, json_output=json_output, resumed=True,
@@ -166,6 +128,78 @@ def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str 
                           if ask else None)
     except NormalizeError as exc:
         return fail(env, exc)
+
+
+def _check_resume_flags(driver: str | None, *, model: str | None, base_url: str | None,
+                        fork: bool, in_place: bool) -> None:
+    """Refuse `resume` flags that do not go together, before any task is loaded."""
+    if in_place and not fork:
+        raise UsageError("--in-place goes with --fork")
+    if (model is not None or base_url is not None) and driver is not None:
+        from normalize.contract.driver import driver_traits, model_refused
+
+        if not driver_traits(driver).model_settings:
+            raise UsageError(model_refused("--model" if model is not None else "--base-url",
+                                           driver))
+
+
+def _fork_or_rewind(env: Environment, task: Task, options: RunOptions, rewind: int | None, *,
+                    fork: bool, in_place: bool, json_output: bool) -> Task:
+    """The task `resume` goes on with: a fork (`--fork`), the task rewound (`--rewind N`), or
+    the task itself; the first two said."""
+    if fork:  # a new task in a copy, from the last step or --rewind N; the task unchanged
+        from normalize.subtasks.fork import fork_task
+
+        original, task = task.id, fork_task(options.task_store(), task, rewind,
+                                            in_place=in_place)
+        at = "its last step" if rewind is None else f"step #{rewind}"
+        _said(env, json_output, f"task {original}: forked at {at} as {task.id} in "
+                                f"{task.workspace}; the fork goes on, {original} is left "
+                                f"as it was")
+    elif rewind is not None:  # files and task state back to that step (issue 15)
+        from normalize.checkpoints.changes import rewind_task
+
+        task = rewind_task(options.task_store(), task, rewind)
+        _said(env, json_output, f"task {task.id}: rewound to step #{rewind} (its files and "
+                                f"its state as after that step); it goes on from there")
+    return task
+
+
+def _refuse_resume_limits(task: Task, max_turns: int | None, approve: str | None,
+                          answer: str | None) -> None:
+    """Refuse a `--max-turns` the task has already run, and `--approve` where an approval
+    waits for its answer."""
+    if max_turns is not None and max_turns <= task.turn:
+        raise UsageError(f"--max-turns {max_turns}: task {task.id} has already run "
+                         f"{task.turn} turns (--max-turns is the total, as in run and "
+                         f"agent: give more than {task.turn})")
+    if approve is not None and answer is None and task.pending is not None \
+            and task.pending.kind == "approval":
+        raise UsageError(f"--approve {approve} sets the approval mode; task {task.id} waits "
+                         f"for: {shown_question(task)} — answer it with --answer yes|no")
+
+
+def _switch_driver_or_model(env: Environment, task: Task, options: RunOptions,
+                            driver: str | None, *, model: str | None, base_url: str | None,
+                            quiet: bool) -> None:
+    """Hand the task over to `driver` (said, with its recent results when that driver shows
+    them), or switch its model or base URL."""
+    from normalize.contract.driver import driver_traits
+    from normalize.runner import hand_over, switch_model
+
+    if driver is not None and driver != task.driver:
+        from normalize.tools.harness import HARNESSES
+
+        if driver in HARNESSES:  # refused before it runs: not installed, too old, no key
+            check_harness(driver)
+        previous = hand_over(task, driver, model=model, base_url=base_url)
+        if not quiet:
+            env.stderr.write(f"task {task.id}: handing over from {previous} to {driver} "
+                             f"at turn {task.turn}\n")
+            if driver_traits(driver).shows_results:
+                _show_recent(env, task.id, options.task_store())
+    elif model is not None or base_url is not None:
+        switch_model(task, model, base_url)
 
 
 def acp_command(harness: str) -> list[str]:
@@ -297,20 +331,50 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
         task = store.shown(load_or_salvage(env, store, store.resolve(ref), with_config=False))
     except NormalizeError as exc:
         return fail(env, exc)
-    from normalize.redact import inert_obj
-
     events = store.events(task.id)
     if json_output:
-        env.stdout.write(json.dumps({"task": task.to_dict()})[:-1] + ', "events": [')
-        for number, event in enumerate(events):
-            env.stdout.write((", " if number else "") + json.dumps(inert_obj(event)))
-        env.stdout.write("]}\n")
+        _write_task_json(env, task, events)
         _warn_store(env, store)
         return 0
     out = env.stdout
-    out.write(f"task {task.id}  {task.status.value}\n")
+    _write_task_facts(out, task)
+    collected = {e["child_id"]: e for e in store.events(task.id)
+                 if e.get("type") == "child_collected"} if task.children else {}
+    for line in _children_lines(store, task.children, collected):
+        out.write(line)
+    out.write("steps:\n")
+    from normalize.cli.describe import SHOW_LINES, history, journal_events, step_output
+
+    def output(event: ActionFinished) -> list[str]:
+        whole = None
+        if full and event.cache_id:
+            from normalize.cli.render import cache_reader
+
+            whole = cache_reader(lambda: store)(task.id, event.cache_id)
+        return step_output(event, full_text=whole, lines=None if full else SHOW_LINES)
+
+    for line in history(journal_events(events, unknown=True), output,
+                        net_changes(store, task)):
+        out.write(line + "\n")
+    _warn_store(env, store)
+    return 0
+
+
+def _write_task_json(env: Environment, task: Task, events: Iterable[dict[str, Any]]) -> None:
+    """`tasks show --json`: the task and its events, streamed one event at a time."""
+    from normalize.redact import inert_obj
+
+    env.stdout.write(json.dumps({"task": task.to_dict()})[:-1] + ', "events": [')
+    for number, event in enumerate(events):
+        env.stdout.write((", " if number else "") + json.dumps(inert_obj(event)))
+    env.stdout.write("]}\n")
+
+
+def _write_task_facts(out: TextIO, task: Task) -> None:
+    """The head of `tasks show`: status, goal, driver, where, counts, cost and how it ended."""
     from normalize.cli.taskinput import shown_goal
 
+    out.write(f"task {task.id}  {task.status.value}\n")
     out.write(f"  goal:      {shown_goal(task.goal)}\n  driver:    {task.driver}\n")
     out.write(f"  workspace: {task.workspace}\n")
     if task.workflow:
@@ -334,26 +398,6 @@ def show_task(env: Environment, ref: str, *, json_output: bool, full: bool = Fal
         out.write(f"  waiting:   {task.pending.question}\n")
     if task.parent:
         out.write(f"  parent:    {task.parent}\n")
-    collected = {e["child_id"]: e for e in store.events(task.id)
-                 if e.get("type") == "child_collected"} if task.children else {}
-    for line in _children_lines(store, task.children, collected):
-        out.write(line)
-    out.write("steps:\n")
-    from normalize.cli.describe import SHOW_LINES, history, journal_events, step_output
-
-    def output(event: ActionFinished) -> list[str]:
-        whole = None
-        if full and event.cache_id:
-            from normalize.cli.render import cache_reader
-
-            whole = cache_reader(lambda: store)(task.id, event.cache_id)
-        return step_output(event, full_text=whole, lines=None if full else SHOW_LINES)
-
-    for line in history(journal_events(events, unknown=True), output,
-                        net_changes(store, task)):
-        out.write(line + "\n")
-    _warn_store(env, store)
-    return 0
 
 
 def load_or_salvage(env: Environment, store: TaskStore, task_id: str, *,

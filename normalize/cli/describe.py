@@ -434,15 +434,7 @@ def describe(event: Event) -> str | None:
         case ActionFinished() if pending_ask(event):
             return None
         case ActionFinished():
-            outcome = f"  {action_outcome(event, 80)}"
-            change = action_change(event) if event.status == "success" else None
-            if change:  # as the live view shows it: `+3 -1`, a test's counts, the first line
-                outcome += f"  {change}"
-            if event.status != "success" and event.error:
-                reason = action_failure(event).replace("\n", "\n      ")
-                outcome += f"\n      {reason}"
-            hosts = network_line(event)
-            return f"{outcome}\n      {hosts}" if hosts else outcome
+            return _finished_line(event)
         case ActionInterrupted() if said_by_its_result(event):
             return None
         case ActionInterrupted():
@@ -470,6 +462,19 @@ def describe(event: Event) -> str | None:
             return None
         case _:
             assert_never(event)
+
+
+def _finished_line(event: ActionFinished) -> str:
+    """The plain renderer's line for a finished action: outcome, change or failure, hosts."""
+    outcome = f"  {action_outcome(event, 80)}"
+    change = action_change(event) if event.status == "success" else None
+    if change:  # as the live view shows it: `+3 -1`, a test's counts, the first line
+        outcome += f"  {change}"
+    if event.status != "success" and event.error:
+        reason = action_failure(event).replace("\n", "\n      ")
+        outcome += f"\n      {reason}"
+    hosts = network_line(event)
+    return f"{outcome}\n      {hosts}" if hosts else outcome
 
 
 # -- a task's journal, read back -------------------------------------------------------------
@@ -518,8 +523,6 @@ def history(events: Iterable[Event],
     run_line = rewind_line = -1
     for event in events:
         match event:
-            case StepStarted():
-                out.append(f"  {step_line(event)}")
             case ActionFinished():
                 actions += 1
                 at_key[event.key] = len(out)
@@ -527,14 +530,6 @@ def history(events: Iterable[Event],
             case RunStarted(resumed=True):
                 run_line = len(out)
                 out.append("  ↻ resumed")
-            case InputReceived():
-                out.append(answer_line(event, 200))
-            case HarnessToolCalled():  # a harness's own calls, before its turn's line
-                out.append(f"    · {event.harness} ran {event.tool} {harness_input(event.input)}")
-            case HarnessToolFinished(ok=False):
-                out.append(f"      ! failed: {first_line(event.output, 100)}")
-            case DecisionMade() if event.thinking.strip():  # the model's prose, as the run showed
-                out.append(f"  {first_line(event.thinking, 120)}")
             case CheckpointTaken():
                 checkpoints.append(event)
                 number_step(out, event, at_key.get(event.key, -1), run_line, rewind_line)
@@ -543,17 +538,43 @@ def history(events: Iterable[Event],
                 rewind_line = len(out)
                 out.append(f"  ↺ rewound to step {event.step}: the actions above it since "
                            "were undone")
-            case UnknownEvent():
-                out.append(f"  · {unknown_line(event)}")
-            case MemoryProposed():
-                out.extend(f"  {line}" for line in memory_lines(event).splitlines())
+            case _:
+                out.extend(_event_lines(event))
     if not actions:
         out.append("  (no actions yet)")
+    totals = _kept_changes(checkpoints, rewound)
+    return [*out, *step_legend(checkpoints), *changed_files(totals if net is None else net)]
+
+
+def _event_lines(event: Event) -> list[str]:
+    """The lines `tasks show` gives an event that only adds lines (none for the rest)."""
+    match event:
+        case StepStarted():
+            return [f"  {step_line(event)}"]
+        case InputReceived():
+            return [answer_line(event, 200)]
+        case HarnessToolCalled():  # a harness's own calls, before its turn's line
+            return [f"    · {event.harness} ran {event.tool} {harness_input(event.input)}"]
+        case HarnessToolFinished(ok=False):
+            return [f"      ! failed: {first_line(event.output, 100)}"]
+        case DecisionMade() if event.thinking.strip():  # the model's prose, as the run showed
+            return [f"  {first_line(event.thinking, 120)}"]
+        case UnknownEvent():
+            return [f"  · {unknown_line(event)}"]
+        case MemoryProposed():
+            return [f"  {line}" for line in memory_lines(event).splitlines()]
+        case _:
+            return []
+
+
+def _kept_changes(checkpoints: list[CheckpointTaken],
+                  rewound: list[tuple[int, int]]) -> dict[str, list[int]]:
+    """The `+/-` lines per file of the checkpoints no rewind undid, summed."""
     totals: dict[str, list[int]] = {}
     for checkpoint in checkpoints:
         if not any(lo < checkpoint.seq < hi for lo, hi in rewound):
             add_changes(totals, checkpoint)
-    return [*out, *step_legend(checkpoints), *changed_files(totals if net is None else net)]
+    return totals
 
 
 def _action_lines(event: ActionFinished,

@@ -385,13 +385,7 @@ class LiveRenderer:
                 s.running.pop(event.key, None)
             case ActionFinished():
                 s.running.pop(event.key, None)
-                body = self.results.body(event)
-                add(action_block(event, change=not body))
-                if body:
-                    add(Text("\n".join(body), style="" if event.status == "success" else "red"))
-                diff = diff_block(event)
-                if diff is not None:
-                    add(diff)
+                self._add_finished(event)
             case ActionInterrupted():
                 s.running.pop(event.key, None)
                 if not said_by_its_result(event):
@@ -414,9 +408,7 @@ class LiveRenderer:
                 if isinstance(event, ModelRetried):  # the streamed text so far is void
                     s.text.clear()
                     s.thinking.clear()
-                line = message(event)
-                if line is not None:
-                    add(Text(line.text, style="yellow" if line.warning else "dim"))
+                self._add_message(event)
             case (ModelRequested() | ProcessStarted() | ChildCreated() | ChildCollected()
                   | TaskSaved() | TaskRewound() | TextDelta() | ThinkingDelta()
                   | HookRan() | UnknownEvent() | HarnessSession() | HarnessEvent()
@@ -424,6 +416,27 @@ class LiveRenderer:
                 pass
             case _:
                 assert_never(event)
+
+    def _add_finished(self, event: ActionFinished) -> None:
+        """A finished action's block, then its result's lines (red when it failed), its diff."""
+        from rich.text import Text
+
+        body = self.results.body(event)
+        self._queue.append(action_block(event, change=not body))
+        if body:
+            style = "" if event.status == "success" else "red"
+            self._queue.append(Text("\n".join(body), style=style))
+        diff = diff_block(event)
+        if diff is not None:
+            self._queue.append(diff)
+
+    def _add_message(self, event: Event) -> None:
+        """An event's message line, yellow when it warns, dim otherwise (none: nothing)."""
+        from rich.text import Text
+
+        line = message(event)
+        if line is not None:
+            self._queue.append(Text(line.text, style="yellow" if line.warning else "dim"))
 
     # -- drawing -------------------------------------------------------------------------
 
