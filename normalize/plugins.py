@@ -15,11 +15,9 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
-from pathlib import Path
+from contextlib import contextmanager
 from typing import Any, Generic, NamedTuple, TypeVar
 
 T = TypeVar("T")
@@ -54,10 +52,8 @@ def installed_entry_points(group: str) -> list[EntryPoint]:
     start): the `entry_points.txt` of each dist-info and egg-info directory on
     sys.path, a distribution found twice counted where it comes first, and
     the distribution's name from its metadata's `Name:` header. The files are
-    read once, every group at once, and what they say is kept between runs in
-    the data home (`cache/entry-points.json`, owner-only), keyed on sys.path and
-    each of its directories' mtimes: installing or removing a distribution
-    changes its directory, and the files are read again (so does `reset_all`).
+    read once per process, every group at once, while sys.path stays as it
+    was (`reset_all` reads them again).
     """
     found: list[EntryPoint] = []
     for directory, groups in _installed():
@@ -72,8 +68,6 @@ def installed_entry_points(group: str) -> list[EntryPoint]:
 
 Advertised = list[tuple[str, dict[str, list[tuple[str, str]]]]]  # (dist-info, group → points)
 _scanned: tuple[tuple[str, ...], Advertised] | None = None
-_trust_kept = True  # False after `reset_all`: the next scan reads the files
-SETTLE_NS = 2 * 10**9
 _dist_names: dict[str, str] = {}
 
 
@@ -82,81 +76,8 @@ def _installed() -> Advertised:
     global _scanned
     path = tuple(sys.path)
     if _scanned is None or _scanned[0] != path:
-        _scanned = (path, _kept_or_scanned(path))
+        _scanned = (path, _scan())
     return _scanned[1]
-
-
-def _kept_or_scanned(path: tuple[str, ...]) -> Advertised:
-    """The scan kept by an earlier run while sys.path's directories are as they were, else
-    a new one (then kept, in an existing data home; best effort)."""
-    import json
-
-    global _trust_kept
-    mtimes = [_mtime(entry) for entry in path]
-    key = [[entry, mtime] for entry, mtime in zip(path, mtimes, strict=True)]
-    where = _kept_path()
-    kept = None if where is None or not _trust_kept else _read_kept(where)
-    _trust_kept = True
-    if kept is not None and kept.get("key") == key:
-        found = kept.get("found")
-        if isinstance(found, list) and all(_is_advertised(item) for item in found):
-            return [(directory, {group: [(name, target) for name, target in points]
-                                 for group, points in groups.items()})
-                    for directory, groups in found]
-    found = _scan()
-    settled = time.time_ns() - SETTLE_NS  # (a change within a clock tick of the scan: not kept)
-    if where is not None and where.parent.parent.is_dir() and \
-            all(mtime is None or mtime < settled for mtime in mtimes):
-        from normalize.fsutil import atomic_write, private_dirs
-
-        with suppress(OSError):
-            private_dirs(where.parent)
-            atomic_write(where, json.dumps({"key": key, "found": found}).encode(), fsync=False,
-                         mode=0o600)
-    return found
-
-
-def _mtime(entry: str) -> int | None:
-    try:
-        return os.stat(entry or ".").st_mtime_ns
-    except OSError:
-        return None
-
-
-def _kept_path() -> Path | None:
-    from normalize.homes import data_home
-
-    try:
-        return data_home() / "cache" / "entry-points.json"
-    except Exception:  # (a bad NORMALIZE_HOME: the command itself says so)
-        return None
-
-
-def _read_kept(where: Path) -> dict[str, Any] | None:
-    """The kept scan, unless missing, damaged, not the user's own or writable by others (it
-    names what is imported)."""
-    import json
-
-    try:
-        fd = os.open(where, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as fh:
-        status = os.fstat(fd)
-        if status.st_uid != os.getuid() or status.st_mode & 0o022:
-            return None
-        try:
-            kept = json.loads(fh.read())
-        except (OSError, ValueError):
-            return None
-    return kept if isinstance(kept, dict) else None
-
-
-def _is_advertised(item: object) -> bool:
-    return isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and \
-        isinstance(item[1], dict) and all(
-            isinstance(points, list) and all(isinstance(p, list) and len(p) == 2 for p in points)
-            for points in item[1].values())
 
 
 def _scan() -> Advertised:
@@ -247,8 +168,8 @@ def use_entry_points(table: Mapping[str, Mapping[str, str]], *,
 
 def reset_all() -> None:
     """Make every registry read its entry points again (after sys.path changed)."""
-    global _scanned, _trust_kept
-    _scanned, _trust_kept = None, False
+    global _scanned
+    _scanned = None
     _dist_names.clear()
     for group in list(_groups):
         group.reset()
