@@ -11,7 +11,9 @@
     │   ├── TaskLockedError        another process owns the task (exit 1)
     │   └── StaleEpochError        this writer lost ownership of the task
     ├── CheckpointError            the shadow store failed: git missing or a git command
-    │                              (checkpoints.shadow)
+    │   │                          (checkpoints.shadow)
+    │   └── MergeError             a child's change could not be written to the workspace
+    │                              (checkpoints.landing)
     ├── WorkspaceError             a path leaves the workspace or touches a protected place
     ├── ProgramError               a program normalize starts outside the sandbox cannot be
     │                              found or started, or its time limit is not seconds (programs)

@@ -235,6 +235,7 @@ _PROCESS_WORDS = re.compile(r"\b(subprocess|Popen|multiprocessing|os\.fork|pty\.
 _TESTS = Path(__file__).resolve().parent
 E2E_MODULES = frozenset({  # found by the guard: git for checkpoints, rg, ctags, a test runner
     "agent/test_agent_token_bench.py", "checkpoints/test_change_watch.py",
+    "checkpoints/test_landing.py",
     "cli/test_checkpoint_growth.py", "plugins/test_capabilities.py",
     "plugins/test_plugin_docs.py", "spine/test_exit_door.py", "spine/test_walk.py",
     "terminal/test_user_prompt.py",
@@ -273,6 +274,12 @@ def starts_processes(path: Path, _seen: frozenset[Path] = frozenset()) -> bool:
                     starts_processes(helper, _seen | {path}):
                 return True
     return False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The `e2e` marker, declared where it is applied (this file also runs where pyproject.toml
+    is not: tests/plugins/test_hermetic.py runs it over a planted module)."""
+    config.addinivalue_line("markers", "e2e: starts processes (`-m 'not e2e'`: the quick loop)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
