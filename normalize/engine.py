@@ -79,7 +79,14 @@ from normalize.recovery import (
     reply_text,
 )
 from normalize.sandbox import SandboxMode, SandboxTier
-from normalize.sandbox.gitguard import GitGuard, describe, describe_outside, outside, protected
+from normalize.sandbox.gitguard import (
+    Change,
+    GitGuard,
+    describe,
+    describe_outside,
+    outside,
+    protected,
+)
 from normalize.store import TaskLock, TaskStore
 from normalize.task import (
     Action,
@@ -435,13 +442,10 @@ class Engine:
                                command=action.text, action=action.to_dict(),
                                read_only=read_only), durable=not read_only)
         crash_point("action_started")
-        why = rejection(action)
-        if why is not None:  # its body never closed: it is answered with why, never run
-            return ActionResult.failure(why)
-        if self.hooks is not None:
-            reason = self.hooks.before_action(action)
-            if reason is not None:  # a hook can only say no: the reason goes to the driver
-                return ActionResult.blocked(f"blocked by a hook: {reason}")
+        refused = self._refused(action)
+        if refused is not None:
+            return refused
+
         def progressed(tail: list[str], counts: dict[str, int]) -> None:  # shown, not journaled
             ctx.emit(ActionProgressed(key=action.key, tail=tail, counts=counts))
 
@@ -473,14 +477,34 @@ class Engine:
         finally:
             undone = guard.after() if guard is not None else []
         crash_point("action_ran")
+        result = self._guarded(ctx, action, result, undone)
+        if self.hooks is not None:
+            self.hooks.after_action(action, result)
+        return result
+
+    def _refused(self, action: Action) -> ActionResult | None:
+        """The answer to an action that must not run: a body that never closed (answered with
+        why), or a hook that said no (its reason goes to the driver); None: it runs."""
+        why = rejection(action)
+        if why is not None:
+            return ActionResult.failure(why)
+        if self.hooks is not None:
+            reason = self.hooks.before_action(action)
+            if reason is not None:
+                return ActionResult.blocked(f"blocked by a hook: {reason}")
+        return None
+
+    @staticmethod
+    def _guarded(ctx: RunContext, action: Action, result: ActionResult,
+                 undone: list[Change]) -> ActionResult:
+        """What the `.git` check found after the action, said: someone else's change is told
+        and left; one the action made (a full-tier guard undid it) marks its result."""
         shown = (action.text.splitlines() or [action.tool])[0]
         if outside(undone):  # no program could: someone else's change, told and left
             ctx.emit(Notice(level="warning", message=f"`{shown}`: {describe_outside(undone)}"))
         elif undone:  # it ran, and changed what a person's git would run: undone, and said
             result = protected(result, undone)
             ctx.emit(Notice(level="warning", message=f"`{shown}` {describe(undone)}"))
-        if self.hooks is not None:
-            self.hooks.after_action(action, result)
         return result
 
     def _read_only(self, action: Action) -> bool:

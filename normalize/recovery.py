@@ -144,8 +144,29 @@ class Recovery:
         if task.inflight is None:
             return
         decision = Decision.from_dict(task.inflight["decision"])
-        finished, started, children = self._journaled(task)
+        journaled = self._journaled(task)
+        finished, started, _ = journaled
         redecide = redecides(driver) and unseen_trouble(self.tools, decision, finished, started)
+        done_keys = self._replay(task, driver, ctx, decision, journaled, redecide)
+        if redecide:
+            self._report_unrun(task, driver, ctx, decision, done_keys, started)
+            self.steps.settle(task, driver, decision)
+            return
+        self.steps.approve(set(task.inflight.get("approved", [])))
+        self.steps.rerun({a.key for a in decision.actions if a.key in started
+                          and a.key not in done_keys and reattaches(self.tools, a)})
+        self.steps.execute(task, driver, ctx, decision.actions, decision.parallel,
+                           skip=frozenset(done_keys), fanout=decision.max_concurrency)
+        self.steps.settle(task, driver, decision)
+
+    def _replay(self, task: Task, driver: Driver, ctx: RunContext, decision: Decision,
+                journaled: tuple[dict[str, ActionFinished], set[str],
+                                 dict[str, list[ProcessStarted]]],
+                redecide: bool) -> set[str]:
+        """The in-flight decision's actions as the journal left them: finished ones handed to
+        the driver, a cut-short side effect settled as of unknown outcome, the rest said as
+        interrupted; the keys of those settled."""
+        finished, started, children = journaled
         done_keys: set[str] = set()
         whole = self.store.kept_results(task) if finished else {}
         for action in decision.actions:
@@ -170,16 +191,7 @@ class Recovery:
             elif action.key in started:
                 ctx.emit(ActionInterrupted(key=action.key, tool=action.tool, command=action.text,
                                            read_only=True, rerun=not redecide))
-        if redecide:
-            self._report_unrun(task, driver, ctx, decision, done_keys, started)
-            self.steps.settle(task, driver, decision)
-            return
-        self.steps.approve(set(task.inflight.get("approved", [])))
-        self.steps.rerun({a.key for a in decision.actions if a.key in started
-                          and a.key not in done_keys and reattaches(self.tools, a)})
-        self.steps.execute(task, driver, ctx, decision.actions, decision.parallel,
-                           skip=frozenset(done_keys), fanout=decision.max_concurrency)
-        self.steps.settle(task, driver, decision)
+        return done_keys
 
     def _journaled(self, task: Task) -> tuple[dict[str, ActionFinished], set[str],
                                                dict[str, list[ProcessStarted]]]:
