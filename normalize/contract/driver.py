@@ -64,6 +64,11 @@ class LineQueue:
         return lines
 
 
+AgentLaunch = Callable[["SandboxPolicy", list[str], str | None, str | None],
+                       tuple[dict[str, str], "SandboxPolicy", list[str]]]
+"""`launch(sandbox, argv, base_url, model)`: see `DriverServices.launch`."""
+
+
 @dataclass
 class DriverServices:
     """What the outside world lends a driver when it is created (each one may be absent)."""
@@ -88,6 +93,10 @@ class DriverServices:
     sandbox: SandboxPolicy | None = None
     """What the task's programs may touch: a driver that starts a program of its own (the
     `acp` driver's agent) starts it under this (None: the default policy)."""
+    launch: AgentLaunch | None = None
+    """What an agent a driver starts (`acp`) needs to reach its model, as a harness turn gets
+    it: `launch(sandbox, argv, base_url, model)` gives the variables to set, the sandbox with
+    its home, keys and model host added, and the paths it must read (None: nothing added)."""
 
 
 @dataclass

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, ClassVar, cast
 
 from normalize.contract.driver import DriverServices, RunContext
-from normalize.errors import ConfigError
+from normalize.errors import ConfigError, NormalizeError
 from normalize.events import (
     HarnessEvent,
     HarnessSession,
@@ -136,9 +136,9 @@ class _Client:
 
         if cwd is not None and self.link.relative(cwd) != ".":
             raise _error(f"terminals run in the workspace {self.link.workspace}, not in {cwd}")
-        argv = [command, *(args or [])]
-        result = await self.link.ask(Action("run", {"args": argv}, text=f"run {shlex.join(argv)}"),
-                                     refuse=False)
+        argv = [command, *args] if args else _words(command)
+        text = f"run {shlex.join(argv)}" if args or argv == [command] else f"run {command}"
+        result = await self.link.ask(Action("run", {"args": argv}, text=text), refuse=False)
         terminal = f"term-{len(self.link.terminals) + 1}"
         self.link.terminals[terminal] = _Terminal(result.output or result.error or "",
                                                  result.exit_code)
@@ -163,6 +163,16 @@ class _Client:
         self.link.terminals.pop(terminal_id, None)
 
 
+def _words(command: str) -> list[str]:
+    """A terminal's command given without `args` (Claude Code's agent sends a whole command
+    line): its words, and its text kept for the policy (shell syntax is refused by `run`
+    unless `allow_shell` lets it through a confined shell)."""
+    try:
+        return shlex.split(command) or [command]
+    except ValueError:
+        return [command]
+
+
 def _error(message: str) -> Exception:
     from acp import RequestError
 
@@ -172,8 +182,10 @@ def _error(message: str) -> Exception:
 class _Link:
     """The agent process (sandboxed) and the client connection to it, on a loop of its own."""
 
-    def __init__(self, argv: list[str], workspace: Path, sandbox: SandboxPolicy) -> None:
+    def __init__(self, argv: list[str], workspace: Path, sandbox: SandboxPolicy, *,
+                 env: dict[str, str] | None = None, visible: list[str] | None = None) -> None:
         self.argv, self.workspace, self.sandbox = argv, workspace, sandbox
+        self.env, self.visible = dict(env or {}), list(visible or [])
         self.items: queue.Queue[Any] = queue.Queue()  # updates, requests, the turn's end
         self.terminals: dict[str, _Terminal] = {}
         self.loop = asyncio.new_event_loop()
@@ -244,7 +256,8 @@ class _Link:
         from acp import PROTOCOL_VERSION, Client, connect_to_agent
         from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
-        self.confinement = _confine(self.sandbox, self.workspace, self.argv)
+        self.confinement = _confine(self.sandbox, self.workspace, self.argv, self.env,
+                                    self.visible)
         inner = self.confinement.preexec
         self.process = await asyncio.create_subprocess_exec(
             *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
@@ -277,8 +290,10 @@ class _Link:
         return ""
 
 
-def _confine(policy: SandboxPolicy, workspace: Path, argv: list[str]) -> Any:
-    """The agent's sandbox: the task's own (fails closed where there is none)."""
+def _confine(policy: SandboxPolicy, workspace: Path, argv: list[str], env: dict[str, str],
+             visible: list[str]) -> Any:
+    """The agent's sandbox: the task's own with what its launch added (its home, keys, model
+    host: `env` is set, beside what the scrub lets through); fails closed where there is none."""
     abi, tier = 0, SandboxTier.NONE
     if policy.mode is not SandboxMode.OFF:
         found = probe()
@@ -286,8 +301,8 @@ def _confine(policy: SandboxPolicy, workspace: Path, argv: list[str]) -> Any:
             raise OSError(f"the sandbox is unavailable ({found.reason}); run with --sandbox off "
                           f"to start it unconfined")
         abi, tier = found.landlock_abi, found.tier
-    return confine(policy, workspace, abi=abi, env=os.environ, label="acp-agent", tier=tier,
-                   visible=tuple(argv))
+    return confine(policy, workspace, abi=abi, env={**os.environ, **env}, label="acp-agent",
+                   tier=tier, visible=(*argv, *visible))
 
 
 def _dies_with_us(inner: Any) -> Any:
@@ -311,11 +326,12 @@ class AcpDriver:
     takes_follow_ups: ClassVar[bool] = True  # sent as the agent's next `session/prompt`
 
     def __init__(self, command: list[str], *, services: DriverServices,
-                 follow_ups: list[str] | None = None) -> None:
+                 follow_ups: list[str] | None = None, base_url: str | None = None) -> None:
         if not command:
             raise ConfigError("the acp driver needs the agent's command (--harness acp:COMMAND)")
         self.command = command
         self.services = services
+        self.base_url = base_url
         self.follow_ups = list(follow_ups or [])
         self.session: str | None = None
         self.sent = 0  # instructions sent: the goal, then each follow-up
@@ -327,12 +343,17 @@ class AcpDriver:
         self.said: list[str] = []  # the agent's text since it was last journaled
         self.reply = ""  # the agent's text in this prompt's turn (its summary when it ends)
         self.recap = False  # the next prompt opens a new session of a task begun earlier
+        self.calls: set[str] = set()  # the agent's tool calls already journaled as started
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> AcpDriver:
         own = config.get("acp") or {}
+        spec = config.get("spec") or {}
+        llm = {**(spec.get("llm") or {}), **(config.get("llm") or {})}
+        base_url = str(own.get("base_url") or llm.get("base_url") or "") or None
         return cls([str(word) for word in own.get("command") or []], services=services,
-                   follow_ups=[str(f) for f in config.get("follow_ups") or []])
+                   follow_ups=[str(f) for f in config.get("follow_ups") or []],
+                   base_url=base_url)
 
     def snapshot(self) -> dict[str, Any]:
         return {"v": STATE_VERSION, "session": self.session, "sent": self.sent,
@@ -379,7 +400,15 @@ class AcpDriver:
     def _connect(self, task: Task, ctx: RunContext) -> None:
         """Start the agent and open its session: the last one again when it can load it."""
         sandbox = self.services.sandbox or SandboxPolicy()
-        self.link = _Link(self.command, Path(task.workspace), sandbox)
+        env: dict[str, str] = {}
+        visible: list[str] = []
+        if self.services.launch is not None:  # its home, keys, model server, as a harness's
+            try:
+                env, sandbox, visible = self.services.launch(sandbox, self.command,
+                                                             self.base_url, None)
+            except NormalizeError as exc:
+                raise ConfigError(f"the ACP agent `{shlex.join(self.command)}`: {exc}") from None
+        self.link = _Link(self.command, Path(task.workspace), sandbox, env=env, visible=visible)
         self.link.start()
         conn = self.link.conn
         if self.session is not None and self.link.can_load:
@@ -393,9 +422,10 @@ class AcpDriver:
                 made = self.link.call(conn.new_session(cwd=task.workspace, mcp_servers=[]),
                                       START_TIMEOUT)
             except Exception as exc:  # the agent's error, whatever its type
+                said = self.link.stderr_tail()
                 self._close()
                 raise ConfigError(f"the ACP agent `{shlex.join(self.command)}` opened no "
-                                  f"session: {exc}") from None
+                                  f"session: {exc}{said}") from None
             self.recap = self.sent > 0  # it knows nothing of the earlier prompts
             self.session = made.session_id
             ctx.emit(HarnessSession(harness="acp", session_id=made.session_id))
@@ -457,7 +487,8 @@ class AcpDriver:
                 ctx.emit(TextDelta(text=update.content.text))
             case AgentThoughtChunk() if getattr(update.content, "text", None):
                 ctx.emit(ThinkingDelta(text=update.content.text))
-            case ToolCallStart():
+            case ToolCallStart() if update.tool_call_id not in self.calls:
+                self.calls.add(update.tool_call_id)  # Claude Code's agent starts each twice
                 ctx.emit(HarnessToolCalled(harness="acp", call_id=update.tool_call_id,
                                            tool=update.title,
                                            input=_plain(update.raw_input)))
