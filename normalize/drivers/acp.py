@@ -62,6 +62,8 @@ INTERRUPTED = ("Your previous turn on this task was interrupted before it finish
 RECAP = ("You worked on this task earlier, in a session you no longer have:\n\n{goal}\n\n"
          "Check what was done; then: {text}")
 PR_SET_PDEATHSIG = 1
+TMPDIR = "$TMPDIR"
+"""A value the agent's launch gives a variable that names the agent's own temp directory."""
 
 
 @dataclass
@@ -259,9 +261,13 @@ class _Link:
         self.confinement = _confine(self.sandbox, self.workspace, self.argv, self.env,
                                     self.visible)
         inner = self.confinement.preexec
+        env = dict(self.confinement.env)
+        for name, value in env.items():  # "$TMPDIR": the agent's own temp directory
+            if value == TMPDIR:
+                env[name] = env.get("TMPDIR") or tempfile.gettempdir()
         self.process = await asyncio.create_subprocess_exec(
             *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=self.stderr, cwd=self.workspace, env=self.confinement.env,
+            stderr=self.stderr, cwd=self.workspace, env=env,
             start_new_session=True, preexec_fn=_dies_with_us(inner), limit=64 * 1024 * 1024)
         self.confinement.started()
         self.conn = connect_to_agent(cast(Client, _Client(self)), self.process.stdin,
@@ -488,7 +494,9 @@ class AcpDriver:
             case AgentThoughtChunk() if getattr(update.content, "text", None):
                 ctx.emit(ThinkingDelta(text=update.content.text))
             case ToolCallStart() if update.tool_call_id not in self.calls:
-                self.calls.add(update.tool_call_id)  # Claude Code's agent starts each twice
+                # Claude Code's agents start each call twice (streamed, then whole): once
+                # as a call, the second kept whole as a `harness_event`
+                self.calls.add(update.tool_call_id)
                 ctx.emit(HarnessToolCalled(harness="acp", call_id=update.tool_call_id,
                                            tool=update.title,
                                            input=_plain(update.raw_input)))

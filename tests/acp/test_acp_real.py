@@ -1,11 +1,15 @@
-"""The `acp` driver with a real ACP agent: Zed's `claude-code-acp` (npm, pinned in scripts/test)
-against normalize's local Anthropic server, with scripted replies.
+"""The `acp` driver with real ACP agents: Zed's `claude-code-acp` and its successor
+`claude-agent-acp` (npm, pinned in scripts/test) against normalize's local Anthropic server,
+with scripted replies.
 
 The agent's model asks for its ACP tools (`mcp__acp__Write`, `mcp__acp__Bash`), which the
 agent serves through the client's `fs/write_text_file` and `terminal/create`: normalize
 runs each as an action of its own. The agent gets its key, its home and its model server the
 way the claude harness does (normalize/tools/harness/agents.py); the model host's name is
 pinned to the local server for normalize's proxy (tests/sandbox/pinned_normalize.py).
+
+`claude-agent-acp` asks the client for none of it: its Write and Bash run inside the agent
+(in normalize's sandbox), and normalize sees them as the agent's tool calls only.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from normalize.store import TaskStore
 from normalize.testing.servers import FakeModelServer, Reply, ToolUse
 
 REPO = Path(__file__).resolve().parents[2]
-AGENT = REPO / ".ci" / "harnesses" / "node_modules" / ".bin" / "claude-code-acp"
+BIN = REPO / ".ci" / "harnesses" / "node_modules" / ".bin"
+AGENT = BIN / "claude-code-acp"
+NEWER = BIN / "claude-agent-acp"
 LAUNCHER = REPO / "tests" / "sandbox" / "pinned_normalize.py"
 HOST = "api.harness.test"
 HAIKU = "claude-haiku-4-5-20251001"
@@ -34,12 +40,16 @@ CHECK = ('import pathlib\nprint("a", pathlib.Path("a.txt").read_text().strip(), 
          'pathlib.Path("ran.log").open("a").write("ran\\n")\n')
 
 
+def installed(program: Path) -> str:
+    if not program.exists():
+        pytest.skip(f"{program.name} is not installed (scripts/test installs it into "
+                    ".ci/harnesses)")
+    return str(program)
+
+
 @pytest.fixture
 def agent() -> str:
-    if not AGENT.exists():
-        pytest.skip("claude-code-acp is not installed (scripts/test installs it into "
-                    ".ci/harnesses)")
-    return str(AGENT)
+    return installed(AGENT)
 
 
 @pytest.fixture
@@ -182,3 +192,35 @@ def test_a_kill_of_normalize_mid_turn_then_resume_finishes_the_task(
     told = server.requests[-2]
     assert "Your previous turn on this task was interrupted" in told.last_message
     assert "a.txt has been updated" in json.dumps(told.body)  # the session's history
+
+
+def test_claude_agent_acp_keeps_its_writes_and_commands_inside_itself(
+        ws: Path, normalize_home: Path) -> None:
+    agent = installed(NEWER)
+    outside = ws.parent / "outside.txt"
+    script = [
+        Reply("Writing a.", tools=(ToolUse("Write", {"file_path": f"{ws}/a.txt",
+                                                     "content": "A\n"}),)),
+        Reply("Checking.", tools=(ToolUse("Bash", {"command": "touch ran.log",
+                                                   "description": "run it"}),)),
+        Reply("Outside.", tools=(ToolUse("Bash", {
+            "command": f"echo x > {outside}", "description": "write outside"}),)),
+        Reply("Wrote a; the check ran."),
+    ]
+    with FakeModelServer(script) as server:
+        port = port_of(server)
+        proc = normalize(port, ws, normalize_home, "agent", "--harness", f"acp:{agent}",
+                         "--json", "--base-url", f"http://{HOST}:{port}", "write a, check")
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, out[-3000:] + err[-3000:]
+        server.assert_done()
+    assert {r.headers.get("x-api-key") for r in server.requests} == {"sk-ant-test-key"}
+    events = events_of(out)
+    task_id = events[0]["task_id"]
+    assert finished(task_id) == []  # nothing asked of the client: no normalize action
+    calls = {e["call_id"]: e["tool"] for e in events if e["type"] == "harness_tool_called"}
+    ended = {e["call_id"]: e["ok"] for e in events if e["type"] == "harness_tool_finished"}
+    assert [(tool, ended[call]) for call, tool in calls.items()] == [
+        ("Write", True), ("Terminal", True), ("Terminal", False)]
+    assert (ws / "a.txt").read_text() == "A\n" and (ws / "ran.log").exists()
+    assert not outside.exists()  # its own shell is in normalize's sandbox

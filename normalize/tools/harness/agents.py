@@ -31,17 +31,24 @@ ACP_AGENTS: dict[str, str] = {
 }
 """An ACP agent's program (its file name) → the harness whose model settings it reads."""
 
-TESTED: dict[str, str] = {"@zed-industries/claude-code-acp": "0.16.2"}
+TESTED: dict[str, str] = {"@zed-industries/claude-code-acp": "0.16.2",
+                          "@zed-industries/claude-agent-acp": "0.23.1"}
 """The ACP agents normalize's tests run as drivers (npm package → version; `scripts/test`
 installs them under `.ci/harnesses`)."""
 
 BASE_URLS = {"claude": "ANTHROPIC_BASE_URL", "codex": "OPENAI_BASE_URL"}
 """Where the model server is named when the task names none (as for the harness drivers)."""
 
-AGENT_ENV: dict[str, dict[str, str]] = {"claude": {"IS_SANDBOX": "1"}}
+TMPDIR = "$TMPDIR"
+"""A variable's value that the `acp` driver replaces with the agent's own temp directory."""
+
+AGENT_ENV: dict[str, dict[str, str]] = {
+    "claude": {"IS_SANDBOX": "1", "CLAUDE_CODE_TMPDIR": TMPDIR}}
 """What an agent built on the harness is told beside the harness's own variables: Claude
 Code refuses to start as root with its permission bypass allowed (which its ACP agent always
-allows, and never selects unless asked) unless it is told it runs in a sandbox, as it does."""
+allows, and never selects unless asked) unless it is told it runs in a sandbox, as it does;
+and the Claude Code its ACP agent bundles puts its shell's files under `/tmp/claude-UID`
+unless `CLAUDE_CODE_TMPDIR` says where (the sandbox gives it a temp directory of its own)."""
 
 HOME = "acp"
 """The agent's home, in the task's harness state."""
