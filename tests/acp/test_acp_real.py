@@ -9,7 +9,8 @@ way the claude harness does (normalize/tools/harness/agents.py); the model host'
 pinned to the local server for normalize's proxy (tests/sandbox/pinned_normalize.py).
 
 `claude-agent-acp` asks the client for none of it: its Write and Bash run inside the agent
-(in normalize's sandbox), and normalize sees them as the agent's tool calls only.
+(in normalize's sandbox), and normalize sees them as the agent's tool calls only; so does
+Zed's `codex-acp` (on Codex, against the local Responses API) with its commands.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".ci" / "harnesses" / "node_modules" / ".bin"
 AGENT = BIN / "claude-code-acp"
 NEWER = BIN / "claude-agent-acp"
+CODEX = BIN / "codex-acp"
 LAUNCHER = REPO / "tests" / "sandbox" / "pinned_normalize.py"
 HOST = "api.harness.test"
 HAIKU = "claude-haiku-4-5-20251001"
@@ -80,8 +82,9 @@ def server_for(script: list[Reply]) -> FakeModelServer:
 def normalize(port: int, ws: Path, home: Path, *args: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if k != "NORMALIZE_CRASH_AT"}
     env.update(NORMALIZE_HOME=str(home), TERM="dumb", CI="true",
-               ANTHROPIC_API_KEY="sk-ant-test-key")
+               ANTHROPIC_API_KEY="sk-ant-test-key", OPENAI_API_KEY="sk-test-key")
     env.pop("ANTHROPIC_BASE_URL", None)
+    env.pop("OPENAI_BASE_URL", None)
     return subprocess.Popen([sys.executable, str(LAUNCHER), f"{HOST}=127.0.0.1:{port}", "--",
                              *args], cwd=ws, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -224,3 +227,27 @@ def test_claude_agent_acp_keeps_its_writes_and_commands_inside_itself(
         ("Write", True), ("Terminal", True), ("Terminal", False)]
     assert (ws / "a.txt").read_text() == "A\n" and (ws / "ran.log").exists()
     assert not outside.exists()  # its own shell is in normalize's sandbox
+
+
+def test_codex_acp_runs_its_commands_inside_itself(ws: Path, normalize_home: Path) -> None:
+    agent = installed(CODEX)
+    outside = ws.parent / "outside.txt"
+    script = [Reply("", tools=(ToolUse("exec_command", {"cmd": "touch ran.log"}),)),
+              Reply("", tools=(ToolUse("exec_command", {"cmd": f"echo x > {outside}"}),)),
+              Reply("Ran it.")]
+    with FakeModelServer(script) as server:
+        port = port_of(server)
+        proc = normalize(port, ws, normalize_home, "agent", "--harness", f"acp:{agent}",
+                         "--json", "--base-url", f"http://{HOST}:{port}/v1", "touch ran.log")
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, out[-3000:] + err[-3000:]
+        server.assert_done()
+    assert all(r.api == "responses" for r in server.requests)
+    assert {r.headers.get("authorization") for r in server.requests} == {"Bearer sk-test-key"}
+    assert {r.headers["host"].split(":")[0] for r in server.requests} == {HOST}
+    events = events_of(out)
+    assert finished(events[0]["task_id"]) == []  # its commands never reach the client
+    called = [e["input"]["command"][-1] for e in events if e["type"] == "harness_tool_called"]
+    assert called == ["touch ran.log", f"echo x > {outside}"]
+    assert (ws / "ran.log").exists() and not outside.exists()  # in normalize's sandbox
+    assert events[-1]["type"] == "run_ended" and events[-1]["summary"] == "Ran it."

@@ -32,7 +32,8 @@ ACP_AGENTS: dict[str, str] = {
 """An ACP agent's program (its file name) → the harness whose model settings it reads."""
 
 TESTED: dict[str, str] = {"@zed-industries/claude-code-acp": "0.16.2",
-                          "@zed-industries/claude-agent-acp": "0.23.1"}
+                          "@zed-industries/claude-agent-acp": "0.23.1",
+                          "@zed-industries/codex-acp": "0.16.0"}
 """The ACP agents normalize's tests run as drivers (npm package → version; `scripts/test`
 installs them under `.ci/harnesses`)."""
 
