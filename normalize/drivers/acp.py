@@ -52,7 +52,7 @@ from normalize.events import (
 )
 from normalize.fsopen import read_bytes
 from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, confine, probe
-from normalize.task import Action, ActionResult, Decision, Task, TaskStatus
+from normalize.task import Action, ActionResult, Decision, Task, TaskStatus, Usage
 
 STATE_VERSION = 1
 START_TIMEOUT = 60.0
@@ -81,6 +81,8 @@ class _Ended:
 
     stop_reason: str = ""
     error: str = ""
+    usage: Usage | None = None
+    """The tokens the turn used, where the agent says (the answer's `usage`)."""
 
 
 @dataclass
@@ -387,7 +389,7 @@ class AcpDriver:
                 self._journal_text(ctx, task)
                 self.pending = item
                 return Decision(actions=[item.action])
-            self._journal_text(ctx, task)
+            self._journal_text(ctx, task, item.usage)
             self.turn, self.in_flight = None, False
             if item.error:
                 said = self.link.stderr_tail() if self.link is not None else ""
@@ -510,10 +512,19 @@ class AcpDriver:
                                       data=update.model_dump(mode="json", by_alias=True,
                                                              exclude_none=True)))
 
-    def _journal_text(self, ctx: RunContext, task: Task) -> None:
-        """What the agent said since the last action, kept in the journal (deltas are not)."""
-        if self.said:
-            ctx.emit(ModelReplied(turn=task.turn, model="acp", text="".join(self.said)))
+    def _journal_text(self, ctx: RunContext, task: Task, usage: Usage | None = None) -> None:
+        """What the agent said since the last action, kept in the journal (deltas are not),
+        with the tokens of its prompt's turn when it ended and said them (they count in the
+        task's usage; the agent names no price, so its cost stays unknown)."""
+        if self.said or usage is not None:
+            used = usage or Usage()
+            if usage is not None:
+                task.usage.add(usage)
+            ctx.emit(ModelReplied(turn=task.turn, model="acp", text="".join(self.said),
+                                  input_tokens=used.input_tokens,
+                                  output_tokens=used.output_tokens,
+                                  cache_read_tokens=used.cache_read_tokens,
+                                  cache_write_tokens=used.cache_write_tokens))
             self.said = []
 
     def _cancel(self) -> None:
@@ -536,7 +547,13 @@ def _ended(turn: concurrent.futures.Future[Any]) -> _Ended:
     error = turn.exception()
     if error is not None:
         return _Ended(error=f"the ACP agent's turn failed: {error}")
-    return _Ended(stop_reason=str(turn.result().stop_reason))
+    answer = turn.result()
+    used = getattr(answer, "usage", None)
+    usage = None if used is None else Usage(
+        input_tokens=used.input_tokens, output_tokens=used.output_tokens,
+        cache_read_tokens=used.cached_read_tokens or 0,
+        cache_write_tokens=used.cached_write_tokens or 0)
+    return _Ended(stop_reason=str(answer.stop_reason), usage=usage)
 
 
 def _plain(value: Any) -> dict[str, Any]:

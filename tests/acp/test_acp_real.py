@@ -227,6 +227,11 @@ def test_claude_agent_acp_keeps_its_writes_and_commands_inside_itself(
         ("Write", True), ("Terminal", True), ("Terminal", False)]
     assert (ws / "a.txt").read_text() == "A\n" and (ws / "ran.log").exists()
     assert not outside.exists()  # its own shell is in normalize's sandbox
+    # the tokens its prompt's answer names count in the task (no price: no cost)
+    ended = events[-1]
+    assert ended["type"] == "run_ended" and ended["output_tokens"] > 0
+    usage = TaskStore().load(task_id).usage
+    assert usage.cache_write_tokens > 0 and usage.cache_read_tokens > 0
 
 
 def test_codex_acp_runs_its_commands_inside_itself(ws: Path, normalize_home: Path) -> None:
