@@ -12,7 +12,9 @@ action per file write and per command). Both run in normalize's sandbox and reac
 through its proxy, under a pinned host name. Each run starts from a fresh copy of the
 project and a fresh data home.
 
-Per path: the median wall time of `normalize agent` (start to exit) and its spread; the
+Per path: the median wall time of `normalize agent` (start to exit) and its spread, and
+the median time from the start to the model server's first request (the agent's start-up);
+the
 actions journaled (`action_finished`), the checkpoints of actions and the agent's own tool
 calls (`harness_tool_called`); the tokens (input and output, without cache tokens) and cost
 normalize recorded for the task (`run_ended`); and, the same way for both, the requests the model
@@ -80,6 +82,7 @@ def one(path: str, root: Path) -> dict[str, Any]:
         proc = subprocess.run(argv, cwd=ws, env=env, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=300, check=False)
         took = time.perf_counter() - started
+        first = (server.first_request_at or started) - started
         server.assert_done()
         requests = [r for r in server.requests if r.path == "/v1/messages"]
         prompt = sum(estimate_tokens(json.dumps(r.body)) for r in requests)
@@ -87,7 +90,7 @@ def one(path: str, root: Path) -> dict[str, Any]:
         raise SystemExit(f"{path} failed ({proc.returncode}): {proc.stderr[-800:]}")
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     ended = [e for e in events if e["type"] == "run_ended"][-1]
-    return {"wall": took,
+    return {"wall": took, "first": first,
             "actions": [e["command"].split("\n")[0] for e in events
                         if e["type"] == "action_finished"],
             "checkpoints": sum(1 for e in events
@@ -115,13 +118,16 @@ def main() -> None:
         for _ in range(args.runs):
             for path in paths:
                 results[path].append(one(path, root))
-    print(f"{'':22}{'wall (median, min-max)':>26}{'actions':>9}{'ckpts':>7}{'calls':>7}"
-          f"{'tokens, $ (journal)':>22}{'requests':>10}{'prompt tokens':>15}")
+    print(f"{'':22}{'wall (median, min-max)':>26}{'1st request':>12}{'actions':>9}"
+          f"{'ckpts':>7}{'calls':>7}{'tokens, $ (journal)':>22}{'requests':>10}"
+          f"{'prompt tokens':>15}")
     for path, label in paths.items():
         runs = results[path]
         walls = [r["wall"] for r in runs]
         last = runs[-1]
+        first = statistics.median(r["first"] for r in runs)
         print(f"{label:22}{statistics.median(walls):>10.2f} s ({min(walls):.2f}-{max(walls):.2f})"
+              f"{first:>10.2f} s"
               f"{len(last['actions']):>9}{last['checkpoints']:>7}{last['tool_calls']:>7}"
               f"{last['journaled_tokens']:>12} ${last['cost']:<8.4f}{last['requests']:>10}"
               f"{last['prompt_tokens']:>15}")

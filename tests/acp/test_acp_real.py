@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_support import running_in
 
 from normalize.store import TaskStore
 from normalize.testing.servers import FakeModelServer, Reply, ToolUse
@@ -190,6 +191,7 @@ def test_a_kill_of_normalize_mid_turn_then_resume_finishes_the_task(
     assert TaskStore().load(task_id).status.value == "done"
     assert (ws / "a.txt").read_text() == "A\n" and (ws / "b.txt").read_text() == "B\n"
     assert (ws / "slow.log").read_text() == "slow\n"  # once: cut short, never run again
+    assert [p for p in running_in(ws) if "slow.py" in p or "claude" in p] == []
     # its own session loaded again (no new one), told the turn was cut short
     assert not [e for e in events if e["type"] == "harness_session"]
     told = server.requests[-2]
