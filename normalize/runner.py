@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from normalize.cancel import CancelToken
 from normalize.contract.driver import (
     DRIVERS,
+    AgentLaunch,
     Driver,
     DriverServices,
     create_driver,
@@ -293,13 +294,35 @@ def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = N
         lent["extra_commands"] = mcp.reference  # the MCP tools, in a model's prompt
     if services.sandbox is None and sandbox is not None:
         lent["sandbox"] = sandbox  # the run's, for a program a driver starts (`acp`)
+    lent.update(_deciders_loans(services, memory, skills))
+    if services.launch is None:
+        lent["launch"] = _agent_launch(harness_state(store.home, task.id))
+    return replace(services, **lent)
+
+
+def _deciders_loans(services: DriverServices, memory: RunMemory | None,
+                    skills: Catalog | None) -> dict[str, Any]:
+    """What a model's driver is lent where the caller lent nothing: memory, skills, models."""
+    lent: dict[str, Any] = {}
     if services.recall is None and memory is not None and memory.recalls:
         lent["recall"] = memory.recall  # the guarded memory message, before each request
     if services.skills is None and skills is not None:
         lent["skills"] = skills
     if services.model_factory is None:
         lent["model_factory"] = ScriptsKept()  # each visit of an llm-decide plays on
-    return replace(services, **lent)
+    return lent
+
+
+def _agent_launch(state_dir: Path) -> AgentLaunch:
+    """`DriverServices.launch` for the task whose harness state is `state_dir`."""
+
+    def launch(sandbox: SandboxPolicy, argv: list[str], base_url: str | None,
+               model: str | None) -> tuple[dict[str, str], SandboxPolicy, list[str]]:
+        from normalize.tools.harness.agents import acp_launch
+
+        return acp_launch(sandbox, state_dir, argv, base_url, model)
+
+    return launch
 
 
 def tier_notice(task: Task, options: RunOptions) -> str:

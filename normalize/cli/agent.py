@@ -19,6 +19,7 @@ from normalize.errors import ExitStatus, MissingKeyError, NormalizeError, UsageE
 
 if TYPE_CHECKING:
     from normalize.providers.base import ModelClient
+    from normalize.task import Task
     from normalize.workflow.spec import WorkflowSpec
 
 DEFAULT_WORKFLOW = "dwim"
@@ -89,7 +90,7 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         _set_context(spec, context, repo_map)
         if harness is not None:
             spec.driver = check_harness(harness)
-            harness_model(harness, model)
+            harness_model(spec.driver, model)
         if spec.llm is not None or model or base_url:
             spec.llm = with_model(spec.llm, model, base_url)
             if not _models_reachable(env, clients, spec, models, harness):
@@ -106,10 +107,8 @@ def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str |
         task = start(env, spec, goal, options, output_schema=output_schema,
                      max_turns=max_turns, budget=budget, named=json_output or quiet)
         with_acp_command(task, harness, options)
-        if harness is not None and (model or base_url):
-            from normalize.runner import hand_over
-
-            hand_over(task, harness, model=model, base_url=base_url)  # the flags win
+        if harness is not None:
+            _flags_win(task, model, base_url)
         return to_the_end(env, task, options, renderer, json_output=json_output,
                           read=None if quiet else read)
     except NormalizeError as exc:
@@ -161,13 +160,24 @@ def _models_reachable(env: Environment, clients: _Clients, spec: WorkflowSpec,
     return True
 
 
+def _flags_win(task: Task, model: str | None, base_url: str | None) -> None:
+    """`--model`/`--base-url` given with `--harness` go to the harness's own model server,
+    over the workflow's model table (a driver of no model settings, `acp`, keeps its own)."""
+    from normalize.contract.driver import driver_traits
+    from normalize.runner import hand_over
+
+    if (model or base_url) and driver_traits(task.driver).model_settings:
+        hand_over(task, task.driver, model=model, base_url=base_url)
+
+
 def harness_model(harness: str, model: str | None) -> None:
-    """Refuse `--model` of an API the harness does not speak (it would be dropped)."""
+    """Refuse `--model` of an API the harness (a driver) does not speak (it would be dropped);
+    an agent of no known API (`acp`) takes it as it is."""
     from normalize.drivers.harness import PROVIDERS
     from normalize.providers.registry import parse_spec
 
-    api = PROVIDERS[harness]
-    if model and parse_spec(model)[0] != api:
+    api = PROVIDERS.get(harness)
+    if model and api is not None and parse_spec(model)[0] != api:
         raise UsageError(f"--model {model}: {harness} speaks the {api} API; "
                          f"give --model {api}:MODEL")
 

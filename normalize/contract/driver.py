@@ -65,6 +65,11 @@ class LineQueue:
         return lines
 
 
+AgentLaunch = Callable[["SandboxPolicy", list[str], str | None, str | None],
+                       tuple[dict[str, str], "SandboxPolicy", list[str]]]
+"""`launch(sandbox, argv, base_url, model)`: see `DriverServices.launch`."""
+
+
 @dataclass
 class DriverServices:
     """What the outside world lends a driver when it is created (each one may be absent)."""
@@ -94,6 +99,10 @@ class DriverServices:
     recall: Callable[[str], str] | None = None
     """Memory for a run's input: the one guarded message of the entries relevant to it ('' when
     none), asked before each model request and never kept (None: no memory this run)."""
+    launch: AgentLaunch | None = None
+    """What an agent a driver starts (`acp`) needs to reach its model, as a harness turn gets
+    it: `launch(sandbox, argv, base_url, model)` gives the variables to set, the sandbox with
+    its home, keys and model host added, and the paths it must read (None: nothing added)."""
 
 
 @dataclass

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, ClassVar, cast
 
 from normalize.contract.driver import DriverServices, RunContext
-from normalize.errors import ConfigError
+from normalize.errors import ConfigError, NormalizeError
 from normalize.events import (
     HarnessEvent,
     HarnessSession,
@@ -52,7 +52,7 @@ from normalize.events import (
 )
 from normalize.fsopen import read_bytes
 from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, confine, probe
-from normalize.task import Action, ActionResult, Decision, Task, TaskStatus
+from normalize.task import Action, ActionResult, Decision, Task, TaskStatus, Usage
 
 STATE_VERSION = 1
 START_TIMEOUT = 60.0
@@ -62,6 +62,8 @@ INTERRUPTED = ("Your previous turn on this task was interrupted before it finish
 RECAP = ("You worked on this task earlier, in a session you no longer have:\n\n{goal}\n\n"
          "Check what was done; then: {text}")
 PR_SET_PDEATHSIG = 1
+TMPDIR = "$TMPDIR"
+"""A value the agent's launch gives a variable that names the agent's own temp directory."""
 
 
 @dataclass
@@ -79,6 +81,8 @@ class _Ended:
 
     stop_reason: str = ""
     error: str = ""
+    usage: Usage | None = None
+    """The tokens the turn used, where the agent says (the answer's `usage`)."""
 
 
 @dataclass
@@ -136,9 +140,9 @@ class _Client:
 
         if cwd is not None and self.link.relative(cwd) != ".":
             raise _error(f"terminals run in the workspace {self.link.workspace}, not in {cwd}")
-        argv = [command, *(args or [])]
-        result = await self.link.ask(Action("run", {"args": argv}, text=f"run {shlex.join(argv)}"),
-                                     refuse=False)
+        argv = [command, *args] if args else _words(command)
+        text = f"run {shlex.join(argv)}" if args or argv == [command] else f"run {command}"
+        result = await self.link.ask(Action("run", {"args": argv}, text=text), refuse=False)
         terminal = f"term-{len(self.link.terminals) + 1}"
         self.link.terminals[terminal] = _Terminal(result.output or result.error or "",
                                                  result.exit_code)
@@ -163,6 +167,16 @@ class _Client:
         self.link.terminals.pop(terminal_id, None)
 
 
+def _words(command: str) -> list[str]:
+    """A terminal's command given without `args` (Claude Code's agent sends a whole command
+    line): its words, and its text kept for the policy (shell syntax is refused by `run`
+    unless `allow_shell` lets it through a confined shell)."""
+    try:
+        return shlex.split(command) or [command]
+    except ValueError:
+        return [command]
+
+
 def _error(message: str) -> Exception:
     from acp import RequestError
 
@@ -172,8 +186,10 @@ def _error(message: str) -> Exception:
 class _Link:
     """The agent process (sandboxed) and the client connection to it, on a loop of its own."""
 
-    def __init__(self, argv: list[str], workspace: Path, sandbox: SandboxPolicy) -> None:
+    def __init__(self, argv: list[str], workspace: Path, sandbox: SandboxPolicy, *,
+                 env: dict[str, str] | None = None, visible: list[str] | None = None) -> None:
         self.argv, self.workspace, self.sandbox = argv, workspace, sandbox
+        self.env, self.visible = dict(env or {}), list(visible or [])
         self.items: queue.Queue[Any] = queue.Queue()  # updates, requests, the turn's end
         self.terminals: dict[str, _Terminal] = {}
         self.loop = asyncio.new_event_loop()
@@ -244,11 +260,16 @@ class _Link:
         from acp import PROTOCOL_VERSION, Client, connect_to_agent
         from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
-        self.confinement = _confine(self.sandbox, self.workspace, self.argv)
+        self.confinement = _confine(self.sandbox, self.workspace, self.argv, self.env,
+                                    self.visible)
         inner = self.confinement.preexec
+        env = dict(self.confinement.env)
+        for name, value in env.items():  # "$TMPDIR": the agent's own temp directory
+            if value == TMPDIR:
+                env[name] = env.get("TMPDIR") or tempfile.gettempdir()
         self.process = await asyncio.create_subprocess_exec(
             *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=self.stderr, cwd=self.workspace, env=self.confinement.env,
+            stderr=self.stderr, cwd=self.workspace, env=env,
             start_new_session=True, preexec_fn=_dies_with_us(inner), limit=64 * 1024 * 1024)
         self.confinement.started()
         self.conn = connect_to_agent(cast(Client, _Client(self)), self.process.stdin,
@@ -277,8 +298,10 @@ class _Link:
         return ""
 
 
-def _confine(policy: SandboxPolicy, workspace: Path, argv: list[str]) -> Any:
-    """The agent's sandbox: the task's own (fails closed where there is none)."""
+def _confine(policy: SandboxPolicy, workspace: Path, argv: list[str], env: dict[str, str],
+             visible: list[str]) -> Any:
+    """The agent's sandbox: the task's own with what its launch added (its home, keys, model
+    host: `env` is set, beside what the scrub lets through); fails closed where there is none."""
     abi, tier = 0, SandboxTier.NONE
     if policy.mode is not SandboxMode.OFF:
         found = probe()
@@ -286,8 +309,8 @@ def _confine(policy: SandboxPolicy, workspace: Path, argv: list[str]) -> Any:
             raise OSError(f"the sandbox is unavailable ({found.reason}); run with --sandbox off "
                           f"to start it unconfined")
         abi, tier = found.landlock_abi, found.tier
-    return confine(policy, workspace, abi=abi, env=os.environ, label="acp-agent", tier=tier,
-                   visible=tuple(argv))
+    return confine(policy, workspace, abi=abi, env={**os.environ, **env}, label="acp-agent",
+                   tier=tier, visible=(*argv, *visible))
 
 
 def _dies_with_us(inner: Any) -> Any:
@@ -311,11 +334,12 @@ class AcpDriver:
     takes_follow_ups: ClassVar[bool] = True  # sent as the agent's next `session/prompt`
 
     def __init__(self, command: list[str], *, services: DriverServices,
-                 follow_ups: list[str] | None = None) -> None:
+                 follow_ups: list[str] | None = None, base_url: str | None = None) -> None:
         if not command:
             raise ConfigError("the acp driver needs the agent's command (--harness acp:COMMAND)")
         self.command = command
         self.services = services
+        self.base_url = base_url
         self.follow_ups = list(follow_ups or [])
         self.session: str | None = None
         self.sent = 0  # instructions sent: the goal, then each follow-up
@@ -327,12 +351,17 @@ class AcpDriver:
         self.said: list[str] = []  # the agent's text since it was last journaled
         self.reply = ""  # the agent's text in this prompt's turn (its summary when it ends)
         self.recap = False  # the next prompt opens a new session of a task begun earlier
+        self.calls: set[str] = set()  # the agent's tool calls already journaled as started
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> AcpDriver:
         own = config.get("acp") or {}
+        spec = config.get("spec") or {}
+        llm = {**(spec.get("llm") or {}), **(config.get("llm") or {})}
+        base_url = str(own.get("base_url") or llm.get("base_url") or "") or None
         return cls([str(word) for word in own.get("command") or []], services=services,
-                   follow_ups=[str(f) for f in config.get("follow_ups") or []])
+                   follow_ups=[str(f) for f in config.get("follow_ups") or []],
+                   base_url=base_url)
 
     def snapshot(self) -> dict[str, Any]:
         return {"v": STATE_VERSION, "session": self.session, "sent": self.sent,
@@ -360,7 +389,7 @@ class AcpDriver:
                 self._journal_text(ctx, task)
                 self.pending = item
                 return Decision(actions=[item.action])
-            self._journal_text(ctx, task)
+            self._journal_text(ctx, task, item.usage)
             self.turn, self.in_flight = None, False
             if item.error:
                 said = self.link.stderr_tail() if self.link is not None else ""
@@ -379,7 +408,15 @@ class AcpDriver:
     def _connect(self, task: Task, ctx: RunContext) -> None:
         """Start the agent and open its session: the last one again when it can load it."""
         sandbox = self.services.sandbox or SandboxPolicy()
-        self.link = _Link(self.command, Path(task.workspace), sandbox)
+        env: dict[str, str] = {}
+        visible: list[str] = []
+        if self.services.launch is not None:  # its home, keys, model server, as a harness's
+            try:
+                env, sandbox, visible = self.services.launch(sandbox, self.command,
+                                                             self.base_url, None)
+            except NormalizeError as exc:
+                raise ConfigError(f"the ACP agent `{shlex.join(self.command)}`: {exc}") from None
+        self.link = _Link(self.command, Path(task.workspace), sandbox, env=env, visible=visible)
         self.link.start()
         conn = self.link.conn
         if self.session is not None and self.link.can_load:
@@ -393,9 +430,10 @@ class AcpDriver:
                 made = self.link.call(conn.new_session(cwd=task.workspace, mcp_servers=[]),
                                       START_TIMEOUT)
             except Exception as exc:  # the agent's error, whatever its type
+                said = self.link.stderr_tail()
                 self._close()
                 raise ConfigError(f"the ACP agent `{shlex.join(self.command)}` opened no "
-                                  f"session: {exc}") from None
+                                  f"session: {exc}{said}") from None
             self.recap = self.sent > 0  # it knows nothing of the earlier prompts
             self.session = made.session_id
             ctx.emit(HarnessSession(harness="acp", session_id=made.session_id))
@@ -457,7 +495,10 @@ class AcpDriver:
                 ctx.emit(TextDelta(text=update.content.text))
             case AgentThoughtChunk() if getattr(update.content, "text", None):
                 ctx.emit(ThinkingDelta(text=update.content.text))
-            case ToolCallStart():
+            case ToolCallStart() if update.tool_call_id not in self.calls:
+                # Claude Code's agents start each call twice (streamed, then whole): once
+                # as a call, the second kept whole as a `harness_event`
+                self.calls.add(update.tool_call_id)
                 ctx.emit(HarnessToolCalled(harness="acp", call_id=update.tool_call_id,
                                            tool=update.title,
                                            input=_plain(update.raw_input)))
@@ -471,10 +512,19 @@ class AcpDriver:
                                       data=update.model_dump(mode="json", by_alias=True,
                                                              exclude_none=True)))
 
-    def _journal_text(self, ctx: RunContext, task: Task) -> None:
-        """What the agent said since the last action, kept in the journal (deltas are not)."""
-        if self.said:
-            ctx.emit(ModelReplied(turn=task.turn, model="acp", text="".join(self.said)))
+    def _journal_text(self, ctx: RunContext, task: Task, usage: Usage | None = None) -> None:
+        """What the agent said since the last action, kept in the journal (deltas are not),
+        with the tokens of its prompt's turn when it ended and said them (they count in the
+        task's usage; the agent names no price, so its cost stays unknown)."""
+        if self.said or usage is not None:
+            used = usage or Usage()
+            if usage is not None:
+                task.usage.add(usage)
+            ctx.emit(ModelReplied(turn=task.turn, model="acp", text="".join(self.said),
+                                  input_tokens=used.input_tokens,
+                                  output_tokens=used.output_tokens,
+                                  cache_read_tokens=used.cache_read_tokens,
+                                  cache_write_tokens=used.cache_write_tokens))
             self.said = []
 
     def _cancel(self) -> None:
@@ -497,7 +547,13 @@ def _ended(turn: concurrent.futures.Future[Any]) -> _Ended:
     error = turn.exception()
     if error is not None:
         return _Ended(error=f"the ACP agent's turn failed: {error}")
-    return _Ended(stop_reason=str(turn.result().stop_reason))
+    answer = turn.result()
+    used = getattr(answer, "usage", None)
+    usage = None if used is None else Usage(
+        input_tokens=used.input_tokens, output_tokens=used.output_tokens,
+        cache_read_tokens=used.cached_read_tokens or 0,
+        cache_write_tokens=used.cached_write_tokens or 0)
+    return _Ended(stop_reason=str(answer.stop_reason), usage=usage)
 
 
 def _plain(value: Any) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import pytest
 from harness_support import REPO
 
 from normalize.tools.harness import HARNESSES, harness_named
+from normalize.tools.harness.agents import TESTED
 
 PACKAGES = {"claude": "@anthropic-ai/claude-code@", "codex": "@openai/codex@",
             "aider": "aider-chat=="}
@@ -16,3 +17,9 @@ PACKAGES = {"claude": "@anthropic-ai/claude-code@", "codex": "@openai/codex@",
 def test_ci_installs_the_tested_version(name: str) -> None:
     ci = (REPO / "scripts" / "test").read_text()
     assert PACKAGES[name] + harness_named(name).tested_version in ci
+
+
+def test_ci_installs_the_tested_acp_agents() -> None:
+    ci = (REPO / "scripts" / "test").read_text()
+    for package, version in TESTED.items():
+        assert f"{package}@{version}" in ci
