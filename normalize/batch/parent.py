@@ -270,6 +270,7 @@ class BatchParent:
             if isinstance(self.executor, Placing):
                 progress.node = self.executor.nodes.get(progress.task_id, progress.node)
                 lost = self.executor.lost.pop(progress.task_id, "")
+                progress.attempts += self.executor.retried.pop(progress.task_id, 0)
                 progress.note = f"attempt {progress.attempts} lost: {lost}" if lost else ""
             task = self._load(progress.task_id)
             if task is not None and task.status in AT_REST:
