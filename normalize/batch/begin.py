@@ -55,7 +55,12 @@ def start_batch(request: BatchRequest, options: RunOptions, store: TaskStore) ->
                      variables=request.variables, model=request.model)
     spec = item_spec(probe, request.items[0])  # a bad workflow is refused before a batch exists
     template = request.workspace if request.workspace is not None else spec.workspace
-    check_workspace(template, "--workspace" if request.workspace is not None else spec.path)
+    where = "--workspace" if request.workspace is not None else spec.path
+    check_workspace(template, where)
+    if request.store and template.startswith("dir:"):
+        raise UsageError(f"{where}: workspace {template!r} cannot go with --store "
+                         f"{request.store}: a directory on one machine is not on another; "
+                         "use clone:REPO (each item clones where it runs) or copy")
     schema = _schema(request.output_schema, spec.driver)
     limits = request.limits
     limits.on_item_error = request.on_item_error or spec.on_item_error  # type: ignore[assignment]
