@@ -228,9 +228,11 @@ def main() -> None:
                         help="item counts for the figures of a growing batch (local pool)")
     parser.add_argument("--before", metavar="REV", default="",
                         help="with --scale: the same figures for normalize at REV first")
+    parser.add_argument("--after", metavar="REV", default="",
+                        help="with --scale: normalize at REV rather than this tree")
     args = parser.parse_args()
     if args.scale:
-        scale([int(n) for n in args.scale.split(",")], args.before)
+        scale([int(n) for n in args.scale.split(",")], args.before, args.after)
         return
     count = args.items
     work = Path(tempfile.mkdtemp(prefix="bench-batch-"))
@@ -315,7 +317,7 @@ def scale_run(root: Path, count: int, source: str) -> dict[str, float]:
 def exported(rev: str, work: Path) -> str:
     """The package as it was at `rev` (exported from git); the directory to import it from."""
     repo = Path(__file__).resolve().parent.parent
-    dest = work / f"src-{rev}"
+    dest = work / f"src-{rev.replace('/', '-')}"
     dest.mkdir()
     archive = subprocess.run(["git", "archive", rev, "normalize"], cwd=repo, check=True,
                              capture_output=True).stdout
@@ -323,10 +325,11 @@ def exported(rev: str, work: Path) -> str:
     return str(dest)
 
 
-def scale(counts: list[int], before: str) -> None:
+def scale(counts: list[int], before: str, after: str = "") -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     versions = [(f"before ({before})", exported(before, work))] if before else []
-    versions.append(("after (this tree)", ""))
+    versions.append((f"after ({after})", exported(after, work)) if after else
+                    ("after (this tree)", ""))
     print(f"one-step items, local pool, 4 in flight; counts {counts}\n")
     for name, source in versions:
         figures = {count: scale_run(work / f"{len(source)}-{count}", count, source)
