@@ -331,8 +331,8 @@ def scale(counts: list[int], before: str, after: str = "") -> None:
     versions.append((f"after ({after})", exported(after, work)) if after else
                     ("after (this tree)", ""))
     print(f"one-step items, local pool, 4 in flight; counts {counts}\n")
-    for name, source in versions:
-        figures = {count: scale_run(work / f"{len(source)}-{count}", count, source)
+    for number, (name, source) in enumerate(versions):
+        figures = {count: scale_run(work / f"v{number}-{count}", count, source)
                    for count in counts}
         base = figures[counts[0]]
         print(name)
