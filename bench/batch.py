@@ -2,6 +2,7 @@
 
     python bench/batch.py                  # 8 items; 1, 2 and 4 workers; a 2-node cluster
     python bench/batch.py --items 16 --no-ray
+    python bench/batch.py --scale 100,1000 --before REV   # the batch's cost as it grows
 
 Each item is a generated git repository and a two-step workflow (an edit and
 a check, each a sandboxed program). "One by one" runs `normalize run` once per
@@ -18,6 +19,14 @@ scheduling the task on a worker). Recovery is the time
 from removing the node an item runs on to the item running again on the other
 node. Peak memory is the largest sum of the resident sizes of the cluster's
 processes (GCS, raylets, workers) sampled while the batch ran.
+
+`--scale` runs one-step items (each appends a line to a file in its own
+directory) on the local pool, 4 in flight, at each count: the wall time per
+item, the parent's own CPU per item (its user and system time, not its
+items'), and the time of `batch status`, `batch collect -o` and `resume` of
+the finished batch, each beside its figure at the first count. With
+`--before REV` the same runs are made first with normalize as it was at REV
+(its source exported from git, put first on PYTHONPATH), in the same run.
 """
 
 from __future__ import annotations
@@ -56,6 +65,25 @@ ONE = WORKFLOW.replace('workspace = "dir:{item.path}"\n', "").replace(
     "{item.word}", "{word}").replace('[workflow.permissions]', '[workflow.vars]\nword = ""\n'
                                      '[workflow.permissions]').replace(
     '[ -n \\"{item.gate}\\" ] && [ ! -e \\"{item.gate}\\" ]', "false")
+
+
+SCALE_WORKFLOW = """[workflow]
+name = "scale"
+workspace = "dir:{item.path}"
+[workflow.permissions]
+mode = "yes"
+[[workflow.steps]]
+name = "edit"
+action = "run sh -c 'echo {item.word} >> f.txt'"
+"""
+# the parent in this process's child, its own CPU time written at its exit
+PARENT = """import atexit, os, sys
+out = sys.argv[1]
+atexit.register(lambda: open(out, "w").write(repr(sum(os.times()[:2]))))
+sys.argv = ["normalize", *sys.argv[2:]]
+from normalize.cli.app import main
+sys.exit(main())
+"""
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -196,7 +224,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=8)
     parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--scale", metavar="N,N", default="",
+                        help="item counts for the figures of a growing batch (local pool)")
+    parser.add_argument("--before", metavar="REV", default="",
+                        help="with --scale: the same figures for normalize at REV first")
+    parser.add_argument("--after", metavar="REV", default="",
+                        help="with --scale: normalize at REV rather than this tree")
     args = parser.parse_args()
+    if args.scale:
+        scale([int(n) for n in args.scale.split(",")], args.before, args.after)
+        return
     count = args.items
     work = Path(tempfile.mkdtemp(prefix="bench-batch-"))
     rows: list[tuple[str, float, Path]] = []
@@ -239,6 +276,76 @@ def main() -> None:
     if not args.no_ray:
         print(f"\nrecovery after a node is removed: {recovered:.2f} s to run again elsewhere")
         print(f"peak memory of the cluster's processes: {peak:.0f} MB")
+
+
+def scale_setup(root: Path, count: int) -> None:
+    root.mkdir(parents=True)
+    (root / "wf.toml").write_text(SCALE_WORKFLOW)
+    rows = []
+    for number in range(count):
+        where = root / f"d{number:05d}"
+        where.mkdir()
+        (where / "f.txt").write_text(f"{number}\n")
+        rows.append({"path": where.name, "word": f"w{number}"})
+    (root / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def scale_run(root: Path, count: int, source: str) -> dict[str, float]:
+    """One batch of `count` items, then status, collect and resume of it (seconds)."""
+    scale_setup(root, count)
+    home = root / "home"
+    run_env = env(home)
+    if source:
+        run_env["PYTHONPATH"] = source
+    cpu = root / "parent.cpu"
+
+    def normalize(*argv: str) -> float:
+        started = time.perf_counter()
+        subprocess.run([PY, "-c", PARENT, str(cpu), *argv], cwd=root, env=run_env,
+                       check=True, capture_output=True, timeout=7200)
+        return time.perf_counter() - started
+
+    wall = normalize("batch", "wf.toml", "--items", "items.jsonl", "--concurrency", "4")
+    parent_cpu = float(cpu.read_text())
+    batch_dir = next(home.glob("batches/*/manifest.json")).parent.name
+    return {"per item s": wall / count, "parent CPU ms/item": parent_cpu / count * 1000,
+            "status s": normalize("batch", "status", batch_dir),
+            "collect s": normalize("batch", "collect", batch_dir, "-o", str(root / "out")),
+            "resume s": normalize("resume", batch_dir)}
+
+
+def exported(rev: str, work: Path) -> str:
+    """The package as it was at `rev` (exported from git); the directory to import it from."""
+    repo = Path(__file__).resolve().parent.parent
+    dest = work / f"src-{rev.replace('/', '-')}"
+    dest.mkdir()
+    archive = subprocess.run(["git", "archive", rev, "normalize"], cwd=repo, check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return str(dest)
+
+
+def scale(counts: list[int], before: str, after: str = "") -> None:
+    work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    versions = [(f"before ({before})", exported(before, work))] if before else []
+    versions.append((f"after ({after})", exported(after, work)) if after else
+                    ("after (this tree)", ""))
+    print(f"one-step items, local pool, 4 in flight; counts {counts}\n")
+    for number, (name, source) in enumerate(versions):
+        figures = {count: scale_run(work / f"v{number}-{count}", count, source)
+                   for count in counts}
+        base = figures[counts[0]]
+        print(name)
+        print(f"  {'figure':<20}" + "".join(f"{count:>10} {'×':>6}" for count in counts))
+        for key in base:
+            cells = "".join(f"{figures[c][key]:>10.3f} {figures[c][key] / base[key]:>6.2f}"
+                            for c in counts)
+            print(f"  {key:<20}{cells}")
+        for low, high in itertools.pairwise(counts):  # the parent's start-up left out
+            cpu = (figures[high]["parent CPU ms/item"] * high -
+                   figures[low]["parent CPU ms/item"] * low) / (high - low)
+            print(f"  parent CPU per further item, {low} to {high}: {cpu:.2f} ms")
+        print(flush=True)
 
 
 def _shown(value: float | None) -> str:

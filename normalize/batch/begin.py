@@ -10,7 +10,7 @@ from typing import Any
 from normalize.batch.items_make import base_tree, item_spec
 from normalize.batch.manifest import BatchFiles, BatchLimits, Manifest, check_workspace
 from normalize.errors import UsageError
-from normalize.execution.executor import Executor
+from normalize.execution.executor import Connecting, Executor
 from normalize.runner import RunOptions
 from normalize.store import TaskStore
 from normalize.task import Limits, Task, TaskStatus, new_task_id
@@ -55,7 +55,12 @@ def start_batch(request: BatchRequest, options: RunOptions, store: TaskStore) ->
                      variables=request.variables, model=request.model)
     spec = item_spec(probe, request.items[0])  # a bad workflow is refused before a batch exists
     template = request.workspace if request.workspace is not None else spec.workspace
-    check_workspace(template, "--workspace" if request.workspace is not None else spec.path)
+    where = "--workspace" if request.workspace is not None else spec.path
+    check_workspace(template, where)
+    if request.store and template.startswith("dir:"):
+        raise UsageError(f"{where}: workspace {template!r} cannot go with --store "
+                         f"{request.store}: a directory on one machine is not on another; "
+                         "use clone:REPO (each item clones where it runs) or copy")
     schema = _schema(request.output_schema, spec.driver)
     limits = request.limits
     limits.on_item_error = request.on_item_error or spec.on_item_error  # type: ignore[assignment]
@@ -101,14 +106,20 @@ def open_batch(store: TaskStore, batch: str) -> Manifest:
 
 
 def make_executor(manifest: Manifest) -> Executor:
-    """The executor the batch's items run on."""
+    """The executor the batch's items run on, connected: a cluster that refuses this process
+    is a `ConfigError` before any item is submitted (the batch stays as it was, resumable)."""
+    executor: Executor
     if manifest.executor == "ray":
         from normalize.execution.ray import RayExecutor, Resources
 
         limits = manifest.limits
-        return RayExecutor(address=manifest.address or None, limit=limits.concurrency,
-                           resources=Resources(limits.cpus, limits.memory_mb),
-                           retries=max(0, limits.max_attempts - 1))
-    from normalize.execution.local import LocalExecutor
+        executor = RayExecutor(address=manifest.address or None, limit=limits.concurrency,
+                               resources=Resources(limits.cpus, limits.memory_mb),
+                               retries=max(0, limits.max_attempts - 1))
+    else:
+        from normalize.execution.local import LocalExecutor
 
-    return LocalExecutor(manifest.limits.concurrency)
+        executor = LocalExecutor(manifest.limits.concurrency)
+    if isinstance(executor, Connecting):
+        executor.connect()
+    return executor

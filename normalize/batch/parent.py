@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -55,6 +56,7 @@ from normalize.store.ownership import TaskLock, expire_lease, lease_held, pid_al
 from normalize.task import Task, TaskStatus
 
 POLL = 0.1  # seconds between looks at the items in flight
+CHILDREN_EVERY = 2.0  # seconds at least between two saves of the parent's list of children
 AT_REST = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.LIMIT, TaskStatus.STUCK,
                      TaskStatus.WAITING})
 FAILED = frozenset({TaskStatus.FAILED, TaskStatus.STUCK, TaskStatus.LIMIT})
@@ -112,6 +114,8 @@ class BatchParent:
             tuple(manifest.variables.values()))
         self._stopped: int | None = None  # on_item_error = stop: the item that failed
         self._short = False  # the budget could not cover the next item
+        self._spent: dict[str, float] = {}  # a collected item's cost (it no longer changes)
+        self._listed = 0.0  # when the parent's task was last saved with its children
 
     # -- the loop ------------------------------------------------------------
 
@@ -132,7 +136,9 @@ class BatchParent:
                          BatchStarted(batch=parent.id, items=len(self.manifest.items),
                                       executor=self.manifest.executor))
             parent.status, parent.epoch = TaskStatus.RUNNING, lock.epoch
+            self._list_children()
             self.store.save(parent, lock=lock)
+            self._listed = time.monotonic()
             if self.publisher is not None:
                 self.publisher.manifest()
             outcome = self._loop()
@@ -225,11 +231,35 @@ class BatchParent:
         """What the batch has spent, or set aside for items still running."""
         total = 0.0
         for progress in self._progress:
-            task = self._load(progress.task_id) if progress.stage != "untouched" else None
-            spent = task.usage.cost_usd if task is not None else 0.0
+            if progress.stage == "untouched":
+                total += progress.reserved
+                continue
             settled = progress.stage == "collected"
+            spent = self._spent.get(progress.task_id) if settled else None
+            if spent is None:
+                task = self._load(progress.task_id)
+                spent = task.usage.cost_usd if task is not None else 0.0
+                if settled:
+                    self._spent[progress.task_id] = spent
             total += spent if settled else max(progress.reserved, spent)
         return total
+
+    def _made(self, task_id: str) -> None:
+        """A child made: listed in the parent's task, saved at most every `CHILDREN_EVERY`
+        seconds (a save per item rewrote the whole list each time); `run` saves it at the end,
+        and a resumed run lists what a killed one made since (`_list_children`)."""
+        self.parent.children.append(task_id)
+        if time.monotonic() - self._listed >= CHILDREN_EVERY:
+            self.store.save(self.parent, lock=self.lock)
+            self._listed = time.monotonic()
+
+    def _list_children(self) -> None:
+        """The parent's children: those it listed, and any item made but not listed yet."""
+        listed = set(self.parent.children)
+        for progress in self._progress:
+            if progress.stage != "untouched" and progress.task_id not in listed \
+                    and self.store.task_path(progress.task_id).is_file():
+                self.parent.children.append(progress.task_id)
 
     def _submit(self, progress: Progress, task: Task | None,
                 workspace: Path | None = None) -> None:
@@ -248,8 +278,7 @@ class BatchParent:
                 progress.note = str(exc)
                 self._finish(progress, "failed", 0.0)
                 return
-            self.parent.children.append(progress.task_id)
-            self.store.save(self.parent, lock=self.lock)
+            self._made(progress.task_id)
         progress.stage, progress.attempts = "submitted", progress.attempts + 1
         progress.node = self.node
         self._save(progress)
@@ -279,6 +308,7 @@ class BatchParent:
             if isinstance(self.executor, Placing):
                 progress.node = self.executor.nodes.get(progress.task_id, progress.node)
                 lost = self.executor.lost.pop(progress.task_id, "")
+                progress.attempts += self.executor.retried.pop(progress.task_id, 0)
                 progress.note = f"attempt {progress.attempts} lost: {lost}" if lost else ""
             task = self._load(progress.task_id)
             if task is not None and task.status in AT_REST:

@@ -67,3 +67,13 @@ class Placing(Protocol):
 
     nodes: dict[str, str]  # task id -> the node its last ended job ran on
     lost: dict[str, str]  # task id -> why the executor gave its last job up (a dead worker)
+    retried: dict[str, int]  # task id -> how often it ran its last job again by itself
+
+
+@runtime_checkable
+class Connecting(Protocol):
+    """An executor that reaches something before its first job (a cluster)."""
+
+    def connect(self) -> None:
+        """Reach it, or raise a `ConfigError` that names why not (one line)."""
+        ...

@@ -15,16 +15,21 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from normalize.errors import ConfigError
 from normalize.execution.executor import ChildJob, Handle, JobState
 
 LOST = -1  # the exit status of a job Ray gave up on (its worker died more than it retries)
 PR_SET_PDEATHSIG = 1
+REACH = 3.0  # seconds to wait for a cluster's address to answer at all
+RUNS = "runs"  # beside a job's log: a line per run of the job that started on a worker
 
 
 @dataclass(frozen=True)
@@ -77,9 +82,10 @@ def run_job(argv: list[str], env: dict[str, str], log: str) -> tuple[int, str]:
     except Exception:  # (run outside a worker: the tests of this function)
         node = ""
     if log and node:  # where it runs now, for `batch status` (beside the job's log)
-        from pathlib import Path
-
         Path(log).with_name("node").write_text(node)
+    if log:  # one more run: Ray runs the job again by itself when its worker dies
+        with Path(log).with_name(RUNS).open("a") as runs:
+            runs.write(node + "\n")
     out: Any = open(log, "ab") if log else subprocess.DEVNULL
     try:
         proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
@@ -108,6 +114,20 @@ class RayExecutor:
         self._remote: Any = None
         self.nodes: dict[str, str] = {}  # task id -> the node its last ended job ran on
         self.lost: dict[str, str] = {}  # task id -> why Ray gave its last job up
+        self.retried: dict[str, int] = {}  # task id -> the runs of its last job Ray added
+        self._logs: dict[str, str] = {}  # a job's ref -> its log
+
+    def connect(self) -> None:
+        """Join the cluster now, or say in one line why it refuses (see `cluster_refused`)."""
+        if self.address and _host_port(self.address) is not None:
+            _reach(self.address)
+            _probe(self.address)
+        try:
+            self._ray()
+        except ConfigError:
+            raise
+        except Exception as exc:  # (Ray's own: ConnectionError, RuntimeError, its RayError)
+            raise cluster_refused(self.address or "", exc) from None
 
     def _ray(self) -> Any:
         import ray
@@ -133,6 +153,8 @@ class RayExecutor:
             if self.resources.memory_mb:
                 options["memory"] = self.resources.memory_mb * 1024 * 1024
             env = {**self.env, **job.env, "NORMALIZE_HOME": job.store}
+            if job.log:  # this job's runs, counted afresh
+                Path(job.log).with_name(RUNS).unlink(missing_ok=True)
             ref = self._remote.options(**options).remote(self.argv(job), env, job.log)
         except BaseException:
             self._places.release()
@@ -140,6 +162,7 @@ class RayExecutor:
         handle = Handle(job.task_id, ref.hex())
         with self._lock:
             self._refs[handle.ref] = ref
+            self._logs[handle.ref] = job.log
         del ray
         return handle
 
@@ -167,8 +190,18 @@ class RayExecutor:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             self.lost[handle.task_id] = f"{type(exc).__name__}: {first}"[:200]
         self.nodes[handle.task_id] = str(node)
+        self.retried[handle.task_id] = max(0, self._runs(handle) - 1)
         self._forget(handle)
         return int(status)
+
+    def _runs(self, handle: Handle) -> int:
+        """How many times the job started on a worker (0: unknown, it kept no log)."""
+        with self._lock:
+            log = self._logs.get(handle.ref, "")
+        try:
+            return len(Path(log).with_name(RUNS).read_text().splitlines()) if log else 0
+        except OSError:
+            return 0
 
     def cancel(self, handle: Handle) -> None:
         ray = self._ray()
@@ -182,5 +215,94 @@ class RayExecutor:
     def _forget(self, handle: Handle) -> None:
         with self._lock:
             gone = self._refs.pop(handle.ref, None)
+            self._logs.pop(handle.ref, None)
         if gone is not None:
             self._places.release()
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """`HOST:PORT` of a cluster's address (None: `auto`, `ray://…` and the like)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or "/" in address or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def _reach(address: str) -> None:
+    """Refuse at once an address where nothing answers (Ray would retry it for minutes)."""
+    where = _host_port(address)
+    assert where is not None
+    try:
+        socket.create_connection(where, timeout=REACH).close()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise ConfigError(f"--address {address}: no Ray cluster answers there ({why}); "
+                          "check the head's address and port (RAY_ADDRESS)") from None
+
+
+def _probe(address: str) -> None:
+    """Ask the cluster's GCS once, so a refused token is said now, not after Ray's retries."""
+    try:
+        from ray._raylet import GcsClient  # type: ignore[attr-defined]  # (Ray's own client)
+    except ImportError:
+        return
+    try:
+        with _stderr_muted():  # (its C++ client logs each refusal there)
+            GcsClient(address=address)
+    except Exception as exc:
+        if _auth(exc):
+            raise cluster_refused(address, exc) from None
+
+
+@contextlib.contextmanager
+def _stderr_muted() -> Iterator[None]:
+    """This process's file descriptor 2 to /dev/null for a moment."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _auth(exc: BaseException) -> bool:
+    """Whether Ray's error is its token authentication's."""
+    text = f"{type(exc).__name__}: {exc}"
+    return "AuthenticationError" in text or "InvalidAuthToken" in text or \
+        "authentication token" in text.lower()
+
+
+def token_source() -> str:
+    """Where this process's Ray token would come from ("" when it has none)."""
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return "RAY_AUTH_TOKEN"
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH")
+    if path:
+        return path if Path(path).is_file() else ""
+    token = Path.home() / ".ray" / "auth_token"
+    return str(token) if token.is_file() else ""
+
+
+def cluster_refused(address: str, exc: BaseException) -> ConfigError:
+    """One line for a cluster that refused this process: its token, or what Ray said."""
+    where = f"the Ray cluster at {address}" if address else "the Ray cluster"
+    cause: BaseException | None = exc
+    while cause is not None and not _auth(cause):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return ConfigError(f"{where} refused the connection ({type(exc).__name__}: {first}); "
+                           "check --address (RAY_ADDRESS) and that the cluster is up")
+    mode = os.environ.get("RAY_AUTH_MODE", "")
+    token = token_source()
+    if mode.lower() != "token" or not token:
+        have = f"RAY_AUTH_MODE is {mode or 'unset'}" + (f", token in {token}" if token else
+                                                         ", no token")
+        return ConfigError(f"{where} requires token authentication ({have}; a cluster started "
+                           "where ~/.ray/auth_token exists turns it on): set RAY_AUTH_MODE=token "
+                           "and the cluster's token in RAY_AUTH_TOKEN or ~/.ray/auth_token, or "
+                           "start the cluster with RAY_AUTH_MODE=disabled")
+    return ConfigError(f"{where} refused this process's token ({token}, RAY_AUTH_MODE=token): "
+                       "it is not the cluster's; use the token the cluster was started with")

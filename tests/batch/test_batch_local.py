@@ -90,6 +90,9 @@ def test_the_parent_killed_then_resumed_collects_reattaches_and_submits_only_the
     assert [r["stage"] for r in after] == ["collected"] * 5
     assert after[1]["attempts"] == 1 and runs_of(home, running) == 1  # re-attached
     assert state(home, batch)["status"] == "done"
+    # the parent lists its children at most every few seconds: what the killed one made but
+    # had not listed yet is listed by the resumed one, once, in order
+    assert state(home, batch)["children"] == [r["task_id"] for r in after]
     assert out.splitlines()[0] == f"batch {batch}: resumed (5 items)"
 
 

@@ -208,6 +208,11 @@ def test_a_node_removed_mid_item_finishes_elsewhere_once_with_a_higher_epoch(
     assert task["status"] == "done"
     assert json.loads((home / "tasks" / f"{item}.owner").read_text())["epoch"] > first_epoch
     assert progress(home, batch)[0]["node"] not in ("", first)
+    # Ray ran it again by itself (one submission): counted as a second attempt, and shown
+    assert progress(home, batch)[0]["attempts"] == 2
+    shown = cli("batch", "status", batch, cwd=tmp_path, home=home)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert shown.stdout.splitlines()[2].split()[:4] == ["0", item, "done", "2"]
 
 
 def _first_batch(parent: Any) -> str:

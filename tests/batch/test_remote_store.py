@@ -45,8 +45,8 @@ def test_a_batch_on_s3_is_watched_and_collected_from_another_data_home(
         tmp_path: Path, s3: dict[str, str]) -> None:
     items = edit_items(tmp_path, 3)
     store = f"s3://{BUCKET}/team"
-    done = cli("batch", "wf.toml", "--items", str(items), "--store", store, cwd=tmp_path,
-               home=tmp_path / "runner", **s3)
+    done = cli("batch", "wf.toml", "--items", str(items), "--store", store, "--item-workspace",
+               f"clone:{tmp_path}/{{item.path}}", cwd=tmp_path, home=tmp_path / "runner", **s3)
     assert done.returncode == 0, done.stdout + done.stderr
     batch = batch_id(done.stdout)
     other = tmp_path / "watcher"  # another data home: nothing of the batch is here
@@ -75,6 +75,22 @@ def test_a_batch_on_s3_is_watched_and_collected_from_another_data_home(
     assert [r["status"] for r in results] == ["done"] * 3
     assert all(f"+word{n}" in (out / r["diff"]).read_text() for n, r in enumerate(results))
     assert not (other / "tasks").exists()  # read from a scratch copy, never into this home
+
+
+def test_a_dir_workspace_with_a_remote_store_is_refused_in_one_line(
+        tmp_path: Path, s3: dict[str, str]) -> None:
+    items = edit_items(tmp_path, 1)  # (its workflow's workspace is dir:{item.path})
+    home = tmp_path / "runner"
+    done = cli("batch", "wf.toml", "--items", str(items), "--store", f"s3://{BUCKET}/dir",
+               cwd=tmp_path, home=home, **s3)
+    assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert "'dir:{item.path}' cannot go with --store s3://" in done.stderr
+    assert "a directory on one machine is not on another" in done.stderr
+    assert not (home / "batches").exists()  # refused before a batch exists
+    flag = cli("batch", "wf.toml", "--items", str(items), "--store", f"s3://{BUCKET}/dir",
+               "--item-workspace", f"dir:{tmp_path}", cwd=tmp_path, home=home, **s3)
+    assert flag.returncode == 2 and "cannot go with --store" in flag.stderr, flag.stderr
 
 
 def test_an_unknown_batch_or_store_is_one_line(tmp_path: Path, s3: dict[str, str]) -> None:
@@ -122,7 +138,7 @@ def _secret_batch(tmp_path: Path, s3: dict[str, str], prefix: str) -> tuple[str,
     store = f"s3://{BUCKET}/{prefix}"
     done = cli("batch", "wf.toml", "--items", str(items), "--store", store,
                "--var", f"api_token={GH_TOKEN}", "--var", f"db_password={DB_PASSWORD}",
-               "--var", f"db={PLAIN}",
+               "--var", f"db={PLAIN}", "--item-workspace", f"clone:{tmp_path}/{{item.path}}",
                cwd=tmp_path, home=tmp_path / "runner", **s3)
     assert done.returncode == 0, done.stdout + done.stderr
     return batch_id(done.stdout), store
@@ -176,8 +192,8 @@ def test_a_planted_key_or_id_in_the_bucket_is_refused_and_nothing_leaves_the_scr
         tmp_path: Path, s3: dict[str, str]) -> None:
     items = edit_items(tmp_path, 1)
     store = f"s3://{BUCKET}/planted"
-    done = cli("batch", "wf.toml", "--items", str(items), "--store", store, cwd=tmp_path,
-               home=tmp_path / "runner", **s3)
+    done = cli("batch", "wf.toml", "--items", str(items), "--store", store, "--item-workspace",
+               f"clone:{tmp_path}/{{item.path}}", cwd=tmp_path, home=tmp_path / "runner", **s3)
     assert done.returncode == 0, done.stderr
     batch = batch_id(done.stdout)
     scratch = tmp_path / "scratch"  # where the watcher's scratch home is made
