@@ -192,18 +192,30 @@ def branch_base(pg: PersonGit, name: str, head: str) -> bool:
     return existing is not None
 
 
-def message_of(task: Task, message: str | None) -> str:
-    """The commit message: the given one, or the task's summary (its goal when it has none).
+def message_of(task: Task, message: str | None, *, summary_is_prose: bool = True) -> str:
+    """The commit message: the given one, or a subject and a body made from the task.
 
+    A model's summary ("f returns 2 now") is the subject, the goal below it; a workflow's
+    summary is the run's status line ("its one step finished"), so the goal (else the
+    workflow's name) is the subject and the status goes below (`summary_is_prose=False`).
     It is written through the artefact door, redacted (a commit leaves the machine when it
     is pushed; the exact summary stays in the task store)."""
-    text = (message or task.summary or task.goal).strip() or f"normalize task {task.id}"
-    return f"{text}\n\n{TRAILER}: {task.id}\n"
+    if message and message.strip():
+        return f"{message.strip()}\n\n{TRAILER}: {task.id}\n"
+    summary, goal = task.summary.strip(), task.goal.strip()
+    name = str(task.config.spec_table.get("name") or "")
+    first = summary if summary_is_prose else goal or (f"{name} workflow" if name else "")
+    first = first or summary or goal or f"normalize task {task.id}"
+    lines = first.splitlines()
+    subject = lines[0] if len(lines[0]) <= 72 else lines[0][:71].rstrip() + "…"
+    rest = [*lines[1:], *(t for t in (goal, summary) if t and t not in first)]
+    body = "\n".join(rest).strip()
+    return f"{subject}\n\n{body + chr(10) + chr(10) if body else ''}{TRAILER}: {task.id}\n"
 
 
 def commit_task(store: TaskStore, task: Task, *, branch: str | None = None,
                 message: str | None = None, push: str | None = None,
-                no_verify: bool = False) -> CommitResult:
+                no_verify: bool = False, summary_is_prose: bool = True) -> CommitResult:
     """Make branch `branch` (default `normalize/ID8`) holding the task's net change."""
     time_limit("git", GIT_TIMEOUT)  # a bad setting is said before anything is made
     if push is not None:
@@ -223,7 +235,8 @@ def commit_task(store: TaskStore, task: Task, *, branch: str | None = None,
     existed = branch_base(pg, name, head)
     check(pg, prefix, workspace, before, after)
     _copy_objects(pg, changes, after)
-    sha = _commit_in_worktree(pg, prefix, name, head, after, message_of(task, message),
+    text = message_of(task, message, summary_is_prose=summary_is_prose)
+    sha = _commit_in_worktree(pg, prefix, name, head, after, text,
                               existed=existed, no_verify=no_verify,
                               redactor=Redactor.for_workspace(task.workspace))
     result = CommitResult(branch=name, commit=sha, base=head, files=list(after))

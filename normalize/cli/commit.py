@@ -16,6 +16,7 @@ def commit_branch(env: Environment, ref: str, *, branch: str | None, message: st
     `to_stderr`: after a `--json` run, whose stdout is the event stream.
     """
     from normalize.checkpoints.commit import commit_task
+    from normalize.contract.driver import driver_traits
     from normalize.redact import inert
     from normalize.store import TaskStore
 
@@ -23,7 +24,8 @@ def commit_branch(env: Environment, ref: str, *, branch: str | None, message: st
         store = TaskStore()
         task = store.load(store.resolve(ref))
         result = commit_task(store, task, branch=branch, message=message, push=push,
-                             no_verify=no_verify)
+                             no_verify=no_verify,  # a model wrote the summary, or the engine
+                             summary_is_prose=bool(driver_traits(task.driver).model_settings))
     except NormalizeError as exc:
         return fail(env, exc)
     if json_output:

@@ -263,3 +263,21 @@ def test_a_commit_killed_in_a_hook_leaves_a_worktree_the_next_commit_removes(
     assert not leftover.parent.exists()
     branch = f"normalize/{task.task_id[:8]}"
     assert git(repo, "rev-list", "--count", f"main..{branch}").strip() == "1"
+
+
+def test_a_workflows_commit_is_named_by_its_goal_not_its_status_line(
+        repo: Path, normalize_home: Path) -> None:
+    flow = repo.parent / "bump.toml"  # the person's workflow, outside the repository
+    flow.write_text('[workflow]\nname = "bump"\n[[workflow.steps]]\nname = "bump"\n'
+                    "action = \"edit calc.py <<EOF\\n<<<<<<< SEARCH\\n    return 1\\n=======\\n"
+                    "    return 3\\n>>>>>>> REPLACE\\nEOF\"\n")
+    ran = cli("run", str(flow), "--goal", "return three from f", "--json", cwd=repo,
+              home=normalize_home, env=ISOLATED)
+    assert ran.returncode == 0, ran.stderr
+    task_id = json.loads(ran.stdout.splitlines()[0])["task_id"]
+    proc = commit(repo, normalize_home, task_id)
+    assert proc.returncode == 0, proc.stderr
+    body = git(repo, "log", "-1", "--format=%B", f"normalize/{task_id[:8]}").strip()
+    assert body.splitlines()[0] == "return three from f"  # the goal, not the status line
+    assert body.splitlines()[2] == "its one step finished"  # which goes below it
+    assert body.splitlines()[-1] == f"Normalize-Task: {task_id}"
