@@ -263,6 +263,9 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
             env.stderr.write(tally.line())
             env.stderr.flush()
 
+    if manifest.executor == "ray" and not (manifest.address or os.environ.get("RAY_ADDRESS")):
+        env.stderr.write("normalize: notice: --executor ray with no --address (nor RAY_ADDRESS): "
+                         "starting a local Ray cluster on this machine\n")
     try:
         executor = make_executor(manifest)
         parent = BatchParent(manifest, store, executor, options, watch=report)

@@ -149,3 +149,16 @@ def test_a_token_on_the_parents_machine_against_a_cluster_without_auth_runs(
                HOME=str(_person(tmp_path, token=True)))
     assert done.returncode == 0, done.stdout + done.stderr
     assert effects(tmp_path) == {"r00": 1}
+
+
+def test_no_address_says_a_local_cluster_is_started_before_starting_it(tmp_path: Path) -> None:
+    items = edit_items(tmp_path, 1)
+    blocked = tmp_path / "a-file"  # a temp root below a file: the local cluster fails at once
+    blocked.write_text("")
+    done = cli("batch", "wf.toml", "--items", str(items), "--executor", "ray", cwd=tmp_path,
+               home=tmp_path / "home", RAY_ADDRESS="", RAY_TMPDIR=str(blocked / "ray"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    notice = [line for line in done.stderr.splitlines() if "notice:" in line]
+    assert notice == ["normalize: notice: --executor ray with no --address (nor RAY_ADDRESS): "
+                      "starting a local Ray cluster on this machine"]
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
