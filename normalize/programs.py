@@ -289,9 +289,11 @@ class Program:
         """Kill it and everything it started (its reaper kills what is left, then ends)."""
         if self._finished is not None:
             return self._finished
+        from normalize.sandbox.reaper import children_of
+
         until = time.monotonic() + KILL_WAIT
         while self._proc.poll() is None and time.monotonic() < until:
-            for child in _children(self._proc.pid):  # (none yet: its fork is under way)
+            for child in children_of(self._proc.pid):  # (none yet: its fork is under way)
                 for kill in (os.killpg, os.kill):
                     try:
                         kill(child, signal.SIGKILL)
@@ -397,23 +399,3 @@ def _ended_within(proc: subprocess.Popen[bytes], seconds: float) -> bool:
 def _read(handle: IO[bytes]) -> bytes:
     handle.seek(0)
     return handle.read()
-
-
-def _children(pid: int) -> list[int]:
-    """The pids whose parent is `pid` (the kernel's list, or a scan of /proc)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
-            return [int(p) for p in fh.read().split()]
-    except OSError:
-        pass
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as fh:
-                    stat = fh.read()
-            except OSError:
-                continue
-            if int(stat[stat.rfind(b")") + 2:].split()[1]) == pid:
-                found.append(int(name))
-    return found

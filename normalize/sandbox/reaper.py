@@ -268,11 +268,11 @@ def _reap_all() -> int:
         killed += _killed(status)
 
 
-def _children() -> list[int]:
-    """The pids whose parent is this process (scanning /proc: the children file is optional)."""
-    me = os.getpid()
+def children_of(pid: int) -> list[int]:
+    """The pids whose parent is `pid` (the kernel's list, else a scan of /proc: the children
+    file is optional)."""
     try:
-        with open(f"/proc/self/task/{me}/children", "rb") as fh:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
             return [int(p) for p in fh.read().split()]
     except OSError:
         pass
@@ -284,7 +284,7 @@ def _children() -> list[int]:
                     stat = fh.read()
             except OSError:
                 continue
-            if int(stat[stat.rfind(b")") + 2:].split()[1]) == me:
+            if int(stat[stat.rfind(b")") + 2:].split()[1]) == pid:
                 found.append(int(name))
     return found
 
@@ -293,7 +293,7 @@ def _kill_descendants() -> int:
     """Kill every child until none is left (orphans keep reparenting here); how many."""
     killed = 0
     while True:
-        children = _children()
+        children = children_of(os.getpid())
         if not children:
             break
         for pid in children:
