@@ -217,9 +217,9 @@ def run_strategy(strategy: str, turns: int, work: Path) -> dict[str, Any]:
     repo = make_repo(work / strategy / "repo")
     model = ScriptedModel(script(turns), model="bench")
     events: list[BaseEvent] = []
-    options = RunOptions(
+    options = RunOptions(  # the loop alone: bench/memory_tokens.py adds memory
         workspace=repo, subscribers=[events.append], approve="yes", fsync=False,
-        store=TaskStore(work / strategy / "home", fsync=False),
+        store=TaskStore(work / strategy / "home", fsync=False), memory=False,
         services=DriverServices(model_factory=lambda *_args, **_opts: model),
     )
     spec = load_spec("dwim", repo)
@@ -412,9 +412,9 @@ def review_strategy(strategy: str, work: Path, sdist: Path, repo_map: int = 0) -
     with FakeModelServer(replies) as server:
         os.environ.update(ANTHROPIC_API_KEY="sk-ant-bench", ANTHROPIC_BASE_URL=server.url)
         try:
-            options = RunOptions(
+            options = RunOptions(  # the loop alone: bench/memory_tokens.py adds memory
                 workspace=repo, subscribers=[events.append], approve="yes", fsync=False,
-                store=TaskStore(work / f"{where}-home", fsync=False),
+                store=TaskStore(work / f"{where}-home", fsync=False), memory=False,
                 services=DriverServices(config_dir=work / "no-config"))
             spec = load_spec("dwim", repo)
             spec.llm = replace(spec.llm or LLMTable(), provider="anthropic",

@@ -306,6 +306,8 @@ def _deciders_loans(services: DriverServices, memory: RunMemory | None,
     lent: dict[str, Any] = {}
     if services.recall is None and memory is not None and memory.recalls:
         lent["recall"] = memory.recall  # the guarded memory message, before each request
+    if not services.remember and memory is not None:
+        lent["remember"] = True  # what the model proposes is kept for the person to review
     if services.skills is None and skills is not None:
         lent["skills"] = skills
     if services.model_factory is None:

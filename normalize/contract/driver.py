@@ -96,6 +96,9 @@ class DriverServices:
     `acp` driver's agent) starts it under this (None: the default policy)."""
     skills: Catalog | None = None
     """The Agent Skills the run may use (a catalog for the prompt, bodies on activation)."""
+    remember: bool = False
+    """Whether the run keeps what the model proposes with `remember` (its memory is on); the
+    verb is offered only then."""
     recall: Callable[[str], str] | None = None
     """Memory for a run's input: the one guarded message of the entries relevant to it ('' when
     none), asked before each model request and never kept (None: no memory this run)."""

@@ -127,6 +127,7 @@ class Lent:
     repo_map: Callable[[], str] | None = None  # the repo map's text (the tools' cached map)
     recall: Callable[[str], str] | None = None  # memory for the run's input: the guarded message
     skills: Catalog | None = None  # the Agent Skills: a catalog in the prompt, bodies when loaded
+    remember: bool = False  # the run keeps what the model proposes with `remember`
 
 
 def _context(table: Mapping[str, Any] | str) -> ContextSettings:
@@ -246,7 +247,8 @@ class LLMDriver:
                    briefing=_briefing(config, spec, services.config_dir),
                    lent=Lent(services.inbox, services.extra_commands,
                              services.repo_map(tokens) if tokens and services.repo_map
-                             else None, services.recall, services.skills),
+                             else None, services.recall, services.skills,
+                             services.remember),
                    repo_map_tokens=tokens)
 
     @property
@@ -383,9 +385,11 @@ class LLMDriver:
                 instructions = found.text
                 self._instruction_notices = list(found.notices)
             commands = self.lent.extra_commands
-            self._system = build_system_prompt(
-                text, self.facts, instructions,
-                omit=() if commands is not None else ("mcp",))  # no server: no verb
+            catalog = self.lent.skills.section() if self.lent.skills is not None else ""
+            omit = [*(() if commands is not None else ("mcp",)),  # no server: no verb
+                    *(() if catalog else ("skill",)),  # no skill to load: no verb either
+                    *(() if self.lent.remember else ("remember",))]  # no memory this run
+            self._system = build_system_prompt(text, self.facts, instructions, omit=omit)
             extra = commands() if commands is not None else ""
             if extra:
                 self._system += "\n" + extra
@@ -393,7 +397,6 @@ class LLMDriver:
                 from normalize.prompts import MEMORY_RANKS_LAST
 
                 self._system += "\n" + MEMORY_RANKS_LAST + "\n"
-            catalog = self.lent.skills.section() if self.lent.skills is not None else ""
             if catalog:  # names and descriptions only: the same every turn (cached)
                 self._system += "\n" + catalog
         return self._system
