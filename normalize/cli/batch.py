@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from normalize.batch.watch import ItemRow
     from normalize.cli.console import Environment
     from normalize.events import BatchEnded, BatchResumed, BatchStarted, ItemUpdated
+    from normalize.execution.executor import Executor
     from normalize.runner import RunOptions
     from normalize.store import TaskStore
 
@@ -239,7 +240,6 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
           quiet: bool) -> int:
     """Run the batch's parent to its end, one line per batch event (with `--json`, the event as
     the parent's emitter stamped and redacted it); the batch's exit status."""
-    from normalize.batch.begin import make_executor
     from normalize.batch.parent import BatchParent
     from normalize.cli.console import SignalCancel, write_on
     from normalize.cli.outcome import stopping_note
@@ -263,11 +263,10 @@ def drive(env: "Environment", manifest: "Manifest", store: "TaskStore",
             env.stderr.write(tally.line())
             env.stderr.flush()
 
-    if manifest.executor == "ray" and not (manifest.address or os.environ.get("RAY_ADDRESS")):
-        env.stderr.write("normalize: notice: --executor ray with no --address (nor RAY_ADDRESS): "
-                         "starting a local Ray cluster on this machine\n")
+    executor = _connected(env, manifest, json_output)
+    if isinstance(executor, int):
+        return executor
     try:
-        executor = make_executor(manifest)
         parent = BatchParent(manifest, store, executor, options, watch=report)
         with SignalCancel(options.cancel, notify=stopping_note(env)):
             outcome = parent.run()
@@ -318,6 +317,25 @@ class Tally:
         return (f"{counts['done']}/{self.total} done · {counts['running']} running · "
                 f"{counts['failed']} failed · {counts['waiting']} waiting · "
                 f"${sum(self.cost.values()):.4f}{eta}")
+
+
+def _connected(env: "Environment", manifest: "Manifest", json_output: bool
+               ) -> "Executor | int":
+    """The batch's executor, connected; or, refused before the batch's run began (the batch
+    as it was, resumable), its id said as its first line would have and the exit status."""
+    from normalize.batch.begin import make_executor
+    from normalize.cli.console import write_on
+
+    if manifest.executor == "ray" and not (manifest.address or os.environ.get("RAY_ADDRESS")):
+        env.stderr.write("normalize: notice: --executor ray with no --address (nor RAY_ADDRESS): "
+                         "starting a local Ray cluster on this machine\n")
+    try:
+        return make_executor(manifest)
+    except NormalizeError as exc:
+        if not json_output:
+            write_on(env.stdout, f"batch {manifest.batch}: {len(manifest.items)} items "
+                                 f"({manifest.executor})\n")
+        return fail(env, exc)
 
 
 def _line(env: "Environment", json_output: bool,
