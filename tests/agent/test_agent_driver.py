@@ -137,8 +137,10 @@ def test_system_prompt_is_stable_and_complete(repo: Path, run_agent: Any) -> Non
     assert len(systems) == 1  # byte-identical on every turn, though a file was added
     [system] = systems
     assert system.startswith(default_prompt().strip())
-    assert system_prompt_section(omit=["mcp"]).strip() in system
+    assert system_prompt_section(omit=["mcp", "skill", "remember"]).strip() in system
     assert "- mcp SERVER" not in system  # no server configured: the verb is not offered
+    assert "skill NAME" not in system  # no skill installed: nor is this one
+    assert "remember TEXT" not in system  # nor this: the run keeps no memory
     assert f"Workspace: {repo}" in system and "Top level: calc.py" in system
     assert "notes.txt" not in system
 
