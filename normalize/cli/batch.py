@@ -325,6 +325,7 @@ def _connected(env: "Environment", manifest: "Manifest", json_output: bool
     as it was, resumable), its id said as its first line would have and the exit status."""
     from normalize.batch.begin import make_executor
     from normalize.cli.console import write_on
+    from normalize.cli.describe import batch_start_line
 
     if manifest.executor == "ray" and not (manifest.address or os.environ.get("RAY_ADDRESS")):
         env.stderr.write("normalize: notice: --executor ray with no --address (nor RAY_ADDRESS): "
@@ -333,8 +334,8 @@ def _connected(env: "Environment", manifest: "Manifest", json_output: bool
         return make_executor(manifest)
     except NormalizeError as exc:
         if not json_output:
-            write_on(env.stdout, f"batch {manifest.batch}: {len(manifest.items)} items "
-                                 f"({manifest.executor})\n")
+            write_on(env.stdout, batch_start_line(manifest.batch, len(manifest.items),
+                                                  manifest.executor) + "\n")
         return fail(env, exc)
 
 

@@ -400,7 +400,7 @@ def batch_line(event: BatchStarted | BatchResumed | ItemUpdated | BatchEnded) ->
     """A batch's line: its start, an item submitted or ended, its end."""
     match event:
         case BatchStarted():
-            return f"batch {event.batch}: {event.items} items ({event.executor})"
+            return batch_start_line(event.batch, event.items, event.executor)
         case BatchResumed():
             return f"batch {event.batch}: resumed ({event.items} items)"
         case ItemUpdated():
@@ -409,6 +409,11 @@ def batch_line(event: BatchStarted | BatchResumed | ItemUpdated | BatchEnded) ->
             counts = ", ".join(f"{n} {s}" for s, n in sorted(event.counts.items()))
             cost = f", ${event.cost_usd:.4f}" if event.cost_usd else ""
             return f"batch {event.batch} {event.status}: {counts}{cost}"
+
+
+def batch_start_line(batch: str, items: int, executor: str) -> str:
+    """A batch's first line, which names it: `batch ID: N items (EXECUTOR)`."""
+    return f"batch {batch}: {items} items ({executor})"
 
 
 def item_line(event: ItemUpdated) -> str:
