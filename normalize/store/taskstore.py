@@ -664,13 +664,7 @@ class TaskStore:
             return ref  # an exact id: its file, without listing the store
         head, slash, tail = ref.partition("/")
         if slash and head and tail:  # BATCH/N (an item's position) or BATCH/ITEM
-            batch = self.resolve(head)
-            if tail.isdigit():
-                return self.resolve(batch_item_id(batch, int(tail)))
-            found = self.resolve(tail)
-            if self.state(found).get("parent") != batch:
-                raise TaskNotFoundError(f"task {found} is not an item of batch {batch}")
-            return found
+            return self._resolve_item(self.resolve(head), tail)
         ids = self.ids() + salvage.aside_ids(self.tasks_dir)  # a damaged one is still found
         matches = [i for i in ids if i.startswith(ref)]
         if len(matches) == 1:
@@ -679,6 +673,26 @@ class TaskStore:
             raise TaskNotFoundError(f"no task matches {ref!r} (see `normalize tasks`)")
         shown = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
         raise TaskNotFoundError(f"{ref!r} is ambiguous: it matches {shown}")
+
+    def _resolve_item(self, batch: str, tail: str) -> str:
+        """Item `tail` of `batch`: its position, or its id even when that is all digits."""
+        if tail.isdigit():  # a position, unless the batch has none there and it names a task
+            position = batch_item_id(batch, int(tail))
+            if self.task_path(position).is_file():
+                return position
+            if not self._names_a_task(tail):
+                try:
+                    return self.resolve(position)  # (one moved aside is still found)
+                except TaskNotFoundError:
+                    raise TaskNotFoundError(f"batch {batch} has no item {tail}") from None
+        found = self.resolve(tail)
+        if self.state(found).get("parent") != batch:
+            raise TaskNotFoundError(f"task {found} is not an item of batch {batch}")
+        return found
+
+    def _names_a_task(self, ref: str) -> bool:
+        """Whether `ref` is a task's id or the prefix of one (an all-digit id is one in ~40)."""
+        return any(i.startswith(ref) for i in self.ids())
 
     def _sealed_newest(self) -> str | None:
         """The newest task by the index's seal and the files it says to read, or None."""

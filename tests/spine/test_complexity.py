@@ -49,7 +49,7 @@ EXCEPTIONS: dict[str, int] = {
     "normalize/providers/openai_compat.py:_events": 20,
     "normalize/serial.py:_codec": 18,
     "normalize/store/index.py:read": 16,
-    "normalize/store/taskstore.py:TaskStore.resolve": 18,
+    "normalize/store/taskstore.py:TaskStore.resolve": 16,
     "normalize/testing/servers.py:_Handler.do_POST": 22,
     "normalize/tools/analyze.py:AnalyzeTool.run": 20,
     "normalize/tools/analyze.py:_tally": 19,

@@ -159,6 +159,25 @@ def test_resolve_ids_prefixes_and_last(tmp_path: Path) -> None:
         store.resolve("zzz")
 
 
+def test_batch_refs_read_positions_and_ids_even_when_ids_are_all_digits(tmp_path: Path) -> None:
+    """`BATCH/N` is item N; `BATCH/ITEM` is that item, even when ITEM is all digits
+    (one id in ~40) and so reads like a position the batch does not have."""
+    from normalize.homes import batch_item_id
+
+    store = TaskStore(tmp_path)
+    make(store, "12345678")  # the batch
+    first = Task(id=batch_item_id("12345678", 0), goal="g", workspace="/tmp", driver="workflow",
+                 parent="12345678")
+    store.save(first)
+    stranger = make(store, "87654321")  # all digits, not an item of the batch
+    assert store.resolve("12345678/0") == first.id
+    assert store.resolve(f"12345678/{first.id}") == first.id
+    with pytest.raises(TaskNotFoundError, match="task 87654321 is not an item of batch 12345678"):
+        store.resolve(f"12345678/{stranger.id}")
+    with pytest.raises(TaskNotFoundError, match="batch 12345678 has no item 7"):
+        store.resolve("12345678/7")  # a position the batch does not have, naming no task
+
+
 def test_a_damaged_file_lists_as_a_problem_and_repair_moves_it_aside(tmp_path: Path) -> None:
     store = TaskStore(tmp_path)
     make(store, "good0000")
