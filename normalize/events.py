@@ -12,8 +12,9 @@ Streaming deltas (`text_delta`, `thinking_delta`) are transient: they reach
 subscribers but are not journaled; the assembled reply is in `model_replied`.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the fields' types are objects when the classes
+# are made, so msgspec need not evaluate 35 classes' annotations from strings the first time
+# a journal is decoded (0.7 ms for the union's decoder, not 3-6 ms).
 import json
 import threading
 import time
@@ -449,7 +450,7 @@ class UnknownEvent(BaseEvent, frozen=True, kw_only=True, tag="unknown"):
         return json_bytes(self.to_dict())  # its fields as they came, not the union's
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> UnknownEvent:
+    def from_dict(cls, data: Mapping[str, Any]) -> "UnknownEvent":
         seq, ts, version = data.get("seq", 0), data.get("ts", 0.0), data.get("v", EVENT_VERSION)
         return cls(kind=str(data.get("type", "")), task_id=str(data.get("task_id", "")),
                    seq=seq if _is_int(seq) else 0,
