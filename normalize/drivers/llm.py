@@ -75,7 +75,7 @@ from normalize.providers.base import (
 )
 from normalize.providers.pricing import DEFAULT_TABLE, PriceTable
 from normalize.retry import RetryPolicy
-from normalize.skills.catalog import Catalog
+from normalize.skills.catalog import Catalog, catalog_cap
 from normalize.tables import ContextSettings
 from normalize.task import Action, ActionResult, Decision, Task, TaskStatus, Usage
 
@@ -385,7 +385,7 @@ class LLMDriver:
                 instructions = found.text
                 self._instruction_notices = list(found.notices)
             commands = self.lent.extra_commands
-            catalog = self.lent.skills.section() if self.lent.skills is not None else ""
+            catalog = self._catalog()
             omit = [*(() if commands is not None else ("mcp",)),  # no server: no verb
                     *(() if catalog else ("skill",)),  # no skill to load: no verb either
                     *(() if self.lent.remember else ("remember",))]  # no memory this run
@@ -400,6 +400,13 @@ class LLMDriver:
             if catalog:  # names and descriptions only: the same every turn (cached)
                 self._system += "\n" + catalog
         return self._system
+
+    def _catalog(self) -> str:
+        """The skills catalog, capped at its share of the model's context window ('' none)."""
+        if self.lent.skills is None:
+            return ""
+        return self.lent.skills.section(catalog_cap(self.settings.spec,
+                                                    self.settings.context_window))
 
     def goal(self, task: Task) -> str:
         """The goal as the model reads it, with the follow-up instructions after it."""

@@ -21,8 +21,18 @@ from normalize.skills import Skill, load
 PROJECT_DIRS = (".agents/skills", ".normalize/skills", ".claude/skills")
 MAX_SKILLS = 500
 CATALOG_CHARS = 8_000
-"""The catalog's cap in characters (about 2,000 tokens: 1% of a 200k-token context window,
-under the specification's guide of about 2%). It does not yet shrink for smaller windows."""
+"""The catalog's ceiling in characters (about 2,000 tokens), whatever the window."""
+CATALOG_FLOOR = 1_200
+"""The least room the catalog gets, however small the window (about 300 tokens)."""
+CATALOG_SHARE = 0.02  # of the model's context window, as the specification's guide suggests
+CHARS_PER_TOKEN = 4
+CONTEXT_TOKENS = (("claude", 200_000), ("gpt-4.1", 1_000_000), ("gpt-5", 400_000),
+                  ("gpt-4o", 128_000), ("o1", 200_000), ("o3", 200_000), ("o4", 200_000),
+                  ("gemini", 1_000_000), ("deepseek", 128_000), ("qwen", 32_000),
+                  ("llama", 128_000), ("mistral", 32_000))
+"""Context windows by model-name prefix (tokens); the first prefix that matches wins."""
+DEFAULT_CONTEXT_TOKENS = 32_000
+"""A model the table does not know (a local one, say; a scripted one): a small window."""
 SHORTEST = 60  # a description is cut to no less than this before skills are left out
 
 
@@ -59,6 +69,22 @@ class Catalog:
                 break
             shown.append(line)
         return head + "".join(shown) + _tail(len(lines) - len(shown))
+
+
+def context_tokens(model: str) -> int:
+    """The context window of `model` (`PROVIDER:MODEL` or a bare name), as far as the table
+    knows (`CONTEXT_TOKENS`; else `DEFAULT_CONTEXT_TOKENS`)."""
+    name = model.rpartition(":")[2].rpartition("/")[2].lower()
+    return next((tokens for prefix, tokens in CONTEXT_TOKENS if name.startswith(prefix)),
+                DEFAULT_CONTEXT_TOKENS)
+
+
+def catalog_cap(model: str, window: int | None = None) -> int:
+    """The catalog's cap for `model` (whose context window is `window` tokens, when the
+    workflow says): about 2% of the window in characters, within `CATALOG_FLOOR` and
+    `CATALOG_CHARS`."""
+    share = int((window or context_tokens(model)) * CATALOG_SHARE * CHARS_PER_TOKEN)
+    return max(CATALOG_FLOOR, min(CATALOG_CHARS, share))
 
 
 def _tail(left: int) -> str:
