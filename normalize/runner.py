@@ -212,11 +212,13 @@ def open_task(ref: str, options: RunOptions) -> Task:
 
 
 def tool_context(task: Task, options: RunOptions, *, places: Places | None = None,
-                 grants: Grants | None = None) -> ToolContext:
+                 grants: Grants | None = None,
+                 recall: Callable[[str], str] | None = None) -> ToolContext:
     """The guard, caches, approval policy, sandbox and MCP servers a task's actions run under.
 
     `run_task` hands in the store's `places` and the `grants` it asked for
-    once; without them they are asked for here.
+    once; without them they are asked for here. `recall` is the run's memory (a
+    harness turn asks it, so the memory never rides the action's parameters).
     """
     from normalize.execution.cache import CacheSet, cache_from
     from normalize.tools.guard import WorkspaceGuard
@@ -239,7 +241,7 @@ def tool_context(task: Task, options: RunOptions, *, places: Places | None = Non
                        asker=options.asker if options.interactive else None, caches=caches,
                        sandbox=grants.sandbox, mcp=sessions,
                        children=spawner(task, options, grants),
-                       state_dir=harness_state(store.home, task.id))
+                       state_dir=harness_state(store.home, task.id), recall=recall)
 
 
 def _grants(task: Task, options: RunOptions, places: Places) -> Grants:
@@ -491,7 +493,9 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     places = store.places(task.id, workspace)
     grants = _grants(task, options, places)
     memory, skills = model_loans(task, options, grants)
-    tool_ctx = tool_context(task, options, places=places, grants=grants)
+    tool_ctx = tool_context(task, options, places=places, grants=grants,
+                            recall=memory.recall if memory is not None and memory.recalls
+                            else None)
     pre_approve = pre_approver(skills, tool_ctx.policy.granted) if skills else None
     try:
         driver = driver or make_driver(task, options, tool_ctx.mcp, places.repo_maps,

@@ -46,20 +46,25 @@ class Catalog:
     def get(self, name: str) -> Skill | None:
         return self.skills.get(name)
 
-    def section(self, cap: int = CATALOG_CHARS) -> str:
+    def section(self, cap: int = CATALOG_CHARS,
+                locate: Callable[[Skill], str] | None = None) -> str:
         """The catalog for the system prompt, within `cap` characters ('' when there are none):
-        descriptions are shortened first, then the last skills are left out (and counted)."""
+        descriptions are shortened first, then the last skills are left out (and counted).
+        With `locate` (a harness that reads files itself), each line names the skill's file
+        and the model is told to read it instead of `skill NAME`."""
         if not self.skills:
             return ""
+        how = ("read that skill's file (named after it) before you start" if locate else
+               "load that skill's instructions with `skill NAME` before you start")
         head = ("## Skills\nInstructions the user installed (Agent Skills), by name and when "
-                "to use each. When the task matches a description, load that skill's "
-                "instructions with `skill NAME` before you start (once is enough).\n")
+                f"to use each. When the task matches a description, {how} (once is "
+                "enough).\n")
         skills = sorted(self.skills.values(), key=lambda s: s.name)
         room = cap - len(head)
         width = max(len(s.description) for s in skills)
-        while width > SHORTEST and _size(skills, width) > room:
+        while width > SHORTEST and _size(skills, width, locate) > room:
             width = max(SHORTEST, width * 3 // 4)
-        lines = [_line(s, width) for s in skills]
+        lines = [_line(s, width, locate) for s in skills]
         if sum(map(len, lines)) <= room:
             return head + "".join(lines)
         room -= len(_tail(len(lines)))
@@ -91,15 +96,16 @@ def _tail(left: int) -> str:
     return f"- … and {left} more (the catalog is full: `normalize skills list` shows all)\n"
 
 
-def _line(skill: Skill, width: int) -> str:
+def _line(skill: Skill, width: int, locate: Callable[[Skill], str] | None = None) -> str:
     text = skill.description
     if len(text) > width:
         text = text[: width - 1].rstrip() + "…"
-    return f"- {skill.name}: {text}\n"
+    where = f" (`{locate(skill)}`)" if locate is not None else ""
+    return f"- {skill.name}: {text}{where}\n"
 
 
-def _size(skills: list[Skill], width: int) -> int:
-    return sum(len(_line(s, width)) for s in skills)
+def _size(skills: list[Skill], width: int, locate: Callable[[Skill], str] | None) -> int:
+    return sum(len(_line(s, width, locate)) for s in skills)
 
 
 def _roots(workspace: Path) -> list[Path]:

@@ -25,7 +25,14 @@ from normalize.events import (
     TextDelta,
     ThinkingDelta,
 )
-from normalize.tools.harness.base import TurnReader, TurnRequest, clip, content_text
+from normalize.tools.harness.base import (
+    CONTEXT_FILE,
+    TurnReader,
+    TurnRequest,
+    clip,
+    content_text,
+    write_context,
+)
 from normalize.tools.harness.permit import READING, import_root, server
 from normalize.tools.harness.permit import TOOL as PERMIT_TOOL
 
@@ -54,6 +61,7 @@ class ClaudeHarness:
     key_variables: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     tested_version: ClassVar[str] = "2.1.332"
     minimum_version: ClassVar[tuple[int, ...]] = (2, 0)
+    reads_files: ClassVar[bool] = True
 
     def argv(self, program: str, request: TurnRequest) -> list[str]:
         argv = [program, "-p", request.prompt, "--output-format", "stream-json", "--verbose",
@@ -66,6 +74,9 @@ class ClaudeHarness:
             argv += ["--model", request.model]
         if request.budget_usd is not None:
             argv += ["--max-budget-usd", f"{max(request.budget_usd, 0.0):.6f}"]
+        if request.context:  # each turn's own (not recorded in its session for the next)
+            argv += ["--append-system-prompt-file", str(request.home / CONTEXT_FILE),
+                     "--system-prompt-snapshot", "off"]
         return argv
 
     def _permissions(self, request: TurnRequest) -> list[str]:
@@ -91,6 +102,7 @@ class ClaudeHarness:
 
     def prepare(self, request: TurnRequest) -> None:
         (request.home / ".claude").mkdir(parents=True, exist_ok=True)
+        write_context(request)
 
     def reader(self) -> TurnReader:
         return ClaudeReader(self.name)
