@@ -10,6 +10,10 @@ of normalize's (`normalize.tools.harness.permit`) is its `--permission-prompt-to
 so a command the task's policy refuses is refused to Claude Code too (this also
 works as root, where `--dangerously-skip-permissions` is refused). normalize's
 sandbox is what bounds every command it runs either way.
+
+Its own skills are off (`--disable-slash-commands`): it would list a workspace's
+`.claude/skills` whether or not anyone trusted them. The skills a run may use
+reach it through normalize's catalog instead (`normalize.tools.harness.context`).
 """
 
 from __future__ import annotations
@@ -65,7 +69,8 @@ class ClaudeHarness:
 
     def argv(self, program: str, request: TurnRequest) -> list[str]:
         argv = [program, "-p", request.prompt, "--output-format", "stream-json", "--verbose",
-                *self._permissions(request), "--strict-mcp-config"]
+                *self._permissions(request), "--strict-mcp-config",
+                "--disable-slash-commands"]  # its own skills would skip normalize's trust check
         if request.session:
             argv += ["--resume", request.session]
         elif request.new_session:
