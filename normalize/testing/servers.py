@@ -71,10 +71,14 @@ class Reply:
 
 @dataclass(frozen=True)
 class ToolUse:
-    """A tool call in a reply: the tool's name and its input (a harness runs it)."""
+    """A tool call in a reply: the tool's name and its input (a harness runs it).
+
+    Text input is a call of a freeform tool (the Responses API's `custom_tool_call`: Codex's
+    `apply_patch`); only the Responses API serves it.
+    """
 
     name: str
-    input: Mapping[str, Any]
+    input: Mapping[str, Any] | str
     id: str = field(default_factory=lambda: "toolu_fake_" + secrets.token_hex(8))
 
 
@@ -631,6 +635,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _tool_block(self, index: int, call: ToolUse) -> None:
         """Stream one `tool_use` block, its input as JSON in pieces."""
+        if isinstance(call.input, str):
+            raise ValueError(f"{call.name}: the Messages API has no freeform tools")
         start = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
         self._event("content_block_start",
                     {"type": "content_block_start", "index": index, "content_block": start})
