@@ -17,6 +17,11 @@ it runs inside itself become events (`text_delta`, `harness_tool_called`, …).
 The agent's own permission requests are answered *allow*: every effect it asks
 the client for is judged by normalize's approval policy when it arrives as an
 action, and what it does without asking stays inside the sandbox it runs in.
+A tool call the agent runs inside itself (Codex's `apply_patch` and commands,
+Claude Code's own `Write`) that may change files and asked the client for
+nothing while it ran gets a `record` action when the agent says it ended: the
+step after it holds what the call changed, so `diff STEP` and `undo` address it
+on its own.
 
 The driver's state names the agent's session; after a crash the agent starts
 again and loads that session when it can (`loadSession`), else gets a new one
@@ -59,6 +64,8 @@ START_TIMEOUT = 60.0
 POLL = 0.1
 INTERRUPTED = ("Your previous turn on this task was interrupted before it finished (the "
                "client stopped). Check what was done and continue with the task:\n\n{goal}")
+UNCHANGING = frozenset({"read", "search", "think", "fetch", "switch_mode"})
+"""The ACP tool kinds that change no file: their calls get no `record` step."""
 RECAP = ("You worked on this task earlier, in a session you no longer have:\n\n{goal}\n\n"
          "Check what was done; then: {text}")
 PR_SET_PDEATHSIG = 1
@@ -352,6 +359,7 @@ class AcpDriver:
         self.reply = ""  # the agent's text in this prompt's turn (its summary when it ends)
         self.recap = False  # the next prompt opens a new session of a task begun earlier
         self.calls: set[str] = set()  # the agent's tool calls already journaled as started
+        self.inside: dict[str, str] = {}  # its calls that may change files: id -> title
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> AcpDriver:
@@ -476,11 +484,15 @@ class AcpDriver:
                     return _ended(self.turn)
                 continue
             if isinstance(item, _Request):
+                self.inside.clear()  # the calls open now asked the client: theirs is an action
                 return item
-            self._update(ctx, item)
+            record = self._update(ctx, item)
+            if record is not None:
+                return _Request(record)
 
-    def _update(self, ctx: RunContext, update: Any) -> None:
-        """One `session/update` of the agent, as normalize's events."""
+    def _update(self, ctx: RunContext, update: Any) -> Action | None:
+        """One `session/update` of the agent, as normalize's events; a `record` action when
+        it ends a call that ran inside the agent and may have changed files."""
         from acp.schema import (
             AgentMessageChunk,
             AgentThoughtChunk,
@@ -499,6 +511,8 @@ class AcpDriver:
                 # Claude Code's agents start each call twice (streamed, then whole): once
                 # as a call, the second kept whole as a `harness_event`
                 self.calls.add(update.tool_call_id)
+                if update.kind not in UNCHANGING:
+                    self.inside[update.tool_call_id] = update.title
                 ctx.emit(HarnessToolCalled(harness="acp", call_id=update.tool_call_id,
                                            tool=update.title,
                                            input=_plain(update.raw_input)))
@@ -506,11 +520,25 @@ class AcpDriver:
                 ctx.emit(HarnessToolFinished(harness="acp", call_id=update.tool_call_id,
                                              ok=update.status == "completed",
                                              output=str(_plain(update.raw_output) or "")))
+                return self._record(update.tool_call_id)
             case _:
                 ctx.emit(HarnessEvent(harness="acp", kind=str(getattr(update, "session_update",
                                                                       "update")),
                                       data=update.model_dump(mode="json", by_alias=True,
                                                              exclude_none=True)))
+        return None
+
+    def _record(self, call_id: str) -> Action | None:
+        """The `record` action for a call that ran inside the agent (None: it asked the client
+        for what it did, or it changes no file)."""
+        title = self.inside.pop(call_id, None)
+        if title is None:
+            return None
+        if self.link is not None:  # its paths as the workspace's
+            title = title.replace(f"{self.link.workspace}{os.sep}", "")
+        shown = " ".join(title.split())[:120]
+        return Action("record", {"args": [call_id], "title": f"the agent's {shown}"},
+                      text=f"record {call_id}: {shown}")
 
     def _journal_text(self, ctx: RunContext, task: Task, usage: Usage | None = None) -> None:
         """What the agent said since the last action, kept in the journal (deltas are not),
