@@ -57,7 +57,15 @@ from normalize.events import (
 )
 from normalize.fsopen import read_bytes
 from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, confine, probe
-from normalize.task import Action, ActionResult, Decision, Task, TaskStatus, Usage
+from normalize.task import (
+    Action,
+    ActionResult,
+    Decision,
+    ResultStatus,
+    Task,
+    TaskStatus,
+    Usage,
+)
 
 STATE_VERSION = 1
 START_TIMEOUT = 60.0
@@ -109,8 +117,15 @@ class _Client:
     async def session_update(self, update: Any, **_: Any) -> None:
         self.link.items.put(update)
 
-    async def request_permission(self, options: list[Any], **_: Any) -> Any:
+    async def request_permission(self, options: list[Any], tool_call: Any = None,
+                                 **_: Any) -> Any:
+        from acp import start_tool_call
         from acp.schema import AllowedOutcome, RequestPermissionResponse
+
+        if tool_call is not None:  # (Gemini CLI announces a call only so): a call started
+            self.link.items.put(start_tool_call(
+                tool_call.tool_call_id, tool_call.title or "", kind=tool_call.kind,
+                raw_input=tool_call.raw_input, status="pending"))
 
         allow = next((o for o in options if o.kind == "allow_once"), None) or \
             next((o for o in options if o.kind.startswith("allow")), options[0])
@@ -122,7 +137,14 @@ class _Client:
         from acp.schema import ReadTextFileResponse
 
         rel = self.link.relative(path)
-        await self.link.ask(Action("view", {"args": [rel]}, text=f"view {rel}"))
+        seen = await self.link.ask(Action("view", {"args": [rel]}, text=f"view {rel}"),
+                                   refuse=False)
+        if not seen.ok:
+            if seen.status is ResultStatus.ERROR and not (self.link.workspace / rel).exists():
+                # a file not there reads as empty, as an editor's new buffer would (Gemini CLI
+                # writes a new file only so: it takes a not-found error for a failure)
+                return ReadTextFileResponse(content="")
+            raise _error(seen.error or "view failed")
         try:
             text = read_bytes(self.link.workspace, rel).decode("utf-8", "replace")
         except OSError as exc:
@@ -519,7 +541,7 @@ class AcpDriver:
             case ToolCallProgress() if update.status in ("completed", "failed"):
                 ctx.emit(HarnessToolFinished(harness="acp", call_id=update.tool_call_id,
                                              ok=update.status == "completed",
-                                             output=str(_plain(update.raw_output) or "")))
+                                             output=_output(update)))
                 return self._record(update.tool_call_id)
             case _:
                 ctx.emit(HarnessEvent(harness="acp", kind=str(getattr(update, "session_update",
@@ -582,6 +604,14 @@ def _ended(turn: concurrent.futures.Future[Any]) -> _Ended:
         cache_read_tokens=used.cached_read_tokens or 0,
         cache_write_tokens=used.cached_write_tokens or 0)
     return _Ended(stop_reason=str(answer.stop_reason), usage=usage)
+
+
+def _output(update: Any) -> str:
+    """What a tool call's last update says it gave: its raw output, else its text content."""
+    if update.raw_output is not None:
+        return str(_plain(update.raw_output))
+    texts = [getattr(getattr(c, "content", None), "text", None) for c in update.content or []]
+    return "\n".join(t for t in texts if t)
 
 
 def _plain(value: Any) -> dict[str, Any]:

@@ -8,6 +8,8 @@ runs each as an action of its own. The agent gets its key, its home and its mode
 way the claude harness does (normalize/tools/harness/agents.py); the model host's name is
 pinned to the local server for normalize's proxy (tests/sandbox/pinned_normalize.py).
 
+Gemini CLI (`gemini --acp`, npm `@google/gemini-cli`) runs against the local Gemini API
+(`normalize.testing.gemini`): its file writes come back to normalize; its shell runs inside it.
 `claude-agent-acp` asks the client for none of it: its Write and Bash run inside the agent
 (in normalize's sandbox); so does Zed's `codex-acp` (on Codex, against the local Responses
 API) with its `apply_patch` edits and its commands. normalize sees those as the agent's tool
@@ -40,6 +42,7 @@ BIN = REPO / ".ci" / "harnesses" / "node_modules" / ".bin"
 AGENT = BIN / "claude-code-acp"
 NEWER = BIN / "claude-agent-acp"
 CODEX = BIN / "codex-acp"
+GEMINI = BIN / "gemini"
 LAUNCHER = REPO / "tests" / "sandbox" / "pinned_normalize.py"
 HOST = "api.harness.test"
 HAIKU = "claude-haiku-4-5-20251001"
@@ -341,3 +344,55 @@ def test_codex_acp_edits_and_commands_are_each_a_step_of_their_own(
     assert back.returncode == 0, back.stderr
     assert (ws / "a.txt").read_text() == "A\n" and not (ws / "b.txt").exists()
     assert (ws / "keep" / "file").read_text() == "mine\n" and not (ws / "ran.log").exists()
+
+
+def test_gemini_cli_writes_through_normalize_against_a_local_gemini_api(
+        ws: Path, normalize_home: Path) -> None:
+    """Gemini CLI in ACP mode (`gemini --acp`), pointed at the local Gemini API server
+    (`GOOGLE_GEMINI_BASE_URL`, set by normalize from `--base-url`): its file writes come back
+    to normalize as the client's `fs/write_text_file` (each a `write` action, checked first
+    with a `view` that finds no file); its shell runs inside it, recorded as a step."""
+    agent = installed(GEMINI)
+    steps = Steps(3)
+    script = [
+        Reply("Writing a.", tools=(ToolUse("write_file", {"file_path": f"{ws}/a.txt",
+                                                          "content": "A\n"}),)),
+        Reply("Writing b.", tools=(ToolUse("write_file", {"file_path": f"{ws}/b.txt",
+                                                          "content": "B\n"}),),
+              wait_for=steps.taken(1)),
+        Reply("Checking.", tools=(ToolUse("run_shell_command", {
+            "command": "python3 check.py", "description": "run the check"}),),
+              wait_for=steps.taken(2)),
+        Reply("Wrote a and b; the check ran.", wait_for=steps.taken(3)),
+    ]
+    with FakeModelServer(script) as server:
+        port = port_of(server)
+        proc = normalize(port, ws, normalize_home, "agent", "--harness",
+                         f"acp:{agent} --acp --model gemini-2.5-pro", "--json",
+                         "--base-url", f"http://{HOST}:{port}", "write a and b, run the check")
+        events, err = steps.watch(proc)
+        assert proc.returncode == 0, err[-3000:]
+        server.assert_done()
+    assert {r.api for r in server.requests} == {"gemini"}
+    assert {r.headers["host"].split(":")[0] for r in server.requests} == {HOST}
+    assert {r.model for r in server.requests} == {"gemini-2.5-pro"}
+    task_id = events[0]["task_id"]
+    calls = finished(task_id)
+    # before each write it reads the file (not there yet: an empty file), then writes it
+    assert [c for c in calls if not c[0].startswith("view")] == [
+        ("write a.txt <<EOF", "success"), ("write b.txt <<EOF", "success"),
+        (calls[-1][0], "success")]
+    assert calls[-1][0].startswith("record run_shell_command") and \
+        calls[-1][0].endswith(": python3 check.py")
+    assert {c for c in calls if c[0].startswith("view")} == {("view a.txt", "error"),
+                                                            ("view b.txt", "error")}
+    assert [sorted(e["changes"]) for e in action_steps(task_id)] == [["a.txt"], ["b.txt"],
+                                                                     ["ran.log"]]
+    ended = [e for e in events if e["type"] == "harness_tool_finished"]
+    assert ended[-1]["ok"] and ended[-1]["output"] == "a A b B"  # its own shell, sandboxed
+    assert events[-1]["type"] == "run_ended" and events[-1]["status"] == "done"
+    back = cli(ws, normalize_home, "undo", task_id, "--to",
+               str(action_steps(task_id)[0]["step"]))
+    assert back.returncode == 0, back.stderr
+    assert (ws / "a.txt").read_text() == "A\n" and not (ws / "b.txt").exists()
+    assert not (ws / "ran.log").exists()
