@@ -18,8 +18,8 @@ The agent's own permission requests are answered *allow*: every effect it asks
 the client for is judged by normalize's approval policy when it arrives as an
 action, and what it does without asking stays inside the sandbox it runs in.
 A tool call the agent runs inside itself (Codex's `apply_patch` and commands,
-Claude Code's own `Write`) that may change files and asked the client for
-nothing while it ran gets a `record` action when the agent says it ended: the
+Claude Code's own `Write`) that may change files and asked the client for no
+write or terminal while it ran gets a `record` action when the agent says it ended: the
 step after it holds what the call changed, so `diff STEP` and `undo` address it
 on its own.
 
@@ -506,7 +506,8 @@ class AcpDriver:
                     return _ended(self.turn)
                 continue
             if isinstance(item, _Request):
-                self.inside.clear()  # the calls open now asked the client: theirs is an action
+                if item.action.tool != "view":  # the open calls' change is this action's
+                    self.inside.clear()  # (a read changes nothing: theirs is still to record)
                 return item
             record = self._update(ctx, item)
             if record is not None:

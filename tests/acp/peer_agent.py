@@ -6,9 +6,10 @@ runs a command that logs its run, a destructive one (normalize's policy must
 refuse it), one that writes outside the workspace (the sandbox must refuse
 it), and, when slow.py exists, a slow command (the tests kill normalize during
 it). Told that its last turn was interrupted, it just ends the turn; told `note TEXT` (a
-follow-up), it writes TEXT to more.txt; told `inside` (a follow-up), it reports four tool
+follow-up), it writes TEXT to more.txt; told `inside` (a follow-up), it reports five tool
 calls: it writes own.txt itself, reads a file (changing nothing), writes asked.txt through
-the client, and runs a program itself that writes own.log.
+the client, runs a program itself that writes own.log, and reads calc.py through the client
+to write its copy itself.
 Each step is said as it goes (`agent_message_chunk`), and the turn ends with a
 summary of what it saw.
 """
@@ -119,6 +120,11 @@ class Peer:
         await self.conn.session_update(session_id=session, update=update_tool_call(
             call, status="completed"))
 
+    async def copy(self, session: str, root: Path) -> None:
+        """Read calc.py through the client, write its copy itself."""
+        seen = await self.conn.read_text_file(session_id=session, path=str(root / "calc.py"))
+        (root / "calc_copy.txt").write_text(seen.content)
+
     async def inside(self, session: str, root: Path) -> None:
         async def own() -> None:
             (root / "own.txt").write_text("mine\n")
@@ -134,6 +140,7 @@ class Peer:
                         self.conn.write_text_file(session_id=session,
                                                   path=str(root / "asked.txt"), content="A\n"))
         await self.call(session, "c-run", "python3 -c …", "execute", program())
+        await self.call(session, "c-mixed", "Copy calc.py", "edit", self.copy(session, root))
         await self.say(session, "four calls")
 
     async def cancel(self, **_: Any) -> None:
