@@ -19,7 +19,9 @@ actions journaled (`action_finished`), the checkpoints of actions and the agent'
 calls (`harness_tool_called`); the tokens (input and output, without cache tokens) and cost
 normalize recorded for the task (`run_ended`); and, the same way for both, the requests the model
 server got and the tokens of their prompts (estimated by normalize's estimator from the
-request bodies), since an agent may not report its usage to normalize.
+request bodies), since an agent may not report its usage to normalize. A last line gives
+the acp path against the harness path as ratios (wall time, actions journaled, prompt
+tokens).
 """
 
 from __future__ import annotations
@@ -131,6 +133,14 @@ def main() -> None:
               f"{len(last['actions']):>9}{last['checkpoints']:>7}{last['tool_calls']:>7}"
               f"{last['journaled_tokens']:>12} ${last['cost']:<8.4f}{last['requests']:>10}"
               f"{last['prompt_tokens']:>15}")
+    harness, acp = results["claude"], results["acp"]
+    wall = statistics.median(r["wall"] for r in acp) / statistics.median(
+        r["wall"] for r in harness)
+    per_call = len(acp[-1]["actions"]) / max(len(harness[-1]["actions"]), 1)
+    prompts = acp[-1]["prompt_tokens"] / max(harness[-1]["prompt_tokens"], 1)
+    print(f"acp / harness: wall {wall:.2f}x, actions journaled {per_call:.1f}x "
+          f"({len(acp[-1]['actions'])} per call against {len(harness[-1]['actions'])} per "
+          f"turn), prompt tokens {prompts:.2f}x")
     for path, label in paths.items():
         print(f"{label}: {results[path][-1]['actions']}")
 

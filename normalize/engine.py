@@ -450,7 +450,9 @@ class Engine:
             ctx.emit(ActionProgressed(key=action.key, tail=tail, counts=counts))
 
         tool_ctx = replace(self.tool_ctx, on_progress=progressed)
-        again = action.key in self._rerun  # (its step then counts its first run too)
+        # a side effect run again (its step then counts its first run too), or one that
+        # records a change made before it (`record`): its step counts from the last one
+        again = action.key in self._rerun or self.tools.records_earlier(action)
         if not read_only and self.workspace_checkpoints is not None and not again:
             for event in self.workspace_checkpoints.before(ctx.task, action):
                 ctx.emit(event)  # the step then counts only what changed during the action

@@ -10,7 +10,10 @@ through the runner as `normalize agent`'s does (same engine, journal,
 checkpoints, sandbox); its events become `session/update`s
 (`normalize.acp.updates`). An approval the policy gives to a person becomes
 `session/request_permission` (allow once / always / reject), answered through
-the approver a terminal uses, so it is journaled alike. `session/cancel` is
+the approver a terminal uses, so it is journaled alike. A client that reads
+files (`fs.readTextFile`) is asked for each file the task's `view` shows: the
+model sees the editor's buffer, unsaved changes included, told when it differs
+from the disk (which edits, programs and checkpoints keep using). `session/cancel` is
 Ctrl-C: the run stops at its next safe point, the task is saved, the prompt
 answers `cancelled`. `session/load` replays a task's journal as updates; the
 next prompt resumes it, as `normalize resume` would after a crash.
@@ -79,6 +82,8 @@ MODES = {
 }
 ANSWERS = {"allow_once": "yes", "allow_always": "always"}
 POLL = 0.2
+READ_TIMEOUT = 10.0
+"""Seconds a `view` waits for the client's `fs/read_text_file` before reading the disk."""
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """What a session id (a task id) may hold: nothing that could name a path."""
 """Seconds between looks at the cancel token while a permission request is open."""
@@ -254,11 +259,15 @@ class NormalizeAgent:
         self.settings = settings
         self.sessions: dict[str, Session] = {}
         self.conn: Any = None
+        self.reads = False  # the client reads files (`fs.readTextFile`): views show its buffers
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
 
-    async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None,
+                         **_: Any) -> InitializeResponse:
+        files = getattr(client_capabilities, "fs", None)
+        self.reads = bool(files is not None and files.read_text_file)
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -394,7 +403,8 @@ class NormalizeAgent:
             workspace=session.workspace, subscribers=[live], cancel=cancel, interactive=True,
             approve=session.mode if session.mode_chosen else None,
             sandbox=self.settings.sandbox, store=session.store,
-            approver=lambda question: outbox.ask(question, live.current, cancel, live.redact))
+            approver=lambda question: outbox.ask(question, live.current, cancel, live.redact),
+            tools=self._tools(session, outbox.loop))
         if not session.started:
             spec = self._spec(session.workspace)
             task = start_task(spec, text, options, task_id=session.id)
@@ -409,6 +419,27 @@ class NormalizeAgent:
         elif text.strip():
             follow_up(task, text)
         return run_task(task, options, resumed=True, reply=reply)
+
+    def _tools(self, session: Session, loop: asyncio.AbstractEventLoop) -> Any:
+        """The run's tools: the built-ins, with a `view` that reads the client's buffers when
+        it reads files (None: the built-ins as they are)."""
+        if not self.reads:
+            return None
+        from normalize.tools import default_tools
+        from normalize.tools.view import ViewTool
+
+        def read(path: Path) -> str | None:  # (on the run's thread)
+            asked = asyncio.run_coroutine_threadsafe(
+                self.conn.read_text_file(session_id=session.id, path=str(path)), loop)
+            try:
+                return str(asked.result(timeout=READ_TIMEOUT).content)
+            except Exception:  # the client's error, whatever its type, or no answer: the disk
+                asked.cancel()
+                return None
+
+        tools = default_tools()
+        tools.register(ViewTool(buffers=read))
+        return tools
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -17,6 +17,11 @@ it runs inside itself become events (`text_delta`, `harness_tool_called`, …).
 The agent's own permission requests are answered *allow*: every effect it asks
 the client for is judged by normalize's approval policy when it arrives as an
 action, and what it does without asking stays inside the sandbox it runs in.
+A tool call the agent runs inside itself (Codex's `apply_patch` and commands,
+Claude Code's own `Write`) that may change files and asked the client for no
+write or terminal while it ran gets a `record` action when the agent says it ended: the
+step after it holds what the call changed, so `diff STEP` and `undo` address it
+on its own.
 
 The driver's state names the agent's session; after a crash the agent starts
 again and loads that session when it can (`loadSession`), else gets a new one
@@ -52,13 +57,23 @@ from normalize.events import (
 )
 from normalize.fsopen import read_bytes
 from normalize.sandbox import SandboxMode, SandboxPolicy, SandboxTier, confine, probe
-from normalize.task import Action, ActionResult, Decision, Task, TaskStatus, Usage
+from normalize.task import (
+    Action,
+    ActionResult,
+    Decision,
+    ResultStatus,
+    Task,
+    TaskStatus,
+    Usage,
+)
 
 STATE_VERSION = 1
 START_TIMEOUT = 60.0
 POLL = 0.1
 INTERRUPTED = ("Your previous turn on this task was interrupted before it finished (the "
                "client stopped). Check what was done and continue with the task:\n\n{goal}")
+UNCHANGING = frozenset({"read", "search", "think", "fetch", "switch_mode"})
+"""The ACP tool kinds that change no file: their calls get no `record` step."""
 RECAP = ("You worked on this task earlier, in a session you no longer have:\n\n{goal}\n\n"
          "Check what was done; then: {text}")
 PR_SET_PDEATHSIG = 1
@@ -102,8 +117,15 @@ class _Client:
     async def session_update(self, update: Any, **_: Any) -> None:
         self.link.items.put(update)
 
-    async def request_permission(self, options: list[Any], **_: Any) -> Any:
+    async def request_permission(self, options: list[Any], tool_call: Any = None,
+                                 **_: Any) -> Any:
+        from acp import start_tool_call
         from acp.schema import AllowedOutcome, RequestPermissionResponse
+
+        if tool_call is not None:  # (Gemini CLI announces a call only so): a call started
+            self.link.items.put(start_tool_call(
+                tool_call.tool_call_id, tool_call.title or "", kind=tool_call.kind,
+                raw_input=tool_call.raw_input, status="pending"))
 
         allow = next((o for o in options if o.kind == "allow_once"), None) or \
             next((o for o in options if o.kind.startswith("allow")), options[0])
@@ -115,7 +137,14 @@ class _Client:
         from acp.schema import ReadTextFileResponse
 
         rel = self.link.relative(path)
-        await self.link.ask(Action("view", {"args": [rel]}, text=f"view {rel}"))
+        seen = await self.link.ask(Action("view", {"args": [rel]}, text=f"view {rel}"),
+                                   refuse=False)
+        if not seen.ok:
+            if seen.status is ResultStatus.ERROR and not (self.link.workspace / rel).exists():
+                # a file not there reads as empty, as an editor's new buffer would (Gemini CLI
+                # writes a new file only so: it takes a not-found error for a failure)
+                return ReadTextFileResponse(content="")
+            raise _error(seen.error or "view failed")
         try:
             text = read_bytes(self.link.workspace, rel).decode("utf-8", "replace")
         except OSError as exc:
@@ -352,6 +381,7 @@ class AcpDriver:
         self.reply = ""  # the agent's text in this prompt's turn (its summary when it ends)
         self.recap = False  # the next prompt opens a new session of a task begun earlier
         self.calls: set[str] = set()  # the agent's tool calls already journaled as started
+        self.inside: dict[str, str] = {}  # its calls that may change files: id -> title
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> AcpDriver:
@@ -476,11 +506,16 @@ class AcpDriver:
                     return _ended(self.turn)
                 continue
             if isinstance(item, _Request):
+                if item.action.tool != "view":  # the open calls' change is this action's
+                    self.inside.clear()  # (a read changes nothing: theirs is still to record)
                 return item
-            self._update(ctx, item)
+            record = self._update(ctx, item)
+            if record is not None:
+                return _Request(record)
 
-    def _update(self, ctx: RunContext, update: Any) -> None:
-        """One `session/update` of the agent, as normalize's events."""
+    def _update(self, ctx: RunContext, update: Any) -> Action | None:
+        """One `session/update` of the agent, as normalize's events; a `record` action when
+        it ends a call that ran inside the agent and may have changed files."""
         from acp.schema import (
             AgentMessageChunk,
             AgentThoughtChunk,
@@ -499,18 +534,34 @@ class AcpDriver:
                 # Claude Code's agents start each call twice (streamed, then whole): once
                 # as a call, the second kept whole as a `harness_event`
                 self.calls.add(update.tool_call_id)
+                if update.kind not in UNCHANGING:
+                    self.inside[update.tool_call_id] = update.title
                 ctx.emit(HarnessToolCalled(harness="acp", call_id=update.tool_call_id,
                                            tool=update.title,
                                            input=_plain(update.raw_input)))
             case ToolCallProgress() if update.status in ("completed", "failed"):
                 ctx.emit(HarnessToolFinished(harness="acp", call_id=update.tool_call_id,
                                              ok=update.status == "completed",
-                                             output=str(_plain(update.raw_output) or "")))
+                                             output=_output(update)))
+                return self._record(update.tool_call_id)
             case _:
                 ctx.emit(HarnessEvent(harness="acp", kind=str(getattr(update, "session_update",
                                                                       "update")),
                                       data=update.model_dump(mode="json", by_alias=True,
                                                              exclude_none=True)))
+        return None
+
+    def _record(self, call_id: str) -> Action | None:
+        """The `record` action for a call that ran inside the agent (None: it asked the client
+        for what it did, or it changes no file)."""
+        title = self.inside.pop(call_id, None)
+        if title is None:
+            return None
+        if self.link is not None:  # its paths as the workspace's
+            title = title.replace(f"{self.link.workspace}{os.sep}", "")
+        shown = " ".join(title.split())[:120]
+        return Action("record", {"args": [call_id], "title": f"the agent's {shown}"},
+                      text=f"record {call_id}: {shown}")
 
     def _journal_text(self, ctx: RunContext, task: Task, usage: Usage | None = None) -> None:
         """What the agent said since the last action, kept in the journal (deltas are not),
@@ -554,6 +605,14 @@ def _ended(turn: concurrent.futures.Future[Any]) -> _Ended:
         cache_read_tokens=used.cached_read_tokens or 0,
         cache_write_tokens=used.cached_write_tokens or 0)
     return _Ended(stop_reason=str(answer.stop_reason), usage=usage)
+
+
+def _output(update: Any) -> str:
+    """What a tool call's last update says it gave: its raw output, else its text content."""
+    if update.raw_output is not None:
+        return str(_plain(update.raw_output))
+    texts = [getattr(getattr(c, "content", None), "text", None) for c in update.content or []]
+    return "\n".join(t for t in texts if t)
 
 
 def _plain(value: Any) -> dict[str, Any]:

@@ -2,9 +2,11 @@
 
 Modelled on the real stream: `response.created`, then for each output item
 `response.output_item.added`, its deltas (`response.output_text.delta` for a
-message, `response.function_call_arguments.delta` for a tool call) and
-`response.output_item.done`, then `response.completed` with the usage
-(`input_tokens_details.cached_tokens`). Codex CLI speaks it.
+message, `response.function_call_arguments.delta` for a tool call,
+`response.custom_tool_call_input.delta` for a call of a freeform tool — Codex's
+`apply_patch` — whose input is text, not JSON) and `response.output_item.done`,
+then `response.completed` with the usage (`input_tokens_details.cached_tokens`).
+Codex CLI speaks it.
 """
 
 from __future__ import annotations
@@ -35,10 +37,15 @@ def as_chat(body: Mapping[str, Any]) -> dict[str, Any]:
     return {**body, "messages": messages}
 
 
+KINDS = {"message": "output_text", "function_call": "function_call_arguments",
+         "custom_tool_call": "custom_tool_call_input"}
+"""An output item's type: the name of its delta events."""
+
+
 def _item_events(send: Send, index: int, item: dict[str, Any], pieces: list[str],
                  field: str) -> dict[str, Any]:
     """Stream one output item: added, its deltas, done; returns the finished item."""
-    kind = "output_text" if item["type"] == "message" else "function_call_arguments"
+    kind = KINDS[item["type"]]
     send("response.output_item.added", {"type": "response.output_item.added",
                                         "output_index": index, "item": item})
     for piece in pieces:
@@ -51,18 +58,18 @@ def _item_events(send: Send, index: int, item: dict[str, Any], pieces: list[str]
         done["content"] = [{"type": "output_text", "text": whole, "annotations": []}]
     else:
         done[field] = whole
-        send("response.function_call_arguments.done", {
-            "type": "response.function_call_arguments.done", "item_id": item["id"],
-            "output_index": index, "arguments": whole})
+        send(f"response.{kind}.done", {"type": f"response.{kind}.done", "item_id": item["id"],
+                                       "output_index": index, field: whole})
     send("response.output_item.done", {"type": "response.output_item.done",
                                        "output_index": index, "item": done})
     return done
 
 
 def stream_response(send: Send, pieces: Callable[[str], list[str]], model: str, text: str,
-                    calls: list[tuple[str, str, Mapping[str, Any]]],
+                    calls: list[tuple[str, str, Mapping[str, Any] | str]],
                     usage: Mapping[str, int]) -> None:
-    """The whole stream of one reply: its text, then each (id, name, arguments) call."""
+    """The whole stream of one reply: its text, then each (id, name, arguments) call (text
+    arguments: a freeform tool's input)."""
     ident = "resp_fake_" + secrets.token_hex(8)
     head = {"id": ident, "object": "response", "created_at": int(time.time()),
             "status": "in_progress", "model": model, "output": []}
@@ -73,6 +80,11 @@ def stream_response(send: Send, pieces: Callable[[str], list[str]], model: str, 
                 "status": "in_progress", "role": "assistant", "content": []}
         output.append(_item_events(send, len(output), item, pieces(text), "content"))
     for call_id, name, arguments in calls:
+        if isinstance(arguments, str):
+            item = {"id": "ctc_fake_" + secrets.token_hex(8), "type": "custom_tool_call",
+                    "status": "in_progress", "call_id": call_id, "name": name, "input": ""}
+            output.append(_item_events(send, len(output), item, pieces(arguments), "input"))
+            continue
         item = {"id": "fc_fake_" + secrets.token_hex(8), "type": "function_call",
                 "status": "in_progress", "call_id": call_id, "name": name, "arguments": ""}
         output.append(_item_events(send, len(output), item, pieces(json.dumps(dict(arguments))),

@@ -13,7 +13,10 @@ URL. Each test scripts a queue of responses, reply texts or faults:
 
 `POST /v1/messages` answers as the Anthropic Messages API (SSE events from
 `message_start` to `message_stop`); `POST /v1/chat/completions` as OpenAI's
-chat completions (`data:` chunks ending with `[DONE]`). Streams use chunked
+chat completions (`data:` chunks ending with `[DONE]`); `POST /v1/responses` as
+OpenAI's Responses API; `POST /v1beta/models/MODEL:streamGenerateContent` (and
+`:generateContent`, `:countTokens`) as Google's Gemini API (`data:` chunks, each a
+`GenerateContentResponse`; `normalize.testing.gemini`). Streams use chunked
 transfer encoding, so a cut stream can end cleanly (the body is complete but
 the final event is missing) or abruptly (the connection drops mid-body).
 """
@@ -71,10 +74,14 @@ class Reply:
 
 @dataclass(frozen=True)
 class ToolUse:
-    """A tool call in a reply: the tool's name and its input (a harness runs it)."""
+    """A tool call in a reply: the tool's name and its input (a harness runs it).
+
+    Text input is a call of a freeform tool (the Responses API's `custom_tool_call`: Codex's
+    `apply_patch`); only the Responses API serves it.
+    """
 
     name: str
-    input: Mapping[str, Any]
+    input: Mapping[str, Any] | str
     id: str = field(default_factory=lambda: "toolu_fake_" + secrets.token_hex(8))
 
 
@@ -150,7 +157,7 @@ def _header_value(value: float | str) -> str:
 class RecordedRequest:
     """One request the server received."""
 
-    api: Literal["anthropic", "openai", "responses", "unknown"]
+    api: Literal["anthropic", "openai", "responses", "gemini", "unknown"]
     path: str
     body: dict[str, Any]
     headers: dict[str, str]
@@ -158,6 +165,8 @@ class RecordedRequest:
 
     @property
     def model(self) -> str:
+        if self.api == "gemini":  # named in the path: /v1beta/models/MODEL:METHOD
+            return self.path.rsplit("/models/", 1)[-1].split(":", 1)[0]
         return str(self.body.get("model", ""))
 
     @property
@@ -459,6 +468,26 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         fake = self.server.fake
+        record = self._read()
+        with fake._lock:
+            fake.requests.append(record)
+        if record.api == "unknown":
+            self._send_json(404, {"error": {"type": "not_found_error", "message": record.path}})
+            return
+        if record.path.endswith(":countTokens"):  # Gemini's: no reply of the script's
+            self._send_json(200, {"totalTokens": estimate_tokens(json.dumps(record.body))})
+            return
+        item = self._item(record)
+        if isinstance(item, Fault) and item.kind == "status":
+            self._status(record.api, item)
+        elif not record.body.get("stream") and record.api != "gemini":  # (Gemini: the path)
+            self._send_json(400, _error_body(record.api, "invalid_request_error",
+                                             "fake server: only streamed requests are served"))
+        else:
+            self._answer(record, item)
+
+    def _read(self) -> RecordedRequest:
+        """The request: its API (by its path), body and headers."""
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
@@ -466,50 +495,32 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {}
         path = self.path.split("?", 1)[0]
-        api: Literal["anthropic", "openai", "responses", "unknown"] = "unknown"
-        if path.endswith("/messages"):
-            api = "anthropic"
-        elif path.endswith("/chat/completions"):
-            api = "openai"
-        elif path.endswith("/responses"):
-            api = "responses"
-        record = RecordedRequest(
-            api=api,
-            path=path,
-            body=body if isinstance(body, dict) else {},
-            headers={k.lower(): v for k, v in self.headers.items()},
-        )
-        with fake._lock:
-            fake.requests.append(record)
-        if api == "unknown":
-            self._send_json(404, {"error": {"type": "not_found_error", "message": path}})
-            return
+        return RecordedRequest(api=_api_of(path), path=path,
+                               body=body if isinstance(body, dict) else {},
+                               headers={k.lower(): v for k, v in self.headers.items()})
+
+    def _item(self, record: RecordedRequest) -> Reply | Fault:
+        """The scripted answer to `record` (a 400 fault when the script has none left)."""
+        fake = self.server.fake
         item = fake._take(record.model)
         if item is None:
             fake.unexpected.append(record)
             item = Fault.status(
                 400, message=f"fake server: no scripted response left for model {record.model!r}"
             )
-        if isinstance(item, str):
-            item = Reply(item)
-        if isinstance(item, Fault) and item.kind == "status":
-            self._status(api, item)
-            return
-        if not record.body.get("stream"):
-            self._send_json(
-                400,
-                _error_body(
-                    api, "invalid_request_error", "fake server: only streamed requests are served"
-                ),
-            )
-            return
+        return Reply(item) if isinstance(item, str) else item
+
+    def _answer(self, record: RecordedRequest, item: Reply | Fault) -> None:
+        """Stream `item` in `record`'s API, after the reply's delay or its event."""
         if isinstance(item, Reply) and item.delay:
-            fake._stopping.wait(item.delay)
+            self.server.fake._stopping.wait(item.delay)
         if isinstance(item, Reply) and item.wait_for is not None:
             item.wait_for.wait(30.0)
-        if api == "anthropic":
+        if record.api == "gemini":
+            self._gemini(record, item, stream=record.path.endswith(":streamGenerateContent"))
+        elif record.api == "anthropic":
             self._anthropic(record, item)
-        elif api == "responses":
+        elif record.api == "responses":
             self._responses(record, item)
         else:
             self._openai(record, item)
@@ -521,7 +532,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _usage(self, record: RecordedRequest, reply: Reply) -> dict[str, int]:
         """Estimated usage: input from the request text, cache reads and writes as the API's."""
         fake = self.server.fake
-        if record.api in ("openai", "responses"):
+        if record.api == "gemini":
+            prompt = estimate_tokens(json.dumps(record.body.get("contents") or []))
+            usage = {"input_tokens": prompt, "cache_read_input_tokens": 0,
+                     "cache_creation_input_tokens": 0}
+        elif record.api in ("openai", "responses"):
             body = as_chat(record.body) if record.api == "responses" else record.body
             prompt, cached = fake.openai_usage(body)
             usage = {"input_tokens": prompt - cached, "cache_read_input_tokens": cached,
@@ -631,6 +646,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _tool_block(self, index: int, call: ToolUse) -> None:
         """Stream one `tool_use` block, its input as JSON in pieces."""
+        if isinstance(call.input, str):
+            raise ValueError(f"{call.name}: the Messages API has no freeform tools")
         start = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
         self._event("content_block_start",
                     {"type": "content_block_start", "index": index, "content_block": start})
@@ -661,6 +678,22 @@ class _Handler(BaseHTTPRequestHandler):
         calls = [(call.id, call.name, call.input) for call in reply.tools]
         stream_response(self._event, self._pieces, record.model, reply.text, calls,
                         self._usage(record, reply))
+        self._end_stream()
+
+    # Google's Gemini API (normalize.testing.gemini)
+
+    def _gemini(self, record: RecordedRequest, item: Reply | Fault, *, stream: bool) -> None:
+        from normalize.testing.gemini import chunks, whole
+
+        reply = item if isinstance(item, Reply) else Reply(item.after_text)
+        usage = self._usage(record, reply)
+        calls = [(call.name, call.input) for call in reply.tools]
+        if not stream:
+            self._send_json(200, whole(record.model, reply.text, calls, usage))
+            return
+        self._start_stream()
+        for chunk in chunks(self._pieces(reply.text), record.model, calls, usage):
+            self._chunk(f"data: {json.dumps(chunk)}\r\n\r\n")
         self._end_stream()
 
     # OpenAI chat-completions streaming
@@ -720,6 +753,20 @@ class _Handler(BaseHTTPRequestHandler):
             )
         self._chunk("data: [DONE]\n\n")
         self._end_stream()
+
+
+Api = Literal["anthropic", "openai", "responses", "gemini", "unknown"]
+APIS: tuple[tuple[str, Api], ...] = (("/messages", "anthropic"),
+                                     ("/chat/completions", "openai"),
+                                     ("/responses", "responses"))
+"""How a request's path ends → the API it speaks (Gemini's: `/models/MODEL:METHOD`)."""
+
+
+def _api_of(path: str) -> Api:
+    for ending, api in APIS:
+        if path.endswith(ending):
+            return api
+    return "gemini" if "/models/" in path and ":" in path.rsplit("/", 1)[-1] else "unknown"
 
 
 def _error_body(api: str, error_type: str, message: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ BUILTIN_TOOLS: dict[str, str] = {
     "mcp": "normalize.tools.mcp:McpTool",
     "spawn": "normalize.tools.spawn:SpawnTool",
     "harness": "normalize.tools.harness:HarnessTool",
+    "record": "normalize.tools.record:RecordTool",
 }
 """Tool name → `module:Class`, imported only when asked for (one verb, one module)."""
 

@@ -78,6 +78,15 @@ class Reattaches(Protocol):
 
 
 @runtime_checkable
+class RecordsEarlier(Protocol):
+    """A side-effecting tool whose step counts what changed since the task's last step, not
+    only during the action (when true; default: only during it). `record`: the change was
+    made before the action, by an agent inside itself."""
+
+    records_earlier: ClassVar[bool]
+
+
+@runtime_checkable
 class Previewed(Protocol):
     """A tool that says whether the registry cuts its long output to a preview (default: yes).
 
@@ -107,6 +116,11 @@ def runs_together(tool: Tool | None) -> bool:
 def reattaches(tool: Tool | None) -> bool:
     """Whether `tool` declares that a cut-short action of it may simply run again."""
     return bool(getattr(tool, "reattaches", False))  # `Reattaches`
+
+
+def records_earlier(tool: Tool | None) -> bool:
+    """Whether `tool`'s step counts from the task's last step (`RecordsEarlier`)."""
+    return bool(getattr(tool, "records_earlier", False))
 
 
 def previewed(tool: Tool) -> bool:
@@ -204,6 +218,10 @@ class ToolRegistry:
     def reattaches(self, action: Action) -> bool:
         """Whether a side effect a crash cut short may simply run again (it finds its work)."""
         return reattaches(self.get(action.tool))
+
+    def records_earlier(self, action: Action) -> bool:
+        """Whether an action's step counts what changed before it too (`record`)."""
+        return records_earlier(self.get(action.tool))
 
     def execute(self, action: Action, ctx: ToolContext, *, approved: bool = False) -> ActionResult:
         """Run `action`: never raises for a tool's own failure, returns an error result.

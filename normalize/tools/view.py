@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -37,6 +37,9 @@ MAX_LINE_CHARS = 2000
 READ_LIMIT = 16_000_000
 """Files larger than this are never read whole: ranges are streamed, outlines refused."""
 MAX_SYMBOL_LIST = 30
+UNSAVED = ("(the editor's unsaved buffer of {path}, which differs from the file on disk: "
+           "edits, programs and checkpoints use the file on disk)")
+"""Said after a view of an editor's buffer (`ViewTool.buffers`)."""
 MAX_WALK = 50_000
 SUGGEST_WALK = 20_000
 
@@ -236,7 +239,11 @@ class ViewTool:
         max_entries: int = 200,
         max_outline: int = 400,
         context: int = 10,
+        buffers: Callable[[Path], str | None] | None = None,
     ) -> None:
+        self.buffers = buffers
+        """The text an editor holds for a file, saved or not (`normalize acp`, when the client
+        reads files); None, or no answer: the disk."""
         self.max_lines = max_lines
         self.max_bytes = max_bytes
         self.max_entries = max_entries
@@ -255,14 +262,38 @@ class ViewTool:
                 f"{target.shown}: binary file ({size:,} bytes); not shown",
                 data={"path": target.shown, "kind": "binary", "bytes": size},
             )
-        if target.start is not None:
-            return self._range(target)
         if target.path.stat().st_size > READ_LIMIT:
+            if target.start is not None:
+                return self._range(target)
             return self._head(target, None, "too large to outline")
-        lines = read_lines(target.path, ctx.guard.root)
+        buffer = self._buffer(target)
+        if buffer is not None:  # the editor's, unsaved: shown, and said so
+            result = self._text(target, split_lines(buffer), action, ctx,
+                                size=len(buffer.encode()))
+            result.output += "\n" + UNSAVED.format(path=target.shown)
+            result.data = {**(result.data or {}), "buffer": True}
+            return result
+        return self._text(target, read_lines(target.path, ctx.guard.root), action, ctx,
+                          size=target.path.stat().st_size)
+
+    def _buffer(self, target: Target) -> str | None:
+        """The editor's text of the file when it differs from the disk's (None: the same)."""
+        if self.buffers is None:
+            return None
+        text = self.buffers(target.path)
+        if text is None:
+            return None
+        disk = read_bytes(target.root, target.path.relative_to(target.root)) \
+            if target.root is not None else target.path.read_bytes()
+        return None if text == disk.decode("utf-8", "replace") else text
+
+    def _text(self, target: Target, lines: list[str], action: Action, ctx: ToolContext, *,
+              size: int) -> ActionResult:
+        """The file's `lines` (from the disk or an editor's buffer), as the target asks."""
+        if target.start is not None:
+            return self._range(target, lines)
         if target.symbol is not None:
             return self._symbol(target, lines)
-        size = target.path.stat().st_size
         bound_lines, bound_chars = asked_bound(ctx.cache_for(action))
         if len(lines) > min(self.max_lines, bound_lines) or size > self.max_bytes:
             return self._big(target, lines)
@@ -274,17 +305,17 @@ class ViewTool:
             return self._big(target, lines)
         return ActionResult.success(text, data=data)
 
-    def _range(self, target: Target) -> ActionResult:
+    def _range(self, target: Target, lines: list[str] | None = None) -> ActionResult:
+        """A line range: of `lines`, or streamed from a file too large to read whole."""
         start, end = target.start or 1, target.end
         if target.single:
             start, end = max(1, start - self.context), start + self.context
         if start < 1 or (end is not None and end < start):
             raise ToolError(f"bad line range {start}-{end} for {target.shown}; lines start at 1")
-        if target.path.stat().st_size > READ_LIMIT:
+        if lines is None:
             shown = list(_stream_lines(target.path, start, end, target.root))
             total = None
         else:
-            lines = read_lines(target.path, target.root)
             total = len(lines)
             shown = lines[start - 1 : end]
         if not shown:

@@ -6,7 +6,10 @@ runs a command that logs its run, a destructive one (normalize's policy must
 refuse it), one that writes outside the workspace (the sandbox must refuse
 it), and, when slow.py exists, a slow command (the tests kill normalize during
 it). Told that its last turn was interrupted, it just ends the turn; told `note TEXT` (a
-follow-up), it writes TEXT to more.txt.
+follow-up), it writes TEXT to more.txt; told `inside` (a follow-up), it reports five tool
+calls: it writes own.txt itself, reads a file (changing nothing), writes asked.txt through
+the client, runs a program itself that writes own.log, and reads calc.py through the client
+to write its copy itself.
 Each step is said as it goes (`agent_message_chunk`), and the turn ends with a
 summary of what it saw.
 """
@@ -18,7 +21,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, run_agent, text_block, update_agent_message
+from acp import (
+    PROTOCOL_VERSION,
+    run_agent,
+    start_tool_call,
+    text_block,
+    update_agent_message,
+    update_tool_call,
+)
 from acp.schema import (
     AgentCapabilities,
     InitializeResponse,
@@ -71,6 +81,9 @@ class Peer:
             await self.say(session_id, "picking up after the interruption: all done")
             return PromptResponse(stop_reason="end_turn")
         root = self.cwd[session_id]
+        if words == "inside":
+            await self.inside(session_id, root)
+            return PromptResponse(stop_reason="end_turn")
         if words.startswith("note "):  # a follow-up: one more file
             await self.conn.write_text_file(session_id=session_id, path=str(root / "more.txt"),
                                             content=words.removeprefix("note ") + "\n")
@@ -98,6 +111,37 @@ class Peer:
         await self.say(session_id, f"logged: {logged[1]}; rm: {removed[1]} {removed[0][:80]!r}; "
                                    f"outside: {outside[1]}; direct: {direct}")
         return PromptResponse(stop_reason="end_turn")
+
+    async def call(self, session: str, call: str, title: str, kind: Any, work: Any) -> None:
+        """One tool call, reported as started then completed around `work`."""
+        await self.conn.session_update(session_id=session, update=start_tool_call(
+            call, title, kind=kind, status="in_progress"))
+        await work
+        await self.conn.session_update(session_id=session, update=update_tool_call(
+            call, status="completed"))
+
+    async def copy(self, session: str, root: Path) -> None:
+        """Read calc.py through the client, write its copy itself."""
+        seen = await self.conn.read_text_file(session_id=session, path=str(root / "calc.py"))
+        (root / "calc_copy.txt").write_text(seen.content)
+
+    async def inside(self, session: str, root: Path) -> None:
+        async def own() -> None:
+            (root / "own.txt").write_text("mine\n")
+
+        async def program() -> None:
+            ran = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", "open('own.log', 'w').write('ran\\n')", cwd=root)
+            await ran.wait()
+
+        await self.call(session, "c-own", "Write own.txt", "edit", own())
+        await self.call(session, "c-read", "Read calc.py", "read", asyncio.sleep(0))
+        await self.call(session, "c-asked", "Write asked.txt", "edit",
+                        self.conn.write_text_file(session_id=session,
+                                                  path=str(root / "asked.txt"), content="A\n"))
+        await self.call(session, "c-run", "python3 -c …", "execute", program())
+        await self.call(session, "c-mixed", "Copy calc.py", "edit", self.copy(session, root))
+        await self.say(session, "four calls")
 
     async def cancel(self, **_: Any) -> None:
         return None

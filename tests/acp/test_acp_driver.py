@@ -101,6 +101,44 @@ def test_each_read_write_and_command_of_the_agent_is_a_normalize_action(
     assert finished(task_id)[-1] == ("write more.txt <<EOF", "success")
 
 
+def test_what_the_agent_changes_inside_itself_is_a_step_of_its_own(
+        tmp_path: Path, normalize_home: Path) -> None:
+    """A tool call the agent runs itself gets a `record` action when it ends: its step holds
+    what the call changed (from the last step on); a call that asked the client for a write
+    is that action's step, a call that only read through the client is recorded still, and a
+    call of the read kind records nothing."""
+    repo = workspace(tmp_path / "repo")
+    outside = tmp_path / "outside.txt"
+    first = normalize("agent", "--harness", harness(outside), "fix calc", "--json", cwd=repo,
+                      home=normalize_home)
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    task_id = json.loads(out.splitlines()[0])["task_id"]
+    more = normalize("resume", task_id, "inside", "--json", cwd=repo, home=normalize_home)
+    _, err = more.communicate(timeout=120)
+    assert more.returncode == 0, err
+    assert finished(task_id)[-5:] == [("record c-own: Write own.txt", "success"),
+                                      ("write asked.txt <<EOF", "success"),
+                                      ("record c-run: python3 -c …", "success"),
+                                      ("view calc.py", "success"),
+                                      ("record c-mixed: Copy calc.py", "success")]
+    steps = [e for e in TaskStore().events(task_id)
+             if e["type"] == "checkpoint_taken" and e["kind"] == "action"]
+    assert [sorted(e["changes"]) for e in steps[-4:]] == [["own.txt"], ["asked.txt"],
+                                                          ["own.log"], ["calc_copy.txt"]]
+    own = str(steps[-4]["step"])
+    shown = normalize("diff", task_id, own, cwd=repo, home=normalize_home)
+    diff, err = shown.communicate(timeout=60)
+    assert "+mine" in diff, err
+    assert "asked.txt" not in diff and "own.log" not in diff
+    back = normalize("undo", task_id, "--to", own, cwd=repo, home=normalize_home)
+    _, err = back.communicate(timeout=60)
+    assert back.returncode == 0, err
+    assert (repo / "own.txt").read_text() == "mine\n"
+    assert not (repo / "asked.txt").exists() and not (repo / "own.log").exists()
+    assert not (repo / "calc_copy.txt").exists()
+
+
 def test_a_kill_mid_turn_then_resume_finishes_the_task(tmp_path: Path,
                                                        normalize_home: Path) -> None:
     repo = workspace(tmp_path / "repo", slow=True)

@@ -55,3 +55,21 @@ def test_an_unknown_agent_gets_a_home_and_its_model_host_only(tmp_path: Path) ->
     assert policy.hosts == ("models.test",) and "ANTHROPIC_API_KEY" not in policy.env_allow
     _, policy, _ = acp_launch(SandboxPolicy(), tmp_path, ["my-agent"], None, None)
     assert policy.hosts == ()
+
+
+def test_gemini_cli_gets_its_base_url_keys_and_a_shell_without_a_terminal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GOOGLE_GEMINI_BASE_URL", raising=False)
+    for argv in (["gemini", "--acp"], ["npx", "@google/gemini-cli@0.61.0", "--acp"]):
+        env, policy, _ = acp_launch(SandboxPolicy(), tmp_path, argv, "http://models.test:2",
+                                    None)
+        assert env == {"HOME": str(tmp_path / "acp"),
+                       "GOOGLE_GEMINI_BASE_URL": "http://models.test:2"}
+        assert {"GEMINI_API_KEY", "GOOGLE_API_KEY", *env} <= set(policy.env_allow)
+        assert policy.hosts == ("models.test",)
+    settings = tmp_path / "acp" / ".gemini" / "settings.json"
+    assert '"enableInteractiveShell": false' in settings.read_text()
+    settings.write_text("{}\n")  # the agent's own settings, once it has some, are kept
+    _, policy, _ = acp_launch(SandboxPolicy(), tmp_path, ["gemini"], None, None)
+    assert settings.read_text() == "{}\n"
+    assert policy.hosts == ("generativelanguage.googleapis.com",)  # no base URL: Google's

@@ -8,9 +8,15 @@ runs each as an action of its own. The agent gets its key, its home and its mode
 way the claude harness does (normalize/tools/harness/agents.py); the model host's name is
 pinned to the local server for normalize's proxy (tests/sandbox/pinned_normalize.py).
 
+Gemini CLI (`gemini --acp`, npm `@google/gemini-cli`) runs against the local Gemini API
+(`normalize.testing.gemini`): its file writes come back to normalize; its shell runs inside it.
 `claude-agent-acp` asks the client for none of it: its Write and Bash run inside the agent
-(in normalize's sandbox), and normalize sees them as the agent's tool calls only; so does
-Zed's `codex-acp` (on Codex, against the local Responses API) with its commands.
+(in normalize's sandbox); so does Zed's `codex-acp` (on Codex, against the local Responses
+API) with its `apply_patch` edits and its commands. normalize sees those as the agent's tool
+calls, and records each one that may change files as a step of its own (a `record` action
+when the call ends). The agent goes on while normalize records, so each reply after such a
+call waits until the step before it is taken (`Steps`): the test then knows which call's
+change each step holds.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +42,7 @@ BIN = REPO / ".ci" / "harnesses" / "node_modules" / ".bin"
 AGENT = BIN / "claude-code-acp"
 NEWER = BIN / "claude-agent-acp"
 CODEX = BIN / "codex-acp"
+GEMINI = BIN / "gemini"
 LAUNCHER = REPO / "tests" / "sandbox" / "pinned_normalize.py"
 HOST = "api.harness.test"
 HAIKU = "claude-haiku-4-5-20251001"
@@ -109,6 +117,49 @@ def finished(task_id: str) -> list[tuple[str, str]]:
 
 def events_of(out: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+class Steps:
+    """Reads normalize's `--json` events as they come (`watch`); `taken(n)` is set once n
+    action steps were taken (a reply that waits for it is answered only then)."""
+
+    def __init__(self, count: int) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.marks = [threading.Event() for _ in range(count + 1)]
+        self.thread: threading.Thread | None = None
+
+    def taken(self, count: int) -> threading.Event:
+        return self.marks[count]
+
+    def watch(self, proc: subprocess.Popen[str]) -> tuple[list[dict[str, Any]], str]:
+        """Read `proc`'s events to its end; (its events, its stderr)."""
+        self.thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self.thread.start()
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        proc.wait(240)
+        self.thread.join(30)
+        proc.stderr.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        return self.events, err
+
+    def _read(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        steps = 0
+        for line in proc.stdout:
+            if line.startswith("{"):
+                event = json.loads(line)
+                self.events.append(event)
+                if event["type"] == "checkpoint_taken" and event["kind"] == "action":
+                    steps += 1
+                    for mark in self.marks[:steps + 1]:
+                        mark.set()
+
+
+def action_steps(task_id: str) -> list[dict[str, Any]]:
+    return [e for e in TaskStore().events(task_id)
+            if e["type"] == "checkpoint_taken" and e["kind"] == "action"]
 
 
 def test_each_write_and_command_of_claude_code_acp_is_a_normalize_action(
@@ -203,58 +254,145 @@ def test_claude_agent_acp_keeps_its_writes_and_commands_inside_itself(
         ws: Path, normalize_home: Path) -> None:
     agent = installed(NEWER)
     outside = ws.parent / "outside.txt"
+    steps = Steps(3)
     script = [
         Reply("Writing a.", tools=(ToolUse("Write", {"file_path": f"{ws}/a.txt",
                                                      "content": "A\n"}),)),
         Reply("Checking.", tools=(ToolUse("Bash", {"command": "touch ran.log",
-                                                   "description": "run it"}),)),
+                                                   "description": "run it"}),),
+              wait_for=steps.taken(1)),
         Reply("Outside.", tools=(ToolUse("Bash", {
-            "command": f"echo x > {outside}", "description": "write outside"}),)),
-        Reply("Wrote a; the check ran."),
+            "command": f"echo x > {outside}", "description": "write outside"}),),
+              wait_for=steps.taken(2)),
+        Reply("Wrote a; the check ran.", wait_for=steps.taken(3)),
     ]
     with FakeModelServer(script) as server:
         port = port_of(server)
         proc = normalize(port, ws, normalize_home, "agent", "--harness", f"acp:{agent}",
                          "--json", "--base-url", f"http://{HOST}:{port}", "write a, check")
-        out, err = proc.communicate(timeout=240)
-        assert proc.returncode == 0, out[-3000:] + err[-3000:]
+        events, err = steps.watch(proc)
+        assert proc.returncode == 0, err[-3000:]
         server.assert_done()
     assert {r.headers.get("x-api-key") for r in server.requests} == {"sk-ant-test-key"}
-    events = events_of(out)
     task_id = events[0]["task_id"]
-    assert finished(task_id) == []  # nothing asked of the client: no normalize action
     calls = {e["call_id"]: e["tool"] for e in events if e["type"] == "harness_tool_called"}
     ended = {e["call_id"]: e["ok"] for e in events if e["type"] == "harness_tool_finished"}
     assert [(tool, ended[call]) for call, tool in calls.items()] == [
         ("Write", True), ("Terminal", True), ("Terminal", False)]
+    # nothing asked of the client: each call it ran itself is a step of its own
+    assert finished(task_id) == [(f"record {call}: {tool}", "success")
+                                 for call, tool in calls.items()]
+    assert [sorted(e["changes"]) for e in action_steps(task_id)] == [["a.txt"], ["ran.log"], []]
     assert (ws / "a.txt").read_text() == "A\n" and (ws / "ran.log").exists()
     assert not outside.exists()  # its own shell is in normalize's sandbox
     # the tokens its prompt's answer names count in the task (no price: no cost)
-    ended = events[-1]
-    assert ended["type"] == "run_ended" and ended["output_tokens"] > 0
+    last = events[-1]
+    assert last["type"] == "run_ended" and last["output_tokens"] > 0
     usage = TaskStore().load(task_id).usage
     assert usage.cache_write_tokens > 0 and usage.cache_read_tokens > 0
 
 
-def test_codex_acp_runs_its_commands_inside_itself(ws: Path, normalize_home: Path) -> None:
+def patch(*hunks: str) -> ToolUse:
+    """Codex's `apply_patch` (a freeform tool: its input is the patch's text)."""
+    return ToolUse("apply_patch", "*** Begin Patch\n" + "".join(hunks) + "*** End Patch\n")
+
+
+def test_codex_acp_edits_and_commands_are_each_a_step_of_their_own(
+        ws: Path, normalize_home: Path) -> None:
+    """codex-acp applies its patches and runs its commands itself (it never calls the client's
+    fs or terminal): each is recorded as a step when its call ends, so `diff STEP` and
+    `undo --to STEP` address one edit and leave the others; its commands run in the sandbox."""
     agent = installed(CODEX)
     outside = ws.parent / "outside.txt"
-    script = [Reply("", tools=(ToolUse("exec_command", {"cmd": "touch ran.log"}),)),
-              Reply("", tools=(ToolUse("exec_command", {"cmd": f"echo x > {outside}"}),)),
-              Reply("Ran it.")]
+    steps = Steps(5)
+    script = [
+        Reply("", tools=(patch("*** Add File: a.txt\n+A\n"),)),
+        Reply("", tools=(patch("*** Add File: b.txt\n+B\n"),), wait_for=steps.taken(1)),
+        Reply("", tools=(patch("*** Update File: keep/file\n@@\n-mine\n+ours\n"),),
+              wait_for=steps.taken(2)),
+        Reply("", tools=(ToolUse("exec_command", {"cmd": "python3 check.py"}),),
+              wait_for=steps.taken(3)),
+        Reply("", tools=(ToolUse("exec_command", {"cmd": f"echo x > {outside}"}),),
+              wait_for=steps.taken(4)),
+        Reply("Wrote a and b, changed keep/file, ran the check.", wait_for=steps.taken(5))]
     with FakeModelServer(script) as server:
         port = port_of(server)
         proc = normalize(port, ws, normalize_home, "agent", "--harness", f"acp:{agent}",
-                         "--json", "--base-url", f"http://{HOST}:{port}/v1", "touch ran.log")
-        out, err = proc.communicate(timeout=240)
-        assert proc.returncode == 0, out[-3000:] + err[-3000:]
+                         "--json", "--base-url", f"http://{HOST}:{port}/v1", "write a and b")
+        events, err = steps.watch(proc)
+        assert proc.returncode == 0, err[-3000:]
         server.assert_done()
     assert all(r.api == "responses" for r in server.requests)
     assert {r.headers.get("authorization") for r in server.requests} == {"Bearer sk-test-key"}
     assert {r.headers["host"].split(":")[0] for r in server.requests} == {HOST}
-    events = events_of(out)
-    assert finished(events[0]["task_id"]) == []  # its commands never reach the client
-    called = [e["input"]["command"][-1] for e in events if e["type"] == "harness_tool_called"]
-    assert called == ["touch ran.log", f"echo x > {outside}"]
-    assert (ws / "ran.log").exists() and not outside.exists()  # in normalize's sandbox
-    assert events[-1]["type"] == "run_ended" and events[-1]["summary"] == "Ran it."
+    task_id = events[0]["task_id"]
+    assert [c.split(": ", 1)[1] for c, _ in finished(task_id)] == [
+        "Edit a.txt", "Edit b.txt", "Edit keep/file", "python3 check.py", f"echo x > {outside}"]
+    assert [sorted(e["changes"]) for e in action_steps(task_id)] == [
+        ["a.txt"], ["b.txt"], ["keep/file"], ["ran.log"], []]
+    assert (ws / "ran.log").read_text() == "ran\n" and (ws / "keep" / "file").read_text() == \
+        "ours\n"
+    assert not outside.exists()  # its own shell is in normalize's sandbox
+    assert events[-1]["type"] == "run_ended" and events[-1]["summary"].startswith("Wrote a")
+
+    shown = cli(ws, normalize_home, "tasks", "show", task_id)
+    assert "Edit keep/file" in shown.stdout and "python3 check.py" in shown.stdout
+    step = {sorted(e["changes"])[0]: e["step"] for e in action_steps(task_id) if e["changes"]}
+    diff = cli(ws, normalize_home, "diff", task_id, str(step["keep/file"]))
+    assert "-mine" in diff.stdout and "+ours" in diff.stdout and "a.txt" not in diff.stdout
+    back = cli(ws, normalize_home, "undo", task_id, "--to", str(step["a.txt"]))
+    assert back.returncode == 0, back.stderr
+    assert (ws / "a.txt").read_text() == "A\n" and not (ws / "b.txt").exists()
+    assert (ws / "keep" / "file").read_text() == "mine\n" and not (ws / "ran.log").exists()
+
+
+def test_gemini_cli_writes_through_normalize_against_a_local_gemini_api(
+        ws: Path, normalize_home: Path) -> None:
+    """Gemini CLI in ACP mode (`gemini --acp`), pointed at the local Gemini API server
+    (`GOOGLE_GEMINI_BASE_URL`, set by normalize from `--base-url`): its file writes come back
+    to normalize as the client's `fs/write_text_file` (each a `write` action, checked first
+    with a `view` that finds no file); its shell runs inside it, recorded as a step."""
+    agent = installed(GEMINI)
+    steps = Steps(3)
+    script = [
+        Reply("Writing a.", tools=(ToolUse("write_file", {"file_path": f"{ws}/a.txt",
+                                                          "content": "A\n"}),)),
+        Reply("Writing b.", tools=(ToolUse("write_file", {"file_path": f"{ws}/b.txt",
+                                                          "content": "B\n"}),),
+              wait_for=steps.taken(1)),
+        Reply("Checking.", tools=(ToolUse("run_shell_command", {
+            "command": "python3 check.py", "description": "run the check"}),),
+              wait_for=steps.taken(2)),
+        Reply("Wrote a and b; the check ran.", wait_for=steps.taken(3)),
+    ]
+    with FakeModelServer(script) as server:
+        port = port_of(server)
+        proc = normalize(port, ws, normalize_home, "agent", "--harness",
+                         f"acp:{agent} --acp --model gemini-2.5-pro", "--json",
+                         "--base-url", f"http://{HOST}:{port}", "write a and b, run the check")
+        events, err = steps.watch(proc)
+        assert proc.returncode == 0, err[-3000:]
+        server.assert_done()
+    assert {r.api for r in server.requests} == {"gemini"}
+    assert {r.headers["host"].split(":")[0] for r in server.requests} == {HOST}
+    assert {r.model for r in server.requests} == {"gemini-2.5-pro"}
+    task_id = events[0]["task_id"]
+    calls = finished(task_id)
+    # before each write it reads the file (not there yet: an empty file), then writes it
+    assert [c for c in calls if not c[0].startswith("view")] == [
+        ("write a.txt <<EOF", "success"), ("write b.txt <<EOF", "success"),
+        (calls[-1][0], "success")]
+    assert calls[-1][0].startswith("record run_shell_command") and \
+        calls[-1][0].endswith(": python3 check.py")
+    assert {c for c in calls if c[0].startswith("view")} == {("view a.txt", "error"),
+                                                            ("view b.txt", "error")}
+    assert [sorted(e["changes"]) for e in action_steps(task_id)] == [["a.txt"], ["b.txt"],
+                                                                     ["ran.log"]]
+    ended = [e for e in events if e["type"] == "harness_tool_finished"]
+    assert ended[-1]["ok"] and ended[-1]["output"] == "a A b B"  # its own shell, sandboxed
+    assert events[-1]["type"] == "run_ended" and events[-1]["status"] == "done"
+    back = cli(ws, normalize_home, "undo", task_id, "--to",
+               str(action_steps(task_id)[0]["step"]))
+    assert back.returncode == 0, back.stderr
+    assert (ws / "a.txt").read_text() == "A\n" and not (ws / "b.txt").exists()
+    assert not (ws / "ran.log").exists()

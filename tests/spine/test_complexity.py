@@ -50,7 +50,6 @@ EXCEPTIONS: dict[str, int] = {
     "normalize/serial.py:_codec": 18,
     "normalize/store/index.py:read": 16,
     "normalize/store/taskstore.py:TaskStore.resolve": 16,
-    "normalize/testing/servers.py:_Handler.do_POST": 22,
     "normalize/tools/analyze.py:AnalyzeTool.run": 20,
     "normalize/tools/analyze.py:_tally": 19,
     "normalize/tools/base.py:ToolRegistry.execute": 18,

@@ -346,3 +346,18 @@ def test_a_skill_grant_passes_only_what_stays_in_the_sandbox(tmp_path: Path) -> 
     assert hard is not None and hard.wait is not None
     never = ApprovalPolicy(mode=ApprovalMode.NEVER, granted=grants)
     assert "`never`" in (judge(tmp_path, never, run("git", "status")) or ActionResult()).error
+
+
+@pytest.mark.parametrize("mode", [ApprovalMode.ASK, ApprovalMode.NEVER])
+def test_record_asks_nothing_it_changes_nothing(tmp_path: Path, mode: ApprovalMode) -> None:
+    """`record` (a step for what an ACP agent already changed inside itself) is never asked
+    about or refused: the change was made; a `write` in the same mode is."""
+    asked: list[str] = []
+    policy = ApprovalPolicy(mode=mode, interactive=True)
+    record = Action("record", {"args": ["call-1"], "title": "the agent's Edit a.txt"},
+                    text="record call-1: Edit a.txt")
+    assert judge(tmp_path, policy, record, approver=lambda q: asked.append(q) or "no") is None
+    write = Action("write", {"args": ["a.txt"], "body": "x"}, text="write a.txt")
+    assert judge(tmp_path, policy, write, approver=lambda q: asked.append(q) or "no") \
+        is not None
+    assert len(asked) == (1 if mode is ApprovalMode.ASK else 0)

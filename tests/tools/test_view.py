@@ -432,3 +432,30 @@ def test_escapes_are_blocked(
 def test_trees_do_not_follow_symlinks_outside(outside: Path, run_tool: RunTool) -> None:
     result = run_tool(ViewTool(), ".")
     assert "secret" not in result.output
+
+
+# --- an editor's buffers (`normalize acp`) -------------------------------------
+
+
+def test_an_editors_unsaved_buffer_is_shown_and_said(tool_ctx: ToolContext,
+                                                      run_tool: RunTool) -> None:
+    write(tool_ctx.workspace, "a.py", "one\ntwo\n")
+    write(tool_ctx.workspace, "same.py", "same\n")
+    asked: list[Path] = []
+
+    def buffers(path: Path) -> str | None:
+        asked.append(path)
+        return {"a.py": "one\nTWO, unsaved\nthree\n", "same.py": "same\n"}.get(path.name)
+
+    view = ViewTool(buffers=buffers)
+    whole = run_tool(view, "a.py")
+    assert whole.output.startswith("   1│ one\n   2│ TWO, unsaved\n   3│ three\n")
+    assert "unsaved buffer of a.py" in whole.output and whole.data["buffer"] is True
+    ranged = run_tool(view, "a.py:3-3")
+    assert ranged.output.startswith("   3│ three\n") and "unsaved buffer" in ranged.output
+    same = run_tool(view, "same.py")  # the buffer is the disk's text: nothing to say
+    assert same.output == "   1│ same" and "buffer" not in same.data
+    write(tool_ctx.workspace, "b.py", "disk\n")
+    assert run_tool(view, "b.py").output == "   1│ disk"  # no buffer: the disk
+    assert [p.name for p in asked] == ["a.py", "a.py", "same.py", "b.py"]
+    assert (tool_ctx.workspace / "a.py").read_text() == "one\ntwo\n"

@@ -6,14 +6,15 @@ given the same things the harness tool gives a harness turn, by the harness's ow
 (`key_variables`, `env`, `prepare`) and the same `turn_policy`: its API key variables
 through the environment scrub, a home of its own under the task's harness state
 (writable, kept between runs), its model server's base URL, and that server's host as the
-proxy's only host. An agent normalize does not know gets its home and, with a base URL,
-that host; nothing else.
+proxy's only host. An agent on no harness that normalize knows (Gemini CLI) gets its home,
+its key variables and its model server's base URL in the variable it reads; an agent
+normalize does not know gets its home and, with a base URL, that host; nothing else.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from normalize.errors import ToolError
@@ -31,9 +32,33 @@ ACP_AGENTS: dict[str, str] = {
 }
 """An ACP agent's program (its file name) → the harness whose model settings it reads."""
 
+@dataclass(frozen=True)
+class OwnAgent:
+    """An ACP agent on no harness normalize knows: how it is told its model server."""
+
+    base_url: str
+    """The variable it reads its model server's base URL from."""
+    keys: tuple[str, ...]
+    """Its API key variables (let through the environment scrub)."""
+    host: str
+    """Its model server's host when no base URL is given."""
+    files: tuple[tuple[str, str], ...] = ()
+    """Files its home gets when it has none (path in the home, text)."""
+
+
+OWN_MODELS: dict[str, OwnAgent] = {
+    "gemini": OwnAgent("GOOGLE_GEMINI_BASE_URL", ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+                       "generativelanguage.googleapis.com",
+                       ((".gemini/settings.json",
+                         '{"tools": {"shell": {"enableInteractiveShell": false}}}\n'),))}
+"""Such agents by program name. Gemini CLI (`gemini --acp`): a base URL makes it speak to
+that server (its "gateway" sign-in, a key or not); its shell runs commands without a
+pseudo-terminal, which the sandbox does not give (node-pty's `forkpty` fails there)."""
+
 TESTED: dict[str, str] = {"@zed-industries/claude-code-acp": "0.16.2",
                           "@zed-industries/claude-agent-acp": "0.23.1",
-                          "@zed-industries/codex-acp": "0.16.0"}
+                          "@zed-industries/codex-acp": "0.16.0",
+                          "@google/gemini-cli": "0.61.0"}
 """The ACP agents normalize's tests run as drivers (npm package → version; `scripts/test`
 installs them under `.ci/harnesses`)."""
 
@@ -66,6 +91,26 @@ def agent_harness(argv: list[str]) -> str | None:
     return None
 
 
+def _own_models(argv: list[str]) -> OwnAgent | None:
+    """How the agent `argv` (Gemini CLI: `gemini`, `npx @google/gemini-cli`) is told its
+    model server, or None."""
+    for word in argv:
+        for name in OWN_MODELS:
+            if Path(word).name == name or word.split("@")[1:2] == [f"google/{name}-cli"]:
+                return OWN_MODELS[name]
+    return None
+
+
+def _give(home: Path, files: tuple[tuple[str, str], ...]) -> None:
+    """Write each of `files` into the agent's home unless it is there (the person's own
+    settings, or the agent's, are kept)."""
+    for name, text in files:
+        path = home / name
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            path.write_text(text)
+
+
 def acp_launch(policy: SandboxPolicy, state_dir: Path | None, argv: list[str],
                base_url: str | None, model: str | None
                ) -> tuple[dict[str, str], SandboxPolicy, list[str]]:
@@ -79,12 +124,22 @@ def acp_launch(policy: SandboxPolicy, state_dir: Path | None, argv: list[str],
     name = agent_harness(argv)
     if name is None:
         env = {"HOME": str(home)}
+        keys: tuple[str, ...] = ()
+        own = _own_models(argv)
         hosts = policy.hosts
+        if own is not None:
+            keys = own.keys
+            base_url = base_url or os.environ.get(own.base_url) or None
+            if base_url:
+                env[own.base_url] = base_url
+            elif not policy.network:
+                hosts = hosts if own.host in hosts else (*hosts, own.host)
+            _give(home, own.files)
         if base_url and not policy.network:
             host = model_host(base_url, "acp")
             hosts = hosts if host in hosts else (*hosts, host)
         return env, replace(policy, writable=(*policy.writable, str(home)), hosts=hosts,
-                            env_allow=(*policy.env_allow, *env)), visible
+                            env_allow=(*policy.env_allow, *env, *keys)), visible
     harness = harness_named(name)
     base_url = base_url or os.environ.get(BASE_URLS[name]) or None
     request = TurnRequest(prompt="", home=home, model=model, base_url=base_url)
