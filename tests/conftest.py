@@ -233,13 +233,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
 _PROCESS_WORDS = re.compile(r"\b(subprocess|Popen|multiprocessing|os\.fork|pty\.spawn|pexpect|"
                             r"ProcessPoolExecutor)\b")
 _TESTS = Path(__file__).resolve().parent
-E2E_MODULES = frozenset({  # found by the guard: git for checkpoints, rg, ctags, a test runner
+E2E_MODULES = frozenset({  # found by the guard: git for checkpoints, rg, ctags, a test runner,
+    # the sandbox's tier trial (a confined `true`, once per machine: approval asks whether
+    # a command would leave the sandbox)
     "agent/test_agent_token_bench.py", "checkpoints/test_change_watch.py",
     "checkpoints/test_landing.py",
     "cli/test_checkpoint_growth.py", "plugins/test_capabilities.py",
     "plugins/test_plugin_docs.py", "spine/test_exit_door.py", "spine/test_walk.py",
     "terminal/test_user_prompt.py",
-    "tools/test_analyze.py", "tools/test_ctags.py", "tools/test_grep.py", "tools/test_test.py",
+    "tools/test_analyze.py", "tools/test_approval.py", "tools/test_ctags.py",
+    "tools/test_grep.py", "tools/test_test.py",
     "workflow/test_scope.py", "workflow/test_steps.py", "test_programs.py",
 })
 """Test modules (paths under tests/) that start processes through normalize's own code."""
