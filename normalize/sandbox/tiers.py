@@ -106,8 +106,9 @@ def _full(abi: int) -> Probe:
     enforced = (
         f"writes: the workspace and a temporary directory per program (Landlock ABI {abi})",
         "reads: everywhere but the credential stores and normalize's data and config",
-        ".git and .normalize: bind-mounted read-only at any depth (user+mount namespace), and "
-        "fingerprinted around each action (a .git a program creates is undone)",
+        _GUARDED,
+        ".git and .normalize that exist at the start: also bind-mounted read-only (user+mount "
+        "namespace), and fingerprinted around each action, as a last-resort detector",
         f"network: {network}",
         "processes: PID 1 of a PID namespace kills whatever a program leaves running",
         "terminal: /dev/tty, /dev/pts, /dev/ptmx and the consoles unreachable",
@@ -124,9 +125,7 @@ def _full(abi: int) -> Probe:
                  not_enforced=("a pathname unix socket under HOME (outside the hidden "
                                "directories) or /var can be connected: Landlock governs no "
                                "connect",
-                               "a .git a program creates (any spelling) is only checked after "
-                               "the action, and a directory holding a .git can be renamed whole",
-                               *_unscoped(abi)))
+                               *_GUARD_GAPS, *_unscoped(abi)))
 
 
 def _filtered(abi: int, why: str) -> Probe:
@@ -148,9 +147,7 @@ def _filtered(abi: int, why: str) -> Probe:
         "state: a data home or config dir inside the workspace is refused at start",
         "processes: a subreaper kills whatever a program leaves running, when it ends and at "
         "a timeout or cancel",
-        ".git (at any depth, any spelling, a new one too), .normalize and the hidden places: "
-        "every change refused at the call by normalize's write guard (seccomp user "
-        "notification; normalize makes the change, an open's descriptor handed over whole)",
+        _GUARDED,
         ".git and .normalize: also fingerprinted around each action, as a last-resort detector",
         "/proc: no program reads another's environ, maps, fd links or mem but its own "
         "sandbox's (Landlock's ptrace rule; CAP_SYS_PTRACE, CAP_SYS_ADMIN and CAP_PERFMON "
@@ -159,9 +156,7 @@ def _filtered(abi: int, why: str) -> Probe:
         *_scoped(abi),
     )
     weaker = (
-        "each path change is a round trip through normalize's write guard (about 0.1-0.3 ms)",
-        "not decided by the guard: chown, extended attributes and futimens (times through a "
-        "descriptor) of protected files, and a file already hard-linked to one before",
+        *_GUARD_GAPS,
         "/dev/shm is shared with your other programs",
         "/proc lists every process, with its command line and status",
         "if the subreaper itself is killed, processes a program moved to another group survive",
@@ -170,6 +165,17 @@ def _filtered(abi: int, why: str) -> Probe:
     return Probe(True, abi, filesystem=f"Landlock ABI {abi}; no namespaces",
                  network=network, reason=why, tier=SandboxTier.LANDLOCK, enforced=enforced,
                  not_enforced=weaker)
+
+
+_GUARDED = (".git (at any depth, any spelling, a new one too, and a directory holding one "
+            "moved), .normalize and the hidden places: every change refused at the call by "
+            "normalize's write guard (seccomp user notification; normalize makes the change, "
+            "an open's descriptor handed over whole)")
+_GUARD_GAPS = (
+    "each path change is a round trip through normalize's write guard (about 0.1-0.3 ms)",
+    "not decided by the guard: chown, extended attributes and futimens (times through a "
+    "descriptor) of protected files, and a file already hard-linked to one before",
+)
 
 
 def _scoped(abi: int) -> tuple[str, ...]:

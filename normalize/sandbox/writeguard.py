@@ -92,6 +92,8 @@ _OPEN_FLAGS = {"open": 1, "openat": 2}  # which argument holds an open's flags
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 _RET_ALLOW, _RET_NOTIFY, _RET_ERRNO = 0x7FFF0000, 0x7FC00000, 0x00050000
+_RET_KILL_PROCESS = 0x80000000
+_X32 = 0x40000000
 _SECCOMP_SET_MODE_FILTER = 1
 _FLAG_NEW_LISTENER = 1 << 3
 _FLAG_WAIT_KILLABLE_RECV = 1 << 5  # Linux 5.19: a signal no longer restarts a call we answer
@@ -114,7 +116,8 @@ def _numbers(machine: str) -> tuple[int, dict[str, int], dict[str, int]]:
 def guard_filter(machine: str | None = None) -> bytes:
     """The BPF program: notify for path changes, refuse the calls named above, allow the rest.
 
-    The sandbox filter installed before it already kills a foreign architecture.
+    It holds alone (the full tier installs no other filter): a foreign architecture is
+    killed and x32 calls refused, as the landlock tier's sandbox filter does before it.
     """
     machine = machine or arch()
     if machine is None:
@@ -122,8 +125,10 @@ def guard_filter(machine: str | None = None) -> bytes:
     column, decided, enosys = _numbers(machine)
     prog = _Program()
     prog.load(4)
-    prog.jeq(ARCHES[machine], 0, "allow")
+    prog.jeq(ARCHES[machine], 0, "kill")  # i386 on x86_64: other numbers, undecided
     prog.load(0)
+    if machine == "x86_64":
+        prog.jset(_X32, "enosys", 0)  # x32: the same calls under other numbers
     for name in _OPEN_FLAGS:
         if name in decided:
             prog.jeq(decided[name], f"{name}_flags", 0)
@@ -159,6 +164,8 @@ def guard_filter(machine: str | None = None) -> bytes:
     prog.ret(_RET_ERRNO | errno.ENOSYS)
     prog.label("eperm")
     prog.ret(_RET_ERRNO | errno.EPERM)
+    prog.label("kill")
+    prog.ret(_RET_KILL_PROCESS)
     return prog.assemble()
 
 
@@ -407,6 +414,14 @@ class WriteGuard:
         except OSError as exc:
             raise Refused(errno.EBADF if exc.errno == errno.ENOENT else exc.errno or 1) from None
 
+    def _root(self, call: Call) -> int:
+        """The caller's root directory, opened here (O_PATH)."""
+        try:
+            return call.keep(os.open(f"/proc/{call.pid}/root",
+                                     os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC))
+        except OSError:
+            raise Refused(errno.ENOENT) from None
+
     def _valid(self, call: Call) -> None:
         """Still the same caller (what was read was its memory, the pid not reused)."""
         ident = ctypes.c_uint64(call.ident)
@@ -419,7 +434,13 @@ class WriteGuard:
         """(the parent directory opened here, the final name, the parent's real path)."""
         if not path:
             raise Refused(errno.ENOENT)
-        path = _SELF.sub(b"/proc/%d" % call.pid, path, count=1)  # the caller's, not ours
+        own = _SELF.sub(b"/proc/%d" % call.pid, path, count=1)  # the caller's, not ours
+        if own == path and path.startswith(b"/"):
+            # from the caller's root: in the full tier, its own mount namespace's (its /tmp,
+            # /dev/shm and read-only binds), never what the same path names in normalize's
+            base, path = self._root(call), path.lstrip(b"/") or b"."
+        else:
+            path = own
         trimmed = path.rstrip(b"/") or b"/"
         head, _, name = trimmed.rpartition(b"/")
         if b"/" not in trimmed:
