@@ -38,7 +38,6 @@ DEBTS = {  # trusted, hardened git already; not through the door yet
     "normalize.checkpoints.shadow": "git on every checkpoint (and a streamed fast-import): "
                                     "the door costs ~10 ms a call and does not stream yet",
     "normalize.checkpoints.isolate": "git that writes out and diffs an isolated copy",
-    "normalize.sandbox.gitguard": "`git config --list` over a config's bytes, in `/`",
 }
 ALLOWED = {DOOR, *SANDBOX_LAUNCHES, *ITSELF, *DEBTS}
 
