@@ -149,16 +149,18 @@ def _filtered(abi: int, why: str) -> Probe:
         "a timeout or cancel",
         _GUARDED,
         ".git and .normalize: also fingerprinted around each action, as a last-resort detector",
-        "/proc: no program reads another's environ, maps, fd links or mem but its own "
-        "sandbox's (Landlock's ptrace rule; CAP_SYS_PTRACE, CAP_SYS_ADMIN and CAP_PERFMON "
-        "dropped for programs run as root)",
+        "/proc: no program reads another's environ, maps, mem, cwd, root, exe or fd links "
+        "but its own sandbox's, normalize's included (Landlock's ptrace rule; "
+        "CAP_SYS_PTRACE, CAP_SYS_ADMIN and CAP_PERFMON dropped for programs run as root)",
         "temporary directories: every task's TMPDIR hidden from every other program",
         *_scoped(abi),
     )
     weaker = (
         *_GUARD_GAPS,
         "/dev/shm is shared with your other programs",
-        "/proc lists every process, with its command line and status",
+        "/proc lists every process: of another, a program reads its command line, status, "
+        "stat and comm and how many descriptors it holds (refusing that would send every "
+        "open, reads too, through the write guard)",
         "if the subreaper itself is killed, processes a program moved to another group survive",
         *_unscoped(abi),
     )
@@ -173,8 +175,9 @@ _GUARDED = (".git (at any depth, any spelling, a new one too, and a directory ho
             "an open's descriptor handed over whole)")
 _GUARD_GAPS = (
     "each path change is a round trip through normalize's write guard (about 0.1-0.3 ms)",
-    "not decided by the guard: chown, extended attributes and futimens (times through a "
-    "descriptor) of protected files, and a file already hard-linked to one before",
+    "not decided by the guard: a file hard-linked to a protected one before the program "
+    "started; extended attributes other than user.* and inode flags (chattr) are refused "
+    "everywhere",
 )
 
 

@@ -1,18 +1,23 @@
 """The landlock tier's prevention: a seccomp user-notification supervisor decides every path change.
 
 Landlock cannot say "the workspace except every `.git`": its rules allow a
-hierarchy, never take a part of one back. So in the landlock tier the program
-installs, last before `exec`, a filter that hands each path-changing call to
-normalize (`open`/`openat`/`creat` with a write, create or truncate flag,
-`truncate`, `unlink*`, `rmdir`, `rename*`, `mkdir*`, `mknod*`, `symlink*`,
-`link*`, `chmod`, `fchmod`, `fchmodat*`, `utimensat`). A thread in normalize
+hierarchy, never take a part of one back; and the full tier's read-only binds
+hold only the repositories that exist when a program starts. So in both tiers
+the program installs, last before `exec`, a filter that hands each
+path-changing call to normalize (`open`/`openat`/`creat` with a write, create
+or truncate flag, `truncate`, `unlink*`, `rmdir`, `rename*`, `mkdir*`,
+`mknod*`, `symlink*`, `link*`, `chmod`, `fchmod`, `fchmodat*`, `utimensat`
+(with a path or on a descriptor), the `chown` family, `setxattr` and
+`removexattr` with their `l` and `f` forms). A thread in normalize
 (`WriteGuard`) reads the call's paths once from the caller's memory, resolves
-them as the caller would (from its cwd or directory descriptor, through
-`/proc/PID/...`), and decides against `Protection`: the places programs may
-write (the workspace, their temp dir, a few devices) minus every `.git` and
-`.normalize` at any depth (any spelling: `.GIT`, `.Git`) and the hidden places
-(the data home, harness homes, credential stores). A refused call returns
-EACCES, as Landlock's own refusals do.
+them as the caller would (from its root, cwd or directory descriptor, through
+`/proc/PID/...`: in the full tier that is the program's own mount namespace),
+and decides against `Protection`: the places programs may write (the
+workspace, their temp dir, a few devices) minus every `.git` and `.normalize`
+at any depth (any spelling: `.GIT`, `.Git`, since a case-insensitive file
+system the tree is later copied to makes it the repository) and the hidden
+places (the data home, harness homes, credential stores). A refused call
+returns EACCES, as Landlock's own refusals do.
 
 An allowed call is *performed by normalize*, never let through: the caller's
 parent directory is opened (`O_PATH`) and its real path checked, the final
@@ -23,18 +28,25 @@ the caller with `SECCOMP_IOCTL_NOTIF_ADDFD` (atomically answering it), so
 nothing can change between the check and the use: not the caller's memory
 (another thread), not a symlink, not a directory renamed meanwhile (renaming
 into or out of a protected place is itself refused). Created files and
-directories get the caller's mode under the caller's umask.
+directories get the caller's mode under the caller's umask. Only `user.`
+extended attributes are set this way: an ACL, a file capability or a security
+label set by normalize would carry normalize's rights (outside the program's
+user namespace, in the full tier), so those answer EPERM. An owner is changed
+with normalize's rights too: in the full tier, run as root, that is wider than
+the program's own namespace maps (any uid, not only its own).
 
 Kept from the program: `openat2` (ENOSYS: the C library falls back to
 `openat`), `utime`/`utimes`/`futimesat` (ENOSYS; the C library uses
-`utimensat`) and a new seccomp listener of its own (EPERM: a later filter's
-listener would be asked first, and could let a call through unasked).
+`utimensat`), `setxattrat`/`removexattrat`/`file_setattr` (ENOSYS), inode
+flags through `ioctl` (`chattr`: FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR, EPERM)
+and a new seccomp listener of its own (EPERM: a later filter's listener would
+be asked first, and could let a call through unasked). A foreign
+architecture's call kills the program and an x32 call answers ENOSYS, so the
+filter holds where it is the only one (the full tier).
 
-Not decided here: `chown` family, extended attributes and `futimens` (times
-through a descriptor: no content, mode or name, nothing git runs), and a file
-that was already a hard link of a protected file before the program started
-(its other name is not protected). The calls themselves are in
-`normalize.sandbox.guardcalls`. `.git` fingerprints
+Not decided here: a file that was already a hard link of a protected file
+before the program started (its other name is not protected). The calls
+themselves are in `normalize.sandbox.guardcalls`. `.git` fingerprints
 (`normalize.sandbox.gitguard`) stay, as the detector of last resort.
 
 Why this and not the alternatives (measured in `bench/sandbox.py`): another
@@ -84,10 +96,17 @@ _NR = {
     "link": (86, -1), "linkat": (265, 37), "symlink": (88, -1), "symlinkat": (266, 36),
     "mknod": (133, -1), "mknodat": (259, 33), "chmod": (90, -1), "fchmod": (91, 52),
     "fchmodat": (268, 53), "fchmodat2": (452, 452), "utimensat": (280, 88),
+    "chown": (92, -1), "fchown": (93, 55), "lchown": (94, -1), "fchownat": (260, 54),
+    "setxattr": (188, 5), "lsetxattr": (189, 6), "fsetxattr": (190, 7),
+    "removexattr": (197, 14), "lremovexattr": (198, 15), "fremovexattr": (199, 16),
 }
 _ENOSYS = {"openat2": (437, 437), "utime": (132, -1), "utimes": (235, -1),
-           "futimesat": (261, -1)}
+           "futimesat": (261, -1), "setxattrat": (463, 463), "removexattrat": (466, 466),
+           "file_setattr": (469, 469)}
 _SECCOMP = (317, 277)
+_IOCTL = (16, 29)
+_SET_FLAGS = (0x40086602, 0x40046602, 0x401C5820)
+"""FS_IOC_SETFLAGS (and its 32-bit spelling), FS_IOC_FSSETXATTR: `chattr`, refused (EPERM)."""
 _OPEN_FLAGS = {"open": 1, "openat": 2}  # which argument holds an open's flags
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
@@ -133,26 +152,22 @@ def guard_filter(machine: str | None = None) -> bytes:
         if name in decided:
             prog.jeq(decided[name], f"{name}_flags", 0)
     for name, nr in decided.items():
-        if name == "utimensat":
-            prog.jeq(nr, "utimensat_path", 0)
-        elif name not in _OPEN_FLAGS:
+        if name not in _OPEN_FLAGS:
             prog.jeq(nr, "notify", 0)
     for nr in enosys.values():
         prog.jeq(nr, "enosys", 0)
+    prog.jeq(_IOCTL[column], "ioctl", 0)
     prog.jeq(_SECCOMP[column], "seccomp", "allow")
+    prog.label("ioctl")  # inode flags (immutable, append-only) through a descriptor
+    prog.load(16 + 8 * 1)
+    for request in _SET_FLAGS:
+        prog.jeq(request, "eperm", 0)
+    prog.ret(_RET_ALLOW)
     for name, arg in _OPEN_FLAGS.items():
         if name in decided:
             prog.label(f"{name}_flags")
             prog.load(16 + 8 * arg)
             prog.jset(_WRITE_FLAGS, "notify", "allow")
-    if "utimensat" in decided:
-        # futimens (no path): the times of a file the caller holds open; no content, mode or
-        # name changes, and git runs nothing by a timestamp of its own files: not asked
-        prog.label("utimensat_path")
-        prog.load(16 + 8 * 1)
-        prog.jeq(0, 0, "notify")
-        prog.load(16 + 8 * 1 + 4)
-        prog.jeq(0, "allow", "notify")
     prog.label("seccomp")  # a listener of the program's own would be asked before ours
     prog.load(16 + 8 * 1)
     prog.jset(_FLAG_NEW_LISTENER, "eperm", "allow")
@@ -194,6 +209,7 @@ class WriteGuard:
         self._syscall.restype = ctypes.c_long
         self._renameat2 = (_NR["renameat2"][0 if arch() == "x86_64" else 1])
         self._utimensat = (_NR["utimensat"][0 if arch() == "x86_64" else 1])
+        self._fchownat = (_NR["fchownat"][0 if arch() == "x86_64" else 1])
         program = guard_filter()
         self._prog_buf = ctypes.create_string_buffer(program, len(program))
         self._fprog_buf = ctypes.create_string_buffer(
