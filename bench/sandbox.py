@@ -3,6 +3,7 @@
     python bench/sandbox.py              # start-up medians, the ratio, the prompt share
     python bench/sandbox.py --runs 100
     python bench/sandbox.py --writes-only  # the write guard: true, an untar, a pip install
+    python bench/sandbox.py --door         # a git call through the program door, and not
 
 Writes: `true`, an untar of 10,000 files and a `pip install --no-index` of a
 local wheel (made here by hand: 200 modules) into a virtualenv inside a scratch
@@ -225,13 +226,38 @@ def prompts() -> dict[str, Any]:
             "examples": sorted({a.text.split(" -c ")[0] for a in old_asks})}
 
 
+def door(runs: int) -> tuple[float, float]:
+    """Median ms of `git --version` started by subprocess and through `normalize.programs`
+    (what routing the checkpoints' git through the door would add to each call)."""
+    from normalize import programs
+
+    git = programs.trusted_program("git")
+    assert git is not None
+    plain, through = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([git, "--version"], capture_output=True, cwd=ROOT, check=True)
+        plain.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        assert programs.run(["git", "--version"], timeout=30, cwd=ROOT).ok
+        through.append(time.perf_counter() - started)
+    return statistics.median(plain) * 1000, statistics.median(through) * 1000
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--write-runs", type=int, default=5)
     parser.add_argument("--writes-only", action="store_true",
                         help="only the write guard's table (true and a 10,000-file untar)")
+    parser.add_argument("--door", action="store_true",
+                        help="only a git call through the program door, beside subprocess")
     args = parser.parse_args(argv)
+    if args.door:
+        plain, through = door(args.runs)
+        print(f"`git --version`: subprocess {plain:.2f} ms, the program door {through:.2f} ms "
+              f"({through / plain:.1f}x)")
+        return 0
     found_writes = writes(args.write_runs)
     print("| work | full (ms) | full, no guard | landlock (ms) | landlock, no guard | off (ms) "
           "| full / off | landlock / off |")
