@@ -39,10 +39,11 @@ class Probe:
     not_enforced: tuple[str, ...] = ()
 
     def notice(self) -> str:
-        """One line naming what is weaker than the full tier ('' in the full tier)."""
+        """One line naming what is weaker than the full tier ('' in the full tier; what both
+        tiers' write guard leaves is said by `sandbox check`, not at every run)."""
         if self.tier is not SandboxTier.LANDLOCK:
             return ""
-        weaker = "; ".join(self.not_enforced)
+        weaker = "; ".join(line for line in self.not_enforced if line not in _GUARD_GAPS)
         return (f"sandbox tier landlock (no namespaces here), weaker than full: {weaker} "
                 f"(`normalize sandbox check` says more)")
 
@@ -125,7 +126,11 @@ def _full(abi: int) -> Probe:
                  not_enforced=("a pathname unix socket under HOME (outside the hidden "
                                "directories) or /var can be connected: Landlock governs no "
                                "connect",
-                               *_GUARD_GAPS, *_unscoped(abi)))
+                               *_GUARD_GAPS,
+                               "run as root, the guard makes an allowed change with normalize's "
+                               "rights, wider than the user namespace maps (a file of another "
+                               "uid in the workspace, an owner of any uid)",
+                               *_unscoped(abi)))
 
 
 def _filtered(abi: int, why: str) -> Probe:
@@ -175,9 +180,9 @@ _GUARDED = (".git (at any depth, any spelling, a new one too, and a directory ho
             "an open's descriptor handed over whole)")
 _GUARD_GAPS = (
     "each path change is a round trip through normalize's write guard (about 0.1-0.3 ms)",
-    "not decided by the guard: a file hard-linked to a protected one before the program "
-    "started; extended attributes other than user.* and inode flags (chattr) are refused "
-    "everywhere",
+    "a file hard-linked to a protected one before the program started can be changed "
+    "through its other name; ACLs, file capabilities, security labels and chattr flags are "
+    "refused everywhere (normalize would set them with its own rights)",
 )
 
 

@@ -31,9 +31,11 @@ into or out of a protected place is itself refused). Created files and
 directories get the caller's mode under the caller's umask. Only `user.`
 extended attributes are set this way: an ACL, a file capability or a security
 label set by normalize would carry normalize's rights (outside the program's
-user namespace, in the full tier), so those answer EPERM. An owner is changed
-with normalize's rights too: in the full tier, run as root, that is wider than
-the program's own namespace maps (any uid, not only its own).
+user namespace, in the full tier), so those answer EPERM. Every allowed change
+is made with normalize's rights: in the full tier, with normalize run as root,
+that is wider than what the program's user namespace maps (a file of another
+uid in the workspace, an owner of any uid), though only where the program may
+write.
 
 Kept from the program: `openat2` (ENOSYS: the C library falls back to
 `openat`), `utime`/`utimes`/`futimesat` (ENOSYS; the C library uses
