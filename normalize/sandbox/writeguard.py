@@ -7,8 +7,9 @@ the program installs, last before `exec`, a filter that hands each
 path-changing call to normalize (`open`/`openat`/`creat` with a write, create
 or truncate flag, `truncate`, `unlink*`, `rmdir`, `rename*`, `mkdir*`,
 `mknod*`, `symlink*`, `link*`, `chmod`, `fchmod`, `fchmodat*`, `utimensat`
-(with a path or on a descriptor), the `chown` family, `setxattr` and
-`removexattr` with their `l` and `f` forms). A thread in normalize
+(with a path or on a descriptor), the `chown` family (but a chown to the
+caller's own ids, which changes no owner: `tar` run as root makes one per
+file), `setxattr` and `removexattr` with their `l` and `f` forms). A thread in normalize
 (`WriteGuard`) reads the call's paths once from the caller's memory, resolves
 them as the caller would (from its root, cwd or directory descriptor, through
 `/proc/PID/...`: in the full tier that is the program's own mount namespace),
@@ -154,7 +155,9 @@ def guard_filter(machine: str | None = None) -> bytes:
         if name in decided:
             prog.jeq(decided[name], f"{name}_flags", 0)
     for name, nr in decided.items():
-        if name not in _OPEN_FLAGS:
+        if name in _OWNER_ARGS:
+            prog.jeq(nr, f"{name}_owner", 0)
+        elif name not in _OPEN_FLAGS:
             prog.jeq(nr, "notify", 0)
     for nr in enosys.values():
         prog.jeq(nr, "enosys", 0)
@@ -170,6 +173,7 @@ def guard_filter(machine: str | None = None) -> bytes:
             prog.label(f"{name}_flags")
             prog.load(16 + 8 * arg)
             prog.jset(_WRITE_FLAGS, "notify", "allow")
+    _own_owner(prog, decided, os.getuid(), os.getgid())
     prog.label("seccomp")  # a listener of the program's own would be asked before ours
     prog.load(16 + 8 * 1)
     prog.jset(_FLAG_NEW_LISTENER, "eperm", "allow")
@@ -184,6 +188,27 @@ def guard_filter(machine: str | None = None) -> bytes:
     prog.label("kill")
     prog.ret(_RET_KILL_PROCESS)
     return prog.assemble()
+
+
+_OWNER_ARGS = {"chown": 1, "fchown": 1, "lchown": 1, "fchownat": 2}
+"""Where each chown call's uid lies (its gid next)."""
+_UNCHANGED = 0xFFFFFFFF  # (uid_t)-1
+
+
+def _own_owner(prog: _Program, decided: dict[str, int], uid: int, gid: int) -> None:
+    """A chown to the caller's own ids (or -1: unchanged) is let through unasked: it changes
+    no owner (`tar` run as root gives every file it makes to root); any other is asked."""
+    for name, arg in _OWNER_ARGS.items():
+        if name not in decided:
+            continue
+        prog.label(f"{name}_owner")
+        prog.load(16 + 8 * arg)
+        prog.jeq(uid, f"{name}_group", 0)
+        prog.jeq(_UNCHANGED, f"{name}_group", "notify")
+        prog.label(f"{name}_group")
+        prog.load(16 + 8 * (arg + 1))
+        prog.jeq(gid, "allow", 0)
+        prog.jeq(_UNCHANGED, "allow", "notify")
 
 
 class WriteGuard:
