@@ -2,11 +2,14 @@
 
     python bench/sandbox.py              # start-up medians, the ratio, the prompt share
     python bench/sandbox.py --runs 100
-    python bench/sandbox.py --writes-only  # the landlock tier's write guard: true, an untar
+    python bench/sandbox.py --writes-only  # the write guard: true, an untar, a pip install
+    python bench/sandbox.py --door         # a git call through the program door, and not
 
-Writes: `true` and an untar of 10,000 files into a scratch workspace, in the full
-tier, the landlock tier (with its write guard deciding every path change), the
-landlock tier without the guard, and off; the median of `--write-runs` each.
+Writes: `true`, an untar of 10,000 files and a `pip install --no-index` of a
+local wheel (made here by hand: 200 modules) into a virtualenv inside a scratch
+workspace, in the full tier and the landlock tier (each with the write guard
+deciding every path change), each tier without the guard, and off; the median
+of `--write-runs` each.
 
 Start-up: `true` and `python3 -c pass` confined and started as `run_process`
 starts them (`confine`, then the child's own session, stdin from /dev/null,
@@ -45,8 +48,10 @@ BEFORE = "a98f404"  # the last commit whose approvals trusted a list of known ch
 
 
 TIERS = ("full", "landlock", "off")
-WRITE_TIERS = ("full", "landlock", "unguarded", "off")
-"""`unguarded`: the landlock tier without its write guard (the prevention's own cost)."""
+WRITE_TIERS = ("full", "full-unguarded", "landlock", "unguarded", "off")
+"""`full-unguarded`, `unguarded`: the full and the landlock tier without the write guard
+(the prevention's own cost)."""
+WORKS = ("true", "untar", "pip")
 
 
 def _start(argv: list[str], tier: str, workspace: Path = ROOT) -> float:
@@ -55,11 +60,12 @@ def _start(argv: list[str], tier: str, workspace: Path = ROOT) -> float:
 
     policy = SandboxPolicy(SandboxMode.OFF) if tier == "off" else SandboxPolicy()
     abi = 0 if tier == "off" else landlock.abi_version()
-    kind = {"off": SandboxTier.NONE, "unguarded": SandboxTier.LANDLOCK}.get(tier)
+    kind = {"off": SandboxTier.NONE, "unguarded": SandboxTier.LANDLOCK,
+            "full-unguarded": SandboxTier.FULL}.get(tier)
     started = time.perf_counter()
     confinement = confine(policy, workspace, abi=abi, label="bench",
                           tier=kind or SandboxTier(tier))
-    if tier == "unguarded" and confinement._plan is not None:
+    if tier.endswith("unguarded") and confinement._plan is not None:
         confinement._plan.guard = None  # the child reads it when it starts the program
     try:
         code = subprocess.run(argv, cwd=workspace, env=confinement.env,
@@ -72,13 +78,44 @@ def _start(argv: list[str], tier: str, workspace: Path = ROOT) -> float:
     return time.perf_counter() - started
 
 
-def writes(runs: int, files: int = 10_000) -> dict[str, dict[str, float]]:
-    """Median ms of `true` and of untarring `files` files (100 directories) in each tier.
+def _wheel(where: Path, modules: int = 200) -> Path:
+    """A pure-Python wheel of `modules` modules, zipped by hand (no build tool needed)."""
+    import base64
+    import hashlib
+    import zipfile
 
-    The archive and the output lie in a scratch workspace holding a `.git`; every file the
-    untar makes is an open, a utimensat and (for GNU tar) a chmod decided by the write guard.
+    files = {f"tinybench/m{i}.py": f"VALUE = {i}\n".encode() for i in range(modules)}
+    files["tinybench/__init__.py"] = b""
+    info = "tinybench-1.0.dist-info"
+    files[f"{info}/METADATA"] = b"Metadata-Version: 2.1\nName: tinybench\nVersion: 1.0\n"
+    files[f"{info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: bench\nRoot-Is-Purelib: true\n"
+                              b"Tag: py3-none-any\n")
+    record = []
+    for name, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    files[f"{info}/RECORD"] = ("\n".join([*record, f"{info}/RECORD,,"]) + "\n").encode()
+    wheel = where / "tinybench-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return wheel
+
+
+def _base_python() -> str:
+    """An interpreter with pip (this venv's base: uv makes venvs without one)."""
+    return str(Path(sys.base_prefix) / "bin" / "python3")
+
+
+def writes(runs: int, files: int = 10_000) -> dict[str, dict[str, float]]:
+    """Median ms of `true`, of untarring `files` files (100 directories) and of a pip install
+    of a local wheel into a virtualenv in the workspace, in each tier.
+
+    The archive, the output and the venv lie in a scratch workspace holding a `.git`; every
+    file the untar makes is an open, a utimensat and (for GNU tar) a chmod decided by the
+    write guard; pip adds its renames, removals and the `.pyc` it compiles.
     """
-    times: dict[tuple[str, str], list[float]] = {(w, t): [] for w in ("true", "untar")
+    times: dict[tuple[str, str], list[float]] = {(w, t): [] for w in WORKS
                                                  for t in WRITE_TIERS}
     with tempfile.TemporaryDirectory() as tmp:
         ws, source = Path(tmp, "ws"), Path(tmp, "src")
@@ -90,6 +127,12 @@ def writes(runs: int, files: int = 10_000) -> dict[str, dict[str, float]]:
         subprocess.run(["git", "init", "-q", str(ws)], check=True)
         archive = ws / "files.tar"
         subprocess.run(["tar", "-cf", str(archive), "-C", str(source), "."], check=True)
+        wheel = _wheel(ws)
+        subprocess.run([_base_python(), "-m", "venv", "--without-pip", "--system-site-packages",
+                        str(ws / "venv")], check=True)
+        pip = [str(ws / "venv" / "bin" / "python"), "-m", "pip", "install", "--no-index",
+               "--no-deps", "--force-reinstall", "--no-cache-dir",
+               "--disable-pip-version-check", "-q", str(wheel)]
         for run in range(runs):
             for tier in WRITE_TIERS:
                 times[("true", tier)].append(_start(["true"], tier, ws))
@@ -99,8 +142,12 @@ def writes(runs: int, files: int = 10_000) -> dict[str, dict[str, float]]:
                     _start(["tar", "-xf", str(archive), "-C", str(out)], tier, ws))
                 assert sum(1 for _ in out.rglob("*.txt")) == files
                 shutil.rmtree(out)
+                times[("pip", tier)].append(_start(pip, tier, ws))
+                assert any((ws / "venv").rglob("tinybench/m199.py")), tier
+                for installed in (ws / "venv").rglob("tinybench*"):
+                    shutil.rmtree(installed, ignore_errors=True)
     return {work: {tier: statistics.median(times[(work, tier)]) * 1000 for tier in WRITE_TIERS}
-            for work in ("true", "untar")}
+            for work in WORKS}
 
 
 def startup(runs: int) -> list[dict[str, Any]]:
@@ -179,22 +226,54 @@ def prompts() -> dict[str, Any]:
             "examples": sorted({a.text.split(" -c ")[0] for a in old_asks})}
 
 
+def door(runs: int) -> tuple[float, float]:
+    """Median ms of `git --version` started by subprocess and through `normalize.programs`
+    (what routing the checkpoints' git through the door would add to each call)."""
+    from normalize import programs
+
+    git = programs.trusted_program("git")
+    assert git is not None
+    plain, through = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([git, "--version"], capture_output=True, cwd=ROOT, check=True)
+        plain.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        assert programs.run(["git", "--version"], timeout=30, cwd=ROOT).ok
+        through.append(time.perf_counter() - started)
+    return statistics.median(plain) * 1000, statistics.median(through) * 1000
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--write-runs", type=int, default=5)
     parser.add_argument("--writes-only", action="store_true",
                         help="only the write guard's table (true and a 10,000-file untar)")
+    parser.add_argument("--door", action="store_true",
+                        help="only a git call through the program door, beside subprocess")
     args = parser.parse_args(argv)
+    if args.door:
+        plain, through = door(args.runs)
+        print(f"`git --version`: subprocess {plain:.2f} ms, the program door {through:.2f} ms "
+              f"({through / plain:.1f}x)")
+        return 0
     found_writes = writes(args.write_runs)
-    print("| work | full (ms) | landlock (ms) | landlock, no guard (ms) | off (ms) |")
-    print("|---|---:|---:|---:|---:|")
-    for work, label in (("true", "`true`"), ("untar", "untar 10,000 files")):
+    print("| work | full (ms) | full, no guard | landlock (ms) | landlock, no guard | off (ms) "
+          "| full / off | landlock / off |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    labels = {"true": "`true`", "untar": "untar 10,000 files",
+              "pip": "`pip install` a local wheel (200 modules) into a venv"}
+    for work, label in labels.items():
         row = found_writes[work]
-        print(f"| {label} | {row['full']:.1f} | {row['landlock']:.1f} | "
-              f"{row['unguarded']:.1f} | {row['off']:.1f} |")
-    guard_us = (found_writes["untar"]["landlock"] - found_writes["untar"]["unguarded"]) / 10
-    print(f"\nwrite guard: {guard_us:.0f} µs per file untarred (open + times + mode)\n")
+        print(f"| {label} | {row['full']:.1f} | {row['full-unguarded']:.1f} | "
+              f"{row['landlock']:.1f} | {row['unguarded']:.1f} | {row['off']:.1f} | "
+              f"{row['full'] / row['off']:.2f} | {row['landlock'] / row['off']:.2f} |")
+    for tier, bare in (("full", "full-unguarded"), ("landlock", "unguarded")):
+        per_file = (found_writes["untar"][tier] - found_writes["untar"][bare]) / 10
+        print(f"write guard, {tier} tier: {per_file:.0f} µs per file untarred "
+              f"(open + times + mode)")
+    print()
     if args.writes_only:
         return 0
     print("| program | full (ms) | landlock (ms) | off (ms) | full / off | landlock / off |")

@@ -525,10 +525,10 @@ class Engine:
         """The `.git` fingerprint check, when programs may write the workspace."""
         if self.tool_ctx.sandbox.mode is not SandboxMode.WORKSPACE:
             return None
-        if self._guard is None:  # the landlock tier's write guard refuses programs every change
+        if self._guard is None:  # the write guard refuses programs every change, in each tier
             from normalize.sandbox.tiers import probe  # the mechanism, where programs run
 
-            prevented = probe().tier is SandboxTier.LANDLOCK
+            prevented = probe().tier in (SandboxTier.FULL, SandboxTier.LANDLOCK)
             self._guard = GitGuard(self.tool_ctx.workspace, (self.store.home,),
                                    repair=not prevented)
         return self._guard

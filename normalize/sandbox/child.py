@@ -156,7 +156,7 @@ class ChildPlan:
     """The steps for the child, in order: unshare, map ids, private mounts, bind back,
     bind read-only, hide, then fork the program under a reaper, which restricts itself
     (capabilities that read other processes dropped, Landlock, then the landlock tier's
-    seccomp filter and its write guard's)."""
+    seccomp filter, then the write guard's)."""
 
     unshare: int = 0
     read_only: list[tuple[bytes, int]] = field(default_factory=list)  # path, kept flags
@@ -185,7 +185,7 @@ class ChildPlan:
     gid: int = field(default_factory=os.getgid)
     supervisor: Supervisor | None = None
     guard: Callable[[], None] | None = None
-    """Installed last, after the seccomp filter: the landlock tier's write guard's filter."""
+    """Installed last, after any seccomp filter: the write guard's filter (both tiers)."""
 
     def preexec(self) -> Callable[[], None]:
         c = libc()

@@ -107,7 +107,7 @@ class Confinement:
     _channel: socket.socket | None = None  # the parent's end; the child's is `_child_end`
     _child_end: socket.socket | None = None
     guard: WriteGuard | None = None
-    """The landlock tier's supervisor of path changes (`normalize.sandbox.writeguard`)."""
+    """The supervisor of path changes (`normalize.sandbox.writeguard`), in both tiers."""
 
     def started(self) -> None:
         """After the spawn: serve the listener the child passed back (a host list only).
@@ -460,10 +460,12 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
         confinement._ruleset = ruleset
         if tier is SandboxTier.LANDLOCK:
             plan = _filtered_plan(policy, ruleset)
-            confinement.guard = WriteGuard(_protection(policy, root, tmpdir, child_env))
-            plan.guard = confinement.guard.preexec
         else:
             plan = _plan(policy, root, tmpdir, source, ruleset, visible)
+        # both tiers: the read-only binds hold only the repositories that exist at the start;
+        # the guard also refuses making one, and moving a directory that holds one
+        confinement.guard = WriteGuard(_protection(policy, root, tmpdir, child_env))
+        plan.guard = confinement.guard.preexec
         confinement._plan = plan
         if policy.hosts and not policy.network:
             _proxied(confinement, plan, ruleset, policy.hosts)
@@ -476,8 +478,8 @@ def confine(policy: SandboxPolicy, workspace: str | os.PathLike[str], *, abi: in
 
 def _protection(policy: SandboxPolicy, root: str, tmpdir: str,
                 env: Mapping[str, str]) -> Protection:
-    """What the landlock tier's write guard lets programs change: what Landlock lets them
-    write, minus every protected name in the workspace and every hidden place."""
+    """What the write guard lets programs change: what Landlock lets them write (the same in
+    both tiers), minus every protected name in the workspace and every hidden place."""
     writable = [tmpdir, *policy.writable, *(d for d in BUILD_DEVICES if d in PRIVATE_TMPFS)]
     if policy.mode is SandboxMode.WORKSPACE:
         writable.append(root)

@@ -48,14 +48,13 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from normalize import programs
 from normalize.fsopen import open_dir
-from normalize.programs import trusted_path, trusted_program
 from normalize.task import ActionResult, ResultStatus
 
 __all__ = [
@@ -432,17 +431,16 @@ def _inert(root: str, rel: str, new: dict[str, Watched], *, named: bool = True) 
 
 def _safe_config(data: bytes | None, root: str) -> bool:
     """Whether a config file, as git itself parses it, holds only `SAFE_KEYS`."""
-    git = trusted_program("git", (root,))
-    if data is None or git is None:
+    if data is None:
         return False
-    env = {"PATH": trusted_path((root,)), "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull, "LC_ALL": "C"}
-    try:
-        proc = subprocess.run([git, "config", "--file", "-", "--list", "-z"], input=data,
-                              capture_output=True, env=env, cwd="/", check=False, timeout=30)
-    except (OSError, subprocess.SubprocessError):
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull,
+           "LC_ALL": "C"}
+    try:  # through the door: trusted git, an empty directory, its own session, a time limit
+        proc = programs.run(["git", "config", "--file", "-", "--list", "-z"], timeout=30,
+                            untrusted=(root,), input=data, env=env)
+    except programs.ProgramError:
         return False
-    if proc.returncode != 0:
+    if not proc.ok:
         return False
     for item in proc.stdout.split(b"\0"):
         key, _, value = item.decode("utf-8", "replace").partition("\n")

@@ -164,6 +164,7 @@ class Guard(Protocol):
     _syscall: Any  # the C library's syscall(2)
     _renameat2: int
     _utimensat: int
+    _fchownat: int
 
     def umask(self, pid: int) -> int: ...
     def _string(self, call: Call, address: int) -> bytes: ...
@@ -480,6 +481,64 @@ def _utimens(guard: Guard, call: Call, dirfd: int, path_at: int, times_at: int,
     return 0
 
 
+def _chown(guard: Guard, call: Call, dirfd: int | None, path_at: int | None, uid: int,
+           gid: int, flags: int) -> int:
+    """chown, lchown, fchown, fchownat: made here on the checked object (an O_PATH descriptor
+    with AT_EMPTY_PATH, so a symlink's own owner when the caller asked for it)."""
+    path = b"" if path_at is None else guard._string(call, path_at)
+    fd = _object(guard, call, dirfd, path, flags | (_AT_EMPTY_PATH if path_at is None else 0),
+                 not flags & _AT_SYMLINK_NOFOLLOW)
+    result = guard._syscall(ctypes.c_long(guard._fchownat), ctypes.c_long(fd),
+                            ctypes.c_char_p(b""), ctypes.c_long(_signed(uid)),
+                            ctypes.c_long(_signed(gid)), ctypes.c_long(_AT_EMPTY_PATH))
+    if result != 0:
+        raise Refused(ctypes.get_errno())
+    guard._note(os.readlink(f"/proc/self/fd/{fd}".encode()))
+    return 0
+
+
+_XATTR_SIZE_MAX = 65536
+_USER_XATTR = b"user."
+
+
+def _xattr(guard: Guard, call: Call, dirfd: int | None, path_at: int | None, follow: bool,
+           name_at: int) -> tuple[int, bytes]:
+    """The checked object of an extended-attribute change, and the attribute's name.
+
+    Only `user.` attributes are set here: an ACL (`system.`), a file capability or a
+    label (`security.`, `trusted.`) set by normalize would carry normalize's rights, not
+    the program's (a capability outside its user namespace), so those are refused, EPERM.
+    """
+    path = b"" if path_at is None else guard._string(call, path_at)
+    fd = _object(guard, call, dirfd, path, _AT_EMPTY_PATH if path_at is None else 0, follow)
+    name = guard._string(call, name_at)
+    if not name.startswith(_USER_XATTR):
+        raise Refused(errno.EPERM)
+    return fd, name
+
+
+def _setxattr(guard: Guard, call: Call, by_fd: bool, follow: bool) -> int:
+    """setxattr, lsetxattr, fsetxattr: (the path or descriptor, name, value, size, flags)."""
+    dirfd, path_at = (_dir(call.args[0]), None) if by_fd else (None, call.args[0])
+    fd, name = _xattr(guard, call, dirfd, path_at, follow, call.args[1])
+    size = call.args[3]
+    if size > _XATTR_SIZE_MAX:
+        raise Refused(errno.E2BIG)
+    value = guard._bytes(call, call.args[2], size) if size else b""
+    os.setxattr(f"/proc/self/fd/{fd}", name, value, _signed(call.args[4]))
+    guard._note(os.readlink(f"/proc/self/fd/{fd}".encode()))
+    return 0
+
+
+def _removexattr(guard: Guard, call: Call, by_fd: bool, follow: bool) -> int:
+    """removexattr, lremovexattr, fremovexattr: (the path or descriptor, name)."""
+    dirfd, path_at = (_dir(call.args[0]), None) if by_fd else (None, call.args[0])
+    fd, name = _xattr(guard, call, dirfd, path_at, follow, call.args[1])
+    os.removexattr(f"/proc/self/fd/{fd}", name)
+    guard._note(os.readlink(f"/proc/self/fd/{fd}".encode()))
+    return 0
+
+
 def _dir(value: int) -> int:
     return _signed(value)
 
@@ -514,5 +573,17 @@ HANDLERS: dict[str, _Handler] = {
     "fchmodat2": lambda g, c: _chmod(g, c, _dir(c.args[0]), c.args[1], c.args[2], c.args[3]),
     "utimensat": lambda g, c: _utimens(g, c, _dir(c.args[0]), c.args[1], c.args[2],
                                        c.args[3]),
+    "chown": lambda g, c: _chown(g, c, None, c.args[0], c.args[1], c.args[2], 0),
+    "lchown": lambda g, c: _chown(g, c, None, c.args[0], c.args[1], c.args[2],
+                                  _AT_SYMLINK_NOFOLLOW),
+    "fchown": lambda g, c: _chown(g, c, _dir(c.args[0]), None, c.args[1], c.args[2], 0),
+    "fchownat": lambda g, c: _chown(g, c, _dir(c.args[0]), c.args[1], c.args[2], c.args[3],
+                                    c.args[4]),
+    "setxattr": lambda g, c: _setxattr(g, c, by_fd=False, follow=True),
+    "lsetxattr": lambda g, c: _setxattr(g, c, by_fd=False, follow=False),
+    "fsetxattr": lambda g, c: _setxattr(g, c, by_fd=True, follow=True),
+    "removexattr": lambda g, c: _removexattr(g, c, by_fd=False, follow=True),
+    "lremovexattr": lambda g, c: _removexattr(g, c, by_fd=False, follow=False),
+    "fremovexattr": lambda g, c: _removexattr(g, c, by_fd=True, follow=True),
 }
 """Each call's handler: None when it answered itself (an open's descriptor), else 0."""

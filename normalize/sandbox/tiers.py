@@ -39,10 +39,11 @@ class Probe:
     not_enforced: tuple[str, ...] = ()
 
     def notice(self) -> str:
-        """One line naming what is weaker than the full tier ('' in the full tier)."""
+        """One line naming what is weaker than the full tier ('' in the full tier; what both
+        tiers' write guard leaves is said by `sandbox check`, not at every run)."""
         if self.tier is not SandboxTier.LANDLOCK:
             return ""
-        weaker = "; ".join(self.not_enforced)
+        weaker = "; ".join(line for line in self.not_enforced if line not in _GUARD_GAPS)
         return (f"sandbox tier landlock (no namespaces here), weaker than full: {weaker} "
                 f"(`normalize sandbox check` says more)")
 
@@ -106,8 +107,9 @@ def _full(abi: int) -> Probe:
     enforced = (
         f"writes: the workspace and a temporary directory per program (Landlock ABI {abi})",
         "reads: everywhere but the credential stores and normalize's data and config",
-        ".git and .normalize: bind-mounted read-only at any depth (user+mount namespace), and "
-        "fingerprinted around each action (a .git a program creates is undone)",
+        _GUARDED,
+        ".git and .normalize that exist at the start: also bind-mounted read-only (user+mount "
+        "namespace), and fingerprinted around each action, as a last-resort detector",
         f"network: {network}",
         "processes: PID 1 of a PID namespace kills whatever a program leaves running",
         "terminal: /dev/tty, /dev/pts, /dev/ptmx and the consoles unreachable",
@@ -124,8 +126,10 @@ def _full(abi: int) -> Probe:
                  not_enforced=("a pathname unix socket under HOME (outside the hidden "
                                "directories) or /var can be connected: Landlock governs no "
                                "connect",
-                               "a .git a program creates (any spelling) is only checked after "
-                               "the action, and a directory holding a .git can be renamed whole",
+                               *_GUARD_GAPS,
+                               "run as root, the guard makes an allowed change with normalize's "
+                               "rights, wider than the user namespace maps (a file of another "
+                               "uid in the workspace, an owner of any uid)",
                                *_unscoped(abi)))
 
 
@@ -148,28 +152,38 @@ def _filtered(abi: int, why: str) -> Probe:
         "state: a data home or config dir inside the workspace is refused at start",
         "processes: a subreaper kills whatever a program leaves running, when it ends and at "
         "a timeout or cancel",
-        ".git (at any depth, any spelling, a new one too), .normalize and the hidden places: "
-        "every change refused at the call by normalize's write guard (seccomp user "
-        "notification; normalize makes the change, an open's descriptor handed over whole)",
+        _GUARDED,
         ".git and .normalize: also fingerprinted around each action, as a last-resort detector",
-        "/proc: no program reads another's environ, maps, fd links or mem but its own "
-        "sandbox's (Landlock's ptrace rule; CAP_SYS_PTRACE, CAP_SYS_ADMIN and CAP_PERFMON "
-        "dropped for programs run as root)",
+        "/proc: no program reads another's environ, maps, mem, cwd, root, exe or fd links "
+        "but its own sandbox's, normalize's included (Landlock's ptrace rule; "
+        "CAP_SYS_PTRACE, CAP_SYS_ADMIN and CAP_PERFMON dropped for programs run as root)",
         "temporary directories: every task's TMPDIR hidden from every other program",
         *_scoped(abi),
     )
     weaker = (
-        "each path change is a round trip through normalize's write guard (about 0.1-0.3 ms)",
-        "not decided by the guard: chown, extended attributes and futimens (times through a "
-        "descriptor) of protected files, and a file already hard-linked to one before",
+        *_GUARD_GAPS,
         "/dev/shm is shared with your other programs",
-        "/proc lists every process, with its command line and status",
+        "/proc lists every process: of another, a program reads its command line, status, "
+        "stat and comm and how many descriptors it holds (refusing that would send every "
+        "open, reads too, through the write guard)",
         "if the subreaper itself is killed, processes a program moved to another group survive",
         *_unscoped(abi),
     )
     return Probe(True, abi, filesystem=f"Landlock ABI {abi}; no namespaces",
                  network=network, reason=why, tier=SandboxTier.LANDLOCK, enforced=enforced,
                  not_enforced=weaker)
+
+
+_GUARDED = (".git (at any depth, any spelling, a new one too, and a directory holding one "
+            "moved), .normalize and the hidden places: every change refused at the call by "
+            "normalize's write guard (seccomp user notification; normalize makes the change, "
+            "an open's descriptor handed over whole)")
+_GUARD_GAPS = (
+    "each path change is a round trip through normalize's write guard (about 0.1-0.3 ms)",
+    "a file hard-linked to a protected one before the program started can be changed "
+    "through its other name; ACLs, file capabilities, security labels and chattr flags are "
+    "refused everywhere (normalize would set them with its own rights)",
+)
 
 
 def _scoped(abi: int) -> tuple[str, ...]:

@@ -1,18 +1,24 @@
 """The landlock tier's prevention: a seccomp user-notification supervisor decides every path change.
 
 Landlock cannot say "the workspace except every `.git`": its rules allow a
-hierarchy, never take a part of one back. So in the landlock tier the program
-installs, last before `exec`, a filter that hands each path-changing call to
-normalize (`open`/`openat`/`creat` with a write, create or truncate flag,
-`truncate`, `unlink*`, `rmdir`, `rename*`, `mkdir*`, `mknod*`, `symlink*`,
-`link*`, `chmod`, `fchmod`, `fchmodat*`, `utimensat`). A thread in normalize
+hierarchy, never take a part of one back; and the full tier's read-only binds
+hold only the repositories that exist when a program starts. So in both tiers
+the program installs, last before `exec`, a filter that hands each
+path-changing call to normalize (`open`/`openat`/`creat` with a write, create
+or truncate flag, `truncate`, `unlink*`, `rmdir`, `rename*`, `mkdir*`,
+`mknod*`, `symlink*`, `link*`, `chmod`, `fchmod`, `fchmodat*`, `utimensat`
+(with a path or on a descriptor), the `chown` family (but a chown to the
+caller's own ids, which changes no owner: `tar` run as root makes one per
+file), `setxattr` and `removexattr` with their `l` and `f` forms). A thread in normalize
 (`WriteGuard`) reads the call's paths once from the caller's memory, resolves
-them as the caller would (from its cwd or directory descriptor, through
-`/proc/PID/...`), and decides against `Protection`: the places programs may
-write (the workspace, their temp dir, a few devices) minus every `.git` and
-`.normalize` at any depth (any spelling: `.GIT`, `.Git`) and the hidden places
-(the data home, harness homes, credential stores). A refused call returns
-EACCES, as Landlock's own refusals do.
+them as the caller would (from its root, cwd or directory descriptor, through
+`/proc/PID/...`: in the full tier that is the program's own mount namespace),
+and decides against `Protection`: the places programs may write (the
+workspace, their temp dir, a few devices) minus every `.git` and `.normalize`
+at any depth (any spelling: `.GIT`, `.Git`, since a case-insensitive file
+system the tree is later copied to makes it the repository) and the hidden
+places (the data home, harness homes, credential stores). A refused call
+returns EACCES, as Landlock's own refusals do.
 
 An allowed call is *performed by normalize*, never let through: the caller's
 parent directory is opened (`O_PATH`) and its real path checked, the final
@@ -23,18 +29,27 @@ the caller with `SECCOMP_IOCTL_NOTIF_ADDFD` (atomically answering it), so
 nothing can change between the check and the use: not the caller's memory
 (another thread), not a symlink, not a directory renamed meanwhile (renaming
 into or out of a protected place is itself refused). Created files and
-directories get the caller's mode under the caller's umask.
+directories get the caller's mode under the caller's umask. Only `user.`
+extended attributes are set this way: an ACL, a file capability or a security
+label set by normalize would carry normalize's rights (outside the program's
+user namespace, in the full tier), so those answer EPERM. Every allowed change
+is made with normalize's rights: in the full tier, with normalize run as root,
+that is wider than what the program's user namespace maps (a file of another
+uid in the workspace, an owner of any uid), though only where the program may
+write.
 
 Kept from the program: `openat2` (ENOSYS: the C library falls back to
 `openat`), `utime`/`utimes`/`futimesat` (ENOSYS; the C library uses
-`utimensat`) and a new seccomp listener of its own (EPERM: a later filter's
-listener would be asked first, and could let a call through unasked).
+`utimensat`), `setxattrat`/`removexattrat`/`file_setattr` (ENOSYS), inode
+flags through `ioctl` (`chattr`: FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR, EPERM)
+and a new seccomp listener of its own (EPERM: a later filter's listener would
+be asked first, and could let a call through unasked). A foreign
+architecture's call kills the program and an x32 call answers ENOSYS, so the
+filter holds where it is the only one (the full tier).
 
-Not decided here: `chown` family, extended attributes and `futimens` (times
-through a descriptor: no content, mode or name, nothing git runs), and a file
-that was already a hard link of a protected file before the program started
-(its other name is not protected). The calls themselves are in
-`normalize.sandbox.guardcalls`. `.git` fingerprints
+Not decided here: a file that was already a hard link of a protected file
+before the program started (its other name is not protected). The calls
+themselves are in `normalize.sandbox.guardcalls`. `.git` fingerprints
 (`normalize.sandbox.gitguard`) stay, as the detector of last resort.
 
 Why this and not the alternatives (measured in `bench/sandbox.py`): another
@@ -84,14 +99,23 @@ _NR = {
     "link": (86, -1), "linkat": (265, 37), "symlink": (88, -1), "symlinkat": (266, 36),
     "mknod": (133, -1), "mknodat": (259, 33), "chmod": (90, -1), "fchmod": (91, 52),
     "fchmodat": (268, 53), "fchmodat2": (452, 452), "utimensat": (280, 88),
+    "chown": (92, -1), "fchown": (93, 55), "lchown": (94, -1), "fchownat": (260, 54),
+    "setxattr": (188, 5), "lsetxattr": (189, 6), "fsetxattr": (190, 7),
+    "removexattr": (197, 14), "lremovexattr": (198, 15), "fremovexattr": (199, 16),
 }
 _ENOSYS = {"openat2": (437, 437), "utime": (132, -1), "utimes": (235, -1),
-           "futimesat": (261, -1)}
+           "futimesat": (261, -1), "setxattrat": (463, 463), "removexattrat": (466, 466),
+           "file_setattr": (469, 469)}
 _SECCOMP = (317, 277)
+_IOCTL = (16, 29)
+_SET_FLAGS = (0x40086602, 0x40046602, 0x401C5820)
+"""FS_IOC_SETFLAGS (and its 32-bit spelling), FS_IOC_FSSETXATTR: `chattr`, refused (EPERM)."""
 _OPEN_FLAGS = {"open": 1, "openat": 2}  # which argument holds an open's flags
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 _RET_ALLOW, _RET_NOTIFY, _RET_ERRNO = 0x7FFF0000, 0x7FC00000, 0x00050000
+_RET_KILL_PROCESS = 0x80000000
+_X32 = 0x40000000
 _SECCOMP_SET_MODE_FILTER = 1
 _FLAG_NEW_LISTENER = 1 << 3
 _FLAG_WAIT_KILLABLE_RECV = 1 << 5  # Linux 5.19: a signal no longer restarts a call we answer
@@ -114,7 +138,8 @@ def _numbers(machine: str) -> tuple[int, dict[str, int], dict[str, int]]:
 def guard_filter(machine: str | None = None) -> bytes:
     """The BPF program: notify for path changes, refuse the calls named above, allow the rest.
 
-    The sandbox filter installed before it already kills a foreign architecture.
+    It holds alone (the full tier installs no other filter): a foreign architecture is
+    killed and x32 calls refused, as the landlock tier's sandbox filter does before it.
     """
     machine = machine or arch()
     if machine is None:
@@ -122,32 +147,33 @@ def guard_filter(machine: str | None = None) -> bytes:
     column, decided, enosys = _numbers(machine)
     prog = _Program()
     prog.load(4)
-    prog.jeq(ARCHES[machine], 0, "allow")
+    prog.jeq(ARCHES[machine], 0, "kill")  # i386 on x86_64: other numbers, undecided
     prog.load(0)
+    if machine == "x86_64":
+        prog.jset(_X32, "enosys", 0)  # x32: the same calls under other numbers
     for name in _OPEN_FLAGS:
         if name in decided:
             prog.jeq(decided[name], f"{name}_flags", 0)
     for name, nr in decided.items():
-        if name == "utimensat":
-            prog.jeq(nr, "utimensat_path", 0)
+        if name in _OWNER_ARGS:
+            prog.jeq(nr, f"{name}_owner", 0)
         elif name not in _OPEN_FLAGS:
             prog.jeq(nr, "notify", 0)
     for nr in enosys.values():
         prog.jeq(nr, "enosys", 0)
+    prog.jeq(_IOCTL[column], "ioctl", 0)
     prog.jeq(_SECCOMP[column], "seccomp", "allow")
+    prog.label("ioctl")  # inode flags (immutable, append-only) through a descriptor
+    prog.load(16 + 8 * 1)
+    for request in _SET_FLAGS:
+        prog.jeq(request, "eperm", 0)
+    prog.ret(_RET_ALLOW)
     for name, arg in _OPEN_FLAGS.items():
         if name in decided:
             prog.label(f"{name}_flags")
             prog.load(16 + 8 * arg)
             prog.jset(_WRITE_FLAGS, "notify", "allow")
-    if "utimensat" in decided:
-        # futimens (no path): the times of a file the caller holds open; no content, mode or
-        # name changes, and git runs nothing by a timestamp of its own files: not asked
-        prog.label("utimensat_path")
-        prog.load(16 + 8 * 1)
-        prog.jeq(0, 0, "notify")
-        prog.load(16 + 8 * 1 + 4)
-        prog.jeq(0, "allow", "notify")
+    _own_owner(prog, decided, os.getuid(), os.getgid())
     prog.label("seccomp")  # a listener of the program's own would be asked before ours
     prog.load(16 + 8 * 1)
     prog.jset(_FLAG_NEW_LISTENER, "eperm", "allow")
@@ -159,7 +185,30 @@ def guard_filter(machine: str | None = None) -> bytes:
     prog.ret(_RET_ERRNO | errno.ENOSYS)
     prog.label("eperm")
     prog.ret(_RET_ERRNO | errno.EPERM)
+    prog.label("kill")
+    prog.ret(_RET_KILL_PROCESS)
     return prog.assemble()
+
+
+_OWNER_ARGS = {"chown": 1, "fchown": 1, "lchown": 1, "fchownat": 2}
+"""Where each chown call's uid lies (its gid next)."""
+_UNCHANGED = 0xFFFFFFFF  # (uid_t)-1
+
+
+def _own_owner(prog: _Program, decided: dict[str, int], uid: int, gid: int) -> None:
+    """A chown to the caller's own ids (or -1: unchanged) is let through unasked: it changes
+    no owner (`tar` run as root gives every file it makes to root); any other is asked."""
+    for name, arg in _OWNER_ARGS.items():
+        if name not in decided:
+            continue
+        prog.label(f"{name}_owner")
+        prog.load(16 + 8 * arg)
+        prog.jeq(uid, f"{name}_group", 0)
+        prog.jeq(_UNCHANGED, f"{name}_group", "notify")
+        prog.label(f"{name}_group")
+        prog.load(16 + 8 * (arg + 1))
+        prog.jeq(gid, "allow", 0)
+        prog.jeq(_UNCHANGED, "allow", "notify")
 
 
 class WriteGuard:
@@ -187,6 +236,7 @@ class WriteGuard:
         self._syscall.restype = ctypes.c_long
         self._renameat2 = (_NR["renameat2"][0 if arch() == "x86_64" else 1])
         self._utimensat = (_NR["utimensat"][0 if arch() == "x86_64" else 1])
+        self._fchownat = (_NR["fchownat"][0 if arch() == "x86_64" else 1])
         program = guard_filter()
         self._prog_buf = ctypes.create_string_buffer(program, len(program))
         self._fprog_buf = ctypes.create_string_buffer(
@@ -407,6 +457,14 @@ class WriteGuard:
         except OSError as exc:
             raise Refused(errno.EBADF if exc.errno == errno.ENOENT else exc.errno or 1) from None
 
+    def _root(self, call: Call) -> int:
+        """The caller's root directory, opened here (O_PATH)."""
+        try:
+            return call.keep(os.open(f"/proc/{call.pid}/root",
+                                     os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC))
+        except OSError:
+            raise Refused(errno.ENOENT) from None
+
     def _valid(self, call: Call) -> None:
         """Still the same caller (what was read was its memory, the pid not reused)."""
         ident = ctypes.c_uint64(call.ident)
@@ -419,7 +477,13 @@ class WriteGuard:
         """(the parent directory opened here, the final name, the parent's real path)."""
         if not path:
             raise Refused(errno.ENOENT)
-        path = _SELF.sub(b"/proc/%d" % call.pid, path, count=1)  # the caller's, not ours
+        own = _SELF.sub(b"/proc/%d" % call.pid, path, count=1)  # the caller's, not ours
+        if own == path and path.startswith(b"/"):
+            # from the caller's root: in the full tier, its own mount namespace's (its /tmp,
+            # /dev/shm and read-only binds), never what the same path names in normalize's
+            base, path = self._root(call), path.lstrip(b"/") or b"."
+        else:
+            path = own
         trimmed = path.rstrip(b"/") or b"/"
         head, _, name = trimmed.rpartition(b"/")
         if b"/" not in trimmed:

@@ -1,4 +1,4 @@
-"""An MCP server's tool call passes the same `.git` check as a program: what it made is undone."""
+"""An MCP server runs under the same write guard as a program: a `.git` it makes is refused."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from mcp_helpers import cli, fixture_server, json_lines, script, write_config
 
 
-def test_a_git_pointer_an_mcp_tool_writes_is_removed_and_the_call_blocked(
+def test_a_git_pointer_an_mcp_tool_writes_is_refused_and_the_call_fails(
         tmp_path: Path, normalize_home: Path) -> None:
     root = tmp_path / "ws"
     (root / "sub").mkdir(parents=True)
@@ -16,6 +16,7 @@ def test_a_git_pointer_an_mcp_tool_writes_is_removed_and_the_call_blocked(
                script(tmp_path / "a.json", "mcp fx touch name=sub/.git", "done made"),
                "--json", cwd=root, home=normalize_home)
     finished = [e for e in json_lines(proc.stdout) if e["type"] == "action_finished"]
-    assert [e["status"] for e in finished] == ["blocked"], proc.stderr
-    assert "sub/.git created (removed)" in str(finished[0]["error"])
+    # refused at the call by the write guard (both tiers), so nothing is left to undo
+    assert [e["status"] for e in finished] == ["error"], proc.stderr
+    assert "touch answered with an error" in str(finished[0]["error"]), finished[0]
     assert not (root / "sub" / ".git").exists()

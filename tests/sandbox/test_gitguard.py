@@ -39,7 +39,15 @@ def _by_command(finished: list[dict[str, Any]], needle: str) -> dict[str, Any]:
     return next(r for r in finished if needle in (r.get("command") or ""))
 
 
-def test_a_repository_created_with_an_fsmonitor_is_removed_and_reported(site: Site) -> None:
+def _refused(result: dict[str, Any], path: str) -> None:
+    """The program was refused `path` at the call and told so; nothing left to undo."""
+    assert path in result["data"].get("refused_writes", []), result
+    assert "the sandbox refused changing" in result["preview"], result
+    assert path in result["preview"].split("the sandbox refused changing", 1)[1], result
+    assert "protected" not in result["data"] and "undid" not in (result["error"] or "")
+
+
+def test_a_repository_created_with_an_fsmonitor_is_refused_and_reported(site: Site) -> None:
     marker = site.outside / "fsmonitor-ran"
     config = FSMONITOR.format(marker=marker)
     init = _py("init.py", "import subprocess\nsubprocess.run(['git', 'init', '-q', 'made'])\n"
@@ -47,34 +55,33 @@ def test_a_repository_created_with_an_fsmonitor_is_removed_and_reported(site: Si
     proc, finished = site.agent([*init, "write after.txt <<EOF\nstill works\nEOF", "done"])
     assert proc.returncode == 0, proc.stderr
     result = _by_command(finished, "run python3 init.py")
-    assert result["status"] == "blocked", result
-    assert "made/.git created (removed)" in result["error"]
-    assert [p["path"] for p in result["data"]["protected"]] == ["made/.git"]
+    assert result["status"] == "error", result  # the open failed: git init made nothing
+    _refused(result, "made/.git")
     assert not (site.ws / "made" / ".git").exists()
     assert (site.ws / "after.txt").read_text() == "still works\n"
     _person_git_status(site.ws / "made", site)
     assert not marker.exists()
     journal = (site.store / "tasks").rglob("*.jsonl")
-    assert any("made/.git created (removed)" in p.read_text() for p in journal)
+    assert any("the sandbox refused changing made/.git" in p.read_text() for p in journal)
 
 
-def test_an_inert_new_repository_is_kept_and_a_later_fsmonitor_undone(site: Site) -> None:
-    marker = site.outside / "fsmonitor-ran"
-    init = _py("init.py", "import subprocess\nsubprocess.run(['git', 'init', '-q', 'kept'])")
-    plant = _append("plant.py", "kept/.git/config", FSMONITOR.format(marker=marker))
-    proc, finished = site.agent([*init, *plant, "done"])
+def test_a_repository_made_in_the_temp_dir_works_and_in_the_workspace_is_refused(
+        site: Site) -> None:
+    init = _py("init.py", "import os, subprocess\n"
+                          "tmp = subprocess.run(['git', 'init', '-q', os.environ['TMPDIR'] + "
+                          "'/kept'], capture_output=True)\n"
+                          "ws = subprocess.run(['git', 'init', '-q', 'kept'], "
+                          "capture_output=True)\n"
+                          "print('tmp', tmp.returncode, 'ws', ws.returncode)")
+    proc, finished = site.agent([*init, "done"])
     assert proc.returncode == 0, proc.stderr
-    assert _by_command(finished, "run python3 init.py")["status"] == "success"
-    # the mount tier refuses the write (the repository existed when the program started);
-    # where .git is writable (the Landlock tier) the check undoes it: blocked either way
-    assert _by_command(finished, "run python3 plant.py")["status"] in ("error", "blocked")
-    config = (site.ws / "kept" / ".git" / "config").read_text()
-    assert "fsmonitor" not in config and "repositoryformatversion" in config
-    _person_git_status(site.ws / "kept", site)
-    assert not marker.exists()
+    result = _by_command(finished, "run python3 init.py")
+    assert "tmp 0 ws 1" in result["preview"], result  # git said it could not make .git
+    _refused(result, "kept/.git")
+    assert not (site.ws / "kept" / ".git").exists()
 
 
-def test_a_repository_below_a_virtualenv_is_put_back(site: Site) -> None:
+def test_a_repository_below_a_virtualenv_is_refused(site: Site) -> None:
     pkg = site.ws / ".venv" / "src" / "pkg"
     pkg.mkdir(parents=True)
     (site.ws / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
@@ -86,14 +93,14 @@ def test_a_repository_below_a_virtualenv_is_put_back(site: Site) -> None:
                                           FSMONITOR.format(marker=marker)), "done"])
     assert proc.returncode == 0, proc.stderr
     result = _by_command(finished, "run python3 plant.py")
-    assert result["status"] == "blocked"
-    assert ".venv/src/pkg/.git/config changed (restored)" in result["error"]
+    assert result["status"] == "error"
+    _refused(result, ".venv/src/pkg/.git/config")
     assert config.read_bytes() == before
     _person_git_status(pkg, site)
     assert not marker.exists()
 
 
-def test_a_hook_planted_in_an_existing_repository_is_removed(site: Site) -> None:
+def test_a_hook_planted_in_an_existing_repository_is_refused(site: Site) -> None:
     dep = site.ws / "node_modules" / "dep"
     dep.mkdir(parents=True)
     git(dep, "init", "-q")
@@ -109,8 +116,9 @@ def test_a_hook_planted_in_an_existing_repository_is_removed(site: Site) -> None
     proc, finished = site.agent([*plant, "done"])
     assert proc.returncode == 0, proc.stderr
     result = _by_command(finished, "run python3 plant.py")
-    assert result["status"] == "blocked"
-    assert "node_modules/dep/.git/hooks/pre-commit created (removed)" in result["error"]
+    assert result["status"] == "success"
+    _refused(result, "node_modules/dep/.git/hooks/pre-commit")
+    _refused(result, ".git/hooks/pre-commit")
     assert not (dep / ".git" / "hooks" / "pre-commit").exists()
     assert not (site.ws / ".git" / "hooks" / "pre-commit").exists()
     (dep / "f.txt").write_text("x")
@@ -152,7 +160,7 @@ def test_a_git_planted_on_path_in_the_workspace_is_never_run(site: Site) -> None
     assert not marker.exists()
 
 
-def test_a_repository_made_at_the_root_of_a_workspace_inside_a_larger_one_is_removed(
+def test_a_repository_made_at_the_root_of_a_workspace_inside_a_larger_one_is_refused(
         site: Site) -> None:
     subprocess.run(["rm", "-rf", str(site.ws / ".git"), str(site.ws / "sub")], check=True)
     git(site.root, "init", "-q")  # the person's repository holds the workspace
@@ -163,7 +171,8 @@ def test_a_repository_made_at_the_root_of_a_workspace_inside_a_larger_one_is_rem
     proc, finished = site.agent([*init, "done"])
     assert proc.returncode == 0, proc.stderr
     result = _by_command(finished, "run python3 init.py")
-    assert result["status"] == "blocked" and ".git created (removed)" in result["error"]
+    assert result["status"] == "error"
+    _refused(result, ".git")
     assert not (site.ws / ".git").exists()
     _person_git_status(site.ws, site)
     _person_git_status(site.root, site)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ from normalize.runner import RunOptions, sandbox_policy
 from normalize.sandbox import (
     SandboxMode,
     SandboxPolicy,
+    SandboxTier,
+    confine,
     landlock,
     probe,
     protected_paths,
@@ -75,8 +78,26 @@ def test_grandchildren_inherit_the_confinement(ws: Path) -> None:
 def test_a_worktree_git_file_is_read_only(ws: Path) -> None:
     (ws / ".git").write_text("gitdir: ../elsewhere\n")
     code, output = sh("echo x >> .git; rm -f .git", ws)
-    assert code != 0 and "Read-only file system" in output
+    # the write guard refuses first (EACCES); the read-only bind lies beneath it
+    assert code != 0 and "Permission denied" in output
     assert (ws / ".git").read_text() == "gitdir: ../elsewhere\n"
+
+
+@needs_full
+def test_the_full_tiers_read_only_binds_hold_without_the_write_guard(ws: Path) -> None:
+    (ws / ".git").mkdir()
+    (ws / ".git" / "config").write_text("[core]\n")
+    confinement = confine(SandboxPolicy(), ws, abi=landlock.abi_version(), tier=SandboxTier.FULL)
+    assert confinement._plan is not None
+    confinement._plan.guard = None  # the second layer alone (read by the child as it starts)
+    try:
+        proc = subprocess.run(["/bin/sh", "-c", "echo x >> .git/config"], cwd=ws,
+                              env=confinement.env, preexec_fn=confinement.preexec,
+                              capture_output=True, text=True, timeout=30, check=False)
+    finally:
+        confinement.close()
+    assert proc.returncode != 0 and "Read-only file system" in proc.stderr
+    assert (ws / ".git" / "config").read_text() == "[core]\n"
 
 
 def test_read_only_mode_denies_the_workspace_and_off_allows_everything(ws: Path) -> None:

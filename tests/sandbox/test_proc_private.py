@@ -1,6 +1,7 @@
 """What a program reads of other processes through /proc: no environment but its own.
 
-Landlock lets a program reach (ptrace, and so `/proc/PID/environ`, `maps`, `mem`)
+Landlock lets a program reach (ptrace, and so `/proc/PID/environ`, `maps`, `mem`,
+the `cwd` and `fd` links)
 only processes of its own domain; a program run as root would pass that with
 CAP_SYS_PTRACE, CAP_SYS_ADMIN or CAP_PERFMON, which it no longer holds. So
 neither normalize, nor the reapers it forks (which carry its environment), nor
@@ -27,12 +28,19 @@ NOBODY = 65534
 
 SNOOP = r'''
 import json, os, sys
-def look(pid):
+def one(path, link=False):
     try:
-        found = open(f"/proc/{pid}/environ", "rb").read()
+        if link:
+            return "read " + os.readlink(path)
+        found = open(path, "rb").read()
         return "SECRET" if b"proc-private-secret" in found else "read"
     except OSError as exc:
         return exc.strerror
+def look(pid):
+    seen = {name: one(f"/proc/{pid}/{name}") for name in ("environ", "maps", "mem")}
+    seen.update({name: one(f"/proc/{pid}/{name}", link=True) for name in ("cwd", "fd/0")})
+    seen["cmdline"] = one(f"/proc/{pid}/cmdline")  # said, not hidden: no secret rides argv
+    return seen
 chain = {}
 pid = os.getppid()
 while pid >= 1:  # up the chain, while the processes are this user's
@@ -96,9 +104,15 @@ def test_no_program_reads_the_environment_of_normalize_or_a_sibling(tier: str,
         shutil.rmtree(ws, ignore_errors=True)
     # landlock: the subreaper and normalize; full: the namespace's PID 1 (forked by normalize)
     assert len(seen["chain"]) >= (2 if tier == "landlock" else 1), seen
-    assert all(v == "Permission denied" for v in seen["chain"].values()), seen
+    private = ("environ", "maps", "mem", "cwd", "fd/0")
+    for pid, files in seen["chain"].items():
+        assert all(files[name] == "Permission denied" for name in private), (pid, files)
     hidden = "Permission denied" if tier == "landlock" else "No such file or directory"
-    assert seen["sibling"] == hidden, seen  # (the full tier's PID namespace shows no other)
+    # (the full tier's PID namespace shows no other)
+    assert all(seen["sibling"][name] == hidden for name in private), seen
+    # what `sandbox check` says the landlock tier leaves visible: command lines
+    shown = "read" if tier == "landlock" else "No such file or directory"
+    assert seen["sibling"]["cmdline"] == shown, seen
 
 
 def _snoop(ws: Path, tier: str, user: str, sibling: int) -> dict[str, Any]:

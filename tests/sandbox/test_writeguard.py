@@ -13,15 +13,17 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from sandbox_support import git
+import pytest
+from sandbox_support import FULL_TIER, git
 
 from normalize.sandbox import SandboxPolicy, SandboxTier, confine, landlock
 
 
-def confined(ws: Path, code: str, *args: str) -> tuple[dict[str, Any], list[str]]:
-    """Run `code` with python3 in the landlock tier; its JSON, and the refused paths."""
+def confined(ws: Path, code: str, *args: str,
+             tier: SandboxTier = SandboxTier.LANDLOCK) -> tuple[dict[str, Any], list[str]]:
+    """Run `code` with python3 in `tier`; its JSON, and the refused paths."""
     confinement = confine(SandboxPolicy(), ws, abi=landlock.abi_version(), label="guard",
-                          tier=SandboxTier.LANDLOCK)
+                          tier=tier)
     try:
         proc = subprocess.run([sys.executable, "-c", code, *args], cwd=ws,
                               env=confinement.env, preexec_fn=confinement.preexec,
@@ -180,3 +182,69 @@ def test_no_race_or_detour_reaches_a_protected_place(tmp_path: Path) -> None:
     assert seen["own_listener"] == "EPERM"  # its listener would be asked before ours
     assert ".git/config" in refused
     assert (ws / "harmless.txt").read_text().count("flip") > 0
+
+
+ATTRIBUTES = r'''
+import errno, fcntl, json, os, struct
+out = {}
+def err(f):
+    try:
+        f()
+        return "ok"
+    except OSError as exc:
+        return errno.errorcode[exc.errno]
+def by_fd(path, f):
+    fd = os.open(path, os.O_RDONLY)  # reading a protected file is allowed; changing it, not
+    try:
+        f(fd)
+    finally:
+        os.close(fd)
+flags = lambda fd: fcntl.ioctl(fd, 0x40086602, struct.pack("l", 0))
+for where in (".git/config", "mine.txt"):
+    out[where] = {
+        "own": err(lambda: os.chown(where, os.getuid(), os.getgid())),  # no change: unasked
+        "chown": err(lambda: os.chown(where, 65534, -1)),
+        "lchown": err(lambda: os.lchown(where, -1, 65534)),
+        "fchown": err(lambda: by_fd(where, lambda fd: os.fchown(fd, 65534, os.getgid()))),
+        "xattr": err(lambda: os.setxattr(where, "user.mark", b"1")),
+        "fxattr": err(lambda: by_fd(where, lambda fd: os.setxattr(fd, "user.mark", b"2"))),
+        "rmxattr": err(lambda: os.removexattr(where, "user.mark")),
+        "acl": err(lambda: os.setxattr(where, "security.capability", b"\x00" * 20)),
+        "utime": err(lambda: os.utime(where, (1, 1))),
+        "futimens": err(lambda: by_fd(where, lambda fd: os.utime(fd, (2, 2)))),
+        "chattr": err(lambda: by_fd(where, flags)),
+    }
+print(json.dumps(out))
+'''
+
+
+def _attributes(path: Path) -> tuple[object, ...]:
+    info = path.stat()
+    return (info.st_mode, info.st_uid, info.st_gid, info.st_mtime_ns, os.listxattr(path))
+
+
+@pytest.mark.parametrize("tier", [SandboxTier.LANDLOCK, SandboxTier.FULL])
+def test_owner_attributes_times_and_flags_of_a_repository_are_refused(tmp_path: Path,
+                                                                      tier: SandboxTier) -> None:
+    if tier is SandboxTier.FULL and not FULL_TIER:
+        pytest.skip("no full tier here")
+    ws = repo(tmp_path)
+    (ws / "mine.txt").write_text("x")
+    before = _attributes(ws / ".git" / "config")
+    out, refused = confined(ws, ATTRIBUTES, tier=tier)
+    theirs = out[".git/config"]
+    assert theirs.pop("chattr") == "EPERM", out  # refused by the filter, whatever the file
+    # a chown to one's own ids changes no owner: let through unasked (the full tier's
+    # read-only bind still says no to it)
+    assert theirs.pop("own") == ("ok" if tier is SandboxTier.LANDLOCK else "EROFS"), out
+    assert set(theirs.values()) == {"EACCES"}, out
+    assert ".git/config" in refused
+    assert _attributes(ws / ".git" / "config") == before
+    mine = out["mine.txt"]  # the workspace's own files: each change made (or the kernel's no)
+    made = ("own", "utime", "futimens")
+    assert {k: mine[k] for k in made} == dict.fromkeys(made, "ok"), mine
+    given = "ok" if os.geteuid() == 0 else "EPERM"  # to another uid: the kernel's answer
+    assert {mine[k] for k in ("chown", "lchown", "fchown")} == {given}, mine
+    assert mine["acl"] == mine["chattr"] == "EPERM", mine
+    if mine["xattr"] == "ok":  # (a file system with user attributes)
+        assert mine["fxattr"] == mine["rmxattr"] == "ok", mine
