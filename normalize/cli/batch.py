@@ -188,6 +188,7 @@ def agent_items(env: "Environment", goal: str, items: str, *, workflow: str | No
 
 def _publish_url(url: str | None) -> str:
     """`--store URL` of a new batch: a remote URL (it is checked as the batch starts)."""
+    from normalize.store.objects import records
     from normalize.store.remote import RemoteStore, is_remote
 
     if url is None:
@@ -196,6 +197,10 @@ def _publish_url(url: str | None) -> str:
         raise UsageError(f"--store {url}: a batch runs in this data home; --store names a "
                          "URL to publish it to (s3://…, gs://…)")
     RemoteStore(url)  # its protocol's package is there
+    if records(url):  # where items keep their record: its conditional writes are checked first
+        from normalize.store.objects import open_objects, probe
+
+        probe(open_objects(url))
     return url
 
 

@@ -1,6 +1,6 @@
 """A task's record in object storage: its lease, its fenced journal, its checkpoints.
 
-Under `tasks/ID/` in the store (`normalize.store.objects`):
+Under `record/tasks/ID/` in the store (`normalize.store.objects`):
 
     lease                 who holds the task: {"epoch", "holder", "until"}
     head                  the journal's head: {"epoch", "first", "tail", "checkpoint"}
@@ -46,8 +46,17 @@ from normalize.store.ownership import lease_seconds
 ROLL = 64  # records in the head's tail before they are rolled into a segment
 
 
-def _key(task_id: str, name: str) -> str:
-    return f"tasks/{task_id}/{name}"
+RECORD = "record"
+"""Where under a store's URL the records live, apart from what a batch publishes for watchers
+(`normalize.batch.publish`, redacted): a record is exact, as the data home is (see
+`normalize.store.record`)."""
+
+
+def record_key(task_id: str, name: str) -> str:
+    return f"{RECORD}/tasks/{task_id}/{name}"
+
+
+_key = record_key
 
 
 def _json(value: Any) -> bytes:
@@ -242,7 +251,7 @@ class FencedJournal:
             raise self._stale(what)
         self.head, self._etag = head, etag
 
-    def append(self, records: list[dict[str, Any]]) -> None:
+    def append(self, records: list[Any]) -> None:
         """Make `records` durable in the store, after all before them; refused when stale."""
         if len(self.head.tail) + len(records) > ROLL:
             self._roll()

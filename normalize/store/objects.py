@@ -246,6 +246,13 @@ def _reason(exc: Exception) -> str:
 SCHEMES = ("s3", "file")
 
 
+def records(url: str) -> bool:
+    """Whether a batch's items keep their record (leases, fenced journals) at `url`: a URL
+    whose scheme normalize speaks conditional writes for; elsewhere (`gs://`, …) the batch is
+    only published there, its record staying in the (shared) data home."""
+    return url.partition("://")[0] in SCHEMES and "://" in url
+
+
 def open_objects(url: str) -> Objects:
     """The objects under `url`; a scheme without conditional writes here is a `UsageError`."""
     scheme, sep, rest = url.partition("://")

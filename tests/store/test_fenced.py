@@ -85,7 +85,7 @@ def test_a_long_journal_rolls_into_segments_and_reads_back_whole(
     head, entries = read_record(objects, "t")
     assert head is not None and head.first == 8 and len(head.tail) == 3
     assert [r["n"] for _, r in entries] == list(range(11))
-    assert len(objects.list("tasks/t/journal/")) == 2
+    assert len(objects.list("record/tasks/t/journal/")) == 2
 
 
 def test_a_segment_a_stale_holder_rolled_is_never_read(
@@ -98,7 +98,8 @@ def test_a_segment_a_stale_holder_rolled_is_never_read(
     _, taker = _take(objects, "two")
     with pytest.raises(StaleEpochError):
         stale.append([{"n": "stale"}])  # it rolled its tail into a segment, then was refused
-    assert objects.list("tasks/t/journal/") == ["tasks/t/journal/000000000000-00000001"]
+    orphan = "record/tasks/t/journal/000000000000-00000001"
+    assert objects.list("record/tasks/t/journal/") == [orphan]
     assert [r["n"] for _, r in read_record(objects, "t")[1]] == [0, 1]
     taker.append([{"n": 2}])  # the taker rolls the same records under its own epoch
     taker.append([{"n": 3}])
@@ -110,5 +111,5 @@ def test_the_head_names_the_current_checkpoint(objects: FileObjects) -> None:
     assert fenced.read_checkpoint(objects, "t") is None
     journal.checkpoint(b'{"turn": 1}')
     key = journal.checkpoint(b'{"turn": 2}')
-    assert key == "tasks/t/state/00000001-000002.json"
+    assert key == "record/tasks/t/state/00000001-000002.json"
     assert fenced.read_checkpoint(objects, "t") == b'{"turn": 2}'

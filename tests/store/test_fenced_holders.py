@@ -119,3 +119,24 @@ def test_without_the_condition_the_stale_write_lands(
         answer, status, after = _stale_holder_writes_after_a_take_over(url, old, objects)
     assert answer == "ok" and status == 0
     assert after == [[1, {"text": "a1"}], [1, {"text": "a2"}]]  # the taker's b1 clobbered
+
+
+def test_a_batch_on_a_store_without_conditional_writes_is_refused_at_start(
+        endpoint: str, tmp_path: Path) -> None:
+    """Must-show 3, end to end: `normalize batch … --store s3://…` through the forgetful proxy
+    ends at once with one line naming the URL and the missing condition, exit 2, no batch."""
+    (tmp_path / "items.jsonl").write_text('{"n": 1}\n')
+    (tmp_path / "wf.toml").write_text('[workflow]\nname = "w"\n[[workflow.steps]]\n'
+                                      'name = "s"\naction = "run true"\n')
+    home = tmp_path / "home"
+    with forgetful_proxy(endpoint) as old:
+        env = {**os.environ, **s3_env(old), "NORMALIZE_HOME": str(home)}
+        done = subprocess.run(
+            [sys.executable, "-m", "normalize.cli.app", "batch", "wf.toml", "--items",
+             "items.jsonl", "--store", f"s3://{BUCKET}/old"], cwd=tmp_path, env=env,
+            capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == "" and len(done.stderr.splitlines()) == 1, done.stderr
+    assert f"--store s3://{BUCKET}/old: the store does not honour conditional writes: " \
+           "If-None-Match: *" in done.stderr
+    assert not (home / "batches").exists()

@@ -1,0 +1,91 @@
+"""A batch whose `--store` is S3 (moto on loopback) keeps each item's record there: its lease,
+its journal made durable in the store before the effect it guards, its checkpoints."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from batch_support import cli, edit_items, in_step, needs_sandbox, progress, start, wait_for
+
+from normalize.store.fenced import lease_of, read_checkpoint, read_record
+from normalize.store.objects import S3Objects
+
+pytest.importorskip("moto.server", reason="moto is not installed (.ci/run installs it)")
+
+pytestmark = needs_sandbox
+BUCKET = "records"
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[dict[str, str]]:
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        url = f"http://{host}:{port}"
+        boto3.client("s3", endpoint_url=url, aws_access_key_id="testing",
+                     aws_secret_access_key="testing",
+                     region_name="us-east-1").create_bucket(Bucket=BUCKET)
+        yield {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+               "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": url,
+               "FSSPEC_S3_ENDPOINT_URL": url}
+    finally:
+        server.stop()
+
+
+def _objects(s3: dict[str, str], url: str, monkeypatch: pytest.MonkeyPatch) -> S3Objects:
+    for key, value in s3.items():
+        monkeypatch.setenv(key, value)
+    return S3Objects(url)
+
+
+def test_an_items_journal_is_in_the_store_before_the_effect_it_guards(
+        tmp_path: Path, s3: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    person = tmp_path / "person"
+    person.mkdir()
+    gate = person / "gate"
+    items = edit_items(tmp_path, 2, gates={0: gate})
+    url = f"s3://{BUCKET}/record"
+    objects = _objects(s3, url, monkeypatch)
+    home = tmp_path / "runner"
+    parent = start("batch", "wf.toml", "--items", str(items), "--json", "--store", url,
+                   "--item-workspace", f"clone:{tmp_path}/{{item.path}}", cwd=tmp_path,
+                   home=home, HOME=str(person), **s3)
+    try:
+        assert parent.stdout is not None
+        batch = json.loads(parent.stdout.readline())["batch"]
+        wait_for(lambda: progress(home, batch)[0]["stage"] == "submitted", 120, "item 0")
+        item = progress(home, batch)[0]["task_id"]
+        wait_for(lambda: in_step(home, item, "1.0"), 120, "item 0 waiting at its gate")
+        # the process is inside its `wait` step: the store has the intent already
+        head, entries = read_record(objects, item)
+        assert head is not None and head.epoch == 1
+        kinds = [json.loads(line)["type"] for _, line in entries]
+        assert kinds.count("action_started") == 2 and kinds.count("action_finished") == 1
+        assert kinds[-1] == "action_started"  # the wait step's, its effect under way
+        live = lease_of(objects, item)
+        assert live is not None and not live.lapsed and live.epoch == 1
+    finally:
+        gate.write_text("go")
+        out, err = parent.communicate(timeout=300)
+    assert parent.returncode == 0, out + err
+    for position in (0, 1):
+        task = progress(home, batch)[position]["task_id"]
+        local = (home / "tasks" / f"{task}.jsonl").read_bytes()
+        _, entries = read_record(objects, task)
+        assert b"".join(line.encode() + b"\n" for _, line in entries) == local
+        assert {epoch for epoch, _ in entries} == {1}
+        state = read_checkpoint(objects, task)
+        assert state is not None and json.loads(state)["status"] == "done"
+        config = json.loads(state)["driver_config_file"]
+        assert objects.get(f"record/tasks/{task}/files/{config}") is not None
+        ended = lease_of(objects, task)
+        assert ended is not None and ended.lapsed  # released as the run ended
+    status = cli("batch", "status", batch, cwd=tmp_path, home=home, **s3)
+    assert "2 items (2 done)" in status.stdout, status.stdout + status.stderr
