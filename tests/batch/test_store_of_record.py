@@ -1,14 +1,29 @@
 """A batch whose `--store` is S3 (moto on loopback) keeps each item's record there: its lease,
-its journal made durable in the store before the effect it guards, its checkpoints."""
+its journal made durable in the store before the effect it guards, its checkpoints. A zombie on
+another data home (nothing shared but the store) is fenced by the store's condition alone."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from batch_support import cli, edit_items, in_step, needs_sandbox, progress, start, wait_for
+from batch_support import (
+    cli,
+    edit_items,
+    git,
+    in_step,
+    needs_sandbox,
+    progress,
+    start,
+    wait_for,
+)
 
 from normalize.store.fenced import lease_of, read_checkpoint, read_record
 from normalize.store.objects import S3Objects
@@ -89,3 +104,72 @@ def test_an_items_journal_is_in_the_store_before_the_effect_it_guards(
         assert ended is not None and ended.lapsed  # released as the run ended
     status = cli("batch", "status", batch, cwd=tmp_path, home=home, **s3)
     assert "2 items (2 done)" in status.stdout, status.stdout + status.stderr
+
+
+ZOMBIE = """[workflow]
+name = "three"
+[workflow.permissions]
+mode = "yes"
+[[workflow.steps]]
+name = "edit"
+action = "run sh -c 'echo edit >> effects.log'"
+[[workflow.steps]]
+name = "wait"
+on_interrupt = "rerun"
+action = "run sh -c 'while [ ! -e {gate} ]; do sleep 0.05; done'"
+[[workflow.steps]]
+name = "mark"
+action = "run sh -c 'echo mark >> effects.log'"
+"""
+
+
+def test_a_zombie_on_another_data_home_is_fenced_by_the_store_alone(
+        tmp_path: Path, s3: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Must-show 2 with `normalize` itself: the run's first holder is stopped past its lease
+    in its own data home; a copy of that home resumes it (nothing shared with the first but the
+    store and the workspace); continued, the first holder's next journal write is refused by
+    the store (its own data home still says it owns the task) and its `mark` never runs."""
+    person = tmp_path / "person"
+    person.mkdir()
+    gate = person / "gate"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.toml").write_text(ZOMBIE.replace("{gate}", str(gate)))
+    git(ws, "init", "-q")
+    url = f"s3://{BUCKET}/zombie"
+    objects = _objects(s3, url, monkeypatch)
+    first, second = tmp_path / "home1", tmp_path / "home2"
+    run = {"HOME": str(person), "NORMALIZE_LEASE_SECONDS": "1", "NORMALIZE_RECORD": url, **s3}
+    zombie = start("run", "wf.toml", "--json", cwd=ws, home=first, **run)
+    try:
+        assert zombie.stdout is not None
+        task = json.loads(zombie.stdout.readline())["task_id"]
+        wait_for(lambda: in_step(first, task, "1.0"), 120, "the task waiting for its gate")
+        os.kill(zombie.pid, signal.SIGSTOP)
+        shutil.copytree(first, second, symlinks=True)  # another node's home, as it was
+        wait_for(lambda: (lease_of(objects, task) or pytest.fail("no lease")).lapsed, 30,
+                 "the lease lapsed")
+        gate.write_text("go")
+        taker = cli("resume", task, cwd=ws, home=second, **run)
+        assert taker.returncode == 0, taker.stdout + taker.stderr
+        assert (ws / "effects.log").read_text() == "edit\nmark\n"
+    finally:
+        gate.write_text("go")
+        os.kill(zombie.pid, signal.SIGCONT)
+    try:
+        out, err = zombie.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        zombie.kill()
+        raise
+    assert zombie.returncode != 0, out + err
+    assert "the store refused this holder's journal append (epoch 1)" in out + err
+    time.sleep(0.5)
+    assert (ws / "effects.log").read_text() == "edit\nmark\n"  # the zombie's mark never ran
+    owner = json.loads((first / "tasks" / f"{task}.owner").read_text())
+    assert owner["epoch"] == 1  # its own home never learnt of the take-over: the store fenced it
+    head, entries = read_record(objects, task)
+    assert head is not None and head.epoch == 2
+    took_over = next(n for n, (epoch, _) in enumerate(entries) if epoch == 2)
+    assert {epoch for epoch, _ in entries[took_over:]} == {2}
+    state = read_checkpoint(objects, task)
+    assert state is not None and json.loads(state)["status"] == "done"
