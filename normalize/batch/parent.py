@@ -124,7 +124,9 @@ class BatchParent:
     def run(self) -> BatchOutcome:
         parent = self.parent = self.store.load(self.manifest.batch)
         lock = self.lock = self.store.lock(parent.id)
-        lock.acquire(parent.epoch)
+        if self.manifest.store and records(self.manifest.store):  # its record there too
+            self.store.record_url = self.manifest.store
+        lock.acquire(parent.epoch, record=True)
         journal = self.store.journal(parent.id, redact=False)  # the emitter redacts
         try:
             emitter = self._emitter(parent, journal)

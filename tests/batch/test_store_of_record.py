@@ -102,6 +102,11 @@ def test_an_items_journal_is_in_the_store_before_the_effect_it_guards(
         assert objects.get(f"record/tasks/{task}/files/{config}") is not None
         ended = lease_of(objects, task)
         assert ended is not None and ended.lapsed  # released as the run ended
+    local = (home / "tasks" / f"{batch}.jsonl").read_bytes()  # the parent's record too
+    _, entries = read_record(objects, batch)
+    assert b"".join(line.encode() + b"\n" for _, line in entries) == local
+    state = read_checkpoint(objects, batch)
+    assert state is not None and json.loads(state)["status"] == "done"
     status = cli("batch", "status", batch, cwd=tmp_path, home=home, **s3)
     assert "2 items (2 done)" in status.stdout, status.stdout + status.stderr
 
