@@ -26,11 +26,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
+from normalize import fsopen
 from normalize.errors import StoreError
-from normalize.store.fenced import FencedJournal, ObjectLease, record_key
+from normalize.fsutil import private_dirs
+from normalize.store.fenced import (
+    FencedJournal,
+    ObjectLease,
+    read_checkpoint,
+    read_record,
+    record_key,
+)
 from normalize.store.objects import Objects, open_objects, records
+from normalize.store.remote import checked_id
 
 ENV = "NORMALIZE_RECORD"
 
@@ -127,3 +137,44 @@ def _kept(obj: object, names: list[str]) -> None:
     elif isinstance(obj, list):
         for value in obj:
             _kept(value, names)
+
+
+BESIDE = re.compile(r"(?:config|kept)-[0-9a-f]{16}\.json")
+"""The files beside a task's state that its record keeps (`TaskStore._config_file`, kept values)."""
+
+
+def rebuild(objects: Objects, task_id: str, home: Path) -> bool:
+    """Write the task's record from the store into the data home `home`, exactly: its current
+    checkpoint as its task file, the files it names, its journal (the same bytes as where it
+    ran). Whether the store has a record of it. What the store holds is untrusted: the id and
+    every file name are checked before they name a path, and each file is placed beneath
+    `home` without following a link (`normalize.fsopen`)."""
+    task_id = checked_id(task_id, objects.url)
+    state = read_checkpoint(objects, task_id)
+    _, entries = read_record(objects, task_id)
+    if state is None:
+        return False
+    try:
+        private_dirs(home / "tasks" / task_id)
+    except OSError as exc:
+        raise StoreError(f"cannot make {home / 'tasks'}: {exc.strerror or exc}") from None
+    prefix = record_key(task_id, "files/")
+    for key in objects.list(prefix):
+        name = key[len(prefix):]
+        found = objects.get(key) if BESIDE.fullmatch(name) else None
+        if found is None:
+            raise StoreError(f"{objects.url}/{key}: not a file a task's record keeps (refused)")
+        _place(home, f"tasks/{task_id}/{name}", found[0])
+    journal = b"".join(str(line).encode() + b"\n" for _, line in entries)
+    _place(home, f"tasks/{task_id}.jsonl", journal)
+    with_log = home / "tasks" / f"{task_id}.ckpt"  # (older than the checkpoint: it goes)
+    with_log.unlink(missing_ok=True)
+    _place(home, f"tasks/{task_id}.json", state)
+    return True
+
+
+def _place(home: Path, rel: str, data: bytes) -> None:
+    try:
+        fsopen.place(home, rel, data, mode=0o600, replace_link=False)
+    except OSError as exc:
+        raise StoreError(f"cannot write {home / rel}: {exc.strerror or exc}") from None

@@ -25,8 +25,10 @@ from batch_support import (
     wait_for,
 )
 
+from normalize.store import TaskStore
 from normalize.store.fenced import lease_of, read_checkpoint, read_record
 from normalize.store.objects import S3Objects
+from normalize.store.record import rebuild
 
 pytest.importorskip("moto.server", reason="moto is not installed (.ci/run installs it)")
 
@@ -102,6 +104,17 @@ def test_an_items_journal_is_in_the_store_before_the_effect_it_guards(
         assert objects.get(f"record/tasks/{task}/files/{config}") is not None
         ended = lease_of(objects, task)
         assert ended is not None and ended.lapsed  # released as the run ended
+    # another data home rebuilds an item from the store alone, exactly as it ran
+    task = progress(home, batch)[1]["task_id"]
+    other = tmp_path / "other"
+    assert rebuild(objects, task, other)
+    assert (other / "tasks" / f"{task}.jsonl").read_bytes() == \
+        (home / "tasks" / f"{task}.jsonl").read_bytes()
+    assert TaskStore(other).load(task).to_dict() == TaskStore(home).load(task).to_dict()
+    assert (other / "tasks").stat().st_mode & 0o077 == 0
+    shown = cli("tasks", "show", task, cwd=tmp_path, home=other)
+    assert shown.returncode == 0 and " done" in shown.stdout.splitlines()[0], shown.stderr
+    assert not rebuild(objects, "nosuchtask", other)
     local = (home / "tasks" / f"{batch}.jsonl").read_bytes()  # the parent's record too
     _, entries = read_record(objects, batch)
     assert b"".join(line.encode() + b"\n" for _, line in entries) == local

@@ -113,3 +113,21 @@ def test_the_head_names_the_current_checkpoint(objects: FileObjects) -> None:
     key = journal.checkpoint(b'{"turn": 2}')
     assert key == "record/tasks/t/state/00000001-000002.json"
     assert fenced.read_checkpoint(objects, "t") == b'{"turn": 2}'
+
+
+def test_a_rebuild_takes_only_the_files_a_record_keeps(objects: FileObjects,
+                                                        tmp_path: Path) -> None:
+    from normalize.errors import StoreError
+    from normalize.store.record import rebuild
+
+    _, journal = _take(objects, "one")
+    journal.append(['{"type":"notice"}'])
+    journal.checkpoint(b'{"id": "t"}')
+    home = tmp_path / "home"
+    assert rebuild(objects, "t", home)
+    assert (home / "tasks" / "t.jsonl").read_bytes() == b'{"type":"notice"}\n'
+    objects.put_if_absent("record/tasks/t/files/run.sh", b"planted")
+    with pytest.raises(StoreError, match="not a file a task's record keeps"):
+        rebuild(objects, "t", home)
+    with pytest.raises(StoreError, match="is not an id"):
+        rebuild(objects, "../t", home)
