@@ -24,6 +24,7 @@ read access to `batches/` and `tasks/` only).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -108,11 +109,16 @@ class RunRecord:
         self.journal.checkpoint(state)
 
     def release(self) -> None:
-        """Send what is left of the journal (when still the holder) and end the lease."""
-        try:
+        """Send what is left of the journal (when still the holder) and end the lease.
+
+        Called as the run lets the task go, on every way out: a store that refuses
+        or cannot be reached here loses only lines no effect waited for (the
+        durable ones are there already), and an unreleased lease lapses by itself.
+        """
+        with contextlib.suppress(StoreError):  # (a StaleEpochError too)
             if not self.lease.lost.is_set():
                 self.flush()
-        finally:
+        with contextlib.suppress(StoreError):
             self.lease.release()
 
 

@@ -131,3 +131,22 @@ def test_a_rebuild_takes_only_the_files_a_record_keeps(objects: FileObjects,
         rebuild(objects, "t", home)
     with pytest.raises(StoreError, match="is not an id"):
         rebuild(objects, "../t", home)
+
+
+def test_a_run_that_lost_the_task_lets_it_go_without_writing_or_raising(
+        objects: FileObjects) -> None:
+    from normalize.store.record import RunRecord
+
+    stale = RunRecord(objects, "t")
+    assert stale.take(1) == 1
+    stale.line(b'{"n":1}\n', durable=True)
+    stale.line(b'{"n":2}\n', durable=False)  # waits for the next durable one
+    expire_lease(objects, "t", 1)
+    taker = RunRecord(objects, "t")
+    assert taker.take(1) == 2
+    stale.release()  # its buffered line is refused by the store: dropped, not raised
+    taker.line(b'{"n":3}\n', durable=True)
+    taker.release()
+    assert read_record(objects, "t")[1] == [[1, '{"n":1}'], [2, '{"n":3}']]
+    lease = lease_of(objects, "t")
+    assert lease is not None and lease.epoch == 2 and lease.lapsed
