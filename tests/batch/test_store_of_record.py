@@ -191,3 +191,45 @@ def test_a_zombie_on_another_data_home_is_fenced_by_the_store_alone(
     assert {epoch for epoch, _ in entries[took_over:]} == {2}
     state = read_checkpoint(objects, task)
     assert state is not None and json.loads(state)["status"] == "done"
+
+
+def test_a_killed_run_is_resumed_from_the_store_alone_on_a_fresh_data_home(
+        tmp_path: Path, s3: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`resume TASK --store URL` on a data home that has nothing of the task: its state and
+    journal come from the store; the finished `edit` is not repeated, the `wait` cut short is
+    run again (its on_interrupt), and the run takes the task at the next epoch there."""
+    person = tmp_path / "person"
+    person.mkdir()
+    gate = person / "gate"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.toml").write_text(ZOMBIE.replace("{gate}", str(gate)))
+    git(ws, "init", "-q")
+    url = f"s3://{BUCKET}/fresh"
+    objects = _objects(s3, url, monkeypatch)
+    first, fresh = tmp_path / "home1", tmp_path / "fresh"
+    run = {"HOME": str(person), "NORMALIZE_LEASE_SECONDS": "1", **s3}
+    killed = start("run", "wf.toml", "--json", cwd=ws, home=first, NORMALIZE_RECORD=url, **run)
+    try:
+        assert killed.stdout is not None
+        task = json.loads(killed.stdout.readline())["task_id"]
+        wait_for(lambda: in_step(first, task, "1.0"), 120, "the task waiting for its gate")
+    finally:
+        killed.kill()  # the node is lost: its data home with it
+        killed.communicate(timeout=60)
+    shutil.rmtree(first)
+    gate.write_text("go")
+    wait_for(lambda: (lease_of(objects, task) or pytest.fail("no lease")).lapsed, 30,
+             "the lease lapsed")
+    resumed = cli("resume", task, "--store", url, cwd=ws, home=fresh, **run)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert in_step(fresh, task, "wait", run=2)  # the wait cut short ran again
+    assert (ws / "effects.log").read_text() == "edit\nmark\n"
+    head, entries = read_record(objects, task)
+    assert head is not None and head.epoch == 2
+    assert [json.loads(line)["type"] for _, line in entries].count("run_started") == 2
+    state = read_checkpoint(objects, task)
+    assert state is not None and json.loads(state)["status"] == "done"
+    missing = cli("resume", "feedbeef", "--store", url, cwd=ws, home=fresh, **run)
+    assert missing.returncode == 2 and missing.stderr.strip().endswith(
+        f"no record of task feedbeef in {url}"), missing.stderr
