@@ -34,6 +34,7 @@ pytest.importorskip("moto.server", reason="moto is not installed (.ci/run instal
 
 pytestmark = needs_sandbox
 BUCKET = "records"
+SECRET_KEY = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYzEXAMPLEKEY9"
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +72,10 @@ def test_an_items_journal_is_in_the_store_before_the_effect_it_guards(
     url = f"s3://{BUCKET}/record"
     objects = _objects(s3, url, monkeypatch)
     home = tmp_path / "runner"
+    secret = {**s3, "AWS_SECRET_ACCESS_KEY": SECRET_KEY}  # (moto takes any)
     parent = start("batch", "wf.toml", "--items", str(items), "--json", "--store", url,
                    "--item-workspace", f"clone:{tmp_path}/{{item.path}}", cwd=tmp_path,
-                   home=home, HOME=str(person), **s3)
+                   home=home, HOME=str(person), **secret)
     try:
         assert parent.stdout is not None
         batch = json.loads(parent.stdout.readline())["batch"]
@@ -104,6 +106,9 @@ def test_an_items_journal_is_in_the_store_before_the_effect_it_guards(
         assert objects.get(f"record/tasks/{task}/files/{config}") is not None
         ended = lease_of(objects, task)
         assert ended is not None and ended.lapsed  # released as the run ended
+    for key in objects.list(""):  # the store's credentials are in nothing it holds
+        found = objects.get(key)
+        assert found is not None and SECRET_KEY.encode() not in found[0], key
     # another data home rebuilds an item from the store alone, exactly as it ran
     task = progress(home, batch)[1]["task_id"]
     other = tmp_path / "other"
