@@ -60,7 +60,7 @@ def normalize_steps(steps: int, fsync: bool) -> float:
         home, work = Path(tmp) / "home", Path(tmp) / "work"
         work.mkdir()
         os.environ["NORMALIZE_HOME"] = str(home)
-        store = TaskStore(home, fsync=fsync, redact=Redactor.for_workspace(work).redact_obj)
+        store = TaskStore(home, fsync=fsync, redact=Redactor.for_workspace(work))
         options = RunOptions(workspace=work, store=store, fsync=fsync)
         task = start_task(spec, "bench", options, limits=Limits())
         start = time.perf_counter()

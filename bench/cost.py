@@ -231,23 +231,38 @@ def workflow(path: Path, steps: int, ask: bool = False) -> Path:
     return path
 
 
-def step_rows(work: Path, steps: int, runs: int) -> list[Row]:
+def step_rows(work: Path, steps: int, runs: int, baseline: Path | None = None) -> list[Row]:
+    """The command-line step beside the floor; with `baseline`, that tree's step too, each
+    run of it interleaved with this tree's (one launcher for both, `python -c`)."""
     from compare import floor_steps
 
     home = work / "steps-home"
     env = {**os.environ, "NORMALIZE_HOME": str(home)}
     long, short = workflow(work / "long.toml", steps), workflow(work / "short.toml", 10)
-    walls: dict[str, list[float]] = {"long": [], "short": [], "floor": []}
+    trees = {"after": ROOT, **({"before": baseline} if baseline else {})}
+    walls: dict[str, list[float]] = {"floor": []}
+    cpus: dict[str, list[float]] = {}
     for _ in range(runs):
-        walls["long"].append(run_timed([*normalize_argv(), "run", str(long), "-q"], work, env)[0])
-        walls["short"].append(run_timed([*normalize_argv(), "run", str(short), "-q"], work,
-                                        env)[0])
+        for name, tree in trees.items():
+            launch = normalize_argv() if baseline is None else [PYTHON, "-c", LAUNCH]
+            tree_env = env if baseline is None else {**env, "PYTHONPATH": str(tree)}
+            for size, flow in (("long", long), ("short", short)):
+                wall, cpu, _ = run_timed([*launch, "run", str(flow), "-q"], work, tree_env)
+                walls.setdefault(f"{name} {size}", []).append(wall)
+                cpus.setdefault(f"{name} {size}", []).append(cpu)
         walls["floor"].append(floor_steps(steps, fsync=True) / 1000 * steps)
-    long_s, short_s, floor_s = (statistics.median(walls[k]) for k in ("long", "short", "floor"))
-    step = (long_s - short_s) / (steps - 10) * 1000
-    floor = floor_s / steps * 1000
-    return [("durable no-op step from the command line ÷ the floor",
-             f"{step / floor:.2f}× ({step:.2f} / {floor:.2f} ms)", "≤ 1.5×", step / floor <= 1.5)]
+    floor = statistics.median(walls["floor"]) / steps * 1000
+    rows: list[Row] = []
+    for name in trees:
+        long_s, short_s = (statistics.median(walls[f"{name} {k}"]) for k in ("long", "short"))
+        step = (long_s - short_s) / (steps - 10) * 1000
+        cpu_long, cpu_short = (statistics.median(cpus[f"{name} {k}"]) for k in ("long", "short"))
+        cpu = (cpu_long - cpu_short) / (steps - 10) * 1000  # the process's own, not the disk's
+        label = "durable no-op step from the command line ÷ the floor"
+        rows.append((label if baseline is None else f"{label} ({name})",
+                     f"{step / floor:.2f}× ({step:.2f} / {floor:.2f} ms; CPU {cpu:.2f} ms a step)",
+                     "≤ 1.5×", step / floor <= 1.5))
+    return rows
 
 
 def project(work: Path) -> Path:
@@ -440,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--install-codex", action="store_true")
     parser.add_argument("--only", help="loops, grep, step, startup or checkpoints")
     parser.add_argument("--baseline", type=Path,
-                        help="with --only startup: also this tree's start-up, before/after")
+                        help="with --only startup or step: also this tree's, before/after")
     parser.add_argument("--one-loop", nargs=2, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--one-grep", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--one-checkpoint", nargs=2, help=argparse.SUPPRESS)
@@ -464,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
             "loops": lambda: loop_rows(1 if args.quick else 3,
                                        100_000 if args.quick else 1_000_000),
             "grep": lambda: grep_rows(args.tree or make_tree(work), runs),
-            "step": lambda: step_rows(work, 300 if args.quick else 1000, 3),
+            "step": lambda: step_rows(work, 300 if args.quick else 1000, 3, args.baseline),
             "startup": lambda: startup_rows(work, runs, find_codex(
                 args.codex, args.install_codex, work)) + (
                 startup_versus(work, runs, args.baseline) if args.baseline else []),

@@ -41,7 +41,6 @@ from normalize.events import (
     Notice,
     ProcessStarted,
     WaitingForInput,
-    decode_events,
 )
 from normalize.intents import rejection
 from normalize.store import TaskStore
@@ -199,7 +198,7 @@ class Recovery:
         finished: dict[str, ActionFinished] = {}
         started: set[str] = set()
         children: dict[str, list[ProcessStarted]] = {}
-        for event in decode_events(self.store.events_since(task)):
+        for event in self.store.typed_events_since(task):
             match event:
                 case ActionFinished():
                     finished[event.key] = event

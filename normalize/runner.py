@@ -212,11 +212,13 @@ def open_task(ref: str, options: RunOptions) -> Task:
 
 
 def tool_context(task: Task, options: RunOptions, *, places: Places | None = None,
-                 grants: Grants | None = None) -> ToolContext:
+                 grants: Grants | None = None,
+                 recall: Callable[[str], str] | None = None) -> ToolContext:
     """The guard, caches, approval policy, sandbox and MCP servers a task's actions run under.
 
     `run_task` hands in the store's `places` and the `grants` it asked for
-    once; without them they are asked for here.
+    once; without them they are asked for here. `recall` is the run's memory (a
+    harness turn asks it, so the memory never rides the action's parameters).
     """
     from normalize.execution.cache import CacheSet, cache_from
     from normalize.tools.guard import WorkspaceGuard
@@ -239,7 +241,7 @@ def tool_context(task: Task, options: RunOptions, *, places: Places | None = Non
                        asker=options.asker if options.interactive else None, caches=caches,
                        sandbox=grants.sandbox, mcp=sessions,
                        children=spawner(task, options, grants),
-                       state_dir=harness_state(store.home, task.id))
+                       state_dir=harness_state(store.home, task.id), recall=recall)
 
 
 def _grants(task: Task, options: RunOptions, places: Places) -> Grants:
@@ -273,7 +275,8 @@ def spawner(task: Task, options: RunOptions, grants: Grants) -> Spawner:
 def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = None,
                     repo_maps: Path | None = None,
                     sandbox: SandboxPolicy | None = None, memory: RunMemory | None = None,
-                    skills: Catalog | None = None) -> DriverServices:
+                    skills: Catalog | None = None,
+                    pre_approve: Callable[[str], list[str]] | None = None) -> DriverServices:
     """The caller's services, with what the run lends where the caller lent nothing.
 
     `replay:TASKID` looks the task up in the run's own store; the repo map is
@@ -295,6 +298,8 @@ def driver_services(task: Task, options: RunOptions, mcp: McpSessions | None = N
     if services.sandbox is None and sandbox is not None:
         lent["sandbox"] = sandbox  # the run's, for a program a driver starts (`acp`)
     lent.update(_deciders_loans(services, memory, skills))
+    if services.pre_approve is None and pre_approve is not None:
+        lent["pre_approve"] = pre_approve  # a loaded skill's `allowed-tools`, into the policy
     if services.launch is None:
         lent["launch"] = _agent_launch(harness_state(store.home, task.id))
     return replace(services, **lent)
@@ -338,11 +343,12 @@ def tier_notice(task: Task, options: RunOptions) -> str:
 
 def make_driver(task: Task, options: RunOptions, mcp: McpSessions | None = None,
                 repo_maps: Path | None = None, sandbox: SandboxPolicy | None = None,
-                memory: RunMemory | None = None, skills: Catalog | None = None) -> Driver:
+                memory: RunMemory | None = None, skills: Catalog | None = None,
+                pre_approve: Callable[[str], list[str]] | None = None) -> Driver:
     """The task's driver, built with everything it is lent (see `driver_services`)."""
     return create_driver(task.driver, task.config.to_driver_json(),
                          driver_services(task, options, mcp, repo_maps, sandbox, memory,
-                                         skills))
+                                         skills, pre_approve))
 
 
 def model_loans(task: Task, options: RunOptions, grants: Grants
@@ -477,6 +483,7 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     workspace checkpoints, then the engine. Nothing below calls back into here.
     """
     from normalize.checkpoints import WorkspaceCheckpoints
+    from normalize.skills.grants import pre_approver
     from normalize.tools import default_tools
 
     store = _store(options)
@@ -486,10 +493,13 @@ def run_task(task: Task, options: RunOptions, *, driver: Driver | None = None,
     places = store.places(task.id, workspace)
     grants = _grants(task, options, places)
     memory, skills = model_loans(task, options, grants)
-    tool_ctx = tool_context(task, options, places=places, grants=grants)
+    tool_ctx = tool_context(task, options, places=places, grants=grants,
+                            recall=memory.recall if memory is not None and memory.recalls
+                            else None)
+    pre_approve = pre_approver(skills, tool_ctx.policy.granted) if skills else None
     try:
         driver = driver or make_driver(task, options, tool_ctx.mcp, places.repo_maps,
-                                       tool_ctx.sandbox, memory, skills)
+                                       tool_ctx.sandbox, memory, skills, pre_approve)
         notes = [] if resumed else list(task.config.permission_notes)
         engine = Engine(store, options.tools or default_tools(), tool_ctx,
                         cancel=options.cancel, subscribers=_subscribers(options),

@@ -167,6 +167,10 @@ class LLMTable(Record):
     system_prompt_file: str | None = key(None, STR, "… or a file beside the workflow holding it")
     prices: Mapping[str, Any] = key(None, TABLE, "prices per model, for the budget",
                                     factory=dict)
+    context_window: int | None = key(None, INT, "the model's context window in tokens (the "
+                                     "skills catalog takes about 2% of it); default: the "
+                                     "window normalize knows for the model, else 32,000",
+                                     at_least(1_000))
 
     @classmethod
     def from_config(cls, table: Mapping[str, Any]) -> Self:

@@ -96,6 +96,9 @@ class DriverServices:
     `acp` driver's agent) starts it under this (None: the default policy)."""
     skills: Catalog | None = None
     """The Agent Skills the run may use (a catalog for the prompt, bodies on activation)."""
+    pre_approve: Callable[[str], list[str]] | None = None
+    """Called as a skill loads: its `allowed-tools` join the run's approval policy
+    (`normalize.skills.grants`); the lines to say. None: no skill found grants anything."""
     remember: bool = False
     """Whether the run keeps what the model proposes with `remember` (its memory is on); the
     verb is offered only then."""

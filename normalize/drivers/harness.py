@@ -14,16 +14,28 @@ on a task another driver started): `harness.model` and `harness.base_url`
 `llm.provider` is the harness's API (anthropic for claude, openai for codex
 and aider), else `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL` from the
 environment; a workflow step's `goal`; and `follow_ups`.
+
+Memory and skills, as a model's driver gets them (`remembers`): each turn's
+action carries `context`, what normalize adds to the harness's system prompt
+(`normalize.tools.harness.context` makes the text): the guarded memory message
+retrieved by the task's input (the tool asks the run's memory for it), and the
+skills catalog, capped at its share of
+the harness model's window, each skill named by the file the harness reads to
+load it; `$NAME` in the goal or a follow-up names a skill to read first. A
+successful run consolidates memory like an agent run (the engine asks).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import uuid
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from normalize.contract.driver import DriverServices, LineQueue, RunContext
 from normalize.events import InputReceived, Notice
+from normalize.skills.catalog import Catalog, catalog_cap
 from normalize.task import Action, ActionResult, Decision, ResultStatus, Task, TaskStatus, Usage
 
 STATE_VERSION = 1
@@ -33,6 +45,11 @@ PROVIDERS = {"claude": "anthropic", "codex": "openai", "aider": "openai"}
 BASE_URLS = {"claude": "ANTHROPIC_BASE_URL", "codex": "OPENAI_BASE_URL",
              "aider": "OPENAI_BASE_URL"}
 """Where a harness's model server is named when the task's llm table is for another API."""
+DEFAULT_MODELS = {"claude": "claude", "codex": "gpt-5", "aider": ""}
+"""What each harness runs when no model is named (for the catalog's share of its window)."""
+SKILLS_MARK = "\u27e8skills\u27e9"
+"""Where the catalog's files are, until the harness tool puts the copies in its home."""
+SKILL_REF_RE = re.compile(r"(?<![\w$])\$([a-z0-9][a-z0-9-]{0,63})\b")
 CONTINUE = ("Your previous turn on this task was interrupted before it finished. Check what "
             "was done and continue with the task:\n\n{goal}")
 
@@ -45,11 +62,14 @@ class HarnessDriver:
     redecides_on_resume: ClassVar[bool] = True
     model_settings: ClassVar[str] = "harness"  # its own model server (`resume --driver claude -m`)
     takes_follow_ups: ClassVar[bool] = True
+    remembers: ClassVar[bool] = True  # memory and skills ride its system prompt (see above)
 
     def __init__(self, *, model: str | None = None, base_url: str | None = None,
                  follow_ups: list[str] | None = None, inbox: LineQueue | None = None,
-                 goal: str | None = None) -> None:
+                 goal: str | None = None, recall: Callable[[str], str] | None = None,
+                 skills: Catalog | None = None) -> None:
         self.model, self.base_url, self.goal = model, base_url, goal
+        self.recall, self.skills = recall, skills
         self.follow_ups = list(follow_ups or [])
         self.inbox = inbox
         self.session: str | None = None
@@ -74,7 +94,8 @@ class HarnessDriver:
         return cls(model=model.split(":", 1)[-1] or None,
                    base_url=base_url or os.environ.get(BASE_URLS[cls.harness]) or None,
                    follow_ups=[str(f) for f in config.get("follow_ups") or []],
-                   inbox=services.inbox, goal=str(goal) if goal else None)
+                   inbox=services.inbox, goal=str(goal) if goal else None,
+                   recall=services.recall, skills=services.skills)
 
     def snapshot(self) -> dict[str, Any]:
         return {"v": STATE_VERSION, "session": self.session, "new_session": self.new_session,
@@ -142,10 +163,33 @@ class HarnessDriver:
             "continue_last": self.interrupted, "model": self.model, "base_url": self.base_url,
             "prices": _prices(self.model),
         }
+        context = self._context(task)
+        if context:
+            params["context"] = context
         if task.limits.max_cost_usd is not None:
             params["budget_usd"] = max(task.limits.max_cost_usd - task.usage.cost_usd, 0.0)
         head = prompt.strip().splitlines()[0] if prompt.strip() else ""
         return Action(tool="harness", params=params, text=f"{self.harness}: {head[:120]}")
+
+    def _context(self, task: Task) -> dict[str, Any]:
+        """What normalize adds to the harness's system prompt this turn ({}: nothing): the
+        input memory is recalled for (the tool asks the run's memory: never in the action),
+        the skills catalog, the skills `$NAME` names."""
+        said = "\n".join([self.goal or task.goal, *self.follow_ups])
+        context: dict[str, Any] = {"recall": said} if self.recall is not None else {}
+        catalog = self.skills
+        if catalog is None or not catalog.skills:
+            return context
+        cap = catalog_cap(self.model or DEFAULT_MODELS.get(self.harness, ""))
+        section = catalog.section(cap, locate=lambda s: f"{SKILLS_MARK}/{s.name}/SKILL.md")
+        named = [n for n in dict.fromkeys(SKILL_REF_RE.findall(said)) if catalog.get(n)]
+        context["catalog"] = section
+        context["skills"] = {  # the files to copy: those the catalog shows, those named
+            s.name: [str(s.directory), s.digest] for s in catalog.skills.values()
+            if s.name in named or f"{SKILLS_MARK}/{s.name}/SKILL.md" in section}
+        if named:
+            context["named"] = named
+        return context
 
     def _finish(self) -> Decision:
         ended = self.ended or {}

@@ -75,7 +75,7 @@ from normalize.providers.base import (
 )
 from normalize.providers.pricing import DEFAULT_TABLE, PriceTable
 from normalize.retry import RetryPolicy
-from normalize.skills.catalog import Catalog
+from normalize.skills.catalog import Catalog, catalog_cap
 from normalize.tables import ContextSettings
 from normalize.task import Action, ActionResult, Decision, Task, TaskStatus, Usage
 
@@ -116,6 +116,7 @@ class Briefing:
     config_dir: Path | None = None  # where the user-wide AGENTS.md lives
     follow_ups: tuple[str, ...] = ()
     skills: tuple[str, ...] = ()  # the workflow's `skills`: loaded before the first request
+    skills_grant: bool = True  # … and pre-approve their `allowed-tools` (untrusted file: no)
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ class Lent:
     recall: Callable[[str], str] | None = None  # memory for the run's input: the guarded message
     skills: Catalog | None = None  # the Agent Skills: a catalog in the prompt, bodies when loaded
     remember: bool = False  # the run keeps what the model proposes with `remember`
+    pre_approve: Callable[[str], list[str]] | None = None  # a loaded skill's `allowed-tools`
 
 
 def _context(table: Mapping[str, Any] | str) -> ContextSettings:
@@ -178,7 +180,8 @@ def _briefing(config: dict[str, Any], spec: dict[str, Any], config_dir: Path | N
                     project_instructions=bool(config.get("project_instructions", True)),
                     config_dir=config_dir,
                     follow_ups=tuple(str(f) for f in config.get("follow_ups") or []),
-                    skills=tuple(str(s) for s in spec.get("skills") or []))
+                    skills=tuple(str(s) for s in spec.get("skills") or []),
+                    skills_grant=spec.get("origin") != "workspace")
 
 
 class LLMDriver:
@@ -233,6 +236,9 @@ class LLMDriver:
         self.invalid_results = 0  # results that failed the task's output schema
         self.skills_loaded: list[str] = []  # skills whose instructions every prompt now carries
         self.skills_missing: list[str] = []  # the workflow's skills not found (said once)
+        self.skills_granting: list[str] = []  # loaded skills whose `allowed-tools` apply
+        self._granted: set[str] = set()  # … given to this run's approval policy already
+        self._grant_notes: list[str] = []  # what they pre-approve, said at the next decision
 
     @classmethod
     def from_config(cls, config: dict[str, Any], services: DriverServices) -> LLMDriver:
@@ -248,7 +254,7 @@ class LLMDriver:
                    lent=Lent(services.inbox, services.extra_commands,
                              services.repo_map(tokens) if tokens and services.repo_map
                              else None, services.recall, services.skills,
-                             services.remember),
+                             services.remember, services.pre_approve),
                    repo_map_tokens=tokens)
 
     @property
@@ -278,6 +284,7 @@ class LLMDriver:
             "invalid_results": self.invalid_results,
             "skills_loaded": list(self.skills_loaded),
             "skills_missing": list(self.skills_missing),
+            "skills_granting": list(self.skills_granting),
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -300,6 +307,7 @@ class LLMDriver:
         self.follow_ups_seen = int(state.get("follow_ups_seen", 0))
         self.skills_loaded = [str(s) for s in state.get("skills_loaded", [])]
         self.skills_missing = [str(s) for s in state.get("skills_missing", [])]
+        self.skills_granting = [str(s) for s in state.get("skills_granting", [])]
 
     # -- the model ---------------------------------------------------------
 
@@ -385,7 +393,7 @@ class LLMDriver:
                 instructions = found.text
                 self._instruction_notices = list(found.notices)
             commands = self.lent.extra_commands
-            catalog = self.lent.skills.section() if self.lent.skills is not None else ""
+            catalog = self._catalog()
             omit = [*(() if commands is not None else ("mcp",)),  # no server: no verb
                     *(() if catalog else ("skill",)),  # no skill to load: no verb either
                     *(() if self.lent.remember else ("remember",))]  # no memory this run
@@ -400,6 +408,13 @@ class LLMDriver:
             if catalog:  # names and descriptions only: the same every turn (cached)
                 self._system += "\n" + catalog
         return self._system
+
+    def _catalog(self) -> str:
+        """The skills catalog, capped at its share of the model's context window ('' none)."""
+        if self.lent.skills is None:
+            return ""
+        return self.lent.skills.section(catalog_cap(self.settings.spec,
+                                                    self.settings.context_window))
 
     def goal(self, task: Task) -> str:
         """The goal as the model reads it, with the follow-up instructions after it."""
@@ -482,6 +497,7 @@ class LLMDriver:
                 )
         self._take_typed(ctx)
         self._preload_skills(task, ctx)
+        self._grant_skills(ctx)
         memory = self._memory(task)
         skills = self._skills_message()
         prompt = self._prompt(task, ctx, memory + skills)
@@ -525,11 +541,27 @@ class LLMDriver:
             if catalog.get(name) is not None:
                 self.skills_loaded.append(name)
                 ctx.emit(Notice(message=f"skill {name} loaded ({why})"))
+                if self.briefing.skills_grant or not why.startswith("the workflow"):
+                    self.skills_granting.append(name)
             elif why.startswith("the workflow"):
                 self.skills_missing.append(name)
                 ctx.emit(Notice(level="warning", message=(
                     f"the workflow's skill {name!r} is not here (or not trusted): "
                     "`normalize skills list` shows the skills a run here may use")))
+
+    def _grant_skills(self, ctx: RunContext | None) -> None:
+        """The loaded skills' `allowed-tools` into the run's approval policy (once a run: a
+        resumed task's skills grant again); what they pre-approve is said (`ctx`: now)."""
+        grant = self.lent.pre_approve
+        for name in self.skills_granting:
+            if grant is not None and name not in self._granted:
+                self._granted.add(name)
+                self._grant_notes += grant(name)
+        if ctx is not None:
+            for line in self._grant_notes:
+                ctx.emit(Notice(level="warning" if "allowed-tools" in line else "info",
+                                message=line))
+            self._grant_notes = []
 
     def _skills_message(self) -> str:
         """The loaded skills' instructions, each wrapped and marked, resources listed ('' none)."""
@@ -694,6 +726,8 @@ class LLMDriver:
                                       "the `Skills in use` message.")
         else:
             self.skills_loaded.append(name)
+            self.skills_granting.append(name)
+            self._grant_skills(None)  # at once: a later command of the same reply may need it
             self.context.add_feedback(f"Skill {name} loaded: its instructions are in the "
                                       "`Skills in use` message from now on.")
 

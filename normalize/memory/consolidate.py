@@ -6,7 +6,9 @@ Three sources, each named on the entry it makes:
   command that failed and never succeeded later, then a different command
   with the same purpose (tests, a linter, a build) that succeeded: "Run the
   tests with `make check` (`pytest` failed here)". Only the commands' words
-  and exit statuses are read.
+  and exit statuses are read: normalize's `run` and `test` actions, and a
+  harness's own shell commands (Claude Code's `Bash`, Codex's commands),
+  whose words and whether they worked its stream reported.
 - `person`: a convention or a correction in the person's own words (the goal,
   a follow-up, a line typed while the model worked, an answer): a sentence
   with "always", "never", "don't", "use … instead", "we use", "prefer",
@@ -22,15 +24,27 @@ Program output and file contents are never read: a test that prints
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from normalize.events import ActionFinished, Event, InputReceived, RunStarted
+from normalize.events import (
+    ActionFinished,
+    Event,
+    HarnessToolCalled,
+    HarnessToolFinished,
+    InputReceived,
+    RunStarted,
+)
 from normalize.memory.entries import MemoryEntry, clip, mentioned_files, normal_text
 
 PROGRAM_TOOLS = ("run", "test")
 FAILED = "error"
+SHELL_TOOLS = {"Bash": "command", "command_execution": "command"}
+"""A harness's own shell tool (Claude Code's, Codex's) → the input key holding its command."""
+HARNESS_FAILED = -1  # a harness's command that failed, its exit status unknown
+SHELLS = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash"})
 PURPOSES: tuple[tuple[str, frozenset[str], str], ...] = (  # the first that matches: lint tools
     ("lint", frozenset({"lint", "ruff", "flake8", "mypy", "pyright", "eslint", "typecheck",
                         "clippy", "vet"}), "Check the code with"),  # (`ruff check` is linting)
@@ -78,10 +92,49 @@ def _lead(name: str) -> str:
     return next(lead for purpose_name, _, lead in PURPOSES if purpose_name == name)
 
 
+@dataclass(frozen=True)
+class _Run:
+    """A program run, as far as consolidation reads it: its words and whether it worked."""
+
+    tool: str
+    command: str
+    status: str
+    exit_code: int | None
+    turn: int
+
+
+def _unshell(command: str) -> str:
+    """`bash -lc 'make check'` (how Codex reports a command) as `make check`."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    if len(words) == 3 and words[0] in SHELLS and words[1] in ("-c", "-lc"):
+        return words[2]
+    return command
+
+
+def _runs(events: list[Event]) -> list[_Run]:
+    """normalize's `run`/`test` actions and a harness's shell commands, in order."""
+    runs: list[_Run] = []
+    calls: dict[str, str] = {}
+    turn = 0
+    for e in events:
+        if isinstance(e, ActionFinished):
+            turn = e.turn
+            if e.tool in PROGRAM_TOOLS and e.status in (FAILED, "success"):
+                runs.append(_Run(e.tool, e.command, e.status, e.exit_code, e.turn))
+        elif isinstance(e, HarnessToolCalled) and e.tool in SHELL_TOOLS:
+            calls[e.call_id] = _unshell(str(e.input.get(SHELL_TOOLS[e.tool]) or "")).strip()
+        elif isinstance(e, HarnessToolFinished) and calls.get(e.call_id):
+            runs.append(_Run("run", calls.pop(e.call_id), "success" if e.ok else FAILED,
+                             0 if e.ok else HARNESS_FAILED, turn))
+    return runs
+
+
 def command_fixes(events: list[Event], task_id: str) -> list[MemoryEntry]:
     """A failed command, never fixed by running it again, then another of its purpose working."""
-    runs = [e for e in events if isinstance(e, ActionFinished) and e.tool in PROGRAM_TOOLS
-            and e.status in (FAILED, "success")]
+    runs = _runs(events)
     found: list[MemoryEntry] = []
     seen: set[str] = set()
     for i, failed in enumerate(runs):
@@ -94,17 +147,23 @@ def command_fixes(events: list[Event], task_id: str) -> list[MemoryEntry]:
             found.append(MemoryEntry(
                 text=clip(f"{_lead(_kind(fixed) or 'test')} `{good}` (`{bad}` failed here)"),
                 source="observed", task=task_id, step=fixed.turn + 1,
-                why=f"`{bad}` exited {failed.exit_code} at turn {failed.turn + 1}; "
+                why=f"`{bad}` {_how(failed)} at turn {failed.turn + 1}; "
                     f"`{good}` succeeded at turn {fixed.turn + 1}"))
     return found
 
 
-def _kind(run: ActionFinished) -> str | None:
+def _how(run: _Run) -> str:
+    """How a run failed, in words (a harness reports failure, not always an exit status)."""
+    return "failed under the harness" if run.exit_code == HARNESS_FAILED else \
+        f"exited {run.exit_code}"
+
+
+def _kind(run: _Run) -> str | None:
     """What a command is for (test, lint, build), by its program or its tool."""
     return purpose(_program(run.command)) or ("test" if run.tool == "test" else None)
 
 
-def _fixed_by(failed: ActionFinished, later: list[ActionFinished]) -> ActionFinished | None:
+def _fixed_by(failed: _Run, later: list[_Run]) -> _Run | None:
     """The first later command of the same purpose that worked where `failed` did not, when
     running `failed` again never worked (then the code was fixed, not the command)."""
     if failed.status != FAILED or failed.exit_code is None:

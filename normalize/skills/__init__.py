@@ -18,6 +18,7 @@ its line.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ class Skill:
     scope: str = "project"  # "project" (the workspace's) or "user"
     fields: dict[str, object] = field(default_factory=dict)
     body_line: int = 1  # where the instructions start
+    digest: str = ""  # sha256 of SKILL.md's text as it was found: a copy is made only of that
 
     @property
     def directory(self) -> Path:
@@ -239,5 +241,6 @@ def load(directory: Path, scope: str) -> tuple[Skill | None, list[str]]:
         why = problems[0] if problems else f"{file}: no name or description"
         return None, [f"skill {directory.name} skipped: {why}"]
     skill = Skill(name=directory.name, description=" ".join(description.split()), file=file,
-                  scope=scope, fields=values, body_line=body_line)
+                  scope=scope, fields=values, body_line=body_line,
+                  digest=hashlib.sha256(text.encode("utf-8")).hexdigest())
     return skill, [f"skill {directory.name}: {p}" for p in problems]

@@ -21,8 +21,18 @@ from normalize.skills import Skill, load
 PROJECT_DIRS = (".agents/skills", ".normalize/skills", ".claude/skills")
 MAX_SKILLS = 500
 CATALOG_CHARS = 8_000
-"""The catalog's cap in characters (about 2,000 tokens: 1% of a 200k-token context window,
-under the specification's guide of about 2%). It does not yet shrink for smaller windows."""
+"""The catalog's ceiling in characters (about 2,000 tokens), whatever the window."""
+CATALOG_FLOOR = 1_200
+"""The least room the catalog gets, however small the window (about 300 tokens)."""
+CATALOG_SHARE = 0.02  # of the model's context window, as the specification's guide suggests
+CHARS_PER_TOKEN = 4
+CONTEXT_TOKENS = (("claude", 200_000), ("gpt-4.1", 1_000_000), ("gpt-5", 400_000),
+                  ("gpt-4o", 128_000), ("o1", 200_000), ("o3", 200_000), ("o4", 200_000),
+                  ("gemini", 1_000_000), ("deepseek", 128_000), ("qwen", 32_000),
+                  ("llama", 128_000), ("mistral", 32_000))
+"""Context windows by model-name prefix (tokens); the first prefix that matches wins."""
+DEFAULT_CONTEXT_TOKENS = 32_000
+"""A model the table does not know (a local one, say; a scripted one): a small window."""
 SHORTEST = 60  # a description is cut to no less than this before skills are left out
 
 
@@ -36,20 +46,25 @@ class Catalog:
     def get(self, name: str) -> Skill | None:
         return self.skills.get(name)
 
-    def section(self, cap: int = CATALOG_CHARS) -> str:
+    def section(self, cap: int = CATALOG_CHARS,
+                locate: Callable[[Skill], str] | None = None) -> str:
         """The catalog for the system prompt, within `cap` characters ('' when there are none):
-        descriptions are shortened first, then the last skills are left out (and counted)."""
+        descriptions are shortened first, then the last skills are left out (and counted).
+        With `locate` (a harness that reads files itself), each line names the skill's file
+        and the model is told to read it instead of `skill NAME`."""
         if not self.skills:
             return ""
+        how = ("read that skill's file (named after it) before you start" if locate else
+               "load that skill's instructions with `skill NAME` before you start")
         head = ("## Skills\nInstructions the user installed (Agent Skills), by name and when "
-                "to use each. When the task matches a description, load that skill's "
-                "instructions with `skill NAME` before you start (once is enough).\n")
+                f"to use each. When the task matches a description, {how} (once is "
+                "enough).\n")
         skills = sorted(self.skills.values(), key=lambda s: s.name)
         room = cap - len(head)
         width = max(len(s.description) for s in skills)
-        while width > SHORTEST and _size(skills, width) > room:
+        while width > SHORTEST and _size(skills, width, locate) > room:
             width = max(SHORTEST, width * 3 // 4)
-        lines = [_line(s, width) for s in skills]
+        lines = [_line(s, width, locate) for s in skills]
         if sum(map(len, lines)) <= room:
             return head + "".join(lines)
         room -= len(_tail(len(lines)))
@@ -61,19 +76,36 @@ class Catalog:
         return head + "".join(shown) + _tail(len(lines) - len(shown))
 
 
+def context_tokens(model: str) -> int:
+    """The context window of `model` (`PROVIDER:MODEL` or a bare name), as far as the table
+    knows (`CONTEXT_TOKENS`; else `DEFAULT_CONTEXT_TOKENS`)."""
+    name = model.rpartition(":")[2].rpartition("/")[2].lower()
+    return next((tokens for prefix, tokens in CONTEXT_TOKENS if name.startswith(prefix)),
+                DEFAULT_CONTEXT_TOKENS)
+
+
+def catalog_cap(model: str, window: int | None = None) -> int:
+    """The catalog's cap for `model` (whose context window is `window` tokens, when the
+    workflow says): about 2% of the window in characters, within `CATALOG_FLOOR` and
+    `CATALOG_CHARS`."""
+    share = int((window or context_tokens(model)) * CATALOG_SHARE * CHARS_PER_TOKEN)
+    return max(CATALOG_FLOOR, min(CATALOG_CHARS, share))
+
+
 def _tail(left: int) -> str:
     return f"- … and {left} more (the catalog is full: `normalize skills list` shows all)\n"
 
 
-def _line(skill: Skill, width: int) -> str:
+def _line(skill: Skill, width: int, locate: Callable[[Skill], str] | None = None) -> str:
     text = skill.description
     if len(text) > width:
         text = text[: width - 1].rstrip() + "…"
-    return f"- {skill.name}: {text}\n"
+    where = f" (`{locate(skill)}`)" if locate is not None else ""
+    return f"- {skill.name}: {text}{where}\n"
 
 
-def _size(skills: list[Skill], width: int) -> int:
-    return sum(len(_line(s, width)) for s in skills)
+def _size(skills: list[Skill], width: int, locate: Callable[[Skill], str] | None) -> int:
+    return sum(len(_line(s, width, locate)) for s in skills)
 
 
 def _roots(workspace: Path) -> list[Path]:

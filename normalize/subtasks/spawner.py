@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from normalize.cancel import CancelToken
 from normalize.errors import NormalizeError, ToolError
-from normalize.events import ChildCollected, ChildCreated, Event, decode_events
+from normalize.events import ChildCollected, ChildCreated, Event
 from normalize.execution.executor import ChildJob, Executor
 from normalize.store import TaskStore
 from normalize.store.ownership import pid_alive
@@ -315,7 +315,7 @@ class Spawner:
 
     def collection(self, child_id: str) -> ChildCollected | None:
         """The parent's journal's last record, since its last checkpoint, of collecting it."""
-        found = [e for e in decode_events(self.store.events_since(self.task))
+        found = [e for e in self.store.typed_events_since(self.task)
                  if isinstance(e, ChildCollected) and e.child_id == child_id]
         return found[-1] if found else None
 

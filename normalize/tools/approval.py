@@ -12,6 +12,9 @@ parts, `ls && rm x` too); every part must pass.
 | `run`/`test` part holds `$(` or a backtick          | refuse | refuse | refuse | refuse  |
 |   (unless `allow_shell`; the shell is confined too) |        |        |        |         |
 | matches an `allow` pattern, or remembered           | run    | run    | run    | run     |
+| a loaded skill's `allowed-tools` pre-approves it,   | run    | run    | run    | refuse  |
+|   and it is neither destructive nor leaving the     |        |        |        |         |
+|   boundary (`normalize.skills.grants`)              |        |        |        |         |
 | a program leaving the boundary: `network = true`,   | person | person | run    | refuse  |
 |   `--sandbox off`, no sandbox on this machine, or   |        |        |        |         |
 |   hosts a workspace file narrowed `true` down to    |        |        |        |         |
@@ -52,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from normalize.errors import ConfigError, NormalizeError
 from normalize.sandbox import SandboxMode, SandboxPolicy, probe
+from normalize.skills.grants import Grant
 from normalize.task import Action, ActionResult, ResultStatus, Wait
 from normalize.tools.shell import command_parts, text_after_verb, unquoted_operators
 
@@ -265,6 +269,9 @@ class ApprovalPolicy:
     deny: list[str] = field(default_factory=list)
     allow_shell: bool = False
     remembered: set[str] = field(default_factory=set)
+    granted: list[Grant] = field(default_factory=list)
+    """What loaded skills pre-approve (`allowed-tools`): a yes in `ask` mode, for confined
+    programs and edits only (`normalize.skills.grants`)."""
 
     def __post_init__(self) -> None:
         self.mode = _mode(self.mode)
@@ -350,7 +357,15 @@ class ApprovalPolicy:
             return True
         if self.mode is ApprovalMode.YES:
             return True
-        return self.mode is ApprovalMode.AUTO and part.kind in ("confined", "edit")
+        if part.kind not in ("confined", "edit"):  # leaving the sandbox, destroying work: asks
+            return False
+        return self.mode is ApprovalMode.AUTO or self._granted(part)
+
+    def _granted(self, part: _Part) -> bool:
+        """Whether a loaded skill pre-approves `part` (in `ask` mode; `never` refuses)."""
+        tool = "run" if not part.key.startswith("tool:") else part.words[0]
+        return self.mode is ApprovalMode.ASK and any(
+            grant.covers(tool, part.words) for grant in self.granted)
 
     def _escalate(
         self,

@@ -148,6 +148,7 @@ class ToolContext:
     """Told a running program's last lines and a test run's counts so far (the live view)."""
     emit: Emit | None = None  # streams a harness's events (text, its tool calls) as they come
     state_dir: Path | None = None  # the task's own directory outside normalize's hidden data
+    recall: Callable[[str], str] | None = None  # the run's memory for an input (a harness's)
 
     def cache_for(self, action: Action) -> ResultCache:
         """The cache an action's result goes to: its scope's, or the task's default."""

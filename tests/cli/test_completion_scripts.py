@@ -94,12 +94,12 @@ def test_the_bash_script_completes_task_ids_in_bash(two_tasks: list[str]) -> Non
     assert done.stdout.split() == ["last", *two_tasks]
 
 
-def loaded(argv: list[str], **env: str) -> list[str]:
+def loaded(argv: list[str], heavy: tuple[str, ...] = HEAVY, **env: str) -> list[str]:
     """The heavy modules a `normalize ARGV` process has imported when it exits."""
     code = (
         "import sys, atexit\n"
         f"atexit.register(lambda: sys.stderr.write('LOADED ' + ' '.join("
-        f"m for m in {HEAVY!r} if m in sys.modules) + '\\n'))\n"
+        f"m for m in {heavy!r} if m in sys.modules) + '\\n'))\n"
         "from normalize.cli.app import main\n"
         f"sys.exit(main({argv!r}))\n"
     )
@@ -118,6 +118,18 @@ def test_help_imports_no_sdk_http_prompt_or_rich() -> None:
 def test_listing_and_showing_tasks_import_none_of_them(two_tasks: list[str]) -> None:
     assert loaded(["tasks"]) == []
     assert loaded(["tasks", "show", two_tasks[0]]) == []
+
+
+def test_help_completion_and_the_listing_leave_msgspec_and_the_events_unloaded(
+        two_tasks: list[str]) -> None:
+    """msgspec (the event union, journals, checkpoint records) loads where a run or a
+    journal needs it: `--help`, a completion request and `tasks` never pay for it."""
+    later = ("msgspec", "normalize.events")
+    assert loaded(["--help"], later) == []
+    assert loaded(["tasks"], later) == []
+    assert loaded([], later, _NORMALIZE_COMPLETE="complete_bash",
+                  COMP_WORDS="normalize resume ", COMP_CWORD="2") == []
+    assert loaded(["tasks", "show", two_tasks[0]], later) == list(later)  # the test can fail
 
 
 def test_a_completion_request_imports_none_of_them(two_tasks: list[str]) -> None:

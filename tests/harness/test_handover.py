@@ -44,7 +44,7 @@ def test_a_task_claude_started_is_handed_back_to_the_model(tmp_path: Path) -> No
     read = ToolUse("Read", {"file_path": f"{site.ws}/calc.py"})
     with FakeModelServer([Reply("Reading.", tools=(read,))]) as server:
         port = int(server.url.rsplit(":", 1)[1])
-        first, _ = site.run(port, "agent", "--harness", "claude", "--json", "--budget", "0.02",
+        first, _ = site.run(port, "agent", "--harness", "claude", "--json", "--budget", "0.01",
                             "--base-url", site.base_url(port), "make check.py pass")
         assert first.returncode == 3, first.stderr  # the budget stopped claude mid-turn
         server.assert_done()

@@ -32,11 +32,11 @@ def test_the_budget_stops_claude_with_exit_3_and_more_budget_resumes_it(
     with FakeModelServer(script) as server:
         port = int(server.url.rsplit(":", 1)[1])
         proc, events = site.run(port, "agent", "--harness", "claude", "--json", "--budget",
-                                "0.02", "--base-url", site.base_url(port), "fix add")
+                                "0.01", "--base-url", site.base_url(port), "fix add")
         assert proc.returncode == 3, proc.stderr
         ended = of_type(events, "run_ended")[-1]
         assert ended["status"] == "limit_reached" and "budget" in ended["summary"]
-        assert ended["cost_usd"] >= 0.02
+        assert ended["cost_usd"] >= 0.01  # its first request costs about $0.015
         assert (ws / "calc.py").read_text().endswith("a - b\n")  # stopped before the edit
         more, events = site.run(port, "resume", "last", "--json", "--budget", "5")
         assert more.returncode == 0, more.stderr

@@ -87,3 +87,31 @@ def test_a_workflow_preloads_its_skills(project: Project) -> None:
     assert "the workflow's skill 'absent' is not here (or not trusted)" in done.stdout
     (message,) = skill_messages(project.server.requests[0])
     assert "# Releasing" in message
+
+
+def test_the_catalog_of_200_skills_takes_its_share_of_each_window(tmp_path: Path,
+                                                                   server: FakeModelServer
+                                                                   ) -> None:
+    """The same 200 skills, a 200k-token model and a 32k-token one: each first request's
+    catalog is within 2% of its window (the ceiling for the first), the smaller one smaller."""
+    home = tmp_path / "home"
+    for n in range(200):
+        skill = home / "config" / "skills" / f"topic-{n:03d}"
+        skill.mkdir(parents=True)
+        skill.joinpath("SKILL.md").write_text(
+            f"---\nname: topic-{n:03d}\ndescription: Use when the task is about topic {n}: "
+            + "detail " * 40 + "\n---\nBody.\n")
+    (tmp_path / "proj").mkdir()
+    project = Project(tmp_path / "proj", home, server)
+    sizes = {}
+    for model, cap in (("anthropic:claude-sonnet-4-5", 8_000),
+                       ("anthropic:a-local-model", 2_560)):
+        project.server.add("done nothing to do")
+        done = project.run("agent", "look around", "--model", model)
+        assert done.returncode == 0, done.stderr
+        catalog = "## Skills\n" + system(project.server.requests[-1]).split("## Skills\n")[1]
+        assert len(catalog) <= cap, (model, len(catalog))
+        assert "- topic-000: Use when the task" in catalog
+        assert "more (the catalog is full" in catalog
+        sizes[model] = len(catalog)
+    assert sizes["anthropic:a-local-model"] < sizes["anthropic:claude-sonnet-4-5"] // 2

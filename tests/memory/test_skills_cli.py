@@ -10,7 +10,13 @@ import pytest
 from agent_helpers import cli
 
 from normalize.skills import Skill, check
-from normalize.skills.catalog import CATALOG_CHARS, Catalog
+from normalize.skills.catalog import (
+    CATALOG_CHARS,
+    CATALOG_FLOOR,
+    Catalog,
+    catalog_cap,
+    context_tokens,
+)
 
 skills_ref = pytest.importorskip("skills_ref")  # the `test` extra installs it
 
@@ -97,3 +103,15 @@ def test_the_catalog_of_200_skills_stays_within_its_cap(tmp_path: Path) -> None:
     assert Catalog().section() == ""  # no skills: no section at all
     few = Catalog({"a-b": Skill("a-b", "Short.", tmp_path / "a-b" / "SKILL.md")})
     assert few.section().endswith("- a-b: Short.\n")
+
+
+def test_the_cap_is_a_share_of_the_window_within_a_floor_and_a_ceiling() -> None:
+    assert context_tokens("anthropic:claude-sonnet-4-5") == 200_000
+    assert context_tokens("openai:gpt-4o-mini") == 128_000
+    assert context_tokens("openai:my-local-model") == 32_000  # unknown: a small window
+    assert catalog_cap("anthropic:claude-sonnet-4-5") == CATALOG_CHARS  # 16,000: the ceiling
+    assert catalog_cap("openai:my-local-model") == 2_560  # 2% of 32k tokens, 4 chars each
+    assert catalog_cap("openai:qwen2.5-coder") == 2_560
+    assert catalog_cap("ollama:tiny") == 2_560
+    assert catalog_cap("openai:my-local-model", 8_192) == CATALOG_FLOOR  # 655: the floor
+    assert catalog_cap("openai:my-local-model", 64_000) == 5_120  # the workflow's window

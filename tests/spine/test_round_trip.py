@@ -1,8 +1,8 @@
-"""Every persisted dataclass round-trips through JSON, with values that differ from its defaults.
+"""Every persisted record round-trips through JSON, with values that differ from its defaults.
 
-The classes are found, not listed: every dataclass in `normalize` that can be
-read back (`from_dict` / `from_json`), every event (the journal persists
-them), and every dataclass one of their fields holds. An instance is built by
+The classes are found, not listed: every dataclass or `msgspec.Struct` in
+`normalize` that can be read back (`from_dict` / `from_json`), every event (the
+journal persists them), and every record one of their fields holds. An instance is built by
 walking the fields, each given a value unlike its default, so a field the
 encoder or the decoder forgets fails here by name.
 """
@@ -19,6 +19,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import msgspec
 import pytest
 
 import normalize
@@ -46,16 +47,34 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+def _is_record(tp: Any) -> bool:
+    """A dataclass or a `msgspec.Struct` (the events are structs)."""
+    return isinstance(tp, type) and (dataclasses.is_dataclass(tp) or issubclass(tp, msgspec.Struct))
+
+
+def _fields(cls: type) -> list[tuple[str, Any]]:
+    """(name, default) of each field set at construction (`dataclasses.MISSING`: required)."""
+    if issubclass(cls, msgspec.Struct):
+        out = []
+        for info in msgspec.structs.fields(cls):
+            default = info.default if info.default is not msgspec.NODEFAULT else (
+                info.default_factory() if info.default_factory is not msgspec.NODEFAULT
+                else dataclasses.MISSING)
+            out.append((info.name, default))
+        return out
+    return [(f.name, _default(f)) for f in dataclasses.fields(cls) if f.init]
+
+
 def _nested(tp: Any) -> list[type]:
-    """The dataclasses a field's type names (inside lists, unions, dicts …)."""
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+    """The records a field's type names (inside lists, unions, dicts …)."""
+    if _is_record(tp):
         return [tp]
     return [cls for arg in typing.get_args(tp) for cls in _nested(arg)]
 
 
 def persisted_classes() -> list[type]:
     roots = {obj for module in _modules() for obj in vars(module).values()
-             if isinstance(obj, type) and dataclasses.is_dataclass(obj)
+             if _is_record(obj)
              and obj.__module__.startswith("normalize.")
              and (_reads_back(obj) or issubclass(obj, BaseEvent))}
     seen: set[type] = set()
@@ -66,7 +85,7 @@ def persisted_classes() -> list[type]:
             continue
         seen.add(cls)
         hints = _hints(cls)
-        todo.extend(c for f in dataclasses.fields(cls) for c in _nested(hints[f.name]))
+        todo.extend(c for name, _ in _fields(cls) for c in _nested(hints[name]))
     return sorted(seen - {BaseEvent}, key=lambda c: f"{c.__module__}.{c.__qualname__}")
 
 
@@ -99,7 +118,7 @@ def value_for(tp: Any, default: Any, name: str, depth: int = 0) -> Any:
         return 2.5 if default != 2.5 else 3.5
     if tp is str:
         return f"{name}-value"
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+    if _is_record(tp):
         return build(tp, depth + 1)
     if origin in (list, tuple, set, frozenset) or tp in (list, tuple):
         item = args[0] if args else Any
@@ -124,9 +143,9 @@ EXAMPLES: dict[tuple[str, str], Any] = {
 
 def build(cls: type, depth: int = 0) -> Any:
     hints = _hints(cls)
-    values = {f.name: EXAMPLES[cls.__name__, f.name] if (cls.__name__, f.name) in EXAMPLES
-              else value_for(hints[f.name], _default(f), f.name, depth)
-              for f in dataclasses.fields(cls) if f.init}
+    values = {name: EXAMPLES[cls.__name__, name] if (cls.__name__, name) in EXAMPLES
+              else value_for(hints[name], default, name, depth)
+              for name, default in _fields(cls)}
     return cls(**values)
 
 
@@ -163,10 +182,11 @@ def _round_trip(cls: type, original: Any) -> Any:
 def test_every_persisted_class_round_trips_with_values_unlike_its_defaults(cls: type) -> None:
     original = build(cls)
     again = _round_trip(cls, original)
-    for f in dataclasses.fields(cls):
-        if f.compare:
-            assert getattr(again, f.name) == getattr(original, f.name), \
-                f"{cls.__name__}.{f.name} did not survive the round trip"
+    compared = [f.name for f in dataclasses.fields(cls) if f.compare] \
+        if dataclasses.is_dataclass(cls) else [name for name, _ in _fields(cls)]
+    for name in compared:
+        assert getattr(again, name) == getattr(original, name), \
+            f"{cls.__name__}.{name} did not survive the round trip"
 
 
 def test_a_decision_keeps_its_max_concurrency() -> None:

@@ -327,3 +327,22 @@ def test_from_config_reads_a_permissions_table() -> None:
 def test_from_config_refuses_bad_tables(table: dict[str, object], says: str) -> None:
     with pytest.raises(ConfigError, match=says):
         ApprovalPolicy.from_config(table)
+
+
+def test_a_skill_grant_passes_only_what_stays_in_the_sandbox(tmp_path: Path) -> None:
+    """`allowed-tools: Bash(git:*) Edit` in `ask` mode: `git status` and an edit run; the
+    same `git status` with network on, `git reset --hard`, and `never` mode do not."""
+    from normalize.skills.grants import parse_allowed_tools
+
+    grants, _ = parse_allowed_tools("git-flow", "Bash(git:*) Edit")
+    policy = ApprovalPolicy(mode=ApprovalMode.ASK, granted=grants)
+    assert judge(tmp_path, policy, run("git", "status")) is None
+    assert judge(tmp_path, policy, Action("edit", {"args": ["a.py"], "body": "x"})) is None
+    assert judge(tmp_path, policy, Action("write", {"args": ["a.py"], "body": "x"})) is not None
+    outside = judge(tmp_path, policy, run("git", "status"), sandbox=SandboxPolicy(network=True))
+    assert outside is not None and outside.wait is not None
+    assert "network access" in outside.wait.question
+    hard = judge(tmp_path, policy, run("git", "reset", "--hard"))
+    assert hard is not None and hard.wait is not None
+    never = ApprovalPolicy(mode=ApprovalMode.NEVER, granted=grants)
+    assert "`never`" in (judge(tmp_path, never, run("git", "status")) or ActionResult()).error

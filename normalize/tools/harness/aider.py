@@ -13,7 +13,7 @@ import re
 from typing import Any, ClassVar
 
 from normalize.events import Event, HarnessSession, TextDelta
-from normalize.tools.harness.base import TurnReader, TurnRequest
+from normalize.tools.harness.base import CONTEXT_FILE, TurnReader, TurnRequest, write_context
 
 SESSION = "chat-history"
 _TOKENS = re.compile(r"Tokens:\s*([\d.]+)(k?)\s+sent,\s*([\d.]+)(k?)\s+received"
@@ -32,6 +32,7 @@ class AiderHarness:
     key_variables: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
     tested_version: ClassVar[str] = "0.86.1"
     minimum_version: ClassVar[tuple[int, ...]] = (0, 80)
+    reads_files: ClassVar[bool] = False  # it edits the files it is given; it reads no others
 
     def argv(self, program: str, request: TurnRequest) -> list[str]:
         home = request.home
@@ -47,6 +48,8 @@ class AiderHarness:
             argv += ["--model", f"openai/{request.model.removeprefix('openai/')}"]
         if request.base_url:
             argv += ["--openai-api-base", request.base_url]
+        if request.context:  # the memory and named skills: a read-only file in its chat
+            argv += ["--read", str(home / CONTEXT_FILE)]
         return argv
 
     def visible(self, request: TurnRequest) -> list[str]:  # noqa: ARG002
@@ -57,7 +60,8 @@ class AiderHarness:
                 "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # no price list from the internet
 
     def prepare(self, request: TurnRequest) -> None:
-        """aider keeps everything in the files its flags name."""
+        """aider keeps everything in the files its flags name; the context is one of them."""
+        write_context(request)
 
     def reader(self) -> TurnReader:
         return AiderReader(self.name)

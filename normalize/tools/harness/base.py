@@ -39,6 +39,9 @@ class TurnRequest:
     """A session id to start with, where the harness lets normalize choose it."""
     permissions: dict[str, Any] | None = None
     """The task's approval policy (`[workflow.permissions]`), for a harness that can ask it."""
+    context: str = ""
+    """What normalize adds to its system prompt: the guarded memory, the skills catalog
+    (`normalize.tools.harness.context`); '' for nothing."""
 
 
 @dataclass
@@ -117,6 +120,8 @@ class Harness(Protocol):
     """The version normalize's tests pin (`.ci/run` installs it)."""
     minimum_version: ClassVar[tuple[int, ...]]
     """The oldest version whose output normalize reads (older: refused before a task)."""
+    reads_files: ClassVar[bool]
+    """Whether its model reads files itself (so a skills catalog naming files is of use)."""
 
     def argv(self, program: str, request: TurnRequest) -> list[str]: ...
 
@@ -132,6 +137,22 @@ class Harness(Protocol):
     def prepare(self, request: TurnRequest) -> None:
         """Write what the harness reads from its home before a turn (its config)."""
         ...
+
+
+CONTEXT_FILE = "normalize-context.txt"
+"""In the harness's home: the context, for a harness that reads its system prompt's addition
+from a file (kept off the command line, where any process could read it)."""
+
+
+def write_context(request: TurnRequest) -> Path | None:
+    """The request's context written to its file in the harness's home (None: no context;
+    a file left from an earlier turn is removed)."""
+    path = request.home / CONTEXT_FILE
+    if not request.context:
+        path.unlink(missing_ok=True)
+        return None
+    path.write_text(request.context + "\n", encoding="utf-8")
+    return path
 
 
 def clip(text: str, limit: int = SHOWN_OUTPUT) -> str:

@@ -10,6 +10,10 @@ of normalize's (`normalize.tools.harness.permit`) is its `--permission-prompt-to
 so a command the task's policy refuses is refused to Claude Code too (this also
 works as root, where `--dangerously-skip-permissions` is refused). normalize's
 sandbox is what bounds every command it runs either way.
+
+Its own skills are off (`--disable-slash-commands`): it would list a workspace's
+`.claude/skills` whether or not anyone trusted them. The skills a run may use
+reach it through normalize's catalog instead (`normalize.tools.harness.context`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,14 @@ from normalize.events import (
     TextDelta,
     ThinkingDelta,
 )
-from normalize.tools.harness.base import TurnReader, TurnRequest, clip, content_text
+from normalize.tools.harness.base import (
+    CONTEXT_FILE,
+    TurnReader,
+    TurnRequest,
+    clip,
+    content_text,
+    write_context,
+)
 from normalize.tools.harness.permit import READING, import_root, server
 from normalize.tools.harness.permit import TOOL as PERMIT_TOOL
 
@@ -54,10 +65,12 @@ class ClaudeHarness:
     key_variables: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     tested_version: ClassVar[str] = "2.1.332"
     minimum_version: ClassVar[tuple[int, ...]] = (2, 0)
+    reads_files: ClassVar[bool] = True
 
     def argv(self, program: str, request: TurnRequest) -> list[str]:
         argv = [program, "-p", request.prompt, "--output-format", "stream-json", "--verbose",
-                *self._permissions(request), "--strict-mcp-config"]
+                *self._permissions(request), "--strict-mcp-config",
+                "--disable-slash-commands"]  # its own skills would skip normalize's trust check
         if request.session:
             argv += ["--resume", request.session]
         elif request.new_session:
@@ -66,6 +79,9 @@ class ClaudeHarness:
             argv += ["--model", request.model]
         if request.budget_usd is not None:
             argv += ["--max-budget-usd", f"{max(request.budget_usd, 0.0):.6f}"]
+        if request.context:  # each turn's own (not recorded in its session for the next)
+            argv += ["--append-system-prompt-file", str(request.home / CONTEXT_FILE),
+                     "--system-prompt-snapshot", "off"]
         return argv
 
     def _permissions(self, request: TurnRequest) -> list[str]:
@@ -91,6 +107,7 @@ class ClaudeHarness:
 
     def prepare(self, request: TurnRequest) -> None:
         (request.home / ".claude").mkdir(parents=True, exist_ok=True)
+        write_context(request)
 
     def reader(self) -> TurnReader:
         return ClaudeReader(self.name)

@@ -41,6 +41,7 @@ class CodexHarness:
     key_variables: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
     tested_version: ClassVar[str] = "0.171.0"
     minimum_version: ClassVar[tuple[int, ...]] = (0, 50)
+    reads_files: ClassVar[bool] = True
 
     def argv(self, program: str, request: TurnRequest) -> list[str]:
         argv = [program, "exec"]
@@ -60,7 +61,10 @@ class CodexHarness:
 
     def prepare(self, request: TurnRequest) -> None:
         lines = ["# written by normalize before each turn", 'approval_policy = "never"',
-                 'sandbox_mode = "danger-full-access"', "[analytics]", "enabled = false"]
+                 'sandbox_mode = "danger-full-access"']
+        if request.context:  # the memory and the skills catalog, as its developer message
+            lines.append(f"developer_instructions = {json.dumps(request.context)}")
+        lines += ["[analytics]", "enabled = false"]
         if request.base_url:
             table = {"name": "normalize", "base_url": request.base_url,
                      "env_key": "OPENAI_API_KEY", "wire_api": "responses"}

@@ -38,6 +38,7 @@ from normalize.task import Action, ActionResult, ResultStatus
 from normalize.tools.approval import outside_reason
 from normalize.tools.base import ToolContext
 from normalize.tools.harness.base import Harness, TurnReader, TurnRequest
+from normalize.tools.harness.context import turn_context
 from normalize.tools.harness.registry import DEFAULT_HOSTS, harness_named
 from normalize.tools.run import ProcessOutcome, run_process
 
@@ -191,6 +192,12 @@ class HarnessTool:
         program = find_program(harness, ctx.workspace)
         home = harness_home(ctx, harness.name)
         request = replace(self._request(params, home), permissions=_policy_table(ctx))
+        if params.get("context"):
+            text, left_out = turn_context(params["context"], home, harness.reads_files,
+                                          ctx.recall)
+            request = replace(request, context=text)
+            for line in left_out:
+                (ctx.emit or _discard)(Notice(level="warning", message=line))
         harness.prepare(request)
         env = harness.env(request)  # its keys pass the scrub even with --sandbox off
         policy = turn_policy(ctx.sandbox, harness, home,
