@@ -188,7 +188,7 @@ class Engine:
         self._emitter = None
         self._results_kept = resumed  # a stopped run may have left some
         lock = self.store.lock(task.id)
-        lock.acquire(epoch=task.epoch + 1)
+        lock.acquire(epoch=task.epoch + 1, record=True)
         self._lock = lock
         try:
             if resumed:

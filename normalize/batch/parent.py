@@ -50,9 +50,11 @@ from normalize.execution.executor import ChildJob, Executor, Handle, Placing
 from normalize.faults import crash_point
 from normalize.redact import Redactor
 from normalize.runner import RunOptions
-from normalize.store import TaskStore
+from normalize.store import TaskStore, fenced
 from normalize.store.journal import JournalWriter
+from normalize.store.objects import open_objects, records
 from normalize.store.ownership import TaskLock, expire_lease, lease_held, pid_alive
+from normalize.store.record import ENV as RECORD_ENV
 from normalize.task import Task, TaskStatus
 
 POLL = 0.1  # seconds between looks at the items in flight
@@ -122,7 +124,9 @@ class BatchParent:
     def run(self) -> BatchOutcome:
         parent = self.parent = self.store.load(self.manifest.batch)
         lock = self.lock = self.store.lock(parent.id)
-        lock.acquire(parent.epoch)
+        if self.manifest.store and records(self.manifest.store):  # its record there too
+            self.store.record_url = self.manifest.store
+        lock.acquire(parent.epoch, record=True)
         journal = self.store.journal(parent.id, redact=False)  # the emitter redacts
         try:
             emitter = self._emitter(parent, journal)
@@ -287,9 +291,11 @@ class BatchParent:
         tracing, flags = self.options.tracing, self.manifest.flags
         if tracing is not None:  # traced as the batch is (`--otel` alone names no endpoint)
             flags = (*flags, "--otel")
+        env = tracing.child_env(progress.task_id) if tracing is not None else {}
+        if self.manifest.store and records(self.manifest.store):
+            env[RECORD_ENV] = self.manifest.store  # the item keeps its record there too
         handle = self.executor.submit(ChildJob(
-            progress.task_id, str(self.store.home), flags, str(log),
-            env=tracing.child_env(progress.task_id) if tracing is not None else {}))
+            progress.task_id, str(self.store.home), flags, str(log), env=env))
         self._flights[progress.position] = _Flight(progress, handle=handle)
         self._item(progress, "running")
 
@@ -343,6 +349,9 @@ class BatchParent:
         owner = self.store.owner(task_id)
         if flight.handle is not None and owner is not None:
             expire_lease(self.store.tasks_dir, task_id, owner[1])
+            if self.manifest.store and records(self.manifest.store):  # and in the store
+                with contextlib.suppress(NormalizeError):
+                    fenced.expire_lease(open_objects(self.manifest.store), task_id, owner[1])
 
     def _ended(self, flight: _Flight) -> bool:
         if flight.handle is not None:

@@ -348,11 +348,17 @@ def resume(
     quiet: QuietOpt = False,
     otel: OtelOpt = False,
     no_memory: NoMemoryOpt = False,
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL", help="Resume TASK (an id, or BATCH/N) from its record at URL "
+        "(s3://…, file://…) on any machine: brought into this data home first, its run keeps "
+        "its record there.")] = None,
 ) -> None:
     """Continue a task where it stopped."""
-    from normalize.cli.batch import batch_of, resume_batch
+    from normalize.cli.batch import batch_of, from_record, resume_batch
     from normalize.cli.commands import last_here, resume_task
 
+    if store is not None:
+        task = from_record(_env(), store, task)
     task, batch = batch_of(last_here(_env(), json_output) if task == "last" else task)
     if batch:  # a batch's parent: its items are collected, re-attached, submitted
         raise typer.Exit(resume_batch(_env(), task, json_output=json_output, quiet=quiet,

@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from normalize.cli.options import OtelOpt
-from normalize.errors import NormalizeError, UsageError
+from normalize.errors import NormalizeError, TaskNotFoundError, UsageError
 
 if TYPE_CHECKING:
     from normalize.batch.begin import BatchRequest
@@ -188,6 +188,7 @@ def agent_items(env: "Environment", goal: str, items: str, *, workflow: str | No
 
 def _publish_url(url: str | None) -> str:
     """`--store URL` of a new batch: a remote URL (it is checked as the batch starts)."""
+    from normalize.store.objects import records
     from normalize.store.remote import RemoteStore, is_remote
 
     if url is None:
@@ -196,6 +197,10 @@ def _publish_url(url: str | None) -> str:
         raise UsageError(f"--store {url}: a batch runs in this data home; --store names a "
                          "URL to publish it to (s3://…, gs://…)")
     RemoteStore(url)  # its protocol's package is there
+    if records(url):  # where items keep their record: its conditional writes are checked first
+        from normalize.store.objects import open_objects, probe
+
+        probe(open_objects(url))
     return url
 
 
@@ -401,6 +406,51 @@ def _store(url: str | None, batch: str = "") -> "TaskStore":
     if not (path / "batches").is_dir():
         raise UsageError(f"--store {url}: no batches there")
     return TaskStore(path.resolve())
+
+
+def from_record(env: "Environment", url: str, ref: str) -> str:
+    """`resume TASK --store URL`: the task's id, its record brought into this data home when
+    this home has none of it or an older state (it ran elsewhere since); from here on this
+    process keeps its runs' record at `url`. A refusal ends the command (one line)."""
+    try:
+        return _from_record(url, ref)
+    except NormalizeError as exc:
+        raise typer.Exit(fail(env, exc)) from None
+
+
+def _from_record(url: str, ref: str) -> str:
+    from normalize.homes import batch_item_id
+    from normalize.store import TaskStore
+    from normalize.store.fenced import read_checkpoint
+    from normalize.store.objects import open_objects, probe, records
+    from normalize.store.record import ENV, rebuild
+    from normalize.store.remote import ID
+
+    if not records(url):
+        raise UsageError(f"--store {url}: resume needs a store of record: "
+                         "s3://BUCKET/PREFIX or file://PATH")
+    head, _, tail = ref.partition("/")
+    task_id = batch_item_id(head, int(tail)) if tail.isdigit() else ref
+    if ID.fullmatch(task_id) is None:
+        raise UsageError(f"resume --store: {ref!r} is not a task id or BATCH/N (a prefix or "
+                         "`last` cannot be looked up in a store)")
+    objects = open_objects(url)
+    probe(objects)
+    state = read_checkpoint(objects, task_id)
+    if state is None:
+        raise TaskNotFoundError(f"no record of task {task_id} in {url}")
+    if json.loads(state).get("driver") == "batch":
+        raise UsageError(f"task {task_id} is a batch: `resume BATCH --store URL` from another "
+                         "data home is not supported yet (resume it where it started)")
+    local = TaskStore()
+    try:
+        seq = int(local.state(task_id).get("seq") or 0)
+    except (NormalizeError, ValueError):
+        seq = -1
+    if seq < int(json.loads(state).get("seq") or 0):
+        rebuild(objects, task_id, local.home)
+    os.environ[ENV] = url
+    return task_id
 
 
 @batch_app.command("status")

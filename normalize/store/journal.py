@@ -58,6 +58,9 @@ class JournalWriter:
         self._fh: BinaryIO | None = None
         self.offset = 0
         self.on_append: Callable[[BaseEvent, bool], None] | None = None
+        # each line as written, and whether durable: the store of record's copy (it raises
+        # when the store refuses it, before the caller goes on to the effect the line guards)
+        self.mirror: Callable[[bytes, bool], None] | None = None
 
     def _file(self) -> BinaryIO:
         if self._fh is None:
@@ -104,6 +107,8 @@ class JournalWriter:
             raise StoreError(f"cannot write the journal {self.path}: {exc.strerror or exc}",
                              hint=write_hint(exc)) from exc
         self.offset += len(line)
+        if self.mirror is not None:
+            self.mirror(line, durable)
         if self.on_append is not None:
             self.on_append(event, synced)
 

@@ -26,6 +26,10 @@ class TaskStore(Protocol):
 
     def sweep(self, task_id: str) -> None: ...
 
+    def take_record(self, task_id: str, epoch: int) -> int: ...
+
+    def drop_record(self, task_id: str) -> None: ...
+
 FILE_MODE = 0o600
 
 
@@ -185,9 +189,14 @@ class TaskLock:
         self._stamp: tuple[int, int] | None = None
         self.owner_path = store.tasks_dir / f"{task_id}.owner"
         self._owner = str(self.owner_path)  # the fence stats it once per durable write
+        self._recorded = False  # taken in the store of record too (released with the lock)
 
-    def acquire(self, epoch: int) -> None:
-        """Take the lock or fail at once naming the holder; record a new epoch (≥ `epoch`)."""
+    def acquire(self, epoch: int, *, record: bool = False) -> None:
+        """Take the lock or fail at once naming the holder; record a new epoch (≥ `epoch`).
+
+        `record` (a run): the task is taken in its store of record too, when this
+        process keeps one (`normalize.store.record`), and its epoch there is the one.
+        """
         previous = self.store.owner(self.task_id)
         try:
             self._lock.acquire(timeout=0)
@@ -203,6 +212,28 @@ class TaskLock:
             raise StoreError(f"cannot lock task {self.task_id}: {self.store.tasks_dir}: "
                              f"{exc.strerror or exc}", hint=write_hint(exc)) from exc
         self.epoch = max(epoch, previous[1] + 1 if previous else 0)
+        if record:
+            self._take_record()
+        lease = self.lease = self._claim()
+        owner = json.dumps({"pid": os.getpid(), "epoch": self.epoch}).encode()
+        try:
+            atomic_write_bytes(self.owner_path, owner, fsync=self.store.fsync)
+            st = os.stat(self.owner_path)
+        except OSError as exc:
+            self.release()
+            raise StoreError(f"cannot take task {self.task_id}: cannot write "
+                             f"{self.owner_path}: {exc.strerror or exc}",
+                             hint=write_hint(exc)) from exc
+        self._stamp = (st.st_ino, st.st_mtime_ns)
+        lease.keep()
+        self.store.sweep(self.task_id)
+        for old in self.store.tasks_dir.glob(f"{self.task_id}.lease.*"):
+            if old != lease.path:  # the leases of earlier epochs
+                with contextlib.suppress(OSError):
+                    old.unlink()
+
+    def _claim(self) -> Lease:
+        """Make the lease of this epoch (`O_EXCL`): of two takers, one wins."""
         self.lease = Lease(self.store.tasks_dir, self.task_id, self.epoch)
         try:
             claimed = self.lease.claim()
@@ -217,22 +248,16 @@ class TaskLock:
             self.release()
             raise TaskLockedError(f"task {self.task_id} was just taken by another process "
                                   f"(epoch {self.epoch})")
-        owner = json.dumps({"pid": os.getpid(), "epoch": self.epoch}).encode()
+        return self.lease
+
+    def _take_record(self) -> None:
+        """Take the task in the store of record (its epoch may be above this home's)."""
         try:
-            atomic_write_bytes(self.owner_path, owner, fsync=self.store.fsync)
-            st = os.stat(self.owner_path)
-        except OSError as exc:
-            self.release()
-            raise StoreError(f"cannot take task {self.task_id}: cannot write "
-                             f"{self.owner_path}: {exc.strerror or exc}",
-                             hint=write_hint(exc)) from exc
-        self._stamp = (st.st_ino, st.st_mtime_ns)
-        self.lease.keep()
-        self.store.sweep(self.task_id)
-        for old in self.store.tasks_dir.glob(f"{self.task_id}.lease.*"):
-            if old != self.lease.path:  # the leases of earlier epochs
-                with contextlib.suppress(OSError):
-                    old.unlink()
+            self.epoch = self.store.take_record(self.task_id, self.epoch)
+        except BaseException:
+            self._lock.release()
+            raise
+        self._recorded = True
 
     def _holder(self) -> str:
         """Who holds the lock: the winner writes its owner file just after locking."""
@@ -268,6 +293,9 @@ class TaskLock:
             else:
                 self.lease.stop()
             self.lease = None
+        if self._recorded:
+            self._recorded = False
+            self.store.drop_record(self.task_id)
         if self._lock.is_locked:
             self._lock.release()
 

@@ -54,6 +54,7 @@ from normalize.store.places import Places, hidden_from
 
 if TYPE_CHECKING:  # the task model is loaded where a task is read or written, not to list
     from normalize.events import Event
+    from normalize.store.record import RunRecord
     from normalize.task import Task
 
 __all__ = ["StoreProblem", "TaskLock", "TaskStore", "atomic_write_bytes", "pid_alive"]
@@ -126,6 +127,9 @@ class TaskStore:
         self._shown: dict[str, Redact] = {}  # a redactor per workspace, for `shown`
         self._logs: dict[str, ckptlog.LogState] = {}  # the checkpoint logs this process writes
         self._kept: dict[int, tuple[Any, str]] = {}  # kept values written, by identity
+        # the store of record this process keeps its runs in too (`normalize.store.record`)
+        self.record_url = os.environ.get("NORMALIZE_RECORD", "")
+        self._records: dict[str, RunRecord] = {}  # the runs taken there, by task
 
     # -- paths -----------------------------------------------------------
 
@@ -209,6 +213,7 @@ class TaskStore:
                     f"cannot save task {task.id} to {self.log_path(task.id)}: "
                     f"{exc.strerror or exc}; the previous checkpoint is intact",
                     hint=write_hint(exc)) from exc
+            self._recorded(task.id, record)
             return len(record)
         if log is not None:
             log.close()
@@ -232,7 +237,30 @@ class TaskStore:
         else:
             self._logs.pop(task.id, None)
         index.note(self.tasks_dir, task.id, index.summary_of(data))
+        self._recorded(task.id, payload)
         return len(payload)
+
+    def _recorded(self, task_id: str, state: bytes) -> None:
+        """A checkpoint of a run taken in the store of record: made there too."""
+        run = self._records.get(task_id)
+        if run is not None:
+            run.checkpoint(state, self.tasks_dir / task_id)
+
+    def take_record(self, task_id: str, epoch: int) -> int:
+        """Take the task in the store of record (if this process keeps one); the epoch."""
+        if not self.record_url:
+            return epoch
+        from normalize.store.record import RunRecord
+
+        run = RunRecord.open(self.record_url, task_id)
+        taken = run.take(epoch)
+        self._records[task_id] = run
+        return taken
+
+    def drop_record(self, task_id: str) -> None:
+        run = self._records.pop(task_id, None)
+        if run is not None:
+            run.release()
 
     def _encoder(self, task_id: str) -> Callable[[Any], bytes]:
         """JSON for a task's state, each `Kept` value written once beside it and named.
@@ -361,6 +389,9 @@ class TaskStore:
                                redact=self.redact if redact else None,
                                warn=self.warnings.append)
         writer.on_open = lambda: self._warn_if_shared(task_id)
+        run = self._records.get(task_id)
+        if run is not None:
+            writer.mirror = run.line
         return writer
 
     def private_problems(self, task_id: str | None = None) -> list[str]:
