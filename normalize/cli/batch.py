@@ -11,12 +11,30 @@ it. `resume BATCH` continues a batch whose parent stopped (see
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from typer.core import TyperGroup
 
-from normalize.cli.options import OtelOpt
+from normalize.cli.options import (
+    ApproveOpt,
+    BudgetOpt,
+    ConcurrencyOpt,
+    GoalOpt,
+    ItemBudgetOpt,
+    ItemsOpt,
+    JsonOpt,
+    ModelNoEnvOpt,
+    NoNetworkOpt,
+    OtelOpt,
+    OutputOpt,
+    OutputSchemaOpt,
+    QuietOpt,
+    SandboxOpt,
+    StoreOpt,
+    VarOpt,
+    WorkspaceOpt,
+)
 from normalize.errors import NormalizeError, UsageError
 
 if TYPE_CHECKING:
@@ -28,6 +46,8 @@ if TYPE_CHECKING:
     from normalize.execution.executor import Executor
     from normalize.runner import RunOptions
     from normalize.store import TaskStore
+
+_T = TypeVar("_T")
 
 
 class _DefaultRun(TyperGroup):
@@ -41,15 +61,6 @@ class _DefaultRun(TyperGroup):
 
 batch_app = typer.Typer(cls=_DefaultRun, rich_markup_mode=None,
                         help="A workflow over many items, each a sub-task.")
-
-ItemSchemaOpt = Annotated[Path | None, typer.Option(
-    "--output-schema", metavar="FILE",
-    help="A JSON Schema each item's result must meet (batch collect writes them as JSONL "
-    "and CSV).")]
-ItemsOpt = Annotated[str, typer.Option(
-    "--items", metavar="FILE|-",
-    help="The items: JSON lines, CSV with a header, or plain lines ({item.NAME} in the "
-    "workflow; a plain line is {item.line}).")]
 
 
 def item_flags(approve: str | None, sandbox: str | None,
@@ -87,25 +98,18 @@ def batch_run(
     items_format: Annotated[str | None, typer.Option(
         "--items-format", metavar="FORMAT", help="jsonl, csv or lines (default: guessed).")]
     = None,
-    var: Annotated[list[str] | None, typer.Option("--var", "-v", help="KEY=VALUE; repeatable.")]
-    = None,
-    goal: Annotated[str, typer.Option("--goal", help="The task text ({task}); may use "
-                                                     "{item.NAME}.")] = "",
-    approve: Annotated[str | None, typer.Option(
-        "--approve", metavar="MODE", help="Approval mode for each item: auto, yes, never.")]
-    = None,
+    var: VarOpt = None,
+    goal: GoalOpt = "",
+    approve: ApproveOpt = None,
     otel: OtelOpt = False,
     executor: Annotated[str, typer.Option("--executor", help="local (default) or ray.")]
     = "local",
     address: Annotated[str | None, typer.Option(
         "--address", envvar="RAY_ADDRESS", help="The Ray cluster (with --executor ray).")]
     = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1,
-                                             help="Items in flight at once.")] = 4,
-    budget: Annotated[float | None, typer.Option(
-        "--budget", metavar="USD", help="The whole batch's model cost.")] = None,
-    item_budget: Annotated[float | None, typer.Option(
-        "--item-budget", metavar="USD", help="Each item's model cost.")] = None,
+    concurrency: ConcurrencyOpt = 4,
+    budget: BudgetOpt = None,
+    item_budget: ItemBudgetOpt = None,
     max_attempts: Annotated[int, typer.Option(
         "--max-attempts", min=1, help="Runs of one item whose process or worker died.")] = 3,
     item_cpus: Annotated[float, typer.Option(
@@ -120,22 +124,14 @@ def batch_run(
         "--item-workspace", metavar="WHERE",
         help="Each item's workspace: dir:PATH, clone:REPO or copy (default: the workflow's "
         "`workspace`, else copy).")] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="PROVIDER:MODEL.")] = None,
-    sandbox: Annotated[str | None, typer.Option("--sandbox", metavar="MODE",
-                                                help="workspace (default), read-only, off.")]
-    = None,
-    no_network: Annotated[bool, typer.Option("--no-network", help="No network for programs.")]
-    = False,
-    workspace: Annotated[Path | None, typer.Option(
-        "--workspace", "-w", help="Directory to work in.")] = None,
-    output_schema: ItemSchemaOpt = None,
-    store: Annotated[str | None, typer.Option(
-        "--store", metavar="URL", help="Also publish the batch to URL (s3://…, gs://…), to "
-        "watch it from anywhere with --store URL.")] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="One JSON event per line.")]
-    = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the final summary.")]
-    = False,
+    model: ModelNoEnvOpt = None,
+    sandbox: SandboxOpt = None,
+    no_network: NoNetworkOpt = False,
+    workspace: WorkspaceOpt = None,
+    output_schema: OutputSchemaOpt = None,
+    store: StoreOpt = None,
+    json_output: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run WORKFLOW once per item (each a sub-task)."""
     from normalize.batch.begin import BatchRequest
@@ -145,7 +141,7 @@ def batch_run(
     env = _env()
     try:
         request = BatchRequest(
-            workflow, read_items(env, items, items_format), goal=goal,
+            workflow, read_items(env, required("--items", items), items_format), goal=goal,
             variables=parse_vars(var or []), model=model, workspace=item_workspace,
             executor=executor, address=address or "", on_item_error=on_item_error,
             limits=BatchLimits(concurrency=concurrency, budget=_usd("--budget", budget),
@@ -184,6 +180,14 @@ def agent_items(env: "Environment", goal: str, items: str, *, workflow: str | No
         return fail(env, exc)
     return start(env, request, workspace=workspace, approve=approve, sandbox=sandbox,
                  network=network, otel=otel, json_output=json_output, quiet=quiet)
+
+
+def required(flag: str, value: _T | None) -> _T:
+    """A value typer already required (a shared option's type allows None where others leave
+    it out)."""
+    if value is None:
+        raise UsageError(f"{flag} is required")
+    return value
 
 
 def _publish_url(url: str | None) -> str:
@@ -380,11 +384,6 @@ def batch_of(ref: str) -> tuple[str, bool]:
     return task_id, is_batch(store.home, task_id)
 
 
-StoreOpt = Annotated[str | None, typer.Option(
-    "--store", metavar="URL", help="The data home the batch lives in (a path or file://URL; "
-    "default: this machine's).")]
-
-
 def _store(url: str | None, batch: str = "") -> "TaskStore":
     """The data home to read a batch from: this one, a path, or a pull of a URL's."""
     from normalize.store import TaskStore
@@ -407,8 +406,7 @@ def _store(url: str | None, batch: str = "") -> "TaskStore":
 def batch_status(
     batch: Annotated[str, typer.Argument(help="A batch id (or a unique prefix).")],
     store: StoreOpt = None,
-    json_output: Annotated[bool, typer.Option("--json", help="One JSON object per item.")]
-    = False,
+    json_output: JsonOpt = False,
 ) -> None:
     """Where each item of a batch stands."""
     from normalize.batch.manifest import BatchFiles
@@ -453,11 +451,10 @@ def _table(env: "Environment", manifest: "Manifest", found: "list[ItemRow]") -> 
 @batch_app.command("collect")
 def batch_collect(
     batch: Annotated[str, typer.Argument(help="A batch id (or a unique prefix).")],
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR",
-                                         help="Where the diffs and results (.jsonl, .csv) go.")],
+    output: OutputOpt,
     store: StoreOpt = None,
 ) -> None:
-    """Gather every item's diff and result in DIR."""
+    """Gather every item's diff and result in the --output directory."""
     from normalize.batch.manifest import BatchFiles
     from normalize.batch.watch import collect
 
@@ -465,7 +462,7 @@ def batch_collect(
     try:
         where = _store(store, batch)
         manifest = BatchFiles(where.home, where.resolve(batch)).manifest()
-        count = collect(where, manifest, output)
+        count = collect(where, manifest, required("--output", output))
     except NormalizeError as exc:
         raise typer.Exit(fail(env, exc)) from None
     except OSError as exc:
