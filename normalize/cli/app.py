@@ -134,25 +134,6 @@ def complete_workflows(incomplete: str) -> list[str]:
     return workflows(incomplete)
 
 
-def _network(hosts: list[str] | None, off: bool) -> bool | tuple[str, ...] | None:
-    """`--network` (every host), `--network HOST`… (those only), `--no-network`, or nothing."""
-    from normalize.errors import UsageError
-
-    if off and hosts:
-        raise UsageError("--network and --no-network contradict each other; give one")
-    if off or not hosts:
-        return False if off else None
-    if ALL_HOSTS in hosts:
-        return True
-    from normalize.sandbox.hosts import check_host  # the sandbox loads only when hosts are named
-
-    try:
-        return tuple(dict.fromkeys(check_host(host) for host in hosts))
-    except ValueError as exc:
-        raise UsageError(f"--network {exc}; for every host, put --network after the task or "
-                         f"write --network=*") from None
-
-
 def bare_network(argv: list[str]) -> list[str]:
     """`argv` with a bare `--network` (nothing or an option after it) given the value `*`."""
     out: list[str] = []
@@ -190,16 +171,14 @@ def run(
     no_memory: NoMemoryOpt = False,
 ) -> None:
     """Run a workflow file (steps, a state machine, or a model loop)."""
-    from normalize.cli.commands import run_workflow
+    from normalize.cli import launching
 
-    env = _env()
-    code = run_workflow(env, workflow, var or [], goal=goal, workspace=workspace,
-                        max_turns=max_turns, approve=approve, dry_run=dry_run,
-                        json_output=json_output, quiet=quiet, model=model,
-                        base_url=base_url, sandbox=sandbox,
-                        network=_network(network, no_network), output_schema=output_schema,
-                        output_retries=output_retries, otel=otel, memory=not no_memory)
-    raise typer.Exit(_then_commit(env, code, commit, json_output))
+    raise typer.Exit(launching.launch(_env(), launching.Run(
+        workflow=workflow, variables=tuple(var or ()), goal=goal, workspace=workspace,
+        max_turns=max_turns, approve=approve, sandbox=sandbox, network=tuple(network or ()),
+        no_network=no_network, model=model, base_url=base_url, dry_run=dry_run,
+        json_output=json_output, quiet=quiet, commit=commit, output_schema=output_schema,
+        output_retries=output_retries, otel=otel, memory=not no_memory)))
 
 
 @app.command()
@@ -260,42 +239,17 @@ def agent(
 
     It runs the dwim workflow (or, with --harness, another agent's CLI).
     """
-    from normalize.cli.agent import run_agent
-    from normalize.cli.console import fail
-    from normalize.cli.taskinput import task_text
+    from normalize.cli import launching
 
-    env = _env()
-    if items is not None:
-        from normalize.cli.batch import agent_items
-
-        raise typer.Exit(agent_items(
-            env, task, items, workflow=workflow, model=model, budget=budget,
-            item_budget=item_budget, concurrency=concurrency, approve=approve,
-            sandbox=sandbox, network=_network(network, no_network), workspace=workspace,
-            json_output=json_output, quiet=quiet, output_schema=output_schema, otel=otel))
-    try:
-        goal = task_text(env, task, task_file)
-    except NormalizeError as exc:
-        raise typer.Exit(fail(env, exc)) from None
-    code = run_agent(env, goal, output_schema=output_schema, model=model, base_url=base_url,
-                     max_turns=max_turns, budget=budget, approve=approve,
-                     context=context, workflow=workflow, workspace=workspace,
-                     json_output=json_output, quiet=quiet, sandbox=sandbox,
-                     network=_network(network, no_network),
-                     project_instructions=not no_instructions,
-                     repo_map=repo_map, output_retries=output_retries, otel=otel,
-                     attempts=attempts, pick=pick, harness=harness, memory=not no_memory)
-    raise typer.Exit(_then_commit(env, code, commit, json_output))
-
-
-def _then_commit(env: "Environment", code: int, commit: bool, json_output: bool) -> int:
-    """After a done task, `--commit` makes its branch (`normalize commit ID`)."""
-    if not commit or code != 0 or env.task_id is None:
-        return code
-    from normalize.cli.commit import commit_branch
-
-    return commit_branch(env, env.task_id, branch=None, message=None, push=None,
-                         no_verify=False, json_output=False, to_stderr=json_output)
+    raise typer.Exit(launching.launch(_env(), launching.Agent(
+        task=task, task_file=task_file, output_schema=output_schema,
+        output_retries=output_retries, model=model, base_url=base_url, max_turns=max_turns,
+        budget=budget, approve=approve, sandbox=sandbox, network=tuple(network or ()),
+        no_network=no_network, context=context, workflow=workflow, workspace=workspace,
+        json_output=json_output, quiet=quiet, project_instructions=not no_instructions,
+        repo_map=repo_map, commit=commit, attempts=attempts, pick=pick, otel=otel,
+        harness=harness, items=items, item_budget=item_budget, concurrency=concurrency,
+        memory=not no_memory)))
 
 
 @app.command()
@@ -332,20 +286,14 @@ def resume(
     no_memory: NoMemoryOpt = False,
 ) -> None:
     """Continue a task where it stopped."""
-    from normalize.cli.batch import batch_of, resume_batch
-    from normalize.cli.commands import last_here, resume_task
+    from normalize.cli import launching
 
-    task, batch = batch_of(last_here(_env(), json_output) if task == "last" else task)
-    if batch:  # a batch's parent: its items are collected, re-attached, submitted
-        raise typer.Exit(resume_batch(_env(), task, json_output=json_output, quiet=quiet,
-                                      otel=otel))
-    raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve,
-                                 driver=driver, max_turns=max_turns, budget=budget,
-                                 json_output=json_output, quiet=quiet, model=model,
-                                 sandbox=sandbox, network=_network(network, no_network),
-                                 rewind=rewind, instruction=instruction, fork=fork,
-                                 in_place=in_place, base_url=base_url, otel=otel,
-                                 memory=not no_memory))
+    raise typer.Exit(launching.launch(_env(), launching.Resume.of(
+        task, instruction=instruction, fork=fork, rewind=rewind, driver=driver, answer=answer,
+        in_place=in_place, approve=approve, model=model, base_url=base_url,
+        max_turns=max_turns, budget=budget, sandbox=sandbox, network=tuple(network or ()),
+        no_network=no_network, json_output=json_output, quiet=quiet, otel=otel,
+        memory=not no_memory)))
 
 
 @app.command()
@@ -364,7 +312,7 @@ def diff(
     from normalize.cli.changes import show_diff
 
     if store is not None:
-        from normalize.cli.batch import diff_remote
+        from normalize.cli.batching import diff_remote
 
         raise typer.Exit(diff_remote(_env(), task, store))
     raise typer.Exit(show_diff(_env(), task, step, stat=stat, json_output=json_output))
@@ -416,7 +364,7 @@ def report(
 ) -> None:
     """Write a task's report: one self-contained HTML file."""
     if store is not None:
-        from normalize.cli.batch import report_remote
+        from normalize.cli.batching import report_remote
 
         raise typer.Exit(report_remote(_env(), task, store, output))
     from normalize.cli.changes import write_report
@@ -458,7 +406,7 @@ def tasks_show(
     from normalize.cli.commands import show_task
 
     if store is not None:
-        from normalize.cli.batch import show_remote
+        from normalize.cli.batching import show_remote
 
         raise typer.Exit(show_remote(_env(), task, store, json_output=json_output))
     raise typer.Exit(show_task(_env(), task, json_output=json_output, full=full))
