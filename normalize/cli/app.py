@@ -798,7 +798,6 @@ def skills_check(paths: Annotated[list[Path] | None, typer.Argument(
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; every error is one line and an exit status."""
     from normalize.cli.complete import COMPLETE_VAR, lighten_typer
-    from normalize.cli.console import Environment, error_line, fail
 
     lighten_typer()  # no pydantic for absent values, no rich for completion help
     for stream in (sys.stdout, sys.stderr):  # an ascii terminal gets `\u2713`, not a crash
@@ -813,38 +812,57 @@ def main(argv: list[str] | None = None) -> int:
         # standalone_mode=False: click returns a command's `typer.Exit` code instead of exiting
         args = bare_network(sys.argv[1:] if argv is None else argv)
         status = app(args=args, prog_name="normalize", standalone_mode=False)
-    except NormalizeError as exc:
-        return fail(Environment(), exc)
-    except typer.Exit as exc:
-        return int(exc.exit_code or 0)
-    except typer.Abort:
-        return int(ExitStatus.INTERRUPTED)
-    except KeyboardInterrupt:
-        return int(ExitStatus.INTERRUPTED)
-    except SystemExit:
-        if reader_left():  # `normalize plugins | head -1`: the reader had what it wanted
-            return int(ExitStatus.DONE)
-        raise
-    except typer.TyperException as exc:
-        if hasattr(exc, "ctx") and hasattr(exc, "format_message"):  # a bad command line
-            return usage_error(exc)
-        show = getattr(exc, "show", None)
-        if show is not None:
-            show()
-        return int(getattr(exc, "exit_code", ExitStatus.USAGE))
-    except Exception as exc:
-        if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
-            # a Ctrl-C while a class was being made (Python 3.11 wraps it in a RuntimeError)
-            return int(ExitStatus.INTERRUPTED)
-        if os.environ.get("NORMALIZE_DEBUG"):
-            raise
-        error_line(Environment(), f"internal error: {type(exc).__name__}: {exc}",
-                   "set NORMALIZE_DEBUG=1 to see the traceback, and please report it")
-        return int(ExitStatus.FAILED)
+    except BaseException as exc:  # each kind its status, or raised again (_ended)
+        return _ended(exc)
     finally:
         if argv is None:  # the process ends next: skip the full collection at exit
             gc.freeze()  # (half a second with the SDKs loaded: Ctrl-C must stop in one)
     return status if isinstance(status, int) else 0
+
+
+def _ended(exc: BaseException) -> int:
+    """The exit status of a command that raised `exc`: one line for an error; raised again
+    when it is not ours to end (a SystemExit, a bug under NORMALIZE_DEBUG)."""
+    from normalize.cli.console import Environment, fail
+
+    match exc:
+        case NormalizeError():
+            return fail(Environment(), exc)
+        case typer.Exit():
+            return int(exc.exit_code or 0)
+        case typer.Abort() | KeyboardInterrupt():
+            return int(ExitStatus.INTERRUPTED)
+        case SystemExit() if reader_left():  # `normalize plugins | head -1`: it had enough
+            return int(ExitStatus.DONE)
+        case typer.TyperException():
+            return _typer_error(exc)
+        case Exception():
+            return _internal_error(exc)
+    raise exc
+
+
+def _typer_error(exc: typer.TyperException) -> int:
+    """A bad command line (said with a hint), or another of click's own errors (shown)."""
+    if hasattr(exc, "ctx") and hasattr(exc, "format_message"):  # a bad command line
+        return usage_error(exc)
+    show = getattr(exc, "show", None)
+    if show is not None:
+        show()
+    return int(getattr(exc, "exit_code", ExitStatus.USAGE))
+
+
+def _internal_error(exc: Exception) -> int:
+    """A bug: one line asking for a report (the traceback with NORMALIZE_DEBUG=1)."""
+    from normalize.cli.console import Environment, error_line
+
+    if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+        # a Ctrl-C while a class was being made (Python 3.11 wraps it in a RuntimeError)
+        return int(ExitStatus.INTERRUPTED)
+    if os.environ.get("NORMALIZE_DEBUG"):
+        raise exc
+    error_line(Environment(), f"internal error: {type(exc).__name__}: {exc}",
+               "set NORMALIZE_DEBUG=1 to see the traceback, and please report it")
+    return int(ExitStatus.FAILED)
 
 
 def reader_left() -> bool:
