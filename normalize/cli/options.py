@@ -82,8 +82,8 @@ WorkspaceLongOpt = Annotated[Path | None, typer.Option("--workspace", help=_WORK
 
 # -- what a command shows --------------------------------------------------------------------
 JsonOpt = Annotated[bool, typer.Option(
-    "--json", help="JSON on stdout: a run's events one per line, else what the command "
-                   "shows, for machines.")]
+    "--json", help="JSON on stdout, for machines: a run's events, one to a line; a verb's "
+                   "result, one JSON object; else what the command shows.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Only the final summary.")]
 DryRunOpt = Annotated[bool, typer.Option(
     "--dry-run", help="Only say what would be done (run: the plan); change nothing.")]

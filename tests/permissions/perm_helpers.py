@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from support.cli import cli as run_cli
 
 PY = sys.executable
 CI_ENV = {"CI": "true"}
@@ -23,14 +25,9 @@ env_allow = ["ANTHROPIC_API_KEY"]
 """
 
 
-def cli(*args: str, cwd: Path, home: Path, timeout: float = 120
-        ) -> subprocess.CompletedProcess[str]:
-    """`normalize ARGS` as CI runs it: no terminal, CI=true, its own NORMALIZE_HOME."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("NORMALIZE_CRASH_AT", "NORMALIZE_CONFIG")}
-    env.update({"NORMALIZE_HOME": str(home), **CI_ENV})
-    return subprocess.run([PY, "-m", "normalize.cli.app", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+cli = partial(run_cli, drop=("NORMALIZE_CRASH_AT", "NORMALIZE_CONFIG"), term=None, env=CI_ENV,
+              timeout=120, stdin=subprocess.DEVNULL)
+"""`normalize ARGS` as CI runs it: no terminal, CI=true, its own NORMALIZE_HOME."""
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:
