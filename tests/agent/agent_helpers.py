@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import pty
 import select
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import json_lines as json_lines  # (shared: tests import it from here too)
 from support.cli import cli as run_cli
 
 from normalize.contract.driver import DriverServices
@@ -160,10 +160,6 @@ def mypy_passes(workspace: Path) -> subprocess.CompletedProcess[str]:
 cli = partial(run_cli, drop=(), term=None, timeout=120, first_on_path=VENV_BIN)
 """`normalize ARGS` (`support.cli`) with its own NORMALIZE_HOME and this venv's bin first on
 PATH (a test gives another `first_on_path`, or names to `drop`)."""
-
-
-def json_lines(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def _controlling_terminal() -> None:

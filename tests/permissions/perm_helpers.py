@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any
 
+from support import json_lines as json_lines  # (shared: tests import it from here too)
 from support.cli import cli as run_cli
 
 PY = sys.executable
@@ -28,10 +27,6 @@ env_allow = ["ANTHROPIC_API_KEY"]
 cli = partial(run_cli, drop=("NORMALIZE_CRASH_AT", "NORMALIZE_CONFIG"), term=None, env=CI_ENV,
               timeout=120, stdin=subprocess.DEVNULL)
 """`normalize ARGS` as CI runs it: no terminal, CI=true, its own NORMALIZE_HOME."""
-
-
-def json_lines(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def workspace(root: Path) -> Path:

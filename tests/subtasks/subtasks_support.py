@@ -7,12 +7,11 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import wait_for as wait_for  # (shared: tests import it from here too)
 
 from normalize.sandbox import probe
 
@@ -100,15 +99,6 @@ def flow(path: Path, model: str, *, budget: float | None = None,
     path.write_text(f'[workflow]\nname = "agent"\n[workflow.llm]\nprovider = "{provider}"\n'
                     f'model = "{name}"\n{table}[workflow.permissions]\nmode = "yes"\n{limits}')
     return path
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not reached in {timeout:g} s: {what}")
 
 
 def task_state(home: Path, task_id: str) -> dict[str, Any]:

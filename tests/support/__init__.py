@@ -22,13 +22,14 @@ def json_lines(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def wait_for(predicate: Callable[[], object], timeout: float = 60.0, what: str = "") -> None:
-    """Poll `predicate` every 50 ms until it holds; fail naming `what` after `timeout` s."""
+def wait_for(predicate: Callable[[], object], timeout: float = 60.0, what: str = "", *,
+             every: float = 0.05) -> None:
+    """Poll `predicate` every `every` s until it holds; fail naming `what` after `timeout` s."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
-        time.sleep(0.05)
+        time.sleep(every)
     raise AssertionError(f"not reached in {timeout:g} s: {what}")
 
 
