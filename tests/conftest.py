@@ -254,7 +254,14 @@ _started: list[str] = []  # what the running test (not e2e) started
 
 
 def _helper(name: str, directory: Path) -> Path | None:
-    """The tests' helper module `name` (the tests import them by bare name from any folder)."""
+    """The tests' helper module `name` (the tests import them by bare name from any folder;
+    `support.cli`: a module of the `tests/support` package)."""
+    dotted = _TESTS.joinpath(*name.split("."))
+    if (dotted / "__init__.py").is_file():
+        return dotted / "__init__.py"
+    if "." in name and dotted.with_suffix(".py").is_file():
+        return dotted.with_suffix(".py")
+    name = name.split(".")[0]
     near = directory / f"{name}.py"
     if near.is_file():
         return near
@@ -272,7 +279,7 @@ def starts_processes(path: Path, _seen: frozenset[Path] = frozenset()) -> bool:
             not node.level else [a.name for a in node.names] if isinstance(node, ast.Import) \
             else []
         for name in names:
-            helper = _helper(name.split(".")[0], path.parent)
+            helper = _helper(name, path.parent)
             if helper is not None and helper not in _seen and \
                     starts_processes(helper, _seen | {path}):
                 return True

@@ -6,16 +6,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from normalize.cli.commands import check_harness, pin_replay, with_acp_command
-from normalize.cli.console import Environment, error_line, fail, prompt_reader
-from normalize.cli.launch import (
-    run_options,
-    set_output_retries,
-    start,
-    to_the_end,
-    workspace_root,
-)
+from normalize.cli.commands import check_harness, launch_options, pin_replay, with_acp_command
+from normalize.cli.console import Environment, Reader, error_line, fail, prompt_reader
+from normalize.cli.launch import Going, set_output_retries, start, to_the_end, workspace_root
+from normalize.cli.requests import Agent
+from normalize.cli.taskinput import task_text
+from normalize.contract.driver import DriverServices, driver_traits
 from normalize.errors import ExitStatus, MissingKeyError, NormalizeError, UsageError
+from normalize.runner import hand_over, load_spec, with_model
 
 if TYPE_CHECKING:
     from normalize.providers.base import ModelClient
@@ -58,63 +56,73 @@ class _Clients:
 TASK_PROMPT = "task › "
 
 
-def run_agent(env: Environment, goal: str, *, model: str | None, base_url: str | None,
-              max_turns: int | None, budget: float | None, approve: str | None,
-              context: str | None, workflow: str | None, workspace: Path | None,
-              json_output: bool, quiet: bool, sandbox: str | None = None,
-              network: bool | tuple[str, ...] | None = None, project_instructions: bool = True,
-              repo_map: int | None = None, output_schema: Path | None = None,
-              output_retries: int | None = None, otel: bool = False,
-              attempts: int | None = None, pick: str | None = None,
-              harness: str | None = None, memory: bool = True) -> int:
-    """Run TASK with the agent workflow; returns the exit status."""
-    from normalize.contract.driver import DriverServices
-    from normalize.runner import load_spec, with_model
+def launch_agent(env: Environment, request: Agent) -> int:
+    """`normalize agent TASK`: TASK read (from the argument, `--task-file` or stdin), run."""
+    return run_agent(env, request, task_text(env, request.task, request.task_file))
 
+
+def run_agent(env: Environment, request: Agent, goal: str) -> int:
+    """Run `goal` (TASK) with the agent workflow; returns the exit status."""
     clients = _Clients()
     try:
-        at_terminal = env.stdin_tty and env.stdout_tty and not json_output
-        read = prompt_reader(env, lambda: (workspace or Path.cwd()).resolve()) \
-            if at_terminal else None
+        read = _terminal_reader(env, request)
         if not goal.strip() and read is not None:
             goal = read(TASK_PROMPT) or ""
         if not goal.strip():
             raise UsageError("TASK is empty: say what the agent should do")
-        if budget is not None and budget <= 0:
-            raise UsageError(f"--budget {budget:g}: must be more than 0 (USD)")
-        root = workspace_root(workspace)
-        spec = load_spec(workflow or DEFAULT_WORKFLOW, root)
-        set_output_retries(spec, output_retries, output_schema)
-        models = attempt_models(attempts, pick, model)
-        model = None if attempts else pin_replay(model)
-        _set_context(spec, context, repo_map)
-        if harness is not None:
-            spec.driver = check_harness(harness)
-            harness_model(spec.driver, model)
-        if spec.llm is not None or model or base_url:
-            spec.llm = with_model(spec.llm, model, base_url)
-            if not _models_reachable(env, clients, spec, models, harness):
-                return int(ExitStatus.USAGE)
-        if attempts:
-            best_of_spec(spec, attempts, pick, models, max_turns)
-        options, renderer = run_options(env, workspace=root, json_output=json_output,
-                                        quiet=quiet, approve=approve, sandbox=sandbox,
-                                        network=network, otel=otel)
+        root = workspace_root(request.workspace)
+        spec = _agent_spec(env, request, root, clients)
+        if spec is None:
+            return int(ExitStatus.USAGE)
+        options, renderer = launch_options(env, request, root)
         options.services = DriverServices(read_line=options.services.read_line,
                                           model_factory=clients)
-        options.project_instructions = project_instructions
-        options.memory = memory
-        task = start(env, spec, goal, options, output_schema=output_schema,
-                     max_turns=max_turns, budget=budget, named=json_output or quiet)
-        with_acp_command(task, harness, options)
-        if harness is not None:
-            _flags_win(task, model, base_url)
-        return to_the_end(env, task, options, renderer, json_output=json_output,
-                          read=None if quiet else read)
+        options.project_instructions = request.project_instructions
+        task = start(env, spec, goal, options, output_schema=request.output_schema,
+                     max_turns=request.max_turns, budget=request.budget,
+                     named=request.json_output or request.quiet)
+        with_acp_command(task, request.harness, options)
+        if request.harness is not None:
+            _flags_win(task, _single_model(request), request.base_url)
+        return to_the_end(env, task, options, renderer, json_output=request.json_output,
+                          going=Going(read=None if request.quiet else read))
     except NormalizeError as exc:
         return fail(env, exc)
     finally:
         clients.close()
+
+
+def _terminal_reader(env: Environment, request: Agent) -> Reader | None:
+    """A prompt at a terminal (for TASK left out, and follow-ups); None elsewhere."""
+    if not (env.stdin_tty and env.stdout_tty and not request.json_output):
+        return None
+    return prompt_reader(env, lambda: (request.workspace or Path.cwd()).resolve())
+
+
+def _single_model(request: Agent) -> str | None:
+    """The one model every turn asks (`replay:last` pinned); None with --attempts."""
+    return None if request.attempts else pin_replay(request.model)
+
+
+def _agent_spec(env: Environment, request: Agent, root: Path,
+                clients: _Clients) -> WorkflowSpec | None:
+    """The workflow TASK runs: the agent's, with the flags' context, harness, model and
+    attempts in it; None when a model it needs has no key (said)."""
+    spec = load_spec(request.workflow or DEFAULT_WORKFLOW, root)
+    set_output_retries(spec, request.output_retries, request.output_schema)
+    models = request.models()
+    model = _single_model(request)
+    _set_context(spec, request.context, request.repo_map)
+    if request.harness is not None:
+        spec.driver = check_harness(request.harness)
+        harness_model(spec.driver, model)
+    if spec.llm is not None or model or request.base_url:
+        spec.llm = with_model(spec.llm, model, request.base_url)
+        if not _models_reachable(env, clients, spec, models, request.harness):
+            return None
+    if request.attempts:
+        best_of_spec(spec, request.attempts, request.pick, models, request.max_turns)
+    return spec
 
 
 def _set_context(spec: WorkflowSpec, context: str | None, repo_map: int | None) -> None:
@@ -163,8 +171,6 @@ def _models_reachable(env: Environment, clients: _Clients, spec: WorkflowSpec,
 def _flags_win(task: Task, model: str | None, base_url: str | None) -> None:
     """`--model`/`--base-url` given with `--harness` go to the harness's own model server,
     over the workflow's model table (a driver of no model settings, `acp`, keeps its own)."""
-    from normalize.contract.driver import driver_traits
-    from normalize.runner import hand_over
 
     if (model or base_url) and driver_traits(task.driver).model_settings:
         hand_over(task, task.driver, model=model, base_url=base_url)
@@ -182,24 +188,6 @@ def harness_model(harness: str, model: str | None) -> None:
                          f"give --model {api}:MODEL")
 
 
-def attempt_models(attempts: int | None, pick: str | None, model: str | None) -> list[str]:
-    """`--model A,B,C` for `--attempts N` (one model or none: every attempt the same)."""
-    from normalize.subtasks.children import MAX_CHILDREN
-
-    models = [m.strip() for m in (model or "").split(",") if m.strip()]
-    if attempts is None:
-        if pick is not None:
-            raise UsageError("--pick goes with --attempts N")
-        if len(models) > 1:
-            raise UsageError(f"--model {model}: several models go with --attempts N")
-        return models
-    if not 2 <= attempts <= MAX_CHILDREN:
-        raise UsageError(f"--attempts {attempts}: choose 2 to {MAX_CHILDREN}")
-    if pick is not None and not pick.strip():
-        raise UsageError("--pick is empty: give the command that judges each attempt")
-    return models
-
-
 def best_of_spec(spec: WorkflowSpec, attempts: int, pick: str | None, models: list[str],
                  max_turns: int | None) -> None:
     """Make `spec` run TASK as best-of-N: one `spawn --attempts` step (`subtasks.attempts`).
@@ -207,7 +195,6 @@ def best_of_spec(spec: WorkflowSpec, attempts: int, pick: str | None, models: li
     The attempts take the spec's model settings (and `--model`'s, in turn); the
     parent itself is a one-step workflow.
     """
-    from normalize.contract.driver import driver_traits
     from normalize.workflow.spec import StepSpec
 
     if not driver_traits(spec.driver).reads_llm_settings:

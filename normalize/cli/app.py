@@ -16,7 +16,36 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from normalize.cli.options import OtelOpt
+from normalize.cli.options import (
+    ALL_HOSTS,
+    AllOpt,
+    ApproveOpt,
+    BaseUrlOpt,
+    BudgetOpt,
+    CommitOpt,
+    ConcurrencyOpt,
+    DryRunOpt,
+    GoalOpt,
+    ItemBudgetOpt,
+    ItemsOpt,
+    JsonOpt,
+    MaxTurnsOpt,
+    ModelNoEnvOpt,
+    ModelOpt,
+    NetworkOpt,
+    NoMemoryOpt,
+    NoNetworkOpt,
+    OtelOpt,
+    OutputOpt,
+    OutputRetriesOpt,
+    OutputSchemaOpt,
+    QuietOpt,
+    SandboxOpt,
+    StoreOpt,
+    VarOpt,
+    WorkspaceLongOpt,
+    WorkspaceOpt,
+)
 from normalize.errors import ExitStatus, NormalizeError
 
 if TYPE_CHECKING:
@@ -39,43 +68,6 @@ app.add_typer(tasks_app, name="tasks")
 from normalize.cli.batch import batch_app  # noqa: E402 (the group beside the others)
 
 app.add_typer(batch_app, name="batch")
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON event per line on stdout.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Only the final summary.")]
-ApproveOpt = Annotated[str | None, typer.Option(
-    "--approve", metavar="MODE", help="Approval mode for side effects: ask, auto, yes, never.")]
-SandboxOpt = Annotated[str | None, typer.Option(
-    "--sandbox", metavar="MODE",
-    help="What programs may touch: workspace (default), read-only, off.")]
-NetworkOpt = Annotated[list[str] | None, typer.Option(
-    "--network", metavar="[HOST]",
-    help="Let programs reach HOST (repeatable; *.example.com too) through normalize's proxy; "
-         "alone, every host (leaves the sandbox: asks).")]
-NoNetworkOpt = Annotated[bool, typer.Option("--no-network", help="No network for programs.")]
-ALL_HOSTS = "*"
-"""The value a bare `--network` gets: every host."""
-# One meaning per flag: run, agent and resume share these (tests/cli/test_flags.py pins it).
-MaxTurnsOpt = Annotated[int | None, typer.Option(
-    "--max-turns", min=1, help="Stop after N turns in all (the task's total, not N more).")]
-BudgetOpt = Annotated[float | None, typer.Option(
-    "--budget", metavar="USD", help="Stop when the task's model cost reaches USD.")]
-MODEL_HELP = ("PROVIDER:MODEL, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, "
-              "ollama:llama3.1, scripted:FILE, replay:TASKID.")
-ModelOpt = Annotated[str | None, typer.Option("--model", "-m", envvar="NORMALIZE_MODEL",
-                                              help=MODEL_HELP)]
-CommitOpt = Annotated[bool, typer.Option(
-    "--commit", help="When the task is done, make a branch with its change (normalize commit).")]
-OutputSchemaOpt = Annotated[Path | None, typer.Option(
-    "--output-schema", metavar="FILE",
-    help="A JSON Schema the model's final result must meet (it ends with `done` and the JSON).")]
-OutputRetriesOpt = Annotated[int | None, typer.Option(
-    "--output-retries", metavar="N", min=0, max=20,
-    help="How often an invalid result goes back to the model (default 2).")]
-WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", "-w",
-                                                   help="Directory to work in.")]
-NoMemoryOpt = Annotated[bool, typer.Option(
-    "--no-memory", help="This run neither recalls memory nor proposes any.")]
-
 
 def _version(value: bool) -> None:
     if value:
@@ -142,25 +134,6 @@ def complete_workflows(incomplete: str) -> list[str]:
     return workflows(incomplete)
 
 
-def _network(hosts: list[str] | None, off: bool) -> bool | tuple[str, ...] | None:
-    """`--network` (every host), `--network HOST`… (those only), `--no-network`, or nothing."""
-    from normalize.errors import UsageError
-
-    if off and hosts:
-        raise UsageError("--network and --no-network contradict each other; give one")
-    if off or not hosts:
-        return False if off else None
-    if ALL_HOSTS in hosts:
-        return True
-    from normalize.sandbox.hosts import check_host  # the sandbox loads only when hosts are named
-
-    try:
-        return tuple(dict.fromkeys(check_host(host) for host in hosts))
-    except ValueError as exc:
-        raise UsageError(f"--network {exc}; for every host, put --network after the task or "
-                         f"write --network=*") from None
-
-
 def bare_network(argv: list[str]) -> list[str]:
     """`argv` with a bare `--network` (nothing or an option after it) given the value `*`."""
     out: list[str] = []
@@ -178,9 +151,8 @@ def bare_network(argv: list[str]) -> list[str]:
 def run(
     workflow: Annotated[str, typer.Argument(help="A workflow file, or a name (health, check, …).",
                                             autocompletion=complete_workflows)],
-    var: Annotated[list[str] | None, typer.Option("--var", "-v", help="KEY=VALUE; repeatable.")]
-    = None,
-    goal: Annotated[str, typer.Option("--goal", help="The task text ({task}).")] = "",
+    var: VarOpt = None,
+    goal: GoalOpt = "",
     workspace: WorkspaceOpt = None,
     max_turns: MaxTurnsOpt = None,
     approve: ApproveOpt = None,
@@ -188,10 +160,8 @@ def run(
     network: NetworkOpt = None,
     no_network: NoNetworkOpt = False,
     model: ModelOpt = None,
-    base_url: Annotated[str | None, typer.Option(
-        "--base-url", help="Base URL of the model server.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; run nothing.")]
-    = False,
+    base_url: BaseUrlOpt = None,
+    dry_run: DryRunOpt = False,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
     commit: CommitOpt = False,
@@ -201,16 +171,14 @@ def run(
     no_memory: NoMemoryOpt = False,
 ) -> None:
     """Run a workflow file (steps, a state machine, or a model loop)."""
-    from normalize.cli.commands import run_workflow
+    from normalize.cli import launching
 
-    env = _env()
-    code = run_workflow(env, workflow, var or [], goal=goal, workspace=workspace,
-                        max_turns=max_turns, approve=approve, dry_run=dry_run,
-                        json_output=json_output, quiet=quiet, model=model,
-                        base_url=base_url, sandbox=sandbox,
-                        network=_network(network, no_network), output_schema=output_schema,
-                        output_retries=output_retries, otel=otel, memory=not no_memory)
-    raise typer.Exit(_then_commit(env, code, commit, json_output))
+    raise typer.Exit(launching.launch(_env(), launching.Run(
+        workflow=workflow, variables=tuple(var or ()), goal=goal, workspace=workspace,
+        max_turns=max_turns, approve=approve, sandbox=sandbox, network=tuple(network or ()),
+        no_network=no_network, model=model, base_url=base_url, dry_run=dry_run,
+        json_output=json_output, quiet=quiet, commit=commit, output_schema=output_schema,
+        output_retries=output_retries, otel=otel, memory=not no_memory)))
 
 
 @app.command()
@@ -223,8 +191,7 @@ def agent(
     output_schema: OutputSchemaOpt = None,
     output_retries: OutputRetriesOpt = None,
     model: ModelOpt = None,
-    base_url: Annotated[str | None, typer.Option("--base-url",
-                                                 help="Base URL of the model server.")] = None,
+    base_url: BaseUrlOpt = None,
     max_turns: MaxTurnsOpt = None,
     budget: BudgetOpt = None,
     approve: ApproveOpt = None,
@@ -263,55 +230,26 @@ def agent(
         "--harness", help="Another agent takes the turns: claude, codex or aider "
         "(in normalize's sandbox; docs/harnesses.md), or acp:COMMAND, any ACP agent whose "
         "every file and command is a normalize action (docs/acp.md).")] = None,
-    items: Annotated[str | None, typer.Option(
-        "--items", metavar="FILE|-", help="Run TASK once per item (a batch: JSON lines, CSV, "
-        "or lines; {item.NAME} in TASK); --budget is then the whole batch's.")] = None,
-    item_budget: Annotated[float | None, typer.Option(
-        "--item-budget", metavar="USD", help="With --items: each item's model cost.")] = None,
-    concurrency: Annotated[int, typer.Option(
-        "--concurrency", min=1, help="With --items: items in flight at once.")] = 4,
+    items: ItemsOpt = None,
+    item_budget: ItemBudgetOpt = None,
+    concurrency: ConcurrencyOpt = 4,
     no_memory: NoMemoryOpt = False,
 ) -> None:
     """A model works on TASK with normalize's commands.
 
     It runs the dwim workflow (or, with --harness, another agent's CLI).
     """
-    from normalize.cli.agent import run_agent
-    from normalize.cli.console import fail
-    from normalize.cli.taskinput import task_text
+    from normalize.cli import launching
 
-    env = _env()
-    if items is not None:
-        from normalize.cli.batch import agent_items
-
-        raise typer.Exit(agent_items(
-            env, task, items, workflow=workflow, model=model, budget=budget,
-            item_budget=item_budget, concurrency=concurrency, approve=approve,
-            sandbox=sandbox, network=_network(network, no_network), workspace=workspace,
-            json_output=json_output, quiet=quiet, output_schema=output_schema, otel=otel))
-    try:
-        goal = task_text(env, task, task_file)
-    except NormalizeError as exc:
-        raise typer.Exit(fail(env, exc)) from None
-    code = run_agent(env, goal, output_schema=output_schema, model=model, base_url=base_url,
-                     max_turns=max_turns, budget=budget, approve=approve,
-                     context=context, workflow=workflow, workspace=workspace,
-                     json_output=json_output, quiet=quiet, sandbox=sandbox,
-                     network=_network(network, no_network),
-                     project_instructions=not no_instructions,
-                     repo_map=repo_map, output_retries=output_retries, otel=otel,
-                     attempts=attempts, pick=pick, harness=harness, memory=not no_memory)
-    raise typer.Exit(_then_commit(env, code, commit, json_output))
-
-
-def _then_commit(env: "Environment", code: int, commit: bool, json_output: bool) -> int:
-    """After a done task, `--commit` makes its branch (`normalize commit ID`)."""
-    if not commit or code != 0 or env.task_id is None:
-        return code
-    from normalize.cli.commit import commit_branch
-
-    return commit_branch(env, env.task_id, branch=None, message=None, push=None,
-                         no_verify=False, json_output=False, to_stderr=json_output)
+    raise typer.Exit(launching.launch(_env(), launching.Agent(
+        task=task, task_file=task_file, output_schema=output_schema,
+        output_retries=output_retries, model=model, base_url=base_url, max_turns=max_turns,
+        budget=budget, approve=approve, sandbox=sandbox, network=tuple(network or ()),
+        no_network=no_network, context=context, workflow=workflow, workspace=workspace,
+        json_output=json_output, quiet=quiet, project_instructions=not no_instructions,
+        repo_map=repo_map, commit=commit, attempts=attempts, pick=pick, otel=otel,
+        harness=harness, items=items, item_budget=item_budget, concurrency=concurrency,
+        memory=not no_memory)))
 
 
 @app.command()
@@ -327,10 +265,8 @@ def resume(
     driver: Annotated[str | None, typer.Option(
         "--driver", help=_driver_help(),
         autocompletion=complete_drivers)] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", help=MODEL_HELP)] = None,
-    base_url: Annotated[str | None, typer.Option(
-        "--base-url", help="Base URL of the model server (kept for the task's next runs).")
-    ] = None,
+    model: ModelNoEnvOpt = None,
+    base_url: BaseUrlOpt = None,
     max_turns: MaxTurnsOpt = None,
     budget: BudgetOpt = None,
     sandbox: SandboxOpt = None,
@@ -348,28 +284,17 @@ def resume(
     quiet: QuietOpt = False,
     otel: OtelOpt = False,
     no_memory: NoMemoryOpt = False,
-    store: Annotated[str | None, typer.Option(
-        "--store", metavar="URL", help="Resume TASK (an id, or BATCH/N) from its record at URL "
-        "(s3://…, file://…) on any machine: brought into this data home first, its run keeps "
-        "its record there.")] = None,
+    store: StoreOpt = None,
 ) -> None:
     """Continue a task where it stopped."""
-    from normalize.cli.batch import batch_of, from_record, resume_batch
-    from normalize.cli.commands import last_here, resume_task
+    from normalize.cli import launching
 
-    if store is not None:
-        task = from_record(_env(), store, task)
-    task, batch = batch_of(last_here(_env(), json_output) if task == "last" else task)
-    if batch:  # a batch's parent: its items are collected, re-attached, submitted
-        raise typer.Exit(resume_batch(_env(), task, json_output=json_output, quiet=quiet,
-                                      otel=otel))
-    raise typer.Exit(resume_task(_env(), task, answer=answer, approve=approve,
-                                 driver=driver, max_turns=max_turns, budget=budget,
-                                 json_output=json_output, quiet=quiet, model=model,
-                                 sandbox=sandbox, network=_network(network, no_network),
-                                 rewind=rewind, instruction=instruction, fork=fork,
-                                 in_place=in_place, base_url=base_url, otel=otel,
-                                 memory=not no_memory))
+    raise typer.Exit(launching.launch(_env(), launching.Resume.of(
+        task, instruction=instruction, fork=fork, rewind=rewind, driver=driver, answer=answer,
+        in_place=in_place, approve=approve, model=model, base_url=base_url,
+        max_turns=max_turns, budget=budget, sandbox=sandbox, network=tuple(network or ()),
+        no_network=no_network, json_output=json_output, quiet=quiet, otel=otel,
+        memory=not no_memory, store=store)))
 
 
 @app.command()
@@ -378,11 +303,8 @@ def diff(
                                         autocompletion=complete_task_ids)],
     step: Annotated[int | None, typer.Argument(help="Only this step's changes.")] = None,
     stat: Annotated[bool, typer.Option("--stat", help="Files and +/- lines only.")] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="Files and hunks as JSON.")]
-    = False,
-    store: Annotated[str | None, typer.Option(
-        "--store", metavar="URL", help="Read BATCH/ITEM from the store a batch was published "
-        "to.")] = None,
+    json_output: JsonOpt = False,
+    store: StoreOpt = None,
 ) -> None:
     """What a task (or one STEP of it) changed, as a diff.
 
@@ -391,7 +313,7 @@ def diff(
     from normalize.cli.changes import show_diff
 
     if store is not None:
-        from normalize.cli.batch import diff_remote
+        from normalize.cli.batching import diff_remote
 
         raise typer.Exit(diff_remote(_env(), task, store))
     raise typer.Exit(show_diff(_env(), task, step, stat=stat, json_output=json_output))
@@ -409,8 +331,7 @@ def commit(
         "--push", metavar="REMOTE", help="Push the branch to this remote.")] = None,
     no_verify: Annotated[bool, typer.Option(
         "--no-verify", help="Skip the pre-commit and commit-msg hooks.")] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="The branch and commit as JSON.")]
-    = False,
+    json_output: JsonOpt = False,
 ) -> None:
     """Commit a task's change to a new branch of your repository."""
     from normalize.cli.commit import commit_branch
@@ -439,17 +360,12 @@ def undo(
 def report(
     task: Annotated[str, typer.Argument(help="A task id, a unique prefix, or `last`.",
                                         autocompletion=complete_task_ids)],
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="The HTML file to write, never through a symlink (default: "
-                                "reports/report-ID.html under the data home; - for stdout).")]
-    = None,
-    store: Annotated[str | None, typer.Option(
-        "--store", metavar="URL", help="Read BATCH/ITEM from the store a batch was published "
-        "to.")] = None,
+    output: OutputOpt = None,
+    store: StoreOpt = None,
 ) -> None:
     """Write a task's report: one self-contained HTML file."""
     if store is not None:
-        from normalize.cli.batch import report_remote
+        from normalize.cli.batching import report_remote
 
         raise typer.Exit(report_remote(_env(), task, store, output))
     from normalize.cli.changes import write_report
@@ -460,14 +376,12 @@ def report(
 @tasks_app.callback(invoke_without_command=True)
 def tasks_list(
     ctx: typer.Context,
-    json_output: Annotated[bool, typer.Option("--json", help="JSON, one task per line.")] = False,
+    json_output: JsonOpt = False,
     limit: Annotated[int | None, typer.Option(
         "--limit", "-n", min=1,
         help="Show the newest N tasks (the table's default: 50; --json: all).")] = None,
-    show_all: Annotated[bool, typer.Option("--all", "-a", help="Show every task.")] = False,
-    workspace: Annotated[Path | None, typer.Option(
-        "--workspace", "-w", help="Only the tasks of this directory (`-w .`: this one).")
-    ] = None,
+    show_all: AllOpt = False,
+    workspace: WorkspaceOpt = None,
     flat: Annotated[bool, typer.Option(
         "--flat", help="Sub-tasks in their own place, not indented under their parent.")]
     = False,
@@ -485,25 +399,22 @@ def tasks_list(
 @tasks_app.command("show")
 def tasks_show(
     task: Annotated[str, typer.Argument(autocompletion=complete_task_ids)],
-    json_output: Annotated[bool, typer.Option("--json", help="The task and its events.")] = False,
+    json_output: JsonOpt = False,
     full: Annotated[bool, typer.Option("--full", help="Each step's whole output.")] = False,
-    store: Annotated[str | None, typer.Option(
-        "--store", metavar="URL", help="Read BATCH/ITEM from the store a batch was published "
-        "to.")] = None,
+    store: StoreOpt = None,
 ) -> None:
     """Show a task and its steps, each with its output."""
     from normalize.cli.commands import show_task
 
     if store is not None:
-        from normalize.cli.batch import show_remote
+        from normalize.cli.batching import show_remote
 
         raise typer.Exit(show_remote(_env(), task, store, json_output=json_output))
     raise typer.Exit(show_task(_env(), task, json_output=json_output, full=full))
 
 
 @tasks_app.command("clean")
-def tasks_clean(dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Only say which copies would go.")] = False) -> None:
+def tasks_clean(dry_run: DryRunOpt = False) -> None:
     """Remove the isolated copies no task needs."""
     from normalize.cli.listing import clean_copies
 
@@ -525,8 +436,7 @@ def tasks_rm(
     status: Annotated[str | None, typer.Option(
         "--status", help="Instead of TASK: every task in this status (interrupted, failed, "
         "done, …).")] = None,
-    workspace: Annotated[Path | None, typer.Option(
-        "--workspace", "-w", help="With --status: only the tasks of this directory.")] = None,
+    workspace: WorkspaceOpt = None,
 ) -> None:
     """Remove a task (or every task in a --status) and its journal."""
     from normalize.cli.commands import remove_task
@@ -540,13 +450,11 @@ def tasks_rm(
 workflows_app = typer.Typer(help="List, show and validate workflow files.",
                             no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(workflows_app, name="workflows")
-WfWorkspaceOpt = Annotated[Path | None, typer.Option(
-    "--workspace", "-w", help="The project whose .normalize/workflows/ to search.")]
 
 
 @workflows_app.command("list")
-def workflows_list(workspace: WfWorkspaceOpt = None,
-                   json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def workflows_list(workspace: WorkspaceOpt = None,
+                   json_output: JsonOpt = False) -> None:
     """The workflows found, and where.
 
     The project's, the user's, then the built-ins.
@@ -560,10 +468,9 @@ def workflows_list(workspace: WfWorkspaceOpt = None,
 def workflows_show(
     workflow: Annotated[str, typer.Argument(help="A name or a path.",
                                             autocompletion=complete_workflows)],
-    var: Annotated[list[str] | None, typer.Option("--var", "-v", help="KEY=VALUE; repeatable.")]
-    = None,
-    workspace: WfWorkspaceOpt = None,
-    json_output: Annotated[bool, typer.Option("--json", help="The spec as JSON.")] = False,
+    var: VarOpt = None,
+    workspace: WorkspaceOpt = None,
+    json_output: JsonOpt = False,
 ) -> None:
     """A workflow as it will run.
 
@@ -578,8 +485,8 @@ def workflows_show(
 @workflows_app.command("validate")
 def workflows_validate(
     files: Annotated[list[str], typer.Argument(help="Workflow files (or names).")],
-    workspace: WfWorkspaceOpt = None,
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    workspace: WorkspaceOpt = None,
+    json_output: JsonOpt = False,
 ) -> None:
     """Check workflow files.
 
@@ -616,7 +523,7 @@ def trust(
 
 
 @app.command()
-def plugins(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def plugins(json_output: JsonOpt = False) -> None:
     """Everything registered, and where it came from.
 
     Drivers, step kinds, conditions, sources, providers, context strategies and tools.
@@ -632,7 +539,7 @@ app.add_typer(sandbox_app, name="sandbox")
 
 
 @sandbox_app.command("check")
-def sandbox_check(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def sandbox_check(json_output: JsonOpt = False) -> None:
     """What the sandbox enforces on this machine.
 
     Exit 1 when it cannot be applied.
@@ -644,8 +551,7 @@ def sandbox_check(json_output: Annotated[bool, typer.Option("--json")] = False) 
 
 @app.command("mcp")
 def mcp_serve(
-    workspace: Annotated[Path | None, typer.Option("--workspace", "-w",
-                                                   help="Directory to serve.")] = None,
+    workspace: WorkspaceOpt = None,
     allow_run: Annotated[bool, typer.Option(
         "--allow-run", help="Also serve the tools that start and answer this workspace's "
                             "tasks.")] = False,
@@ -667,8 +573,7 @@ def mcp_serve(
 @app.command("acp")
 def acp_serve(
     model: ModelOpt = None,
-    base_url: Annotated[str | None, typer.Option("--base-url",
-                                                 help="Base URL of the model server.")] = None,
+    base_url: BaseUrlOpt = None,
     approve: ApproveOpt = None,
     sandbox: SandboxOpt = None,
 ) -> None:
@@ -683,9 +588,6 @@ def acp_serve(
 
 
 VERB_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}
-# grep's -w is --word, as in grep and rg: its workspace is --workspace only
-GrepWorkspaceOpt = Annotated[Path | None, typer.Option("--workspace",
-                                                       help="Directory to work in.")]
 help_app = typer.Typer(help="Reference documentation.", rich_markup_mode=None)
 app.add_typer(help_app, name="help")
 HELP_TOPICS = {
@@ -705,9 +607,6 @@ def help_topics(ctx: typer.Context) -> None:
     raise typer.Exit(0)
 
 
-VerbJsonOpt = Annotated[bool, typer.Option("--json", help="The result as one JSON object.")]
-
-
 def _verb(verb: str, ctx: typer.Context, workspace: Path | None, json_output: bool) -> None:
     from normalize.cli.verbs import run_verb
 
@@ -717,7 +616,7 @@ def _verb(verb: str, ctx: typer.Context, workspace: Path | None, json_output: bo
 
 @app.command(context_settings=VERB_SETTINGS, options_metavar="[OPTIONS] PATH[:START-END|/SYMBOL]")
 def view(ctx: typer.Context, workspace: WorkspaceOpt = None,
-         json_output: VerbJsonOpt = False) -> None:
+         json_output: JsonOpt = False) -> None:
     """View a file, lines, a symbol or a directory tree.
 
     PATH, PATH:START-END, PATH/SYMBOL (Class/method), or a directory.
@@ -727,7 +626,7 @@ def view(ctx: typer.Context, workspace: WorkspaceOpt = None,
 
 @app.command(context_settings=VERB_SETTINGS, options_metavar="[OPTIONS] PATH")
 def skeleton(ctx: typer.Context, workspace: WorkspaceOpt = None,
-             json_output: VerbJsonOpt = False) -> None:
+             json_output: JsonOpt = False) -> None:
     """The outline of PATH: signatures with line numbers.
 
     The classes and functions of a file, or of every file under a directory.
@@ -737,8 +636,8 @@ def skeleton(ctx: typer.Context, workspace: WorkspaceOpt = None,
 
 @app.command(context_settings=VERB_SETTINGS,
              options_metavar="[OPTIONS] PATTERN [PATH] [-i|-l|-w/--word|-F|--max N]")
-def grep(ctx: typer.Context, workspace: GrepWorkspaceOpt = None,
-         json_output: VerbJsonOpt = False) -> None:
+def grep(ctx: typer.Context, workspace: WorkspaceLongOpt = None,
+         json_output: JsonOpt = False) -> None:
     """Search for PATTERN (a regex), respecting .gitignore.
 
     grep PATTERN [PATH] with -i, -l, -w/--word, -F, --max N. Exits 1 when nothing matches,
@@ -750,7 +649,7 @@ def grep(ctx: typer.Context, workspace: GrepWorkspaceOpt = None,
 @app.command(context_settings=VERB_SETTINGS,
              options_metavar="[PATH] [--health|--complexity|--types|--lint]")
 def analyze(ctx: typer.Context, workspace: WorkspaceOpt = None,
-            json_output: VerbJsonOpt = False) -> None:
+            json_output: JsonOpt = False) -> None:
     """Analyze [PATH] with --health, --complexity, --types or --lint."""
     _verb("analyze", ctx, workspace, json_output)
 
@@ -760,7 +659,7 @@ def repo_map(
     path: Annotated[str | None, typer.Argument(help="A directory or file (default: all).")] = None,
     tokens: Annotated[int, typer.Option("--tokens", help="The map's size in tokens.")] = 1024,
     workspace: WorkspaceOpt = None,
-    json_output: Annotated[bool, typer.Option("--json", help="The ranked definitions.")] = False,
+    json_output: JsonOpt = False,
 ) -> None:
     """The definitions other files use most, ranked.
 
@@ -787,16 +686,13 @@ def help_commands(
 memory_app = typer.Typer(help="Review what the agent learnt: the inbox, accepted entries.",
                          no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(memory_app, name="memory")
-MemWorkspaceOpt = Annotated[Path | None, typer.Option(
-    "--workspace", "-w", help="The project whose memory (default: the current directory's).")]
 MemIdsArg = Annotated[list[str] | None, typer.Argument(metavar="ID...", help="Entry ids.")]
 
 
 @memory_app.command("list")
-def memory_list(workspace: MemWorkspaceOpt = None,
-                every: Annotated[bool, typer.Option("--all", help="Every state, not only "
-                                                              "accepted.")] = False,
-                json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def memory_list(workspace: WorkspaceOpt = None,
+                every: AllOpt = False,
+                json_output: JsonOpt = False) -> None:
     """The accepted entries (stale ones marked)."""
     from normalize.cli.memory import memory_list as listing
 
@@ -805,8 +701,8 @@ def memory_list(workspace: MemWorkspaceOpt = None,
 
 @memory_app.command("show")
 def memory_show(entry: Annotated[str, typer.Argument(metavar="ID")],
-                workspace: MemWorkspaceOpt = None,
-                json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+                workspace: WorkspaceOpt = None,
+                json_output: JsonOpt = False) -> None:
     """One entry: its text, where it came from, its files."""
     from normalize.cli.memory import memory_show as show
 
@@ -814,8 +710,8 @@ def memory_show(entry: Annotated[str, typer.Argument(metavar="ID")],
 
 
 @memory_app.command("inbox")
-def memory_inbox(workspace: MemWorkspaceOpt = None,
-                 json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def memory_inbox(workspace: WorkspaceOpt = None,
+                 json_output: JsonOpt = False) -> None:
     """The proposed entries, each with where it came from."""
     from normalize.cli.memory import memory_inbox as inbox
 
@@ -823,8 +719,8 @@ def memory_inbox(workspace: MemWorkspaceOpt = None,
 
 
 @memory_app.command("accept")
-def memory_accept(entries: MemIdsArg = None, workspace: MemWorkspaceOpt = None,
-                  every: Annotated[bool, typer.Option("--all", help="The whole inbox.")] = False,
+def memory_accept(entries: MemIdsArg = None, workspace: WorkspaceOpt = None,
+                  every: AllOpt = False,
                   user: Annotated[bool, typer.Option(
                       "--user", help="Into your own memory (every project), not this "
                                      "project's.")] = False) -> None:
@@ -836,8 +732,8 @@ def memory_accept(entries: MemIdsArg = None, workspace: MemWorkspaceOpt = None,
 
 
 @memory_app.command("reject")
-def memory_reject(entries: MemIdsArg = None, workspace: MemWorkspaceOpt = None,
-                  every: Annotated[bool, typer.Option("--all", help="The whole inbox.")] = False
+def memory_reject(entries: MemIdsArg = None, workspace: WorkspaceOpt = None,
+                  every: AllOpt = False
                   ) -> None:
     """Reject entries: never recalled, never proposed again."""
     from normalize.cli.memory import memory_set_state
@@ -849,7 +745,7 @@ def memory_reject(entries: MemIdsArg = None, workspace: MemWorkspaceOpt = None,
 @memory_app.command("edit")
 def memory_edit(entry: Annotated[str, typer.Argument(metavar="ID")],
                 text: Annotated[str, typer.Argument(help="The entry's new text.")],
-                workspace: MemWorkspaceOpt = None) -> None:
+                workspace: WorkspaceOpt = None) -> None:
     """Give an entry new text."""
     from normalize.cli.memory import memory_edit as edit
 
@@ -857,7 +753,7 @@ def memory_edit(entry: Annotated[str, typer.Argument(metavar="ID")],
 
 
 @memory_app.command("forget")
-def memory_forget(entries: MemIdsArg = None, workspace: MemWorkspaceOpt = None) -> None:
+def memory_forget(entries: MemIdsArg = None, workspace: WorkspaceOpt = None) -> None:
     """Delete entries."""
     from normalize.cli.memory import memory_forget as forget
 
@@ -871,8 +767,8 @@ app.add_typer(skills_app, name="skills")
 
 
 @skills_app.command("list")
-def skills_list(workspace: MemWorkspaceOpt = None,
-                json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def skills_list(workspace: WorkspaceOpt = None,
+                json_output: JsonOpt = False) -> None:
     """The skills found: the project's (when trusted) and yours."""
     from normalize.cli.skills import skills_list as listing
 
@@ -881,7 +777,7 @@ def skills_list(workspace: MemWorkspaceOpt = None,
 
 @skills_app.command("show")
 def skills_show(name: Annotated[str, typer.Argument(metavar="NAME")],
-                workspace: MemWorkspaceOpt = None) -> None:
+                workspace: WorkspaceOpt = None) -> None:
     """A skill's description, instructions and resources."""
     from normalize.cli.skills import skills_show as show
 
@@ -892,7 +788,7 @@ def skills_show(name: Annotated[str, typer.Argument(metavar="NAME")],
 def skills_check(paths: Annotated[list[Path] | None, typer.Argument(
                      metavar="[PATH]...", help="A skill directory, its SKILL.md, or a "
                      "directory of skills (default: every skill found here).")] = None,
-                 workspace: MemWorkspaceOpt = None) -> None:
+                 workspace: WorkspaceOpt = None) -> None:
     """Check skills as the specification requires (FILE:LINE problems)."""
     from normalize.cli.skills import skills_check as run_check
 
@@ -903,7 +799,6 @@ def skills_check(paths: Annotated[list[Path] | None, typer.Argument(
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; every error is one line and an exit status."""
     from normalize.cli.complete import COMPLETE_VAR, lighten_typer
-    from normalize.cli.console import Environment, error_line, fail
 
     lighten_typer()  # no pydantic for absent values, no rich for completion help
     for stream in (sys.stdout, sys.stderr):  # an ascii terminal gets `\u2713`, not a crash
@@ -918,38 +813,57 @@ def main(argv: list[str] | None = None) -> int:
         # standalone_mode=False: click returns a command's `typer.Exit` code instead of exiting
         args = bare_network(sys.argv[1:] if argv is None else argv)
         status = app(args=args, prog_name="normalize", standalone_mode=False)
-    except NormalizeError as exc:
-        return fail(Environment(), exc)
-    except typer.Exit as exc:
-        return int(exc.exit_code or 0)
-    except typer.Abort:
-        return int(ExitStatus.INTERRUPTED)
-    except KeyboardInterrupt:
-        return int(ExitStatus.INTERRUPTED)
-    except SystemExit:
-        if reader_left():  # `normalize plugins | head -1`: the reader had what it wanted
-            return int(ExitStatus.DONE)
-        raise
-    except typer.TyperException as exc:
-        if hasattr(exc, "ctx") and hasattr(exc, "format_message"):  # a bad command line
-            return usage_error(exc)
-        show = getattr(exc, "show", None)
-        if show is not None:
-            show()
-        return int(getattr(exc, "exit_code", ExitStatus.USAGE))
-    except Exception as exc:
-        if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
-            # a Ctrl-C while a class was being made (Python 3.11 wraps it in a RuntimeError)
-            return int(ExitStatus.INTERRUPTED)
-        if os.environ.get("NORMALIZE_DEBUG"):
-            raise
-        error_line(Environment(), f"internal error: {type(exc).__name__}: {exc}",
-                   "set NORMALIZE_DEBUG=1 to see the traceback, and please report it")
-        return int(ExitStatus.FAILED)
+    except BaseException as exc:  # each kind its status, or raised again (_ended)
+        return _ended(exc)
     finally:
         if argv is None:  # the process ends next: skip the full collection at exit
             gc.freeze()  # (half a second with the SDKs loaded: Ctrl-C must stop in one)
     return status if isinstance(status, int) else 0
+
+
+def _ended(exc: BaseException) -> int:
+    """The exit status of a command that raised `exc`: one line for an error; raised again
+    when it is not ours to end (a SystemExit, a bug under NORMALIZE_DEBUG)."""
+    from normalize.cli.console import Environment, fail
+
+    match exc:
+        case NormalizeError():
+            return fail(Environment(), exc)
+        case typer.Exit():
+            return int(exc.exit_code or 0)
+        case typer.Abort() | KeyboardInterrupt():
+            return int(ExitStatus.INTERRUPTED)
+        case SystemExit() if reader_left():  # `normalize plugins | head -1`: it had enough
+            return int(ExitStatus.DONE)
+        case typer.TyperException():
+            return _typer_error(exc)
+        case Exception():
+            return _internal_error(exc)
+    raise exc
+
+
+def _typer_error(exc: typer.TyperException) -> int:
+    """A bad command line (said with a hint), or another of click's own errors (shown)."""
+    if hasattr(exc, "ctx") and hasattr(exc, "format_message"):  # a bad command line
+        return usage_error(exc)
+    show = getattr(exc, "show", None)
+    if show is not None:
+        show()
+    return int(getattr(exc, "exit_code", ExitStatus.USAGE))
+
+
+def _internal_error(exc: Exception) -> int:
+    """A bug: one line asking for a report (the traceback with NORMALIZE_DEBUG=1)."""
+    from normalize.cli.console import Environment, error_line
+
+    if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+        # a Ctrl-C while a class was being made (Python 3.11 wraps it in a RuntimeError)
+        return int(ExitStatus.INTERRUPTED)
+    if os.environ.get("NORMALIZE_DEBUG"):
+        raise exc
+    error_line(Environment(), f"internal error: {type(exc).__name__}: {exc}",
+               "set NORMALIZE_DEBUG=1 to see the traceback, and please report it")
+    return int(ExitStatus.FAILED)
 
 
 def reader_left() -> bool:

@@ -15,6 +15,7 @@ from normalize.cli.console import (
     prompt_reader,
 )
 from normalize.cli.launch import (
+    Going,
     run_options,
     set_limits,
     set_output_retries,
@@ -23,9 +24,21 @@ from normalize.cli.launch import (
     workspace_root,
 )
 from normalize.cli.outcome import REPLY_FLAGS, shown_question
+from normalize.cli.requests import (
+    Answer,
+    FollowUp,
+    Fork,
+    HandOver,
+    Launch,
+    Resume,
+    ResumeWay,
+    Rewind,
+    Run,
+)
 from normalize.errors import ExitStatus, NormalizeError, UsageError
 
 if TYPE_CHECKING:
+    from normalize.cli.console import Renderer
     from normalize.engine import Reply
     from normalize.events import ActionFinished
     from normalize.runner import RunOptions
@@ -45,155 +58,173 @@ def pin_replay(model: str | None) -> str | None:
     return f"replay:{TaskStore().resolve(ref)}"
 
 
-def run_workflow(env: Environment, ref: str, pairs: list[str], *, goal: str,
-                 workspace: Path | None, max_turns: int | None, approve: str | None,
-                 dry_run: bool, json_output: bool, quiet: bool, model: str | None = None,
-                 base_url: str | None = None, sandbox: str | None = None,
-                 network: bool | tuple[str, ...] | None = None,
-                 output_schema: Path | None = None, output_retries: int | None = None,
-                 otel: bool = False, memory: bool = True) -> int:
+def run_workflow(env: Environment, request: Run) -> int:
+    """`normalize run WORKFLOW`: its plan (`--dry-run`), or a task run to its end."""
     from normalize.runner import load_spec, parse_vars, with_model
 
     try:
-        root = workspace_root(workspace)
-        spec = load_spec(ref, root, parse_vars(pairs))
-        model = pin_replay(model)
-        if model or base_url:
-            spec.llm = with_model(spec.llm, model, base_url)
-        set_output_retries(spec, output_retries, output_schema)
-        if not dry_run and spec.llm is not None:
+        root = workspace_root(request.workspace)
+        spec = load_spec(request.workflow, root, parse_vars(list(request.variables)))
+        model = pin_replay(request.model)
+        if model or request.base_url:
+            spec.llm = with_model(spec.llm, model, request.base_url)
+        set_output_retries(spec, request.output_retries, request.output_schema)
+        if request.dry_run:
+            from normalize.cli.plan import print_plan, print_plan_json
+
+            (print_plan_json if request.json_output else print_plan)(env, spec, request.goal, root)
+            return 0
+        if spec.llm is not None:
             from normalize.cli.modelcheck import local_server_down
 
             local_server_down(spec.llm)  # a local model server not started: said before a task
-        if dry_run:
-            from normalize.cli.plan import print_plan, print_plan_json
-
-            (print_plan_json if json_output else print_plan)(env, spec, goal, root)
-            return 0
-        options, renderer = run_options(env, workspace=root, json_output=json_output,
-                                        quiet=quiet, approve=approve, sandbox=sandbox,
-                                        network=network, otel=otel)
-        options.memory = memory
-        task = start(env, spec, goal, options, output_schema=output_schema,
-                     max_turns=max_turns, named=json_output or quiet)
-        return to_the_end(env, task, options, renderer, json_output=json_output, typed=False)
+        options, renderer = launch_options(env, request, root)
+        task = start(env, spec, request.goal, options, output_schema=request.output_schema,
+                     max_turns=request.max_turns, named=request.json_output or request.quiet)
+        return to_the_end(env, task, options, renderer, json_output=request.json_output,
+                          going=Going(typed=False))
     except NormalizeError as exc:
         return fail(env, exc)
 
 
-def resume_task(env: Environment, ref: str, *, answer: str | None, approve: str | None,
-                driver: str | None, max_turns: int | None, budget: float | None,
-                json_output: bool, quiet: bool, model: str | None = None,
-                sandbox: str | None = None, network: bool | tuple[str, ...] | None = None,
-                rewind: int | None = None, instruction: str | None = None,
-                fork: bool = False, base_url: str | None = None, otel: bool = False,
-                in_place: bool = False, memory: bool = True) -> int:
+def launch_options(env: Environment, request: Launch, workspace: Path | None
+                   ) -> tuple[RunOptions, Renderer]:
+    """The options and renderer a request runs under (`run_options`, memory)."""
+    options, renderer = run_options(env, workspace=workspace, json_output=request.json_output,
+                                    quiet=request.quiet, approve=request.approve,
+                                    sandbox=request.sandbox, network=request.network_setting(),
+                                    otel=request.otel)
+    options.memory = request.memory
+    return options, renderer
+
+
+def batch_of(ref: str) -> tuple[str, bool]:
+    """The id `ref` names and whether it is a batch (a cheap look for `resume`); `ref` itself
+    when it names nothing (resuming it says why). Resolved once: `last` reads the store."""
+    from normalize.homes import is_batch
+    from normalize.store import TaskStore
+
+    store = TaskStore()
     try:
-        _check_resume_flags(driver, model=model, base_url=base_url, fork=fork,
-                            in_place=in_place)
-        if instruction is None and rewind is None and not fork:
+        task_id = store.resolve(ref)
+    except NormalizeError:
+        return ref, False
+    return task_id, is_batch(store.home, task_id)
+
+
+def resume_task(env: Environment, request: Resume, ref: str) -> int:
+    """`normalize resume ID`: the task goes on in the request's one way, to its end."""
+    try:
+        way = request.way
+        if way is None or isinstance(way, HandOver | Answer):
             ref = _resumable(ref)  # a done task says so before the engine is even loaded
         from normalize.contract.driver import driver_traits
-        from normalize.engine import Reply, reply_text
-        from normalize.runner import follow_up, open_task
+        from normalize.runner import open_task
 
-        options, renderer = run_options(env, workspace=None, json_output=json_output,
-                                        quiet=quiet, approve=approve, sandbox=sandbox,
-                                        network=network, otel=otel)
-        options.memory = memory
-        task = _fork_or_rewind(env, open_task(ref, options), options, rewind, fork=fork,
-                               in_place=in_place, json_output=json_output)
-        if instruction is not None:
-            follow_up(task, instruction)  # a finished task goes on with the new instruction
-        elif not task.status.resumable:
-            raise _already_done(task.id)
-        _refuse_resume_limits(task, max_turns, approve, answer)
+        options, renderer = launch_options(env, request, None)
+        task = _went_on(env, open_task(ref, options), options, request)
+        _refuse_resume_limits(task, request)
         options.workspace = Path(task.workspace)
         from normalize.cli.sandbox import report_tier
 
         report_tier(env, task, options)
-        reply = None
-        if answer is not None:
-            reply = Reply(answer=answer)
-            _check_reply(task, reply, reply_text)
-        elif task.pending is not None and options.interactive:
-            reply = _ask_pending(env, task)
-        _switch_driver_or_model(env, task, options, driver, model=model, base_url=base_url,
-                                quiet=quiet)
-        set_limits(task, max_turns=max_turns, budget=budget)
-        ask = options.interactive and not quiet and driver_traits(task.driver).follow_ups
-        return to_the_end(env, task, options, renderer, json_output=json_output, resumed=True,
-                          reply=reply, read=prompt_reader(
-                              env, lambda: options.workspace, cancel=options.cancel)
-                          if ask else None)
+        reply = _reply(env, task, options, way)
+        _switch_driver_or_model(env, task, options, request)
+        set_limits(task, max_turns=request.max_turns, budget=request.budget)
+        ask = options.interactive and not request.quiet and driver_traits(task.driver).follow_ups
+        read = prompt_reader(env, lambda: options.workspace, cancel=options.cancel) \
+            if ask else None
+        return to_the_end(env, task, options, renderer, json_output=request.json_output,
+                          going=Going(resumed=True, reply=reply, read=read))
     except NormalizeError as exc:
         return fail(env, exc)
 
 
-def _check_resume_flags(driver: str | None, *, model: str | None, base_url: str | None,
-                        fork: bool, in_place: bool) -> None:
-    """Refuse `resume` flags that do not go together, before any task is loaded."""
-    if in_place and not fork:
-        raise UsageError("--in-place goes with --fork")
-    if (model is not None or base_url is not None) and driver is not None:
-        from normalize.contract.driver import driver_traits, model_refused
+def _reply(env: Environment, task: Task, options: RunOptions, way: ResumeWay) -> Reply | None:
+    """The answer the task goes on with: `--answer`'s (checked), or asked for at a terminal."""
+    from normalize.engine import Reply, reply_text
 
-        if not driver_traits(driver).model_settings:
-            raise UsageError(model_refused("--model" if model is not None else "--base-url",
-                                           driver))
+    if isinstance(way, Answer):
+        reply = Reply(answer=way.text)
+        _check_reply(task, reply, reply_text)
+        return reply
+    if task.pending is not None and options.interactive:
+        return _ask_pending(env, task)
+    return None
 
 
-def _fork_or_rewind(env: Environment, task: Task, options: RunOptions, rewind: int | None, *,
-                    fork: bool, in_place: bool, json_output: bool) -> Task:
-    """The task `resume` goes on with: a fork (`--fork`), the task rewound (`--rewind N`), or
-    the task itself; the first two said."""
-    if fork:  # a new task in a copy, from the last step or --rewind N; the task unchanged
-        from normalize.subtasks.fork import fork_task
+def _went_on(env: Environment, task: Task, options: RunOptions, request: Resume) -> Task:
+    """The task as `request`'s way leaves it before it runs: forked, rewound, or given its
+    follow-up; a done task asked to go on plainly is refused."""
+    from normalize.runner import follow_up
 
-        original, task = task.id, fork_task(options.task_store(), task, rewind,
-                                            in_place=in_place)
-        at = "its last step" if rewind is None else f"step #{rewind}"
-        _said(env, json_output, f"task {original}: forked at {at} as {task.id} in "
-                                f"{task.workspace}; the fork goes on, {original} is left "
-                                f"as it was")
-    elif rewind is not None:  # files and task state back to that step (issue 15)
-        from normalize.checkpoints.changes import rewind_task
-
-        task = rewind_task(options.task_store(), task, rewind)
-        _said(env, json_output, f"task {task.id}: rewound to step #{rewind} (its files and "
-                                f"its state as after that step); it goes on from there")
+    way = request.way
+    if isinstance(way, FollowUp):
+        follow_up(task, way.instruction)  # a finished task goes on with the new instruction
+        return task
+    if isinstance(way, Fork):
+        task = _fork(env, task, options, way, request.json_output)
+    elif isinstance(way, Rewind):
+        task = _rewind(env, task, options, way.step, request.json_output)
+    if not task.status.resumable:
+        raise _already_done(task.id)
     return task
 
 
-def _refuse_resume_limits(task: Task, max_turns: int | None, approve: str | None,
-                          answer: str | None) -> None:
+def _fork(env: Environment, task: Task, options: RunOptions, fork: Fork,
+          json_output: bool) -> Task:
+    """A new task in a copy, from the last step or `--rewind N`; the task itself unchanged."""
+    from normalize.subtasks.fork import fork_task
+
+    original, task = task.id, fork_task(options.task_store(), task, fork.at,
+                                        in_place=fork.in_place)
+    at = "its last step" if fork.at is None else f"step #{fork.at}"
+    _said(env, json_output, f"task {original}: forked at {at} as {task.id} in "
+                            f"{task.workspace}; the fork goes on, {original} is left "
+                            f"as it was")
+    return task
+
+
+def _rewind(env: Environment, task: Task, options: RunOptions, step: int,
+            json_output: bool) -> Task:
+    """Files and task state back to `step` (issue 15), said."""
+    from normalize.checkpoints.changes import rewind_task
+
+    task = rewind_task(options.task_store(), task, step)
+    _said(env, json_output, f"task {task.id}: rewound to step #{step} (its files and "
+                            f"its state as after that step); it goes on from there")
+    return task
+
+
+def _refuse_resume_limits(task: Task, request: Resume) -> None:
     """Refuse a `--max-turns` the task has already run, and `--approve` where an approval
     waits for its answer."""
+    max_turns, approve = request.max_turns, request.approve
     if max_turns is not None and max_turns <= task.turn:
         raise UsageError(f"--max-turns {max_turns}: task {task.id} has already run "
                          f"{task.turn} turns (--max-turns is the total, as in run and "
                          f"agent: give more than {task.turn})")
-    if approve is not None and answer is None and task.pending is not None \
-            and task.pending.kind == "approval":
+    if approve is not None and not isinstance(request.way, Answer) \
+            and task.pending is not None and task.pending.kind == "approval":
         raise UsageError(f"--approve {approve} sets the approval mode; task {task.id} waits "
                          f"for: {shown_question(task)} — answer it with --answer yes|no")
 
 
 def _switch_driver_or_model(env: Environment, task: Task, options: RunOptions,
-                            driver: str | None, *, model: str | None, base_url: str | None,
-                            quiet: bool) -> None:
-    """Hand the task over to `driver` (said, with its recent results when that driver shows
+                            request: Resume) -> None:
+    """Hand the task over to `--driver` (said, with its recent results when that driver shows
     them), or switch its model or base URL."""
     from normalize.contract.driver import driver_traits
     from normalize.runner import hand_over, switch_model
 
+    driver, model, base_url = request.driver, request.model, request.base_url
     if driver is not None and driver != task.driver:
         from normalize.tools.harness import HARNESSES
 
         if driver in HARNESSES:  # refused before it runs: not installed, too old, no key
             check_harness(driver)
         previous = hand_over(task, driver, model=model, base_url=base_url)
-        if not quiet:
+        if not request.quiet:
             env.stderr.write(f"task {task.id}: handing over from {previous} to {driver} "
                              f"at turn {task.turn}\n")
             if driver_traits(driver).shows_results:

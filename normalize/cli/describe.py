@@ -454,6 +454,21 @@ def describe(event: Event) -> str | None:
             return summary_line(event)
         case BatchStarted() | BatchResumed() | ItemUpdated() | BatchEnded():
             return batch_line(event)
+        case _:
+            return _aside(event)
+
+
+Aside = (Notice | FallbackUsed | ModelRetried | LoopDetected | HarnessToolCalled
+         | HarnessToolFinished | MemoryProposed | ContextCompacted | HarnessSession
+         | HarnessEvent | ActionStarted | ProcessStarted | ChildCreated | ChildCollected
+         | TaskSaved | CheckpointTaken | TaskRewound | ModelRequested | TextDelta
+         | ThinkingDelta | ModelReplied | HookRan | UnknownEvent | ActionProgressed)
+"""The events the plain renderer says aside (a notice's message) or not at all."""
+
+
+def _aside(event: Aside) -> str | None:
+    """A notice's message, indented; None for what only the live view shows."""
+    match event:
         case (Notice() | FallbackUsed() | ModelRetried() | LoopDetected() | HarnessToolCalled()
               | HarnessToolFinished() | MemoryProposed()):
             line = message(event)

@@ -8,6 +8,7 @@ renderer, says how to go on, and offers follow-ups when a person can type them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -174,18 +175,25 @@ def start(env: Environment, spec: WorkflowSpec, goal: str, options: RunOptions, 
     return task
 
 
-def to_the_end(env: Environment, task: Task, options: RunOptions, renderer: Renderer, *,
-               json_output: bool, resumed: bool = False, reply: Reply | None = None,
-               read: Reader | None = None, typed: bool = True) -> int:
-    """Run `task` at the terminal, close the renderer, say how to go on; the exit status.
+@dataclass(frozen=True)
+class Going:
+    """How a run goes on at the terminal: `resumed` (with `reply`, an answer it waited for);
+    `read` offers follow-up instructions once the task ends (None: not asked); `typed=False`
+    reads no lines typed during the run (`normalize run`)."""
 
-    `read` offers follow-up instructions once the task ends (None: not asked);
-    `typed=False` reads no lines typed during the run (`normalize run`).
-    """
+    resumed: bool = False
+    reply: Reply | None = None
+    read: Reader | None = None
+    typed: bool = True
+
+
+def to_the_end(env: Environment, task: Task, options: RunOptions, renderer: Renderer, *,
+               json_output: bool, going: Going = Going()) -> int:
+    """Run `task` at the terminal, close the renderer, say how to go on; the exit status."""
     from normalize.cli.follow import after_run, run_at_terminal
     from normalize.cli.outcome import finish
 
-    outcome = run_at_terminal(env, task, options, renderer, resumed=resumed, reply=reply,
-                              typed=typed)
+    outcome = run_at_terminal(env, task, options, renderer, resumed=going.resumed,
+                              reply=going.reply, typed=going.typed)
     code = finish(env, outcome, renderer, json_output)
-    return after_run(env, outcome, options, code, read)
+    return after_run(env, outcome, options, code, going.read)

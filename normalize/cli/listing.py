@@ -117,19 +117,25 @@ def shown_rows(store: TaskStore, limit: int | None = None, workspace: str | None
     for workspace, group in by_workspace.items():
         # shapes and the environment only: a fast listing
         redactor = _shown(store.redact or Redactor.for_workspace(workspace, walk=False).redact_obj)
-        texts = [str(row[GOAL]) for row in group if row[GOAL]]
-        texts += [str(row[QUESTION]) for row in group if row[QUESTION]]
-        joined = "\n".join(texts)
-        if redactor(joined) != joined:
-            for row in group:
-                for key in (GOAL, QUESTION):
-                    if row[key]:
-                        row[key] = redactor(str(row[key]))
-        shown = redactor(workspace) if workspace else workspace
-        if shown != workspace:
-            for row in group:
-                row[WORKSPACE] = shown
+        _redact_group(group, workspace, redactor)
     return rows, total, problems
+
+
+def _redact_group(group: list[Row], workspace: str, redactor: Callable[[str], str]) -> None:
+    """One workspace's rows: goals and questions redacted when joined they hold a secret, and
+    the workspace's own path."""
+    texts = [str(row[GOAL]) for row in group if row[GOAL]]
+    texts += [str(row[QUESTION]) for row in group if row[QUESTION]]
+    joined = "\n".join(texts)
+    if redactor(joined) != joined:
+        for row in group:
+            for key in (GOAL, QUESTION):
+                if row[key]:
+                    row[key] = redactor(str(row[key]))
+    shown = redactor(workspace) if workspace else workspace
+    if shown != workspace:
+        for row in group:
+            row[WORKSPACE] = shown
 
 
 def list_tasks(env: Environment, *, json_output: bool, limit: int | None = None,

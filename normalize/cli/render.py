@@ -267,6 +267,15 @@ def _tail(chunks: list[str], rows: int, width: int) -> str:
 TYPE_AHEAD_HINT = "  (type a line and press Enter: the model reads it at its next turn)"
 
 
+OtherEvent = (ActionStarted | ActionProgressed | ActionFinished | ActionInterrupted
+              | ModelRetried | Notice | FallbackUsed | LoopDetected | ContextCompacted
+              | HarnessToolCalled | HarnessToolFinished | MemoryProposed | ModelRequested
+              | ProcessStarted | ChildCreated | ChildCollected | TaskSaved | TaskRewound
+              | TextDelta | ThinkingDelta | HookRan | UnknownEvent | HarnessSession
+              | HarnessEvent | BatchStarted | BatchResumed | ItemUpdated | BatchEnded)
+"""The events the live view's `_apply_other` takes: actions', notices', and the unshown."""
+
+
 class LiveRenderer:
     """The Rich live view of a run.
 
@@ -351,16 +360,7 @@ class LiveRenderer:
         add = self._queue.append
         match event:
             case RunStarted():
-                s.task_id = event.task_id
-                s.resumed = event.resumed
-                s.turn = event.turn
-                s.max_turns = event.max_turns
-                s.input_tokens = event.input_tokens
-                s.output_tokens = event.output_tokens
-                s.cost_usd = event.cost_usd
-                add(Text.assemble(*run_started(event, 70)))
-                if s.typing:
-                    add(Text(TYPE_AHEAD_HINT, style="dim"))
+                self._run_started(event)
             case StepStarted():
                 s.step = step_label(event)
                 add(Text(step_line(event), style="bold"))
@@ -369,13 +369,57 @@ class LiveRenderer:
                     add(Text(event.thinking.strip()))
                 s.text.clear()
             case ModelReplied():
-                s.input_tokens += event.input_tokens
-                s.output_tokens += event.output_tokens
-                s.cost_usd += event.cost_usd
-                s.text.clear()
-                s.thinking.clear()
-                if event.thinking:
-                    add(_dim_block(event.thinking, THINKING_LINES))
+                self._model_replied(event)
+            case WaitingForInput():
+                add(Text(question_line(event), style="bold yellow"))
+            case InputReceived():
+                add(Text(answer_line(event), style="dim"))
+                if event.kind == "typed":  # the model has it: the footer stops counting it
+                    s.waiting = max(0, s.waiting - 1)
+            case CheckpointTaken():
+                add_changes(s.changes, event)
+            case RunEnded():
+                s.running.clear()
+                add(summary_panel(event, s.changes, s.resumed))
+                if event.result is not None:  # after the panel, whole: a person copies it
+                    add(Text("\n".join(result_lines(event.result))))
+            case _:
+                self._apply_other(event)
+
+    def _run_started(self, event: RunStarted) -> None:
+        """The run's header (and the type-ahead hint); the footer's counters from the task."""
+        from rich.text import Text
+
+        s = self.state
+        s.task_id = event.task_id
+        s.resumed = event.resumed
+        s.turn = event.turn
+        s.max_turns = event.max_turns
+        s.input_tokens = event.input_tokens
+        s.output_tokens = event.output_tokens
+        s.cost_usd = event.cost_usd
+        self._queue.append(Text.assemble(*run_started(event, 70)))
+        if s.typing:
+            self._queue.append(Text(TYPE_AHEAD_HINT, style="dim"))
+
+    def _model_replied(self, event: ModelReplied) -> None:
+        """A reply's usage counted, its streamed text done with, its thinking shown dim."""
+        s = self.state
+        s.input_tokens += event.input_tokens
+        s.output_tokens += event.output_tokens
+        s.cost_usd += event.cost_usd
+        s.text.clear()
+        s.thinking.clear()
+        if event.thinking:
+            self._queue.append(_dim_block(event.thinking, THINKING_LINES))
+
+    def _apply_other(self, event: OtherEvent) -> None:
+        """An action's events and a notice's message, shown; what the view leaves out."""
+        from rich.text import Text
+
+        s = self.state
+        add = self._queue.append
+        match event:
             case ActionStarted():
                 s.running[event.key] = (command_label(event, 70), self.clock())
             case ActionProgressed():
@@ -390,19 +434,6 @@ class LiveRenderer:
                 s.running.pop(event.key, None)
                 if not said_by_its_result(event):
                     add(Text(interrupted_line(event, 70), style="yellow"))
-            case WaitingForInput():
-                add(Text(question_line(event), style="bold yellow"))
-            case InputReceived():
-                add(Text(answer_line(event), style="dim"))
-                if event.kind == "typed":  # the model has it: the footer stops counting it
-                    s.waiting = max(0, s.waiting - 1)
-            case CheckpointTaken():
-                add_changes(s.changes, event)
-            case RunEnded():
-                s.running.clear()
-                add(summary_panel(event, s.changes, s.resumed))
-                if event.result is not None:  # after the panel, whole: a person copies it
-                    add(Text("\n".join(result_lines(event.result))))
             case (ModelRetried() | Notice() | FallbackUsed() | LoopDetected() | ContextCompacted()
                   | HarnessToolCalled() | HarnessToolFinished() | MemoryProposed()):
                 if isinstance(event, ModelRetried):  # the streamed text so far is void

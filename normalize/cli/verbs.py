@@ -8,7 +8,7 @@ from pathlib import Path
 
 from normalize.cli.console import Environment, error_line
 from normalize.errors import ExitStatus
-from normalize.task import Action, ResultStatus
+from normalize.task import Action, ActionResult, ResultStatus
 
 UNBOUNDED = 10**9
 NO_MATCH = 1
@@ -37,6 +37,21 @@ def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | 
                       policy=ApprovalPolicy(mode=ApprovalMode.NEVER))
     text = " ".join([verb, *args])
     result = tools.execute(Action(verb, {"args": args, "body": None}, text=text), ctx)
+    _show(env, verb, text, result, json_output)
+    if result.status is ResultStatus.SUCCESS:
+        if verb == "grep" and result.data.get("matches") == 0:
+            return NO_MATCH  # like grep and rg: a search that finds nothing exits 1
+        return int(ExitStatus.DONE)
+    if not json_output:
+        error_line(env, result.error or result.status.value)
+    # what a reader verb fails on is what it was asked (a path, a pattern): 2, as in grep and
+    # rg, and as `run` says of a missing file; 1 stays grep's "no match"
+    return int(ExitStatus.USAGE)
+
+
+def _show(env: Environment, verb: str, text: str, result: ActionResult,
+          json_output: bool) -> None:
+    """The verb's whole output, or (`--json`) its result as one JSON object."""
     if json_output:
         shown: dict[str, object] = {
             "command": text, "status": result.status.value, "output": result.output,
@@ -49,15 +64,6 @@ def run_verb(env: Environment, verb: str, args: list[str], *, workspace: Path | 
         env.stdout.write(json.dumps(shown) + "\n")
     elif result.output:
         env.stdout.write(result.output.rstrip("\n") + "\n")
-    if result.status is ResultStatus.SUCCESS:
-        if verb == "grep" and result.data.get("matches") == 0:
-            return NO_MATCH  # like grep and rg: a search that finds nothing exits 1
-        return int(ExitStatus.DONE)
-    if not json_output:
-        error_line(env, result.error or result.status.value)
-    # what a reader verb fails on is what it was asked (a path, a pattern): 2, as in grep and
-    # rg, and as `run` says of a missing file; 1 stays grep's "no match"
-    return int(ExitStatus.USAGE)
 
 
 PATH_VERBS = frozenset({"view", "skeleton"})

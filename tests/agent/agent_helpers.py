@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import pty
 import select
@@ -13,10 +12,13 @@ import termios
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import json_lines as json_lines  # (shared: tests import it from here too)
+from support.cli import cli as run_cli
 
 from normalize.contract.driver import DriverServices
 from normalize.drivers.llm import LLMDriver
@@ -155,21 +157,9 @@ def mypy_passes(workspace: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)
 
 
-def cli(*args: str, cwd: Path, home: Path, env: dict[str, str] | None = None,
-        drop: tuple[str, ...] = (), timeout: float = 120,
-        first_on_path: str = VENV_BIN) -> subprocess.CompletedProcess[str]:
-    """`normalize ARGS` in a subprocess, with its own NORMALIZE_HOME (and `first_on_path`
-    first on PATH: this venv's bin unless a test puts another there)."""
-    full = {**os.environ, "NORMALIZE_HOME": str(home), **(env or {})}
-    full["PATH"] = first_on_path + os.pathsep + full.get("PATH", "")
-    for name in drop:
-        full.pop(name, None)
-    return subprocess.run([sys.executable, "-m", "normalize.cli.app", *args], cwd=cwd, env=full,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def json_lines(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+cli = partial(run_cli, drop=(), term=None, timeout=120, first_on_path=VENV_BIN)
+"""`normalize ARGS` (`support.cli`) with its own NORMALIZE_HOME and this venv's bin first on
+PATH (a test gives another `first_on_path`, or names to `drop`)."""
 
 
 def _controlling_terminal() -> None:

@@ -1,11 +1,7 @@
-"""Fixtures for the agent tests (defined in agent_helpers, shared with the test modules)."""
+"""Fixtures for the agent tests (defined in agent_helpers, shared with the test modules;
+pytest puts this directory on sys.path, as it does each test module's)."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 from agent_helpers import repo, run_agent, server, venv_path
 

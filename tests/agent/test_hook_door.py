@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_helpers import KEYS, cli, json_lines
+from support import alive_with
 
 from normalize.testing.servers import FakeModelServer
 
@@ -119,26 +120,12 @@ def test_a_hooks_setsid_child_is_gone_when_the_hook_ends_or_times_out(
             {"command": [sys.executable, str(tmp_path / "hangs.py")], "timeout": 2}])
         assert [r["outcome"] for r in ran] == ["ok", "timed_out"], ran
         deadline = time.monotonic() + 5
-        while _with_token(ends) + _with_token(hangs) and time.monotonic() < deadline:
+        while alive_with(ends) + alive_with(hangs) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _with_token(ends) == [], "the setsid child of a hook that ended survived it"
-        assert _with_token(hangs) == [], "the setsid child of a timed-out hook survived it"
+        assert alive_with(ends) == [], "the setsid child of a hook that ended survived it"
+        assert alive_with(hangs) == [], "the setsid child of a timed-out hook survived it"
     finally:
-        for pid in _with_token(ends) + _with_token(hangs):  # never leave one behind
+        for pid in alive_with(ends) + alive_with(hangs):  # never leave one behind
             os.kill(pid, signal.SIGKILL)
 
 
-def _with_token(token: str) -> list[int]:
-    """The live processes whose command line holds `token` (zombies are gone already)."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
-            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if token.encode() in cmdline and state != "Z":
-            found.append(int(name))
-    return found

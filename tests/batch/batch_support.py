@@ -12,12 +12,11 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import wait_for as wait_for  # (shared: tests import it from here too)
 
 from normalize.sandbox import probe
 
@@ -105,15 +104,6 @@ def start(*args: str, cwd: Path, home: Path, **extra: str) -> subprocess.Popen[s
     return subprocess.Popen([PY, "-m", "normalize.cli.app", *args], cwd=cwd,
                             env=env(home, **extra), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not reached in {timeout:g} s: {what}")
 
 
 def batch_id(stdout: str) -> str:

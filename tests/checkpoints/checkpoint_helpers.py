@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from support.cli import cli as run_cli
 
 from normalize.contract.driver import DriverServices
 from normalize.engine import RunOutcome
@@ -66,10 +67,5 @@ def run_scripted(workspace: Path, home: Path, *replies: ScriptedTurn, **run_opti
     return Done(outcome, events, store)
 
 
-def cli(*args: str, cwd: Path, home: Path, env: dict[str, str] | None = None,
-        timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`normalize ARGS` in a subprocess, with its own NORMALIZE_HOME."""
-    full = {**os.environ, "NORMALIZE_HOME": str(home), **(env or {})}
-    full["PATH"] = VENV_BIN + os.pathsep + full.get("PATH", "")
-    return subprocess.run([PY, "-m", "normalize.cli.app", *args], cwd=cwd, env=full,
-                          capture_output=True, text=True, timeout=timeout)
+cli = partial(run_cli, drop=(), term=None, first_on_path=VENV_BIN, timeout=120)
+"""`normalize ARGS` in a subprocess, with its own NORMALIZE_HOME (`support.cli`)."""

@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 
 from checkpoint_helpers import Done, cli
+from support import alive_with
 from test_commit import ISOLATED, git, repo, task
 
 __all__ = ["repo", "task"]  # the fixtures, shared with the commit tests
@@ -44,11 +45,11 @@ def test_a_push_to_a_hanging_remote_ends_at_its_time_limit_in_one_line(
         assert "no answer in 3 s" in said, said
         assert took < 20, took
         deadline = time.monotonic() + 5
-        while _with_token(token) and time.monotonic() < deadline:
+        while alive_with(token) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _with_token(token) == [], "the remote's hook outlived the push"
+        assert alive_with(token) == [], "the remote's hook outlived the push"
     finally:
-        for pid in _with_token(token):
+        for pid in alive_with(token):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -62,17 +63,3 @@ def test_a_bad_time_limit_is_one_line_before_anything_is_made(
     assert git(repo, "branch", "--list", "fix/calc") == ""
 
 
-def _with_token(token: str) -> list[int]:
-    """The live processes whose command line holds `token`."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
-            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if token.encode() in cmdline and state != "Z":
-            found.append(int(name))
-    return found

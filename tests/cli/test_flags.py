@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import typer
+from support.cli import cli
 
 from normalize.cli.app import app
 
@@ -49,13 +47,6 @@ def test_the_workspace_short_flag_never_means_anything_else() -> None:
             if "-w" in param.opts:
                 assert "--workspace" in param.opts, name
     assert "-w" not in option("grep", "--workspace").opts  # grep's -w is --word
-
-
-def cli(*args: str, cwd: Path, home: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "NORMALIZE_CRASH_AT"}
-    env.update(NORMALIZE_HOME=str(home), TERM="dumb")
-    return subprocess.run([sys.executable, "-m", "normalize.cli.app", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60, input=stdin)
 
 
 NOTES = ('[workflow]\nname = "notes"\n'
@@ -138,6 +129,6 @@ def test_resume_takes_m_for_model(project: Path, normalize_home: Path) -> None:
 
 def test_a_person_continues_a_task_a_limit_stopped(project: Path, normalize_home: Path) -> None:
     args = start("resume", project, normalize_home, "--driver", "user")
-    handed = cli(*args, cwd=project, home=normalize_home, stdin="view calc.py\ndone\n")
+    handed = cli(*args, cwd=project, home=normalize_home, input="view calc.py\ndone\n")
     assert handed.returncode == 0, handed.stdout + handed.stderr
     assert "def add(a, b):" in handed.stdout  # the command ran and its result is shown

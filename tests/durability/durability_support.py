@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from support import json_lines as json_lines  # (shared: tests import it from here too)
+from support import wait_for as poll
 
 PYTHON = sys.executable
 
@@ -40,17 +41,7 @@ def spawn(*args: str, cwd: Path, home: Path, **popen: Any) -> subprocess.Popen[s
                             text=True, **popen)
 
 
-def json_lines(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"not reached in {timeout:g} s: {what}")
+wait_for = partial(poll, timeout=30.0, every=0.02)
 
 
 def only_task(home: Path) -> str:

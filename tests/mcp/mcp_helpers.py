@@ -8,8 +8,11 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from support.cli import cli as run_cli
 
 PY = sys.executable
 BIN = Path(sys.executable).parent
@@ -64,12 +67,9 @@ def cli_env(home: Path) -> dict[str, str]:
     return env
 
 
-def cli(*args: str, cwd: Path, home: Path, timeout: float = 120
-        ) -> subprocess.CompletedProcess[str]:
-    """`normalize ARGS` as CI runs it: no terminal, CI=true, its own NORMALIZE_HOME."""
-    return subprocess.run([PY, "-m", "normalize.cli.app", *args], cwd=cwd, env=cli_env(home),
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+cli = partial(run_cli, drop=("NORMALIZE_CRASH_AT", "NORMALIZE_CONFIG"), term=None, env=CI_ENV,
+              timeout=120, stdin=subprocess.DEVNULL)
+"""`normalize ARGS` as CI runs it: no terminal, CI=true, its own NORMALIZE_HOME."""
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
-from typing import Any
+
+from support import json_lines as json_lines  # (shared: tests import it from here too)
+from support.cli import cli as run_cli
 
 PY = sys.executable
 CI_ENV = {"CI": "true"}
@@ -23,18 +24,9 @@ env_allow = ["ANTHROPIC_API_KEY"]
 """
 
 
-def cli(*args: str, cwd: Path, home: Path, timeout: float = 120
-        ) -> subprocess.CompletedProcess[str]:
-    """`normalize ARGS` as CI runs it: no terminal, CI=true, its own NORMALIZE_HOME."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("NORMALIZE_CRASH_AT", "NORMALIZE_CONFIG")}
-    env.update({"NORMALIZE_HOME": str(home), **CI_ENV})
-    return subprocess.run([PY, "-m", "normalize.cli.app", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-def json_lines(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+cli = partial(run_cli, drop=("NORMALIZE_CRASH_AT", "NORMALIZE_CONFIG"), term=None, env=CI_ENV,
+              timeout=120, stdin=subprocess.DEVNULL)
+"""`normalize ARGS` as CI runs it: no terminal, CI=true, its own NORMALIZE_HOME."""
 
 
 def workspace(root: Path) -> Path:

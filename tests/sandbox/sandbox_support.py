@@ -11,10 +11,12 @@ import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import alive_with as pids_with
 
 from normalize.sandbox import SandboxTier, probe
 
@@ -82,17 +84,8 @@ class Site:
                 "--json", "-w", str(self.ws), *flags]
 
 
-def alive_with(token: str) -> list[int]:
-    """Host pids whose command line holds `token` (a program sees only its namespace's pids)."""
-    found = []
-    for name in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                if token.encode() in fh.read():
-                    found.append(int(name))
-        except (OSError, ValueError):
-            continue
-    return found
+alive_with = partial(pids_with, zombies=True)
+"""Host pids whose command line holds `token`, a zombie too (`support.alive_with`)."""
 
 
 def write_action(path: str, text: str) -> str:

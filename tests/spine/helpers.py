@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from support.cli import cli as run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def cli(*args: str, cwd: Path, home: Path, timeout: float = 60,
-        env: dict[str, str] | None = None, input: str | None = None,
-        ) -> subprocess.CompletedProcess[str]:
-    """Run `normalize ARGS` in a subprocess, as a user would."""
-    full_env = {k: v for k, v in os.environ.items() if k != "NORMALIZE_CRASH_AT"}
-    full_env.update({"NORMALIZE_HOME": str(home), **(env or {})})
-    return subprocess.run(
-        [sys.executable, "-m", "normalize.cli.app", *args], cwd=cwd, env=full_env,
-        capture_output=True, text=True, timeout=timeout, input=input,
-    )
+cli = partial(run_cli, term=None)
+"""`normalize ARGS` in a subprocess, as a user would (`support.cli`)."""
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:

@@ -7,12 +7,13 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import wait_for as wait_for  # (shared: tests import it from here too)
+from support.cli import cli as run_cli
 
 from normalize.sandbox import probe
 
@@ -73,10 +74,10 @@ def append_program(log: str, word: str) -> str:
     return f'run {PY} -c "{code}"'
 
 
-def cli(*args: str, cwd: Path, home: Path, timeout: float = 120,
-        **popen: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PY, "-m", "normalize.cli.app", *args], cwd=cwd, env=env(home),
-                          capture_output=True, text=True, timeout=timeout, **popen)
+cli = partial(run_cli, drop=("NORMALIZE_",), term=None, env={"CI": "true"},
+              first_on_path=VENV_BIN, timeout=120)
+"""`normalize ARGS` (`support.cli`) as CI runs it: no NORMALIZE_ variable from outside, this
+venv's bin first on PATH."""
 
 
 def env(home: Path) -> dict[str, str]:
@@ -100,15 +101,6 @@ def flow(path: Path, model: str, *, budget: float | None = None,
     path.write_text(f'[workflow]\nname = "agent"\n[workflow.llm]\nprovider = "{provider}"\n'
                     f'model = "{name}"\n{table}[workflow.permissions]\nmode = "yes"\n{limits}')
     return path
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not reached in {timeout:g} s: {what}")
 
 
 def task_state(home: Path, task_id: str) -> dict[str, Any]:

@@ -12,16 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.cli import cli
 
 DEMO = ('[workflow]\nname = "demo"\n\n[[workflow.steps]]\nname = "look"\n'
         'action = "view calc.py"\n')
-
-
-def cli(*args: str, cwd: Path, home: Path | str, **env: str) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if k != "NORMALIZE_CRASH_AT"}
-    full.update(NORMALIZE_HOME=str(home), TERM="dumb", **env)
-    return subprocess.run([sys.executable, "-m", "normalize.cli.app", *args], cwd=cwd,
-                          env=full, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture

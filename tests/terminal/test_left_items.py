@@ -19,13 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-
-def cli(*args: str, cwd: Path, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if k != "NORMALIZE_CRASH_AT"}
-    full.update(NORMALIZE_HOME=str(home), TERM="dumb", **env)
-    return subprocess.run([sys.executable, "-m", "normalize.cli.app", *args], cwd=cwd,
-                          env=full, capture_output=True, text=True, timeout=60)
+from support.cli import cli
 
 
 @pytest.fixture
@@ -66,7 +60,7 @@ def test_a_local_model_server_not_running_is_named_before_a_task_exists(
     port = closed_port()
     started = time.monotonic()
     done = cli("agent", "--model", "ollama:qwen3", "say hi", cwd=project, home=normalize_home,
-               OLLAMA_HOST=f"127.0.0.1:{port}")
+               env={"OLLAMA_HOST": f"127.0.0.1:{port}"})
     assert time.monotonic() - started < 5  # no retries first
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
@@ -75,14 +69,14 @@ def test_a_local_model_server_not_running_is_named_before_a_task_exists(
         "another address)"]
     assert cli("tasks", cwd=project, home=normalize_home).stdout.strip() == "no tasks yet"
     other = cli("agent", "--model", "openai:m", "--base-url", f"http://localhost:{port}/v1",
-                "say hi", cwd=project, home=normalize_home, OPENAI_API_KEY="k")
+                "say hi", cwd=project, home=normalize_home, env={"OPENAI_API_KEY": "k"})
     assert other.returncode == 2
     assert f"is the model server running at localhost:{port}?" in other.stderr
     (project / "m.toml").write_text('[workflow]\nname = "m"\n\n[workflow.llm]\n'
                                     'model = "ollama:qwen3"\n\n[[workflow.steps]]\n'
                                     'name = "a"\naction = "view ."\n')
     flow = cli("run", "m.toml", cwd=project, home=normalize_home,
-               OLLAMA_HOST=f"127.0.0.1:{port}")
+               env={"OLLAMA_HOST": f"127.0.0.1:{port}"})
     assert flow.returncode == 2 and "is Ollama running at" in flow.stderr
     assert cli("tasks", cwd=project, home=normalize_home).stdout.strip() == "no tasks yet"
 
@@ -468,7 +462,7 @@ def test_an_outcome_unknown_on_resume_is_said_once(project: Path, normalize_home
     (project / "w.toml").write_text('[workflow]\nname = "w"\n\n[[workflow.steps]]\nname = "a"\n'
                                     'action = "write out.txt <<EOF\\nhi\\nEOF"\n')
     crashed = cli("run", "w.toml", cwd=project, home=normalize_home,
-                  NORMALIZE_CRASH_AT="action_started")
+                  env={"NORMALIZE_CRASH_AT": "action_started"})
     assert crashed.returncode != 0
     resumed = cli("resume", "last", cwd=project, home=normalize_home)
     lines = [line for line in resumed.stdout.splitlines() if "write out.txt" in line]

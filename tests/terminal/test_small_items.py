@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from rich.console import Console
+from support.cli import cli
 
 from normalize.cli.complete import drivers, resumable_task_ids, task_ids
 from normalize.cli.describe import action_change
@@ -22,13 +20,6 @@ from normalize.task import Task, TaskStatus
 
 DEMO = ('[workflow]\nname = "demo"\n\n[[workflow.steps]]\nname = "look"\n'
         'action = "view calc.py"\n')
-
-
-def cli(*args: str, cwd: Path, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if k != "NORMALIZE_CRASH_AT"}
-    full.update(NORMALIZE_HOME=str(home), TERM="dumb", **env)
-    return subprocess.run([sys.executable, "-m", "normalize.cli.app", *args], cwd=cwd,
-                          env=full, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture
@@ -69,7 +60,7 @@ def test_a_mistyped_command_says_did_you_mean_on_its_first_line(project: Path,
 def test_an_ascii_terminal_gets_escapes_not_a_crash(project: Path,
                                                     normalize_home: Path) -> None:
     done = cli("run", "check", cwd=failing(project), home=normalize_home,
-               PYTHONIOENCODING="ascii")
+               env={"PYTHONIOENCODING": "ascii"})
     assert done.returncode == 1, done.stderr
     assert "UnicodeEncodeError" not in done.stdout + done.stderr
     assert "\\u2717 test" in done.stdout  # ✗, written as an escape
@@ -113,7 +104,7 @@ def test_the_verbs_help_shows_their_arguments_and_one_json_object(
         verb: str, usage: str, project: Path, normalize_home: Path) -> None:
     done = cli(verb, "--help", cwd=project, home=normalize_home)
     assert done.stdout.splitlines()[0].startswith(usage)
-    assert "The result as one JSON object." in done.stdout
+    assert "a verb's result, one JSON object" in done.stdout  # (--json's one help says so)
     assert "event per line" not in done.stdout
 
 
@@ -130,7 +121,7 @@ def test_tasks_list_cuts_the_goal_with_an_ellipsis_and_shows_the_workspace(
         project: Path, normalize_home: Path) -> None:
     store = TaskStore(normalize_home, fsync=False)
     store.save(Task.new(goal="g" * 300, workspace=str(project), driver="user"))
-    done = cli("tasks", cwd=project, home=normalize_home, COLUMNS="100")
+    done = cli("tasks", cwd=project, home=normalize_home, env={"COLUMNS": "100"})
     header, row = done.stdout.splitlines()[:2]
     assert "WORKSPACE" in header
     assert row.endswith("g…") and len(row) <= 100

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+from support.cli import cli
 
 FORTY = "".join(f"row_{n:02d} = {n}\n" for n in range(1, 41))
 FLOW = ('[workflow]\nname = "look"\n\n[[workflow.steps]]\nname = "look"\n'
         'action = "view forty.py"\n\n[[workflow.steps]]\nname = "fail"\n'
         'action = "view missing.py"\non_error = "continue"\n')
-
-
-def cli(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "NORMALIZE_CRASH_AT"}
-    env.update(NORMALIZE_HOME=str(home), TERM="dumb")
-    return subprocess.run([sys.executable, "-m", "normalize.cli.app", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
 
 
 def test_tasks_show_shows_each_steps_output_and_full_shows_it_whole(

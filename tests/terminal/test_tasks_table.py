@@ -3,24 +3,19 @@ filter, and removing every task in a status at once."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
+from functools import partial
 from pathlib import Path
+
+from support.cli import cli as run_cli
 
 from normalize.store import TaskStore
 from normalize.task import Task, TaskStatus
 
+cli = partial(run_cli, drop=("NORMALIZE_CRASH_AT", "COLUMNS"))  # the width is the table's own
+
 LONG_GOAL = "rename every helper in the parser module and keep the public names as aliases " \
             "so that callers outside the package do not break, then run the tests"
-
-
-def cli(*args: str, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("NORMALIZE_CRASH_AT", "COLUMNS")}
-    env.update(NORMALIZE_HOME=str(home), TERM="dumb")
-    return subprocess.run([sys.executable, "-m", "normalize.cli.app", *args], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=60)
 
 
 def save(store: TaskStore, task: Task) -> None:

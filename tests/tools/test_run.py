@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import alive_with
 
 from normalize.cancel import CancelToken
 from normalize.errors import ToolError
@@ -103,19 +104,6 @@ def test_the_context_timeout_applies_without_an_option(ctx: ToolContext) -> None
     assert result.error == "timed out after 0.3 s"
 
 
-def alive_with(token: str) -> list[int]:
-    """Host pids whose command line holds `token` (a program sees only its namespace's pids)."""
-    found = []
-    for name in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                if token.encode() in fh.read():
-                    found.append(int(name))
-        except (OSError, ValueError):
-            continue
-    return found
-
-
 def test_a_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     token = f"grandchild-{tmp_path.name}"
     outcome = run_process(
@@ -129,9 +117,9 @@ def test_a_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     )
     assert outcome.timed_out
     deadline = time.monotonic() + 5
-    while alive_with(token) and time.monotonic() < deadline:
+    while alive_with(token, zombies=True) and time.monotonic() < deadline:
         time.sleep(0.05)
-    left = alive_with(token)
+    left = alive_with(token, zombies=True)
     for pid in left:
         os.kill(pid, 9)
     assert not left, "the grandchild outlived the timeout"
