@@ -64,7 +64,11 @@ class CodexHarness:
                  'sandbox_mode = "danger-full-access"']
         if request.context:  # the memory and the skills catalog, as its developer message
             lines.append(f"developer_instructions = {json.dumps(request.context)}")
-        lines += ["[analytics]", "enabled = false"]
+        lines += ["[analytics]", "enabled = false",
+                  # its own skill discovery off (`.agents/skills` of a workspace nobody trusted
+                  # would brief it): the skills a run may use come in normalize's catalog
+                  "[skills]", "include_instructions = false",
+                  "[features]", "skill_search = false"]
         if request.base_url:
             table = {"name": "normalize", "base_url": request.base_url,
                      "env_key": "OPENAI_API_KEY", "wire_api": "responses"}
