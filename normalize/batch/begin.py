@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,10 +117,14 @@ def make_executor(manifest: Manifest) -> Executor:
         executor = RayExecutor(address=manifest.address or None, limit=limits.concurrency,
                                resources=Resources(limits.cpus, limits.memory_mb),
                                retries=max(0, limits.max_attempts - 1))
-    else:
+    elif os.environ.get("NORMALIZE_BATCH_WORKERS", "warm") == "fresh":
         from normalize.execution.local import LocalExecutor
 
         executor = LocalExecutor(manifest.limits.concurrency)
+    else:  # a warm worker per slot, forking each item's process
+        from normalize.execution.warm import WarmExecutor
+
+        executor = WarmExecutor(manifest.limits.concurrency)
     if isinstance(executor, Connecting):
         executor.connect()
     return executor
