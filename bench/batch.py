@@ -3,6 +3,7 @@
     python bench/batch.py                  # 8 items; 1, 2 and 4 workers; a 2-node cluster
     python bench/batch.py --items 16 --no-ray
     python bench/batch.py --scale 100,1000 --before REV   # the batch's cost as it grows
+    python bench/batch.py --overhead 1000 [--kinds fresh,warm,ray-fresh,ray-warm]
 
 Each item is a generated git repository and a two-step workflow (an edit and
 a check, each a sandboxed program). "One by one" runs `normalize run` once per
@@ -27,6 +28,15 @@ items'), and the time of `batch status`, `batch collect -o` and `resume` of
 the finished batch, each beside its figure at the first count. With
 `--before REV` the same runs are made first with normalize as it was at REV
 (its source exported from git, put first on PYTHONPATH), in the same run.
+`--scale` also gives the parent's peak memory (its ru_maxrss) and the data
+home's size on disk; `--workers fresh` runs the items as fresh processes.
+
+`--overhead N` makes N+1 one-step items (as a batch's parent makes them) per
+kind of executor and runs them one at a time: each item's wall time from its
+submit to the executor saying it ended, less its own run as its journal times
+it (run_started to run_ended), the first item (a worker's start) left out;
+for warm workers also the time outside the item's `main` (the fork, the
+answers on the pipe, the exit). Medians, each kind beside the one before.
 """
 
 from __future__ import annotations
@@ -238,6 +248,8 @@ def main() -> None:
     parser.add_argument("--overhead", type=int, metavar="N", default=0,
                         help="the per-item overhead of fresh processes and warm workers, "
                              "N items each, one at a time")
+    parser.add_argument("--kinds", default="fresh,warm",
+                        help="with --overhead: of fresh, warm, ray-fresh, ray-warm")
     parser.add_argument("--overhead-run", nargs=3, metavar=("KIND", "ROOT", "N"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -246,7 +258,7 @@ def main() -> None:
         print(json.dumps(overhead_run(kind, Path(root), int(number))))
         return
     if args.overhead:
-        overhead(args.overhead)
+        overhead(args.overhead, args.kinds.split(","))
         return
     if args.scale:
         scale([int(n) for n in args.scale.split(",")], args.before, args.after, args.workers)
@@ -415,6 +427,11 @@ def overhead_run(kind: str, root: Path, count: int) -> dict[str, float]:
         from normalize.execution.warm import WarmExecutor
 
         executor = WarmExecutor(1)
+    elif kind.startswith("ray"):  # a one-machine cluster of one CPU, started here
+        from normalize.execution.ray import RayExecutor
+
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        executor = RayExecutor(None, 1, warm=kind == "ray-warm")
     else:
         from normalize.execution.local import LocalExecutor
 
@@ -446,22 +463,23 @@ def _own(journal: Path) -> float:
     return float(times["run_ended"] - times["run_started"])
 
 
-def overhead(count: int) -> None:
+def overhead(count: int, kinds: list[str]) -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
     print(f"per-item overhead: {count} one-step items each way, one at a time (medians; "
           "overhead = submit to end, less the item's own run)\n")
     rows = {}
-    for kind in ("fresh", "warm"):
+    for kind in kinds:
         root = work / kind
         done = subprocess.run([PY, __file__, "--overhead-run", kind, str(root), str(count)],
                               env=env(root / "home"), check=True, capture_output=True,
                               text=True, timeout=7200)
         rows[kind] = json.loads(done.stdout.splitlines()[-1])
-    keys = list(rows["fresh"])
-    print(f"{'figure':<20}{'fresh process':>15}{'warm worker':>13}{'warm/fresh':>12}")
-    for key in keys:
-        fresh, warm = rows["fresh"][key], rows["warm"][key]
-        print(f"{key:<20}{fresh:>15.2f}{warm:>13.2f}{warm / fresh:>12.3f}")
+    print(f"{'figure':<20}" + "".join(f"{kind:>12}" for kind in kinds) +
+          "".join(f"{b + '/' + a:>20}" for a, b in itertools.pairwise(kinds)))
+    for key in rows[kinds[0]]:
+        cells = [rows[kind][key] for kind in kinds]
+        print(f"{key:<20}" + "".join(f"{cell:>12.2f}" for cell in cells) +
+              "".join(f"{b / a:>20.3f}" for a, b in itertools.pairwise(cells)))
 
 
 def _shown(value: float | None) -> str:

@@ -116,8 +116,9 @@ def make_executor(manifest: Manifest) -> Executor:
         limits = manifest.limits
         executor = RayExecutor(address=manifest.address or None, limit=limits.concurrency,
                                resources=Resources(limits.cpus, limits.memory_mb),
-                               retries=max(0, limits.max_attempts - 1))
-    elif os.environ.get("NORMALIZE_BATCH_WORKERS", "warm") == "fresh":
+                               retries=max(0, limits.max_attempts - 1),
+                               warm=os.environ.get("NORMALIZE_BATCH_WORKERS") == "warm")
+    elif os.environ.get("NORMALIZE_BATCH_WORKERS") == "fresh":
         from normalize.execution.local import LocalExecutor
 
         executor = LocalExecutor(manifest.limits.concurrency)

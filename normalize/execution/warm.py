@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -35,8 +36,8 @@ START = 120.0  # seconds a worker has to answer that it forked a job
 
 
 @dataclass
-class _Worker:
-    """One warm worker process and what it said so far."""
+class Worker:
+    """One warm worker process and what it said so far (its executor's, or a Ray actor's)."""
 
     proc: subprocess.Popen[bytes]
     buffer: bytes = b""
@@ -68,6 +69,28 @@ class _Worker:
             self.lines += [json.loads(line) for line in whole if line.strip()]
         return True
 
+    @classmethod
+    def start(cls, python: str, env: dict[str, str],
+              preexec: Callable[[], None] | None = None) -> Worker:
+        """A new worker (`preexec`: run in it before its start, as `subprocess` does)."""
+        return cls(subprocess.Popen([python, "-m", "normalize.cli.worker"], env=env,
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, start_new_session=True,
+                                    preexec_fn=preexec))
+
+    def run(self, line: str) -> int:
+        """Run one job to its end here (a Ray actor's way); its exit status (the worker's own
+        when it died: its job died with it)."""
+        try:
+            self.stdin.write(line.encode() + b"\n")
+            self.stdin.flush()
+        except OSError:
+            return self.proc.wait()
+        while True:
+            said = self.next(None)
+            if said is not None and "status" in said:
+                return int(said["status"])
+
     def next(self, timeout: float | None) -> dict[str, Any] | None:
         """The worker's next line; None within `timeout`; `{"status": its exit}` at its end."""
         if not self.read(timeout):
@@ -84,21 +107,18 @@ class WarmExecutor:
         self.python = python or sys.executable
         self.env = dict(os.environ if env is None else env)
         self._places = threading.BoundedSemaphore(self.limit)
-        self._idle: list[_Worker] = []
-        self._busy: dict[str, _Worker] = {}
+        self._idle: list[Worker] = []
+        self._busy: dict[str, Worker] = {}
         self._lock = threading.Lock()
         self.main_s: float | None = None  # the seconds the last ended job's main took
 
     def argv(self, job: ChildJob) -> list[str]:
         return ["resume", job.task_id, "--quiet", *job.flags]
 
-    def _spawn(self) -> _Worker:
-        proc = subprocess.Popen([self.python, "-m", "normalize.cli.worker"], env=self.env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
-        return _Worker(proc)
+    def _spawn(self) -> Worker:
+        return Worker.start(self.python, self.env)
 
-    def _worker(self) -> _Worker:
+    def _worker(self) -> Worker:
         with self._lock:
             while self._idle:
                 worker = self._idle.pop()
@@ -131,7 +151,7 @@ class WarmExecutor:
             self._busy[handle.ref] = worker
         return handle
 
-    def _send(self, worker: _Worker, line: str) -> dict[str, Any] | None:
+    def _send(self, worker: Worker, line: str) -> dict[str, Any] | None:
         """Give the worker the job; what it answered (None: nothing within START)."""
         try:
             worker.stdin.write(line.encode() + b"\n")
@@ -140,14 +160,14 @@ class WarmExecutor:
         except OSError:
             return {"status": worker.proc.wait(), "ended": True}
 
-    def _get(self, handle: Handle) -> _Worker:
+    def _get(self, handle: Handle) -> Worker:
         with self._lock:
             worker = self._busy.get(handle.ref)
         if worker is None:
             raise KeyError(f"no job {handle.ref} for task {handle.task_id} in this executor")
         return worker
 
-    def _settled(self, worker: _Worker, timeout: float | None) -> int | None:
+    def _settled(self, worker: Worker, timeout: float | None) -> int | None:
         """The job's exit status once the worker said it (or died), else None."""
         if worker.status is None:
             said = worker.next(timeout)
@@ -179,12 +199,12 @@ class WarmExecutor:
                 self._settled(worker, None)
         self._forget(handle, worker)
 
-    def _kill_job(self, worker: _Worker, sig: int) -> None:
+    def _kill_job(self, worker: Worker, sig: int) -> None:
         if worker.child:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(worker.child, sig)
 
-    def _forget(self, handle: Handle, worker: _Worker) -> None:
+    def _forget(self, handle: Handle, worker: Worker) -> None:
         """Drop an ended job and free its place (once); a live worker goes back to idle."""
         with self._lock:
             gone = self._busy.pop(handle.ref, None)
@@ -194,7 +214,7 @@ class WarmExecutor:
         if gone is not None:
             self._places.release()
 
-    def _stop(self, worker: _Worker) -> None:
+    def _stop(self, worker: Worker) -> None:
         with contextlib.suppress(OSError):
             worker.stdin.close()
         with contextlib.suppress(ProcessLookupError):

@@ -139,6 +139,41 @@ def test_an_item_process_killed_on_a_worker_is_retried_and_finishes_once(
     assert effects(tmp_path) == {"r00": 1} and state(home, item)["status"] == "done"
 
 
+def test_an_item_is_a_fork_of_a_warm_worker_in_an_actor_and_a_killed_worker_retries_it_once(
+        cluster: Any, tmp_path: Path) -> None:
+    person = tmp_path / "person"
+    person.mkdir()
+    gate = person / "gate"
+    items = edit_items(tmp_path, 2, gates={0: gate})
+    home = tmp_path / "home"
+    parent = start("batch", "wf.toml", "--items", str(items), "--executor", "ray",
+                   "--address", cluster.address, "--json", cwd=tmp_path, home=home,
+                   HOME=str(person))
+    try:
+        batch = _first_batch(parent)
+        item = _waiting_item(home, batch)
+        child = json.loads((home / "tasks" / f"{item}.owner").read_text())["pid"]
+        worker = _ppid(child)
+        assert "normalize.cli.worker" in _cmdline(worker)
+        assert "WarmSlot" in _cmdline(_ppid(worker))  # the worker is the actor's
+        os.kill(worker, signal.SIGKILL)  # the item's process goes with it
+        wait_for(lambda: progress(home, batch)[0]["attempts"] == 2, 120, "a second attempt")
+    finally:
+        gate.write_text("go")
+        out, err = parent.communicate(timeout=300)
+    assert parent.returncode == 0, out + err
+    assert effects(tmp_path) == {"r00": 1, "r01": 1}  # the edit not repeated
+    assert state(home, item)["status"] == "done" and runs_of(home, item) == 2
+
+
+def _ppid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _cmdline(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+
+
 def test_a_batch_run_as_a_ray_job_stopped_then_resubmitted_runs_only_the_rest(
         cluster: Any, tmp_path: Path) -> None:
     person = tmp_path / "person"
