@@ -383,8 +383,10 @@ def scale(counts: list[int], before: str, after: str = "", workers: str = "warm"
     print(f"one-step items, local pool ({workers} workers where the tree has them), "
           f"4 in flight; counts {counts}\n")
     for number, (name, source) in enumerate(versions):
-        figures = {count: scale_run(work / f"v{number}-{count}", count, source, workers)
-                   for count in counts}
+        figures = {}
+        for count in counts:  # each said as it comes (a long run's first counts are kept)
+            figures[count] = scale_run(work / f"v{number}-{count}", count, source, workers)
+            print(f"  {name}, {count} items: {json.dumps(figures[count])}", flush=True)
         base = figures[counts[0]]
         print(name)
         print(f"  {'figure':<20}" + "".join(f"{count:>10} {'×':>6}" for count in counts))

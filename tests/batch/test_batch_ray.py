@@ -148,7 +148,7 @@ def test_an_item_is_a_fork_of_a_warm_worker_in_an_actor_and_a_killed_worker_retr
     home = tmp_path / "home"
     parent = start("batch", "wf.toml", "--items", str(items), "--executor", "ray",
                    "--address", cluster.address, "--json", cwd=tmp_path, home=home,
-                   HOME=str(person))
+                   HOME=str(person), NORMALIZE_BATCH_WORKERS="warm")
     try:
         batch = _first_batch(parent)
         item = _waiting_item(home, batch)
