@@ -35,8 +35,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 PR_SET_PDEATHSIG = 1
 _COMMAND: list[Callable[..., object]] = []  # the app's click command, built once (`_ready`)
@@ -53,9 +53,9 @@ def warm(names: tuple[str, ...] | list[str] = WARM) -> None:
             importlib.import_module(name)
 
 
-def serve(jobs: Iterable[bytes], answers: int) -> None:
-    """Run each job read from `jobs` (a binary stream) in a forked child, answering on fd
-    `answers`, until the stream ends."""
+def serve(jobs: BinaryIO, answers: int) -> None:
+    """Run each job read from `jobs` in a forked child, answering on fd `answers`, until
+    `jobs` ends."""
     for line in jobs:
         if not line.strip():
             continue
@@ -64,7 +64,8 @@ def serve(jobs: Iterable[bytes], answers: int) -> None:
         worker = os.getpid()
         pid = os.fork()
         if pid == 0:
-            os.close(reader)
+            for fd in (reader, answers, jobs.fileno()):  # (the worker's own, not the job's)
+                os.close(fd)
             try:
                 _child(job, writer, worker)
             finally:
@@ -76,6 +77,7 @@ def serve(jobs: Iterable[bytes], answers: int) -> None:
         ran = float(said[0]) if said and said[0].replace(".", "", 1).isdigit() else None
         _answer(answers, {"status": os.waitstatus_to_exitcode(raw), "main_s": ran})
         warm([n for n in said[1:] if n.partition(".")[0] == "normalize"])
+        gc.freeze()
         if threading.active_count() != 1:  # (an import started one): end before the next
             return
 
