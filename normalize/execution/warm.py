@@ -17,6 +17,7 @@ then SIGKILL after a grace period, as a local process's does.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import select
@@ -110,6 +111,7 @@ class WarmExecutor:
         self._idle: list[Worker] = []
         self._busy: dict[str, Worker] = {}
         self._lock = threading.Lock()
+        self._jobs = itertools.count(1)  # each job's number (its handle's)
         self.main_s: float | None = None  # the seconds the last ended job's main took
 
     def argv(self, job: ChildJob) -> list[str]:
@@ -127,38 +129,35 @@ class WarmExecutor:
         return self._spawn()
 
     def submit(self, job: ChildJob) -> Handle:
+        """Give the job to an idle worker (a new one while none is): it is not waited for,
+        so the first `limit` workers warm up side by side."""
         self._places.acquire()
         try:
             line = json.dumps({"argv": self.argv(job), "log": job.log,
                                "env": {**self.env, **job.env, "NORMALIZE_HOME": job.store}})
             worker = self._worker()
-            said = self._send(worker, line)
-            if said is None or "pid" not in said:  # an idle worker gone: one new one, once
+            if not self._send(worker, line):  # an idle worker gone: one new one, once
                 self._stop(worker)
                 worker = self._spawn()
-                said = self._send(worker, line)
-            worker.child, worker.status = 0, None
-            if said is None or "pid" not in said:  # (its job never started: a lost attempt)
-                worker.status = int((said or {}).get("status", -signal.SIGKILL))
-                self._stop(worker)
-            else:
-                worker.child = int(said["pid"])
+                if not self._send(worker, line):  # (its job never started: a lost attempt)
+                    worker.status = worker.proc.wait()
         except BaseException:
             self._places.release()
             raise
-        handle = Handle(job.task_id, f"{worker.proc.pid}:{worker.child}")
+        handle = Handle(job.task_id, f"{worker.proc.pid}:{next(self._jobs)}")
         with self._lock:
             self._busy[handle.ref] = worker
         return handle
 
-    def _send(self, worker: Worker, line: str) -> dict[str, Any] | None:
-        """Give the worker the job; what it answered (None: nothing within START)."""
+    def _send(self, worker: Worker, line: str) -> bool:
+        """Give the worker the job; False when it is gone."""
+        worker.child, worker.status, worker.main_s = 0, None, None
         try:
             worker.stdin.write(line.encode() + b"\n")
             worker.stdin.flush()
-            return worker.next(START)
         except OSError:
-            return {"status": worker.proc.wait(), "ended": True}
+            return False
+        return True
 
     def _get(self, handle: Handle) -> Worker:
         with self._lock:
@@ -168,16 +167,37 @@ class WarmExecutor:
         return worker
 
     def _settled(self, worker: Worker, timeout: float | None) -> int | None:
-        """The job's exit status once the worker said it (or died), else None."""
-        if worker.status is None:
+        """The job's exit status once the worker said it (or died), else None; the job's
+        pid is learnt on the way (the worker's first answer)."""
+        while worker.status is None:
             said = worker.next(timeout)
-            if said is not None:
-                worker.status = int(said.get("status", -signal.SIGKILL))
-                worker.main_s = said.get("main_s")
-                self.main_s = worker.main_s
-                if said.get("ended"):  # the worker died: its job's session goes too
-                    self._kill_job(worker, signal.SIGKILL)
+            if said is None:
+                return None
+            self._take(worker, said)
         return worker.status
+
+    def _take(self, worker: Worker, said: dict[str, Any]) -> None:
+        """Note what the worker said: its job forked (`pid`), or ended (`status`)."""
+        if "pid" in said:
+            worker.child = int(said["pid"])
+            return
+        worker.status = int(said.get("status", -signal.SIGKILL))
+        worker.main_s = said.get("main_s")
+        self.main_s = worker.main_s
+        if said.get("ended"):  # the worker died: its job's session goes too
+            self._kill_job(worker, signal.SIGKILL)
+
+    def _until_forked(self, worker: Worker) -> None:
+        """Wait (up to START) for the worker to fork the job, or end it; a worker that does
+        neither is killed, and its job never started."""
+        deadline = time.monotonic() + START
+        while not worker.child and worker.status is None:
+            said = worker.next(max(0.0, deadline - time.monotonic()))
+            if said is None:
+                self._stop(worker)
+                worker.status = -signal.SIGKILL
+                return
+            self._take(worker, said)
 
     def watch(self, handle: Handle) -> JobState:
         return JobState.RUNNING if self._settled(self._get(handle), 0) is None \
@@ -192,6 +212,8 @@ class WarmExecutor:
 
     def cancel(self, handle: Handle) -> None:
         worker = self._get(handle)
+        if self._settled(worker, 0) is None and not worker.child:  # (not forked yet)
+            self._until_forked(worker)
         if self._settled(worker, 0) is None:
             self._kill_job(worker, signal.SIGTERM)
             if self._settled(worker, GRACE) is None:
@@ -209,7 +231,6 @@ class WarmExecutor:
         with self._lock:
             gone = self._busy.pop(handle.ref, None)
             if gone is not None and worker.proc.poll() is None and not worker.lines:
-                worker.child, worker.status = 0, None
                 self._idle.append(worker)
         if gone is not None:
             self._places.release()
