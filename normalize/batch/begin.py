@@ -117,7 +117,7 @@ def make_executor(manifest: Manifest) -> Executor:
         executor = RayExecutor(address=manifest.address or None, limit=limits.concurrency,
                                resources=Resources(limits.cpus, limits.memory_mb),
                                retries=max(0, limits.max_attempts - 1),
-                               warm=os.environ.get("NORMALIZE_BATCH_WORKERS") == "warm")
+                               warm=os.environ.get("NORMALIZE_BATCH_WORKERS") != "fresh")
     elif os.environ.get("NORMALIZE_BATCH_WORKERS") == "fresh":
         from normalize.execution.local import LocalExecutor
 

@@ -213,8 +213,12 @@ def test_a_batch_run_as_a_ray_job_stopped_then_resubmitted_runs_only_the_rest(
     assert state(home, item)["status"] == "done" and state(home, batch)["status"] == "done"
 
 
+@pytest.mark.parametrize("workers", ["fresh", "warm"])
 def test_a_node_removed_mid_item_finishes_elsewhere_once_with_a_higher_epoch(
-        cluster: Any, tmp_path: Path) -> None:
+        cluster: Any, tmp_path: Path, workers: str) -> None:
+    while len(cluster.list_all_nodes()) < 3:  # a head and two nodes (one was removed before)
+        cluster.add_node(num_cpus=1, object_store_memory=STORE_MB)
+        cluster.wait_for_nodes()
     person = tmp_path / "person"
     person.mkdir()
     gate = person / "gate"
@@ -222,7 +226,7 @@ def test_a_node_removed_mid_item_finishes_elsewhere_once_with_a_higher_epoch(
     home = tmp_path / "home"
     parent = start("batch", "wf.toml", "--items", str(items), "--executor", "ray",
                    "--address", cluster.address, "--json", cwd=tmp_path, home=home,
-                   HOME=str(person))
+                   HOME=str(person), NORMALIZE_BATCH_WORKERS=workers)
     try:
         batch = _first_batch(parent)
         item = _waiting_item(home, batch)
