@@ -3,6 +3,7 @@
     python bench/batch.py                  # 8 items; 1, 2 and 4 workers; a 2-node cluster
     python bench/batch.py --items 16 --no-ray
     python bench/batch.py --scale 100,1000 --before REV   # the batch's cost as it grows
+    python bench/batch.py --overhead 1000 [--kinds fresh,warm,ray-fresh,ray-warm]
 
 Each item is a generated git repository and a two-step workflow (an edit and
 a check, each a sandboxed program). "One by one" runs `normalize run` once per
@@ -27,14 +28,25 @@ items'), and the time of `batch status`, `batch collect -o` and `resume` of
 the finished batch, each beside its figure at the first count. With
 `--before REV` the same runs are made first with normalize as it was at REV
 (its source exported from git, put first on PYTHONPATH), in the same run.
+`--scale` also gives the parent's peak memory (its ru_maxrss) and the data
+home's size on disk; `--workers fresh` runs the items as fresh processes.
+
+`--overhead N` makes N+1 one-step items (as a batch's parent makes them) per
+kind of executor and runs them one at a time: each item's wall time from its
+submit to the executor saying it ended, less its own run as its journal times
+it (run_started to run_ended), the first item (a worker's start) left out;
+for warm workers also the time outside the item's `main` (the fork, the
+answers on the pipe, the exit). Medians, each kind beside the one before.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import itertools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -76,10 +88,11 @@ mode = "yes"
 name = "edit"
 action = "run sh -c 'echo {item.word} >> f.txt'"
 """
-# the parent in this process's child, its own CPU time written at its exit
-PARENT = """import atexit, os, sys
+# the parent in this process's child, its own CPU time and peak memory written at its exit
+PARENT = """import atexit, os, resource, sys
 out = sys.argv[1]
-atexit.register(lambda: open(out, "w").write(repr(sum(os.times()[:2]))))
+atexit.register(lambda: open(out, "w").write(repr((sum(os.times()[:2]),
+    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))))
 sys.argv = ["normalize", *sys.argv[2:]]
 from normalize.cli.app import main
 sys.exit(main())
@@ -230,9 +243,25 @@ def main() -> None:
                         help="with --scale: the same figures for normalize at REV first")
     parser.add_argument("--after", metavar="REV", default="",
                         help="with --scale: normalize at REV rather than this tree")
+    parser.add_argument("--workers", choices=("warm", "fresh"), default="warm",
+                        help="with --scale: the local pool's item slots")
+    parser.add_argument("--overhead", type=int, metavar="N", default=0,
+                        help="the per-item overhead of fresh processes and warm workers, "
+                             "N items each, one at a time")
+    parser.add_argument("--kinds", default="fresh,warm",
+                        help="with --overhead: of fresh, warm, ray-fresh, ray-warm")
+    parser.add_argument("--overhead-run", nargs=3, metavar=("KIND", "ROOT", "N"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.overhead_run:
+        kind, root, number = args.overhead_run
+        print(json.dumps(overhead_run(kind, Path(root), int(number))))
+        return
+    if args.overhead:
+        overhead(args.overhead, args.kinds.split(","))
+        return
     if args.scale:
-        scale([int(n) for n in args.scale.split(",")], args.before, args.after)
+        scale([int(n) for n in args.scale.split(",")], args.before, args.after, args.workers)
         return
     count = args.items
     work = Path(tempfile.mkdtemp(prefix="bench-batch-"))
@@ -290,11 +319,11 @@ def scale_setup(root: Path, count: int) -> None:
     (root / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def scale_run(root: Path, count: int, source: str) -> dict[str, float]:
+def scale_run(root: Path, count: int, source: str, workers: str = "warm") -> dict[str, float]:
     """One batch of `count` items, then status, collect and resume of it (seconds)."""
     scale_setup(root, count)
     home = root / "home"
-    run_env = env(home)
+    run_env = {**env(home), "NORMALIZE_BATCH_WORKERS": workers}
     if source:
         run_env["PYTHONPATH"] = source
     cpu = root / "parent.cpu"
@@ -306,12 +335,33 @@ def scale_run(root: Path, count: int, source: str) -> dict[str, float]:
         return time.perf_counter() - started
 
     wall = normalize("batch", "wf.toml", "--items", "items.jsonl", "--concurrency", "4")
-    parent_cpu = float(cpu.read_text())
+    parent_cpu, peak_kb = _parent(cpu.read_text())
     batch_dir = next(home.glob("batches/*/manifest.json")).parent.name
     return {"per item s": wall / count, "parent CPU ms/item": parent_cpu / count * 1000,
+            "parent peak MB": peak_kb / 1024, "home MB": _size(home) / 1e6,
+            "home KB/item": _size(home) / 1e3 / count,
             "status s": normalize("batch", "status", batch_dir),
             "collect s": normalize("batch", "collect", batch_dir, "-o", str(root / "out")),
             "resume s": normalize("resume", batch_dir)}
+
+
+def _parent(text: str) -> tuple[float, float]:
+    """The parent's CPU seconds and peak RSS (KB) as it wrote them (an old tree: CPU only)."""
+    value = ast.literal_eval(text)  # (written by PARENT above: a float, or a pair)
+    return (float(value[0]), float(value[1])) if isinstance(value, tuple) else \
+        (float(value), float("nan"))
+
+
+def _size(root: Path) -> int:
+    """Bytes on disk under `root` (its blocks, as `du` counts them)."""
+    total = 0
+    for where, _, names in os.walk(root):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(where, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
 
 
 def exported(rev: str, work: Path) -> str:
@@ -325,15 +375,18 @@ def exported(rev: str, work: Path) -> str:
     return str(dest)
 
 
-def scale(counts: list[int], before: str, after: str = "") -> None:
+def scale(counts: list[int], before: str, after: str = "", workers: str = "warm") -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     versions = [(f"before ({before})", exported(before, work))] if before else []
     versions.append((f"after ({after})", exported(after, work)) if after else
                     ("after (this tree)", ""))
-    print(f"one-step items, local pool, 4 in flight; counts {counts}\n")
+    print(f"one-step items, local pool ({workers} workers where the tree has them), "
+          f"4 in flight; counts {counts}\n")
     for number, (name, source) in enumerate(versions):
-        figures = {count: scale_run(work / f"v{number}-{count}", count, source)
-                   for count in counts}
+        figures = {}
+        for count in counts:  # each said as it comes (a long run's first counts are kept)
+            figures[count] = scale_run(work / f"v{number}-{count}", count, source, workers)
+            print(f"  {name}, {count} items: {json.dumps(figures[count])}", flush=True)
         base = figures[counts[0]]
         print(name)
         print(f"  {'figure':<20}" + "".join(f"{count:>10} {'×':>6}" for count in counts))
@@ -346,6 +399,89 @@ def scale(counts: list[int], before: str, after: str = "") -> None:
                    figures[low]["parent CPU ms/item"] * low) / (high - low)
             print(f"  parent CPU per further item, {low} to {high}: {cpu:.2f} ms")
         print(flush=True)
+
+
+def overhead_run(kind: str, root: Path, count: int) -> dict[str, float]:
+    """In a process of its own (its NORMALIZE_HOME set): `count` one-step items made as a
+    batch's parent makes them, then run one at a time through the executor `kind`, each
+    timed from its submit to the executor saying it ended, beside its own run as its journal
+    times it (run_started to run_ended). The first item (a worker's start) is left out."""
+    from normalize.batch.begin import BatchRequest, start_batch
+    from normalize.batch.items import read_items
+    from normalize.batch.items_make import make_item
+    from normalize.batch.manifest import item_id
+    from normalize.execution.executor import ChildJob, Executor
+    from normalize.runner import RunOptions
+    from normalize.store import TaskStore
+
+    scale_setup(root, count + 1)
+    store = TaskStore(root / "home")
+    options = RunOptions(workspace=root, store=store)
+    request = BatchRequest(workflow=str(root / "wf.toml"),
+                           items=read_items(str(root / "items.jsonl")))
+    manifest = start_batch(request, options, store)
+    ids = [item_id(manifest.batch, n) for n in range(count + 1)]
+    for position, task_id in enumerate(ids):
+        make_item(manifest, position, task_id, RunOptions(workspace=root, store=store), store,
+                  None)
+    executor: Executor
+    if kind == "warm":
+        from normalize.execution.warm import WarmExecutor
+
+        executor = WarmExecutor(1)
+    elif kind.startswith("ray"):  # a one-machine cluster of one CPU, started here
+        from normalize.execution.ray import RayExecutor
+
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        executor = RayExecutor(None, 1, warm=kind == "ray-warm")
+    else:
+        from normalize.execution.local import LocalExecutor
+
+        executor = LocalExecutor(1)
+    walls, mains = [], []
+    for task_id in ids:
+        started = time.perf_counter()
+        handle = executor.submit(ChildJob(task_id, str(store.home)))
+        assert executor.collect(handle, None) == 0, task_id
+        walls.append(time.perf_counter() - started)
+        mains.append(getattr(executor, "main_s", None) or float("nan"))
+    owns = [_own(store.journal_path(task_id)) for task_id in ids]
+    over = [wall - own for wall, own in zip(walls, owns, strict=True)][1:]
+    return {"first s": walls[0], "wall ms": statistics.median(walls[1:]) * 1000,
+            "own run ms": statistics.median(owns[1:]) * 1000,
+            "overhead ms": statistics.median(over) * 1000,
+            "overhead p90 ms": sorted(over)[int(len(over) * 0.9)] * 1000,
+            "main() less run ms": statistics.median(
+                m - o for m, o in zip(mains[1:], owns[1:], strict=True)) * 1000,
+            "outside main() ms": statistics.median(
+                w - m for w, m in zip(walls[1:], mains[1:], strict=True)) * 1000}
+
+
+def _own(journal: Path) -> float:
+    """The item's run as its journal times it: from run_started to run_ended."""
+    times = {event["type"]: event["ts"] for event in map(json.loads,
+                                                          journal.read_text().splitlines())
+             if event.get("type") in ("run_started", "run_ended")}
+    return float(times["run_ended"] - times["run_started"])
+
+
+def overhead(count: int, kinds: list[str]) -> None:
+    work = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
+    print(f"per-item overhead: {count} one-step items each way, one at a time (medians; "
+          "overhead = submit to end, less the item's own run)\n")
+    rows = {}
+    for kind in kinds:
+        root = work / kind
+        done = subprocess.run([PY, __file__, "--overhead-run", kind, str(root), str(count)],
+                              env=env(root / "home"), check=True, capture_output=True,
+                              text=True, timeout=7200)
+        rows[kind] = json.loads(done.stdout.splitlines()[-1])
+    print(f"{'figure':<20}" + "".join(f"{kind:>12}" for kind in kinds) +
+          "".join(f"{b + '/' + a:>20}" for a, b in itertools.pairwise(kinds)))
+    for key in rows[kinds[0]]:
+        cells = [rows[kind][key] for kind in kinds]
+        print(f"{key:<20}" + "".join(f"{cell:>12.2f}" for cell in cells) +
+              "".join(f"{b / a:>20.3f}" for a, b in itertools.pairwise(cells)))
 
 
 def _shown(value: float | None) -> str:

@@ -52,6 +52,13 @@ _hits = 0
 _lock = threading.Lock()
 
 
+def rearm() -> None:
+    """Read `NORMALIZE_CRASH_AT` again (a warm worker's child has its job's environment)."""
+    global _ARMED, _NTH, _hits
+    _ARMED, _NTH = _parse(os.environ.get("NORMALIZE_CRASH_AT", ""))
+    _hits = 0
+
+
 def crash_point(name: str) -> None:
     """Die here, at once and uncleanly, when the tests armed this point."""
     global _hits

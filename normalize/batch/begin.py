@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,11 +116,16 @@ def make_executor(manifest: Manifest) -> Executor:
         limits = manifest.limits
         executor = RayExecutor(address=manifest.address or None, limit=limits.concurrency,
                                resources=Resources(limits.cpus, limits.memory_mb),
-                               retries=max(0, limits.max_attempts - 1))
-    else:
+                               retries=max(0, limits.max_attempts - 1),
+                               warm=os.environ.get("NORMALIZE_BATCH_WORKERS") != "fresh")
+    elif os.environ.get("NORMALIZE_BATCH_WORKERS") == "fresh":
         from normalize.execution.local import LocalExecutor
 
         executor = LocalExecutor(manifest.limits.concurrency)
+    else:  # a warm worker per slot, forking each item's process
+        from normalize.execution.warm import WarmExecutor
+
+        executor = WarmExecutor(manifest.limits.concurrency)
     if isinstance(executor, Connecting):
         executor.connect()
     return executor

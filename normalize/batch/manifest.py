@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -120,15 +121,18 @@ class BatchFiles:
         except FileNotFoundError:
             return Progress(position, item_id(self.batch, position))
 
-    def all_progress(self, count: int) -> list[Progress]:
+    def all_progress(self, count: int, known: Mapping[int, Progress] | None = None
+                     ) -> list[Progress]:
         """Every item's progress, in order: the directory is listed once and only the
-        files in it are read (a batch of 100,000 items, most untouched, starts fast)."""
+        files in it are read (a batch of 100,000 items, most untouched, starts fast), but
+        for the items `known` already (the batch's index: see `normalize.batch.index`)."""
+        known = known or {}
         try:
             present = set(os.listdir(self.dir / "items"))
         except OSError:
             present = set()
-        return [self.progress(n) if f"{n:05d}.json" in present else
-                Progress(n, item_id(self.batch, n)) for n in range(count)]
+        return [known[n] if n in known else self.progress(n) if f"{n:05d}.json" in present
+                else Progress(n, item_id(self.batch, n)) for n in range(count)]
 
     def save(self, progress: Progress) -> None:
         self._write(self._item(progress.position), progress.to_dict())

@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from normalize.batch.index import ItemIndex
 from normalize.batch.items_make import Cloning, make_item, start_clone
 from normalize.batch.manifest import BatchFiles, Manifest, Progress, item_status
 from normalize.batch.publish import Publisher
@@ -108,7 +109,11 @@ class BatchParent:
         self._emit: Emit | None = None  # the parent's one emit, while it runs
         self.node = socket.gethostname()
         self._flights: dict[int, _Flight] = {}
-        self._progress = self.files.all_progress(len(manifest.items))
+        self.index = ItemIndex(store, manifest.batch)
+        entries = self.index.read()  # the items at rest already: their files left unread
+        self._progress = self.files.all_progress(
+            len(manifest.items), {n: e.progress() for n, e in entries.items()})
+        self._rested = {n: (e.status, e.cost_usd) for n, e in entries.items()}
         self.parent: Task = Task(id="", goal="", workspace="", driver="batch")  # (run sets)
         self.lock: TaskLock | None = None
         self.publisher = None if not manifest.store else Publisher(
@@ -116,7 +121,8 @@ class BatchParent:
             tuple(manifest.variables.values()))
         self._stopped: int | None = None  # on_item_error = stop: the item that failed
         self._short = False  # the budget could not cover the next item
-        self._spent: dict[str, float] = {}  # a collected item's cost (it no longer changes)
+        self._spent = {e.task_id: e.cost_usd for e in entries.values()}  # a collected item's
+        # cost (it no longer changes)
         self._listed = 0.0  # when the parent's task was last saved with its children
 
     # -- the loop ------------------------------------------------------------
@@ -177,6 +183,7 @@ class BatchParent:
         return emitter
 
     def _loop(self) -> BatchOutcome:
+        self._index_rest()
         waiting = [p for p in self._progress if p.stage != "collected"]
         while (waiting or self._flights) and not self.cancel.cancelled:
             while waiting and len(self._flights) < self.manifest.limits.concurrency \
@@ -192,6 +199,17 @@ class BatchParent:
         if self.cancel.cancelled:
             self._stop_all()
         return self._outcome()
+
+    def _index_rest(self) -> None:
+        """Index the items collected but not (or no longer) covered by the index: a parent
+        killed between the two writes, or an item resumed by hand since."""
+        for progress in self._progress:
+            if progress.stage == "collected" and progress.position not in self._rested:
+                task = self._load(progress.task_id)
+                status = item_status(self.store, progress)
+                cost = task.usage.cost_usd if task is not None else 0.0
+                self.index.add(progress, status, task)
+                self._rested[progress.position] = (status, cost)
 
     def _save(self, progress: Progress) -> None:
         self.files.save(progress)
@@ -367,12 +385,15 @@ class BatchParent:
     def _collect(self, progress: Progress, task: Task) -> None:
         if self.publisher is not None:
             self.publisher.item(task.id)
-        self._finish(progress, task.status.value, task.usage.cost_usd)
+        self._finish(progress, task.status.value, task.usage.cost_usd, task)
 
-    def _finish(self, progress: Progress, status: str, cost: float) -> None:
+    def _finish(self, progress: Progress, status: str, cost: float,
+                task: Task | None = None) -> None:
         progress.stage = "collected"
         self._save(progress)
         crash_point("batch_collected")
+        self.index.add(progress, status, task)  # (a crash before it: read from the files)
+        self._rested[progress.position] = (status, cost)
         if self.manifest.limits.on_item_error == "stop" and status in FAILED | {"failed"} \
                 and self._stopped is None:
             self._stopped = progress.position
@@ -402,13 +423,11 @@ class BatchParent:
         counts: dict[str, int] = {}
         cost, untouched = 0.0, []
         for progress in self._progress:
-            status = item_status(self.store, progress)
+            status, spent = self._rest(progress)
             counts[status] = counts.get(status, 0) + 1
-            if status == "untouched":  # (no task to read: a stopped batch of 100,000 ends fast)
+            if status == "untouched":
                 untouched.append(progress.position)
-                continue
-            task = self._load(progress.task_id)
-            cost += task.usage.cost_usd if task is not None else 0.0
+            cost += spent
         status = TaskStatus.DONE
         if self.cancel.cancelled:
             status = TaskStatus.INTERRUPTED
@@ -418,6 +437,18 @@ class BatchParent:
             status = TaskStatus.FAILED
         return BatchOutcome(self.manifest.batch, status, counts, cost, untouched,
                             self._why() if untouched else "")
+
+    def _rest(self, progress: Progress) -> tuple[str, float]:
+        """An item's status and cost at the end: as collected (no file read), else its task's
+        (and none for an untouched one: a stopped batch of 100,000 ends fast)."""
+        rested = self._rested.get(progress.position)
+        if rested is not None:
+            return rested
+        status = item_status(self.store, progress)
+        if status == "untouched":
+            return status, 0.0
+        task = self._load(progress.task_id)
+        return status, task.usage.cost_usd if task is not None else 0.0
 
     def _why(self) -> str:
         """Why items were left untouched, in words."""

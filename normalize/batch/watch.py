@@ -7,14 +7,17 @@ machine that reaches its store.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from normalize.batch.index import IndexEntry, ItemIndex
 from normalize.batch.manifest import BatchFiles, Manifest, Progress, item_status
 from normalize.batch.publish import patch_of, published_diff
 from normalize.errors import NormalizeError
+from normalize.redact import Redactor
 from normalize.store import TaskStore
 from normalize.task import Task
 
@@ -36,12 +39,22 @@ class ItemRow:
     note: str = ""
 
 
-def rows(store: TaskStore, manifest: Manifest, *, changes: bool = True) -> list[ItemRow]:
-    """A row per item, in order."""
+def rows(store: TaskStore, manifest: Manifest, *, changes: bool = True,
+         index: dict[int, IndexEntry] | None = None) -> list[ItemRow]:
+    """A row per item, in order: from the batch's index where it covers the item (one file
+    read for all of them), else from the item's own files."""
     files = BatchFiles(store.home, manifest.batch)
+    if index is None:
+        index = ItemIndex(store, manifest.batch).read()
     out = []
-    for position in range(len(manifest.items)):
-        progress = files.progress(position)
+    for position, progress in enumerate(files.all_progress(
+            len(manifest.items), {n: e.progress() for n, e in index.items()})):
+        entry = index.get(position)
+        if entry is not None:
+            out.append(ItemRow(position, entry.task_id, entry.status, entry.attempts,
+                               entry.node, entry.turns, entry.cost_usd, entry.added,
+                               entry.removed, entry.question, entry.note))
+            continue
         row = ItemRow(position, progress.task_id, item_status(store, progress),
                       progress.attempts, _node(store, progress), note=progress.note)
         task = _task(store, progress)
@@ -88,32 +101,61 @@ def collect(store: TaskStore, manifest: Manifest, out: Path) -> int:
     `results.csv`; the items written. Each file is an artefact (`normalize.artefacts`):
     redacted, with each item's workspace's redactor, and the CSV's formulas made inert."""
     from normalize import artefacts
-    from normalize.redact import Redactor, default_redactor
 
     out.mkdir(parents=True, exist_ok=True)
-    files = BatchFiles(store.home, manifest.batch)
-    records = []
-    for row in rows(store, manifest):  # counted as `batch status` counts them
-        progress = files.progress(row.position)
-        task = _task(store, progress)
-        record: dict[str, Any] = {**asdict(row), "item": manifest.items[row.position]}
-        redactor = default_redactor()
-        if task is not None:
-            redactor = Redactor.for_workspace(task.workspace)
-            # (a store pulled from a URL has no checkpoints: the diff its parent published)
-            patch = patch_of(store, task) or \
-                published_diff(store.home, manifest.batch, task.id) or ""
-            if patch:
-                name = f"{row.position:05d}-{row.task_id}.diff"
-                artefacts.write_text(out / name, patch, redactor)
-                record["diff"] = name
-            record.update(summary=task.summary, error=task.error,
-                          result=task.result, workspace=task.workspace)
-        records.append(redactor.redact_obj(record))  # each with its own workspace's redactor
+    kept = ItemIndex(store, manifest.batch)
+    index = kept.read()
+    records = [_record(store, manifest, row, kept, index.get(row.position), out)
+               for row in rows(store, manifest, index=index)]  # counted as status counts
     artefacts.write_jsonl(out / "results.jsonl", records)
     header, table = csv_table(records)
     artefacts.write_csv(out / "results.csv", header, table)
     return len(records)
+
+
+def _record(store: TaskStore, manifest: Manifest, row: ItemRow, kept: ItemIndex,
+            entry: IndexEntry | None, out: Path) -> dict[str, Any]:
+    """One item's line of the results (its diff written beside), redacted with its own
+    workspace's redactor: from the index's entry, else from its task."""
+    from normalize.redact import default_redactor
+
+    record: dict[str, Any] = {**asdict(row), "item": manifest.items[row.position]}
+    task = None
+    if entry is None:
+        task = _task(store, BatchFiles(store.home, manifest.batch).progress(row.position))
+    if entry is not None and entry.has_task:
+        patch = kept.diff(entry.task_id)
+        done = {"summary": entry.summary, "error": entry.error, "result": entry.result,
+                "workspace": entry.workspace}
+    elif task is not None:
+        # (a store pulled from a URL has no checkpoints: the diff its parent published)
+        patch = patch_of(store, task) or \
+            published_diff(store.home, manifest.batch, task.id) or ""
+        done = {"summary": task.summary, "error": task.error, "result": task.result,
+                "workspace": task.workspace}
+    else:
+        return default_redactor().redact_obj(record)
+    redactor = _redactor(done["workspace"])
+    _diff_file(out, row, patch, redactor, record)
+    record.update(done)
+    return redactor.redact_obj(record)
+
+
+def _diff_file(out: Path, row: ItemRow, patch: str, redactor: Redactor,
+               record: dict[str, Any]) -> None:
+    """Write the item's diff (if it has one) as an artefact, named in its record."""
+    from normalize import artefacts
+
+    if patch:
+        name = f"{row.position:05d}-{row.task_id}.diff"
+        artefacts.write_text(out / name, patch, redactor)
+        record["diff"] = name
+
+
+@functools.lru_cache(maxsize=256)
+def _redactor(workspace: str) -> Redactor:
+    """A workspace's redactor (its `.env*` values too), found once per workspace."""
+    return Redactor.for_workspace(workspace)
 
 
 def csv_table(records: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:

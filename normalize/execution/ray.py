@@ -70,10 +70,9 @@ def _signals_kept() -> Iterator[None]:
                 signal.signal(sig, handler)
 
 
-def run_job(argv: list[str], env: dict[str, str], log: str) -> tuple[int, str]:
-    """Run one job's process here (on a worker); its exit status and this node's id."""
-    import subprocess
-
+def _here(log: str) -> str:
+    """This node's id, written beside the job's log with one more line in its runs (Ray runs
+    a job again by itself when its worker dies)."""
     node = ""
     try:
         import ray
@@ -83,9 +82,17 @@ def run_job(argv: list[str], env: dict[str, str], log: str) -> tuple[int, str]:
         node = ""
     if log and node:  # where it runs now, for `batch status` (beside the job's log)
         Path(log).with_name("node").write_text(node)
-    if log:  # one more run: Ray runs the job again by itself when its worker dies
+    if log:
         with Path(log).with_name(RUNS).open("a") as runs:
             runs.write(node + "\n")
+    return node
+
+
+def run_job(argv: list[str], env: dict[str, str], log: str) -> tuple[int, str]:
+    """Run one job's process here (on a worker); its exit status and this node's id."""
+    import subprocess
+
+    node = _here(log)
     out: Any = open(log, "ab") if log else subprocess.DEVNULL
     try:
         proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
@@ -96,13 +103,41 @@ def run_job(argv: list[str], env: dict[str, str], log: str) -> tuple[int, str]:
     return proc.wait(), node
 
 
+class WarmSlot:
+    """A Ray actor holding one warm worker (`normalize.cli.worker`) on its node: each job a
+    fork of it, as in the local warm executor. The worker dies with the actor and the job's
+    process with the worker (`PR_SET_PDEATHSIG`), so a lost node or a killed actor ends its
+    job; Ray restarts the actor elsewhere and runs the job again (`max_task_retries`)."""
+
+    def __init__(self, python: str, env: dict[str, str]) -> None:
+        self.python = python
+        self.env = env
+        self.worker: Any = None
+
+    def run(self, argv: list[str], env: dict[str, str], log: str) -> tuple[int, str]:
+        import json
+
+        from normalize.execution.warm import Worker
+
+        node = _here(log)
+        if self.worker is None or self.worker.proc.poll() is not None:
+            self.worker = Worker.start(self.python, self.env, _die_with_parent)
+        status = self.worker.run(json.dumps({"argv": argv, "env": env, "log": log}))
+        return status, node
+
+
 class RayExecutor:
     """Runs child tasks as Ray tasks (see the module doc)."""
 
     def __init__(self, address: str | None = None, limit: int = 4, *,
                  resources: Resources | None = None, retries: int = 2,
-                 python: str | None = None, env: dict[str, str] | None = None) -> None:
+                 python: str | None = None, env: dict[str, str] | None = None,
+                 warm: bool = False) -> None:
         self.address = address
+        self.warm = warm  # each job a fork of a warm worker in an actor (`WarmSlot`)
+        self._slot: Any = None  # the actor class
+        self._idle: list[Any] = []  # actors free for a job
+        self._slots: dict[str, Any] = {}  # a job's ref -> the actor running it
         self.limit = max(1, limit)
         self.resources = resources or Resources()
         self.retries = retries
@@ -138,6 +173,7 @@ class RayExecutor:
                          configure_logging=False)
         if self._remote is None:
             self._remote = ray.remote(run_job)
+            self._slot = ray.remote(WarmSlot)
         return ray
 
     def argv(self, job: ChildJob) -> list[str]:
@@ -155,7 +191,12 @@ class RayExecutor:
             env = {**self.env, **job.env, "NORMALIZE_HOME": job.store}
             if job.log:  # this job's runs, counted afresh
                 Path(job.log).with_name(RUNS).unlink(missing_ok=True)
-            ref = self._remote.options(**options).remote(self.argv(job), env, job.log)
+            slot = None
+            if self.warm:
+                slot = self._actor(options)
+                ref = slot.run.remote(self.argv(job)[3:], env, job.log)
+            else:
+                ref = self._remote.options(**options).remote(self.argv(job), env, job.log)
         except BaseException:
             self._places.release()
             raise
@@ -163,8 +204,20 @@ class RayExecutor:
         with self._lock:
             self._refs[handle.ref] = ref
             self._logs[handle.ref] = job.log
+            if slot is not None:
+                self._slots[handle.ref] = slot
         del ray
         return handle
+
+    def _actor(self, options: dict[str, Any]) -> Any:
+        """An idle warm actor, or a new one (restarted by Ray, its job run again, as often
+        as a job is retried)."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        wanted = {k: v for k, v in options.items() if k != "max_retries"}
+        return self._slot.options(**wanted, max_restarts=self.retries,
+                                  max_task_retries=self.retries).remote(self.python, self.env)
 
     def _ref(self, handle: Handle) -> Any:
         with self._lock:
@@ -189,10 +242,19 @@ class RayExecutor:
             status, node = LOST, ""  # (the memory monitor's kills among them)
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             self.lost[handle.task_id] = f"{type(exc).__name__}: {first}"[:200]
+            self._drop(handle)
         self.nodes[handle.task_id] = str(node)
         self.retried[handle.task_id] = max(0, self._runs(handle) - 1)
         self._forget(handle)
         return int(status)
+
+    def _drop(self, handle: Handle) -> None:
+        """The job's warm actor is not given another job (it died, or was killed)."""
+        with self._lock:
+            slot = self._slots.pop(handle.ref, None)
+        if slot is not None:
+            with contextlib.suppress(Exception):
+                self._ray().kill(slot, no_restart=True)
 
     def _runs(self, handle: Handle) -> int:
         """How many times the job started on a worker (0: unknown, it kept no log)."""
@@ -206,7 +268,10 @@ class RayExecutor:
     def cancel(self, handle: Handle) -> None:
         ray = self._ray()
         ref = self._ref(handle)
-        ray.cancel(ref, force=True)  # the worker dies, and its process with it
+        if self.warm:  # the actor dies, its worker and the job's process with it
+            self._drop(handle)
+        else:
+            ray.cancel(ref, force=True)  # the worker dies, and its process with it
         try:
             ray.wait([ref], timeout=30)
         finally:
@@ -216,6 +281,9 @@ class RayExecutor:
         with self._lock:
             gone = self._refs.pop(handle.ref, None)
             self._logs.pop(handle.ref, None)
+            slot = self._slots.pop(handle.ref, None)
+            if slot is not None:  # (its job ended: the actor takes the next)
+                self._idle.append(slot)
         if gone is not None:
             self._places.release()
 

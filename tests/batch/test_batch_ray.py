@@ -139,6 +139,41 @@ def test_an_item_process_killed_on_a_worker_is_retried_and_finishes_once(
     assert effects(tmp_path) == {"r00": 1} and state(home, item)["status"] == "done"
 
 
+def test_an_item_is_a_fork_of_a_warm_worker_in_an_actor_and_a_killed_worker_retries_it_once(
+        cluster: Any, tmp_path: Path) -> None:
+    person = tmp_path / "person"
+    person.mkdir()
+    gate = person / "gate"
+    items = edit_items(tmp_path, 2, gates={0: gate})
+    home = tmp_path / "home"
+    parent = start("batch", "wf.toml", "--items", str(items), "--executor", "ray",
+                   "--address", cluster.address, "--json", cwd=tmp_path, home=home,
+                   HOME=str(person), NORMALIZE_BATCH_WORKERS="warm")
+    try:
+        batch = _first_batch(parent)
+        item = _waiting_item(home, batch)
+        child = json.loads((home / "tasks" / f"{item}.owner").read_text())["pid"]
+        worker = _ppid(child)
+        assert "normalize.cli.worker" in _cmdline(worker)
+        assert "WarmSlot" in _cmdline(_ppid(worker))  # the worker is the actor's
+        os.kill(worker, signal.SIGKILL)  # the item's process goes with it
+        wait_for(lambda: progress(home, batch)[0]["attempts"] == 2, 120, "a second attempt")
+    finally:
+        gate.write_text("go")
+        out, err = parent.communicate(timeout=300)
+    assert parent.returncode == 0, out + err
+    assert effects(tmp_path) == {"r00": 1, "r01": 1}  # the edit not repeated
+    assert state(home, item)["status"] == "done" and runs_of(home, item) == 2
+
+
+def _ppid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _cmdline(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+
+
 def test_a_batch_run_as_a_ray_job_stopped_then_resubmitted_runs_only_the_rest(
         cluster: Any, tmp_path: Path) -> None:
     person = tmp_path / "person"
@@ -178,8 +213,12 @@ def test_a_batch_run_as_a_ray_job_stopped_then_resubmitted_runs_only_the_rest(
     assert state(home, item)["status"] == "done" and state(home, batch)["status"] == "done"
 
 
+@pytest.mark.parametrize("workers", ["fresh", "warm"])
 def test_a_node_removed_mid_item_finishes_elsewhere_once_with_a_higher_epoch(
-        cluster: Any, tmp_path: Path) -> None:
+        cluster: Any, tmp_path: Path, workers: str) -> None:
+    while len(cluster.list_all_nodes()) < 3:  # a head and two nodes (one was removed before)
+        cluster.add_node(num_cpus=1, object_store_memory=STORE_MB)
+        cluster.wait_for_nodes()
     person = tmp_path / "person"
     person.mkdir()
     gate = person / "gate"
@@ -187,7 +226,7 @@ def test_a_node_removed_mid_item_finishes_elsewhere_once_with_a_higher_epoch(
     home = tmp_path / "home"
     parent = start("batch", "wf.toml", "--items", str(items), "--executor", "ray",
                    "--address", cluster.address, "--json", cwd=tmp_path, home=home,
-                   HOME=str(person))
+                   HOME=str(person), NORMALIZE_BATCH_WORKERS=workers)
     try:
         batch = _first_batch(parent)
         item = _waiting_item(home, batch)

@@ -32,6 +32,8 @@ SANDBOX_LAUNCHES = {
 ITSELF = {  # its own interpreter and environment: a worker sandboxes its programs itself
     "normalize.execution.local": "a sub-task's or batch item's worker",
     "normalize.execution.ray": "a Ray worker's sub-task",
+    "normalize.execution.warm": "a batch's warm worker (normalize.cli.worker)",
+    "normalize.cli.worker": "a warm worker's fork: a batch item's process",
     "normalize.cli.action": "the GitHub Action's steps",
 }
 DEBTS = {  # trusted, hardened git already; not through the door yet
