@@ -33,10 +33,20 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, BinaryIO
+
+import typer
+
+from normalize import faults
+from normalize.cli.app import app
+from normalize.cli.app import main as app_main
+from normalize.cli.complete import lighten_typer
+from normalize.redact import Redactor
+from normalize.sandbox import probe
 
 PR_SET_PDEATHSIG = 1
 _COMMAND: list[Callable[..., object]] = []  # the app's click command, built once (`_ready`)
@@ -120,16 +130,13 @@ def _child(job: dict[str, Any], writer: int, worker: int) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ.clear()
     os.environ.update(job["env"])
-    from normalize import faults
-    from normalize.cli.app import app, main
-
     faults.rearm()  # (read at import: this job's environment may arm another point)
     before = set(sys.modules)
     sys.argv = ["normalize", *job["argv"]]
     status = 1
     started = time.perf_counter()
     try:
-        status = main(job["argv"], command=_COMMAND[0] if _COMMAND else app)
+        status = app_main(job["argv"], command=_COMMAND[0] if _COMMAND else app)
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else 1
     finally:
@@ -172,23 +179,12 @@ def _ready() -> None:
     the command line's click command built, the sandbox's tier found, the redactor's regex of
     this environment's secrets compiled. Each is a pure function of what the job's process
     has too (the same machine, the same environment but NORMALIZE_HOME and TRACEPARENT)."""
-    import tempfile
-
     with contextlib.suppress(Exception):
-        import typer
-
-        from normalize.cli.app import app
-        from normalize.cli.complete import lighten_typer
-
         lighten_typer()
         _COMMAND.append(typer.main.get_command(app))
     with contextlib.suppress(Exception):
-        from normalize.sandbox import probe
-
         probe()
     with contextlib.suppress(Exception):
-        from normalize.redact import Redactor
-
         with tempfile.TemporaryDirectory() as empty:
             Redactor.for_workspace(empty).redact("x" * 1024)
 
