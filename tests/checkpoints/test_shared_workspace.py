@@ -27,7 +27,9 @@ DEADLINE = 60.0
 def start(ws: Path, home: Path, replies: list[object], name: str) -> subprocess.Popen[str]:
     script = ws.parent / f"{name}.json"
     script.write_text(json.dumps(replies))
-    env = {**os.environ, "NORMALIZE_HOME": str(home)}
+    paths = [str(HERE.parent), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "NORMALIZE_HOME": str(home),
+           "PYTHONPATH": os.pathsep.join(paths)}  # tests/: its helpers import `support`
     return subprocess.Popen([sys.executable, str(HERE / "run_task.py"), str(ws), str(script)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
