@@ -37,7 +37,7 @@ from normalize.tools.harness.base import (
     content_text,
     write_context,
 )
-from normalize.tools.harness.permit import READING, import_root, server
+from normalize.tools.harness.permit import READING, import_roots, server
 from normalize.tools.harness.permit import TOOL as PERMIT_TOOL
 
 ALLOWED_TOOLS = ("Bash", "Read", "Edit", "Write", "MultiEdit", "Glob", "Grep", "LS",
@@ -95,8 +95,9 @@ class ClaudeHarness:
                 "--allowedTools", ",".join(sorted(READING))]
 
     def visible(self, request: TurnRequest) -> list[str]:
-        """normalize's own package, for the permission server it starts."""
-        return [import_root()] if request.permissions is not None else []
+        """normalize's own package and the server's others, for the permission server it
+        starts."""
+        return import_roots() if request.permissions is not None else []
 
     def env(self, request: TurnRequest) -> dict[str, str]:
         env = {**QUIET, "HOME": str(request.home),

@@ -43,14 +43,31 @@ def server(policy_table: dict[str, Any]) -> dict[str, Any]:
             "args": ["-P", "-m", "normalize.tools.harness.permit", json.dumps(policy_table)]}
 
 
-def import_root() -> str:
-    """The directory `normalize` is imported from, which the server's interpreter must read.
+SERVER_PACKAGES = ("normalize", "msgspec", "typing_extensions")
+"""The packages the server's interpreter imports beyond the standard library (the events are
+msgspec structs): each one's directory must be readable in the sandbox."""
+
+
+def import_roots() -> list[str]:
+    """The directories the server's packages (`SERVER_PACKAGES`) are imported from, which its
+    interpreter must read.
 
     The sandbox keeps this interpreter's virtualenv visible, but an editable install
-    (`pip install -e`) imports from its checkout, and a checkout may live under /tmp, which
-    the sandbox empties; Python must list that directory itself to find the package in it.
+    (`pip install -e`) imports normalize from its checkout, and a `.pth` file, `PYTHONPATH` or
+    `pip install --target` can put a dependency anywhere; one may live under /tmp, which the
+    sandbox empties: Python must list each such directory itself to find the package in it.
     """
-    return str(Path(__file__).absolute().parents[3])
+    import importlib.util
+
+    roots: list[str] = []
+    for name in SERVER_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        where = spec.submodule_search_locations if spec is not None else None
+        origin = next(iter(where), None) if where else (spec.origin if spec else None)
+        root = str(Path(origin).absolute().parent) if origin else ""
+        if root and root not in roots:
+            roots.append(root)
+    return roots
 
 
 @dataclass
