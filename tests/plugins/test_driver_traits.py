@@ -96,7 +96,8 @@ def test_traits_are_read_from_the_class_once() -> None:
     assert llm == DriverTraits(model_settings="llm", follow_ups=True, typed_lines=True,
                                checks_output=True, remembers=True)
     assert driver_traits("llm") is llm  # read when the class was loaded, kept since
-    assert driver_traits("claude") == DriverTraits(model_settings="harness", follow_ups=True)
+    assert driver_traits("claude") == DriverTraits(model_settings="harness", follow_ups=True,
+                                                   remembers=True)
     assert driver_traits("user") == DriverTraits(shows_results=True)
     assert driver_traits("workflow") == DriverTraits() == driver_traits("stranger")
     assert driver_traits("stranger-broken") == DriverTraits() == driver_traits("nobody")
