@@ -128,8 +128,9 @@ class _Client:
 
         allowed = True
         for judged in _asked(tool_call, self.link):
-            result = await self.link.ask(Action("permit", {"args": [judged["text"]],
-                                                           **_permit(judged)},
+            params = {"args": [judged["text"]], "call": tool_call.tool_call_id,
+                      **_permit(judged)}
+            result = await self.link.ask(Action("permit", params,
                                                 text=f"permit {judged['text']}"),
                                          refuse=False)
             allowed = allowed and result.ok
@@ -503,6 +504,8 @@ class AcpDriver:
 
     def on_result(self, task: Task, action: Action, result: ActionResult) -> None:
         del task
+        if action.tool == "permit" and not result.ok:  # refused: the call changes nothing
+            self.inside.pop(str(action.params.get("call")), None)
         pending, self.pending = self.pending, None
         if pending is not None and pending.action.key == action.key:
             pending.result.set_result(result)

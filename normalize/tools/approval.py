@@ -244,8 +244,8 @@ def _parts(action: Action, outside: str | None,
         ]
         return whole, parts
     whole = " ".join([action.tool, *args])
-    if action.tool in ("record", "permit"):  # they change nothing: `record` keeps what was
-        return whole, []  # done already, `permit` judges the action it holds itself
+    if action.tool == "record":  # it changes nothing: what it records was done already
+        return whole, []
     if action.tool in ("test", "harness"):  # a harness's every command runs in the sandbox
         kind = "outside" if outside is not None else "confined"
     elif action.tool in ("edit", "write"):

@@ -11,7 +11,8 @@ It changes nothing itself: allowed, the agent does the thing on its own (inside 
 sandbox it runs in). A verdict that needs a person when none can be asked (`ask` or
 `auto` without a terminal, `CI=true`) is a refusal, never a yes: the agent's turn cannot
 wait for an answer that may come hours later. Drivers emit it; it is no verb of the
-command language, and the policy looks through it (`approval._parts`) to what it holds.
+command language. It counts as read-only (it changes nothing, so it takes no checkpoint
+step): the engine's policy never sees it, and it judges what it holds itself.
 """
 
 from __future__ import annotations
@@ -38,9 +39,8 @@ class PermitTool:
     """Judges what an agent asks permission for; runs nothing."""
 
     name: ClassVar[str] = "permit"
-    read_only: ClassVar[bool] = False  # journaled as a side effect: its refusal is kept
+    read_only: ClassVar[bool] = True  # it changes nothing (no step): it judges by itself
     summary: ClassVar[str] = "normalize's approval policy answering an agent's permission request"
-    reattaches: ClassVar[bool] = True  # judged again after a crash, it changes nothing
 
     def run(self, action: Action, ctx: ToolContext) -> ActionResult:
         inner = judged(action)

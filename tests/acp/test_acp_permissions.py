@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from normalize.store import TaskStore
 
@@ -101,3 +102,35 @@ def test_a_write_the_policy_allows_is_allowed(tmp_path: Path, normalize_home: Pa
     said, permits = agent(repo, normalize_home, "permit-edit notes.txt", "--approve", "auto")
     assert "answer: yes" in said and (repo / "notes.txt").read_text() == "permitted\n"
     assert permits == [("permit edit notes.txt", "success", "")]
+
+
+def terminal(args: list[str], repo: Path, home: Path) -> Any:
+    """`normalize ARGS` on a real pty (the agent tests' terminal): a person can be asked."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
+    try:
+        from agent_helpers import Terminal
+    finally:
+        sys.path.pop(0)
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "CI",
+                                                            "NORMALIZE_CRASH_AT")}
+    env.update(NORMALIZE_HOME=str(home), TERM="xterm-256color", PYTHONUNBUFFERED="1")
+    return Terminal(args, cwd=repo, env=env)
+
+
+def test_a_person_at_the_terminal_is_asked_and_their_answer_is_the_agents(
+        tmp_path: Path, normalize_home: Path) -> None:
+    repo = workspace(tmp_path / "repo")
+    harness = f"acp:{sys.executable} {PEER}"
+    for answer, kept in (("n", True), ("y", False)):
+        term = terminal(["agent", "--harness", harness, "--approve", "auto",
+                         "permit rm -rf build"], repo, normalize_home)
+        try:
+            term.wait_for("Allow run `rm -rf build`?")
+            assert (repo / "build" / "out.o").exists()  # nothing runs before the answer
+            term.type(f"{answer}\r")
+            term.wait_for("answer: " + ("no" if kept else "yes"))
+            term.type("\r")
+            assert term.finish() == 0
+        finally:
+            term.close()
+        assert (repo / "build" / "out.o").exists() is kept
