@@ -88,8 +88,10 @@ def server_for(script: list[Reply]) -> FakeModelServer:
     return FakeModelServer(script, models={HAIKU: [Reply("ok")]})
 
 
-def normalize(port: int, ws: Path, home: Path, *args: str) -> subprocess.Popen[str]:
+def normalize(port: int, ws: Path, home: Path, *args: str,
+              **more: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if k != "NORMALIZE_CRASH_AT"}
+    env.update(more)
     env.update(NORMALIZE_HOME=str(home), TERM="dumb", CI="true",
                ANTHROPIC_API_KEY="sk-ant-test-key", OPENAI_API_KEY="sk-test-key")
     env.pop("ANTHROPIC_BASE_URL", None)
@@ -334,7 +336,11 @@ def test_codex_acp_edits_and_commands_are_each_a_step_of_their_own(
     assert {r.headers.get("authorization") for r in server.requests} == {"Bearer sk-test-key"}
     assert {r.headers["host"].split(":")[0] for r in server.requests} == {HOST}
     task_id = events[0]["task_id"]
-    assert [c.split(": ", 1)[1] for c, _ in finished(task_id)] == [
+    # it asks permission for each (normalize's policy allows: auto, confined), then acts
+    calls = [c for c, _ in finished(task_id)]
+    assert calls[::2] == ["permit edit a.txt", "permit edit b.txt", "permit edit keep/file",
+                          "permit run python3 check.py", f"permit run echo x > {outside}"]
+    assert [c.split(": ", 1)[1] for c in calls[1::2]] == [
         "Edit a.txt", "Edit b.txt", "Edit keep/file", "python3 check.py", f"echo x > {outside}"]
     assert [sorted(e["changes"]) for e in action_steps(task_id)] == [
         ["a.txt"], ["b.txt"], ["keep/file"], ["ran.log"], []]
@@ -352,6 +358,34 @@ def test_codex_acp_edits_and_commands_are_each_a_step_of_their_own(
     assert back.returncode == 0, back.stderr
     assert (ws / "a.txt").read_text() == "A\n" and not (ws / "b.txt").exists()
     assert (ws / "keep" / "file").read_text() == "mine\n" and not (ws / "ran.log").exists()
+
+
+def test_codex_acp_asks_first_and_a_command_normalize_denies_never_runs(
+        ws: Path, normalize_home: Path) -> None:
+    """codex-acp is set to ask before it acts (`approval_policy = "untrusted"`): a command
+    under a deny pattern is rejected by normalize's policy (even with `--approve yes`), and
+    Codex never runs it."""
+    agent = installed(CODEX)
+    config = normalize_home.parent / "config"
+    config.mkdir()
+    (config / "config.toml").write_text('[permissions]\ndeny = ["rm *"]\n')
+    # rejected, codex-acp ends its turn (the model is asked nothing more)
+    script = [Reply("", tools=(ToolUse("exec_command", {"cmd": "rm -rf keep"}),))]
+    with FakeModelServer(script) as server:
+        port = port_of(server)
+        proc = normalize(port, ws, normalize_home, "agent", "--harness", f"acp:{agent}",
+                         "--json", "--base-url", f"http://{HOST}:{port}/v1", "--approve",
+                         "yes", "clean up", NORMALIZE_CONFIG=str(config))
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err[-3000:]
+        server.assert_done()
+    task_id = events_of(out)[0]["task_id"]
+    refused = [e for e in TaskStore().events(task_id) if e["type"] == "action_finished"
+               and e["command"] == "permit run rm -rf keep"]
+    assert [e["status"] for e in refused] == ["blocked"]
+    assert "deny pattern 'rm *'" in refused[0]["error"]
+    assert (ws / "keep" / "file").read_text() == "mine\n"  # never run
+    assert [c for c, _ in finished(task_id)] == ["permit run rm -rf keep"]  # no record
 
 
 def test_gemini_cli_writes_through_normalize_against_a_local_gemini_api(
