@@ -14,9 +14,14 @@ runs its command to the end as the action, and its output and exit status
 answer the terminal requests that follow). What the agent says and the tools
 it runs inside itself become events (`text_delta`, `harness_tool_called`, …).
 
-The agent's own permission requests are answered *allow*: every effect it asks
-the client for is judged by normalize's approval policy when it arrives as an
-action, and what it does without asking stays inside the sandbox it runs in.
+The agent's own permission requests (`session/request_permission`, asked before
+it runs a command or edits a file inside itself) are answered by normalize's
+approval policy: each becomes a `permit` action (`normalize.tools.permit`) holding
+what normalize would judge — `run` with the command's words, `edit PATH` — judged
+with the run's context (a person asked when one can be); allowed, the agent gets
+*allow once*; refused, or needing a person no one can be, *reject*. What it then
+asks the client for is judged again as its own action, and what it does without
+asking stays inside the sandbox it runs in.
 A tool call the agent runs inside itself (Codex's `apply_patch` and commands,
 Claude Code's own `Write`) that may change files and asked the client for no
 write or terminal while it ran gets a `record` action when the agent says it ended: the
