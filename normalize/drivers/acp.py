@@ -132,7 +132,7 @@ class _Client:
                 raw_input=tool_call.raw_input, status="pending"))
 
         allowed = True
-        for judged in _asked(tool_call, self.link):
+        for judged in _asked(tool_call, self.link.workspace):
             params = {"args": [judged["text"]], "call": tool_call.tool_call_id,
                       **_permit(judged)}
             result = await self.link.ask(Action("permit", params,
@@ -207,6 +207,16 @@ class _Client:
         self.link.terminals.pop(terminal_id, None)
 
 
+def _relative(workspace: Path, path: str) -> str:
+    real = Path(os.path.normpath(path))
+    if not real.is_absolute():
+        raise _error(f"{path}: ACP paths are absolute")
+    try:
+        return str(real.relative_to(workspace))
+    except ValueError:
+        raise _error(f"{path} is outside the workspace {workspace}") from None
+
+
 def _answer(options: list[Any], allowed: bool) -> Any:
     """The option normalize's verdict picks: allow once, or reject (never an `always`: each
     request is judged again; no reject offered: the request is cancelled)."""
@@ -228,7 +238,7 @@ PATH_KEYS = ("path", "file_path", "filePath", "abs_path", "absolute_path", "sour
              "destination", "new_path", "old_path")
 
 
-def _asked(tool_call: Any, link: _Link) -> list[dict[str, Any]]:
+def _asked(tool_call: Any, workspace: Path) -> list[dict[str, Any]]:
     """What a permission request asks, as the actions normalize judges: `run` with the
     command's words for a command, `edit PATH` for each file it would change ([]: a call
     that changes nothing, such as a read, has nothing to judge)."""
@@ -247,7 +257,7 @@ def _asked(tool_call: Any, link: _Link) -> list[dict[str, Any]]:
     judged = []
     for path in dict.fromkeys(paths):
         try:
-            rel = link.relative(path)
+            rel = _relative(workspace, path)
         except Exception as exc:  # outside the workspace: refused, and said
             judged.append({"tool": "edit", "args": [path], "text": f"edit {path}",
                            "refuse": str(exc)})
@@ -338,13 +348,7 @@ class _Link:
 
     def relative(self, path: str) -> str:
         """An absolute path the agent named, relative to the workspace (outside: refused)."""
-        real = Path(os.path.normpath(path))
-        if not real.is_absolute():
-            raise _error(f"{path}: ACP paths are absolute")
-        try:
-            return str(real.relative_to(self.workspace))
-        except ValueError:
-            raise _error(f"{path} is outside the workspace {self.workspace}") from None
+        return _relative(self.workspace, path)
 
     def terminal(self, terminal_id: str) -> _Terminal:
         if terminal_id not in self.terminals:
