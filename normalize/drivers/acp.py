@@ -14,9 +14,14 @@ runs its command to the end as the action, and its output and exit status
 answer the terminal requests that follow). What the agent says and the tools
 it runs inside itself become events (`text_delta`, `harness_tool_called`, …).
 
-The agent's own permission requests are answered *allow*: every effect it asks
-the client for is judged by normalize's approval policy when it arrives as an
-action, and what it does without asking stays inside the sandbox it runs in.
+The agent's own permission requests (`session/request_permission`, asked before
+it runs a command or edits a file inside itself) are answered by normalize's
+approval policy: each becomes a `permit` action (`normalize.tools.permit`) holding
+what normalize would judge — `run` with the command's words, `edit PATH` — judged
+with the run's context (a person asked when one can be); allowed, the agent gets
+*allow once*; refused, or needing a person no one can be, *reject*. What it then
+asks the client for is judged again as its own action, and what it does without
+asking stays inside the sandbox it runs in.
 A tool call the agent runs inside itself (Codex's `apply_patch` and commands,
 Claude Code's own `Write`) that may change files and asked the client for no
 write or terminal while it ran gets a `record` action when the agent says it ended: the
@@ -120,17 +125,23 @@ class _Client:
     async def request_permission(self, options: list[Any], tool_call: Any = None,
                                  **_: Any) -> Any:
         from acp import start_tool_call
-        from acp.schema import AllowedOutcome, RequestPermissionResponse
 
         if tool_call is not None:  # (Gemini CLI announces a call only so): a call started
             self.link.items.put(start_tool_call(
                 tool_call.tool_call_id, tool_call.title or "", kind=tool_call.kind,
                 raw_input=tool_call.raw_input, status="pending"))
 
-        allow = next((o for o in options if o.kind == "allow_once"), None) or \
-            next((o for o in options if o.kind.startswith("allow")), options[0])
-        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected",
-                                                                option_id=allow.option_id))
+        allowed = True
+        for judged in _asked(tool_call, self.link.workspace):
+            params = {"args": [judged["text"]], "call": tool_call.tool_call_id,
+                      **_permit(judged)}
+            result = await self.link.ask(Action("permit", params,
+                                                text=f"permit {judged['text']}"),
+                                         refuse=False)
+            allowed = allowed and result.ok
+            if not allowed:
+                break
+        return _answer(options, allowed)
 
     async def read_text_file(self, path: str, line: int | None = None,
                              limit: int | None = None, **_: Any) -> Any:
@@ -196,6 +207,85 @@ class _Client:
         self.link.terminals.pop(terminal_id, None)
 
 
+def _relative(workspace: Path, path: str) -> str:
+    real = Path(os.path.normpath(path))
+    if not real.is_absolute():
+        raise _error(f"{path}: ACP paths are absolute")
+    try:
+        return str(real.relative_to(workspace))
+    except ValueError:
+        raise _error(f"{path} is outside the workspace {workspace}") from None
+
+
+def _answer(options: list[Any], allowed: bool) -> Any:
+    """The option normalize's verdict picks: allow once, or reject (never an `always`: each
+    request is judged again; no reject offered: the request is cancelled)."""
+    from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+
+    kinds = ("allow_once", "allow_always") if allowed else ("reject_once", "reject_always")
+    chosen = next((o for kind in kinds for o in options if o.kind == kind), None)
+    if chosen is None:
+        if allowed and options:
+            chosen = options[0]
+        else:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+    return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected",
+                                                            option_id=chosen.option_id))
+
+
+SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
+PATH_KEYS = ("path", "file_path", "filePath", "abs_path", "absolute_path", "source",
+             "destination", "new_path", "old_path")
+
+
+def _asked(tool_call: Any, workspace: Path) -> list[dict[str, Any]]:
+    """What a permission request asks, as the actions normalize judges: `run` with the
+    command's words for a command, `edit PATH` for each file it would change ([]: a call
+    that changes nothing, such as a read, has nothing to judge)."""
+    if tool_call is None:
+        return []
+    given = tool_call.raw_input if isinstance(tool_call.raw_input, dict) else {}
+    command = _command(given.get("command") or given.get("cmd"))
+    if command is None and tool_call.kind == "execute":
+        command = _command(tool_call.title)
+    if command is not None:
+        return [{"tool": "run", "args": _words(command), "text": f"run {command}"}]
+    if tool_call.kind in UNCHANGING:
+        return []
+    paths = [str(loc.path) for loc in tool_call.locations or []]
+    paths += [str(given[key]) for key in PATH_KEYS if isinstance(given.get(key), str)]
+    judged = []
+    for path in dict.fromkeys(paths):
+        try:
+            rel = _relative(workspace, path)
+        except Exception as exc:  # outside the workspace: refused, and said
+            judged.append({"tool": "edit", "args": [path], "text": f"edit {path}",
+                           "refuse": str(exc)})
+            continue
+        judged.append({"tool": "edit", "args": [rel], "text": f"edit {rel}"})
+    if not judged and tool_call.kind in ("edit", "delete", "move"):
+        judged.append({"tool": "edit", "args": ["*"], "text": f"edit * ({tool_call.title})"})
+    return judged
+
+
+def _command(value: Any) -> str | None:
+    """A command as text: a string as given, words joined (`bash -lc X` as X)."""
+    if isinstance(value, list) and value:
+        words = [str(word) for word in value]
+        if len(words) == 3 and os.path.basename(words[0]) in SHELLS and \
+                words[1] in ("-c", "-lc"):
+            return words[2]
+        return shlex.join(words)
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None
+
+
+def _permit(judged: dict[str, Any]) -> dict[str, Any]:
+    refuse = judged.pop("refuse", None)
+    return {"judged": judged, **({"refuse": refuse} if refuse else {})}
+
+
 def _words(command: str) -> list[str]:
     """A terminal's command given without `args` (Claude Code's agent sends a whole command
     line): its words, and its text kept for the policy (shell syntax is refused by `run`
@@ -258,13 +348,7 @@ class _Link:
 
     def relative(self, path: str) -> str:
         """An absolute path the agent named, relative to the workspace (outside: refused)."""
-        real = Path(os.path.normpath(path))
-        if not real.is_absolute():
-            raise _error(f"{path}: ACP paths are absolute")
-        try:
-            return str(real.relative_to(self.workspace))
-        except ValueError:
-            raise _error(f"{path} is outside the workspace {self.workspace}") from None
+        return _relative(self.workspace, path)
 
     def terminal(self, terminal_id: str) -> _Terminal:
         if terminal_id not in self.terminals:
@@ -429,6 +513,8 @@ class AcpDriver:
 
     def on_result(self, task: Task, action: Action, result: ActionResult) -> None:
         del task
+        if action.tool == "permit" and not result.ok:  # refused: the call changes nothing
+            self.inside.pop(str(action.params.get("call")), None)
         pending, self.pending = self.pending, None
         if pending is not None and pending.action.key == action.key:
             pending.result.set_result(result)
@@ -506,8 +592,9 @@ class AcpDriver:
                     return _ended(self.turn)
                 continue
             if isinstance(item, _Request):
-                if item.action.tool != "view":  # the open calls' change is this action's
-                    self.inside.clear()  # (a read changes nothing: theirs is still to record)
+                if item.action.tool not in ("view", "permit"):  # the open calls' change is
+                    self.inside.clear()  # this action's (a read or a permission changes nothing:
+                    # theirs is still to record)
                 return item
             record = self._update(ctx, item)
             if record is not None:

@@ -28,6 +28,7 @@ BUILTIN_TOOLS: dict[str, str] = {
     "spawn": "normalize.tools.spawn:SpawnTool",
     "harness": "normalize.tools.harness:HarnessTool",
     "record": "normalize.tools.record:RecordTool",
+    "permit": "normalize.tools.permit:PermitTool",
 }
 """Tool name → `module:Class`, imported only when asked for (one verb, one module)."""
 

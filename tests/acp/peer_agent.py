@@ -34,7 +34,10 @@ from acp.schema import (
     InitializeResponse,
     LoadSessionResponse,
     NewSessionResponse,
+    PermissionOption,
     PromptResponse,
+    ToolCallLocation,
+    ToolCallUpdate,
 )
 
 OUTSIDE = sys.argv[1] if len(sys.argv) > 1 else "/nonexistent/outside.txt"
@@ -81,6 +84,9 @@ class Peer:
             await self.say(session_id, "picking up after the interruption: all done")
             return PromptResponse(stop_reason="end_turn")
         root = self.cwd[session_id]
+        if words.startswith(("permit ", "permit-edit ")):
+            await self.permit(session_id, root, words)
+            return PromptResponse(stop_reason="end_turn")
         if words == "inside":
             await self.inside(session_id, root)
             return PromptResponse(stop_reason="end_turn")
@@ -142,6 +148,30 @@ class Peer:
         await self.call(session, "c-run", "python3 -c …", "execute", program())
         await self.call(session, "c-mixed", "Copy calc.py", "edit", self.copy(session, root))
         await self.say(session, "four calls")
+
+    async def permit(self, session: str, root: Path, words: str) -> None:
+        """Ask permission first, as codex-acp and Gemini CLI do, then act on its own (a
+        command in a shell, or a file written): only when the answer is an allow."""
+        verb, _, what = words.partition(" ")
+        if verb == "permit":
+            call = ToolCallUpdate(tool_call_id="p-1", title=what, kind="execute",
+                                  raw_input={"command": ["bash", "-lc", what]})
+        else:
+            call = ToolCallUpdate(tool_call_id="p-1", title=f"Write {what}", kind="edit",
+                                  locations=[ToolCallLocation(path=str(root / what))])
+        options = [PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
+                   PermissionOption(option_id="always", name="Always", kind="allow_always"),
+                   PermissionOption(option_id="no", name="Reject", kind="reject_once")]
+        answer = await self.conn.request_permission(session_id=session, tool_call=call,
+                                                    options=options)
+        chosen = getattr(answer.outcome, "option_id", "cancelled")
+        if chosen in ("yes", "always"):
+            if verb == "permit":
+                ran = await asyncio.create_subprocess_exec("/bin/sh", "-c", what, cwd=root)
+                await ran.wait()
+            else:
+                (root / what).write_text("permitted\n")
+        await self.say(session, f"answer: {chosen}")
 
     async def cancel(self, **_: Any) -> None:
         return None

@@ -88,8 +88,10 @@ def server_for(script: list[Reply]) -> FakeModelServer:
     return FakeModelServer(script, models={HAIKU: [Reply("ok")]})
 
 
-def normalize(port: int, ws: Path, home: Path, *args: str) -> subprocess.Popen[str]:
+def normalize(port: int, ws: Path, home: Path, *args: str,
+              **more: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if k != "NORMALIZE_CRASH_AT"}
+    env.update(more)
     env.update(NORMALIZE_HOME=str(home), TERM="dumb", CI="true",
                ANTHROPIC_API_KEY="sk-ant-test-key", OPENAI_API_KEY="sk-test-key")
     env.pop("ANTHROPIC_BASE_URL", None)
@@ -169,9 +171,8 @@ def test_each_write_and_command_of_claude_code_acp_is_a_normalize_action(
         Reply("Writing a.", tools=(write(ws, "a.txt", "A\n"),)),
         Reply("Writing b.", tools=(write(ws, "b.txt", "B\n"),)),
         Reply("Checking.", tools=(bash("python3 check.py"),)),
-        Reply("Cleaning.", tools=(bash("rm -r keep"),)),
         Reply("Outside.", tools=(bash(f"python3 -c \"open('{outside}', 'w').write('x')\""),)),
-        Reply("Wrote a and b; the check ran."),
+        Reply("Cleaning.", tools=(bash("rm -r keep"),)),  # rejected: the agent ends its turn
     ]
     with server_for(script) as server:
         port = port_of(server)
@@ -186,9 +187,14 @@ def test_each_write_and_command_of_claude_code_acp_is_a_normalize_action(
     events = events_of(out)
     task_id = events[0]["task_id"]
     calls = finished(task_id)
-    assert calls == [("write a.txt <<EOF", "success"), ("write b.txt <<EOF", "success"),
-                     ("run python3 check.py", "success"), ("run rm -r keep", "blocked"),
-                     (f"run python3 -c \"open('{outside}', 'w').write('x')\"", "error")]
+    # it asks permission first (judged by normalize's policy), then the client to do it
+    escape = f"python3 -c \"open('{outside}', 'w').write('x')\""
+    assert calls == [("permit edit a.txt", "success"), ("write a.txt <<EOF", "success"),
+                     ("permit edit b.txt", "success"), ("write b.txt <<EOF", "success"),
+                     ("permit run python3 check.py", "success"),
+                     ("run python3 check.py", "success"),
+                     (f"permit run {escape}", "success"), (f"run {escape}", "error"),
+                     ("permit run rm -r keep", "blocked")]
     assert (ws / "a.txt").read_text() == "A\n" and (ws / "b.txt").read_text() == "B\n"
     assert (ws / "ran.log").read_text() == "ran\n"
     assert (ws / "keep" / "file").exists()  # refused by normalize's policy: never run
@@ -279,9 +285,13 @@ def test_claude_agent_acp_keeps_its_writes_and_commands_inside_itself(
     ended = {e["call_id"]: e["ok"] for e in events if e["type"] == "harness_tool_finished"}
     assert [(tool, ended[call]) for call, tool in calls.items()] == [
         ("Write", True), ("Terminal", True), ("Terminal", False)]
-    # nothing asked of the client: each call it ran itself is a step of its own
-    assert finished(task_id) == [(f"record {call}: {tool}", "success")
-                                 for call, tool in calls.items()]
+    # nothing asked of the client but permission (judged by normalize's policy): each call
+    # it ran itself is a step of its own
+    asked = ["permit edit a.txt", "permit run touch ran.log", f"permit run echo x > {outside}"]
+    assert finished(task_id) == [pair for (call, tool), permit in zip(calls.items(), asked,
+                                                                      strict=True)
+                                 for pair in ((permit, "success"),
+                                              (f"record {call}: {tool}", "success"))]
     assert [sorted(e["changes"]) for e in action_steps(task_id)] == [["a.txt"], ["ran.log"], []]
     assert (ws / "a.txt").read_text() == "A\n" and (ws / "ran.log").exists()
     assert not outside.exists()  # its own shell is in normalize's sandbox
@@ -326,7 +336,11 @@ def test_codex_acp_edits_and_commands_are_each_a_step_of_their_own(
     assert {r.headers.get("authorization") for r in server.requests} == {"Bearer sk-test-key"}
     assert {r.headers["host"].split(":")[0] for r in server.requests} == {HOST}
     task_id = events[0]["task_id"]
-    assert [c.split(": ", 1)[1] for c, _ in finished(task_id)] == [
+    # it asks permission for each (normalize's policy allows: auto, confined), then acts
+    calls = [c for c, _ in finished(task_id)]
+    assert calls[::2] == ["permit edit a.txt", "permit edit b.txt", "permit edit keep/file",
+                          "permit run python3 check.py", f"permit run echo x > {outside}"]
+    assert [c.split(": ", 1)[1] for c in calls[1::2]] == [
         "Edit a.txt", "Edit b.txt", "Edit keep/file", "python3 check.py", f"echo x > {outside}"]
     assert [sorted(e["changes"]) for e in action_steps(task_id)] == [
         ["a.txt"], ["b.txt"], ["keep/file"], ["ran.log"], []]
@@ -344,6 +358,34 @@ def test_codex_acp_edits_and_commands_are_each_a_step_of_their_own(
     assert back.returncode == 0, back.stderr
     assert (ws / "a.txt").read_text() == "A\n" and not (ws / "b.txt").exists()
     assert (ws / "keep" / "file").read_text() == "mine\n" and not (ws / "ran.log").exists()
+
+
+def test_codex_acp_asks_first_and_a_command_normalize_denies_never_runs(
+        ws: Path, normalize_home: Path) -> None:
+    """codex-acp is set to ask before it acts (`approval_policy = "untrusted"`): a command
+    under a deny pattern is rejected by normalize's policy (even with `--approve yes`), and
+    Codex never runs it."""
+    agent = installed(CODEX)
+    config = normalize_home.parent / "config"
+    config.mkdir()
+    (config / "config.toml").write_text('[permissions]\ndeny = ["rm *"]\n')
+    # rejected, codex-acp ends its turn (the model is asked nothing more)
+    script = [Reply("", tools=(ToolUse("exec_command", {"cmd": "rm -rf keep"}),))]
+    with FakeModelServer(script) as server:
+        port = port_of(server)
+        proc = normalize(port, ws, normalize_home, "agent", "--harness", f"acp:{agent}",
+                         "--json", "--base-url", f"http://{HOST}:{port}/v1", "--approve",
+                         "yes", "clean up", NORMALIZE_CONFIG=str(config))
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err[-3000:]
+        server.assert_done()
+    task_id = events_of(out)[0]["task_id"]
+    refused = [e for e in TaskStore().events(task_id) if e["type"] == "action_finished"
+               and e["command"] == "permit run rm -rf keep"]
+    assert [e["status"] for e in refused] == ["blocked"]
+    assert "deny pattern 'rm *'" in refused[0]["error"]
+    assert (ws / "keep" / "file").read_text() == "mine\n"  # never run
+    assert [c for c, _ in finished(task_id)] == ["permit run rm -rf keep"]  # no record
 
 
 def test_gemini_cli_writes_through_normalize_against_a_local_gemini_api(
@@ -378,10 +420,12 @@ def test_gemini_cli_writes_through_normalize_against_a_local_gemini_api(
     assert {r.model for r in server.requests} == {"gemini-2.5-pro"}
     task_id = events[0]["task_id"]
     calls = finished(task_id)
-    # before each write it reads the file (not there yet: an empty file), then writes it
+    # before each write it reads the file (not there yet: an empty file) and asks permission
+    # (judged by normalize's policy), then writes it; its shell command is judged so too
     assert [c for c in calls if not c[0].startswith("view")] == [
-        ("write a.txt <<EOF", "success"), ("write b.txt <<EOF", "success"),
-        (calls[-1][0], "success")]
+        ("permit edit a.txt", "success"), ("write a.txt <<EOF", "success"),
+        ("permit edit b.txt", "success"), ("write b.txt <<EOF", "success"),
+        ("permit run python3 check.py", "success"), (calls[-1][0], "success")]
     assert calls[-1][0].startswith("record run_shell_command") and \
         calls[-1][0].endswith(": python3 check.py")
     assert {c for c in calls if c[0].startswith("view")} == {("view a.txt", "error"),
@@ -396,3 +440,33 @@ def test_gemini_cli_writes_through_normalize_against_a_local_gemini_api(
     assert back.returncode == 0, back.stderr
     assert (ws / "a.txt").read_text() == "A\n" and not (ws / "b.txt").exists()
     assert not (ws / "ran.log").exists()
+
+
+def test_gemini_cli_asks_for_its_shell_and_normalize_refuses_a_destructive_command(
+        ws: Path, normalize_home: Path) -> None:
+    """Gemini CLI runs its shell inside itself, asking `session/request_permission` first:
+    normalize's policy answers, so `rm -rf keep` in a non-interactive run is rejected (a
+    person would have to approve it) and never runs, while a confined command is allowed."""
+    agent = installed(GEMINI)
+    script = [
+        Reply("Cleaning.", tools=(ToolUse("run_shell_command", {
+            "command": "rm -rf keep", "description": "clean"}),)),
+        Reply("Checking.", tools=(ToolUse("run_shell_command", {
+            "command": "touch ran.log", "description": "mark"}),)),
+        Reply("Could not clean; marked."),
+    ]
+    with FakeModelServer(script) as server:
+        port = port_of(server)
+        proc = normalize(port, ws, normalize_home, "agent", "--harness",
+                         f"acp:{agent} --acp --model gemini-2.5-pro", "--json",
+                         "--base-url", f"http://{HOST}:{port}", "clean up")
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err[-3000:]
+    events = events_of(out)
+    calls = finished(events[0]["task_id"])
+    assert ("permit run rm -rf keep", "blocked") in calls
+    assert (ws / "keep" / "file").read_text() == "mine\n"  # never run
+    refused = next(e for e in TaskStore().events(events[0]["task_id"])
+                   if e["type"] == "action_finished" and e["command"] == "permit run rm -rf keep")
+    assert "deletes or discards work" in refused["error"]
+    assert ("permit run touch ran.log", "success") in calls and (ws / "ran.log").exists()

@@ -76,6 +76,13 @@ allows, and never selects unless asked) unless it is told it runs in a sandbox, 
 and the Claude Code its ACP agent bundles puts its shell's files under `/tmp/claude-UID`
 unless `CLAUDE_CODE_TMPDIR` says where (the sandbox gives it a temp directory of its own)."""
 
+ASKS: dict[str, tuple[str, str]] = {
+    "codex": ('approval_policy = "never"', 'approval_policy = "untrusted"')}
+"""How an agent built on the harness is made to ask before it acts (its settings' line, as
+the harness writes it, and as the agent gets it): `codex-acp` then asks its client
+`session/request_permission` before each command it does not count as safe, so normalize's
+approval policy judges its commands (the harness itself runs with no questions)."""
+
 HOME = "acp"
 """The agent's home, in the task's harness state."""
 
@@ -140,9 +147,28 @@ def acp_launch(policy: SandboxPolicy, state_dir: Path | None, argv: list[str],
             hosts = hosts if host in hosts else (*hosts, host)
         return env, replace(policy, writable=(*policy.writable, str(home)), hosts=hosts,
                             env_allow=(*policy.env_allow, *env, *keys)), visible
+    env, policy = _on_harness(name, policy, home, base_url, model)
+    return env, policy, visible
+
+
+def _on_harness(name: str, policy: SandboxPolicy, home: Path, base_url: str | None,
+                model: str | None) -> tuple[dict[str, str], SandboxPolicy]:
+    """What an agent built on the harness `name` gets: the harness's settings in its home
+    (made to ask first, `ASKS`), its variables, its sandbox."""
     harness = harness_named(name)
     base_url = base_url or os.environ.get(BASE_URLS[name]) or None
     request = TurnRequest(prompt="", home=home, model=model, base_url=base_url)
     harness.prepare(request)
+    if name in ASKS:
+        _ask_first(home / "config.toml", *ASKS[name])
     env = {**harness.env(request), **AGENT_ENV.get(name, {})}
-    return env, turn_policy(policy, harness, home, model_host(base_url, name), env), visible
+    return env, turn_policy(policy, harness, home, model_host(base_url, name), env)
+
+
+def _ask_first(settings: Path, written: str, asking: str) -> None:
+    """The agent's settings, with the line that makes it ask first (`ASKS`)."""
+    text = settings.read_text(encoding="utf-8")
+    if written not in text:
+        raise ToolError(f"acp: {settings} does not say {written!r}; normalize cannot make "
+                        f"the agent ask before it acts")
+    settings.write_text(text.replace(written, asking, 1), encoding="utf-8")
