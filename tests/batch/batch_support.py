@@ -45,6 +45,38 @@ action = "run grep -q {item.word} f.txt"
 """
 
 
+GATED = """[workflow]
+name = "three"
+[workflow.permissions]
+mode = "yes"
+[[workflow.steps]]
+name = "edit"
+action = "run sh -c 'echo edit >> effects.log'"
+[[workflow.steps]]
+name = "wait"
+on_interrupt = "rerun"
+action = "run sh -c 'while [ ! -e {gate} ]; do sleep 0.05; done'"
+[[workflow.steps]]
+name = "mark"
+action = "run sh -c 'echo mark >> effects.log'"
+"""
+"""Three steps for one task's lease and fencing: an effect, a wait for the gate, an effect."""
+
+
+def gated(root: Path, *, repository: bool = True) -> tuple[Path, Path, Path]:
+    """A person's HOME, its gate file (not yet there) and a workspace `ws` with `wf.toml` of
+    `GATED` (a git repository unless told otherwise), under `root`."""
+    person = root / "person"
+    person.mkdir()
+    gate = person / "gate"
+    ws = root / "ws"
+    ws.mkdir()
+    (ws / "wf.toml").write_text(GATED.replace("{gate}", str(gate)))
+    if repository:
+        git(ws, "init", "-q")
+    return person, gate, ws
+
+
 def git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
                    check=True, capture_output=True)

@@ -10,37 +10,16 @@ import subprocess
 import time
 from pathlib import Path
 
-from batch_support import cli, git, in_step, needs_sandbox, start, wait_for
+from batch_support import cli, gated, in_step, needs_sandbox, start, wait_for
 
 pytestmark = needs_sandbox
 
-WORKFLOW = """[workflow]
-name = "three"
-[workflow.permissions]
-mode = "yes"
-[[workflow.steps]]
-name = "edit"
-action = "run sh -c 'echo edit >> effects.log'"
-[[workflow.steps]]
-name = "wait"
-on_interrupt = "rerun"
-action = "run sh -c 'while [ ! -e {gate} ]; do sleep 0.05; done'"
-[[workflow.steps]]
-name = "mark"
-action = "run sh -c 'echo mark >> effects.log'"
-"""
 LEASE = "1"  # seconds a lease lasts without a heartbeat, in these runs
 
 
 def test_a_zombie_with_a_stale_lease_is_fenced_before_its_next_side_effect(
         tmp_path: Path) -> None:
-    person = tmp_path / "person"
-    person.mkdir()
-    gate = person / "gate"
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "wf.toml").write_text(WORKFLOW.replace("{gate}", str(gate)))
-    git(ws, "init", "-q")
+    person, gate, ws = gated(tmp_path)
     home = tmp_path / "home"
     zombie = start("run", "wf.toml", "--json", cwd=ws, home=home, HOME=str(person),
                    NORMALIZE_LEASE_SECONDS=LEASE)
@@ -77,12 +56,7 @@ def test_a_zombie_with_a_stale_lease_is_fenced_before_its_next_side_effect(
 
 
 def test_a_live_lease_is_not_taken_over(tmp_path: Path) -> None:
-    person = tmp_path / "person"
-    person.mkdir()
-    gate = person / "gate"
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "wf.toml").write_text(WORKFLOW.replace("{gate}", str(gate)))
+    person, gate, ws = gated(tmp_path, repository=False)
     home = tmp_path / "home"
     holder = start("run", "wf.toml", "--json", cwd=ws, home=home, HOME=str(person),
                    NORMALIZE_LEASE_SECONDS=LEASE)

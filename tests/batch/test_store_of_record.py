@@ -17,13 +17,14 @@ import pytest
 from batch_support import (
     cli,
     edit_items,
-    git,
+    gated,
     in_step,
     needs_sandbox,
     progress,
     start,
     wait_for,
 )
+from support import alive_with
 
 from normalize.store import TaskStore
 from normalize.store.fenced import lease_of, read_checkpoint, read_record
@@ -81,13 +82,16 @@ def test_an_items_journal_is_in_the_store_before_the_effect_it_guards(
         batch = json.loads(parent.stdout.readline())["batch"]
         wait_for(lambda: progress(home, batch)[0]["stage"] == "submitted", 120, "item 0")
         item = progress(home, batch)[0]["task_id"]
-        wait_for(lambda: in_step(home, item, "1.0"), 120, "item 0 waiting at its gate")
-        # the process is inside its `wait` step: the store has the intent already
+        wait_for(lambda: in_step(home, item, "1.0"), 120, "item 0 in its wait step")
+        # its program runs (the effect under way, found by the gate in its command line):
+        # the store has the intent already
+        wait_for(lambda: bool(alive_with(str(gate))), 120, "item 0's program waiting at its gate")
         head, entries = read_record(objects, item)
         assert head is not None and head.epoch == 1
         kinds = [json.loads(line)["type"] for _, line in entries]
         assert kinds.count("action_started") == 2 and kinds.count("action_finished") == 1
-        assert kinds[-1] == "action_started"  # the wait step's, its effect under way
+        actions = [kind for kind in kinds if kind.startswith("action_")]
+        assert actions[-1] == "action_started"  # the wait step's, its effect under way
         live = lease_of(objects, item)
         assert live is not None and not live.lapsed and live.epoch == 1
     finally:
@@ -129,36 +133,13 @@ def test_an_items_journal_is_in_the_store_before_the_effect_it_guards(
     assert "2 items (2 done)" in status.stdout, status.stdout + status.stderr
 
 
-ZOMBIE = """[workflow]
-name = "three"
-[workflow.permissions]
-mode = "yes"
-[[workflow.steps]]
-name = "edit"
-action = "run sh -c 'echo edit >> effects.log'"
-[[workflow.steps]]
-name = "wait"
-on_interrupt = "rerun"
-action = "run sh -c 'while [ ! -e {gate} ]; do sleep 0.05; done'"
-[[workflow.steps]]
-name = "mark"
-action = "run sh -c 'echo mark >> effects.log'"
-"""
-
-
 def test_a_zombie_on_another_data_home_is_fenced_by_the_store_alone(
         tmp_path: Path, s3: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Must-show 2 with `normalize` itself: the run's first holder is stopped past its lease
     in its own data home; a copy of that home resumes it (nothing shared with the first but the
     store and the workspace); continued, the first holder's next journal write is refused by
     the store (its own data home still says it owns the task) and its `mark` never runs."""
-    person = tmp_path / "person"
-    person.mkdir()
-    gate = person / "gate"
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "wf.toml").write_text(ZOMBIE.replace("{gate}", str(gate)))
-    git(ws, "init", "-q")
+    person, gate, ws = gated(tmp_path)
     url = f"s3://{BUCKET}/zombie"
     objects = _objects(s3, url, monkeypatch)
     first, second = tmp_path / "home1", tmp_path / "home2"
@@ -203,13 +184,7 @@ def test_a_killed_run_is_resumed_from_the_store_alone_on_a_fresh_data_home(
     """`resume TASK --store URL` on a data home that has nothing of the task: its state and
     journal come from the store; the finished `edit` is not repeated, the `wait` cut short is
     run again (its on_interrupt), and the run takes the task at the next epoch there."""
-    person = tmp_path / "person"
-    person.mkdir()
-    gate = person / "gate"
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "wf.toml").write_text(ZOMBIE.replace("{gate}", str(gate)))
-    git(ws, "init", "-q")
+    person, gate, ws = gated(tmp_path)
     url = f"s3://{BUCKET}/fresh"
     objects = _objects(s3, url, monkeypatch)
     first, fresh = tmp_path / "home1", tmp_path / "fresh"
