@@ -138,6 +138,17 @@ def start(*args: str, cwd: Path, home: Path, **extra: str) -> subprocess.Popen[s
                             stderr=subprocess.PIPE, text=True)
 
 
+def ended(proc: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str]:
+    """`proc`'s exit status and its output (stdout then stderr) once it ends; killed if it
+    does not end in `timeout` seconds (the test then fails with the timeout)."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    return proc.returncode, out + err
+
+
 def batch_id(stdout: str) -> str:
     """The batch id from the first line (`batch ID: …`)."""
     first = stdout.splitlines()[0]

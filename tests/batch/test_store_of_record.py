@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from batch_support import (
     cli,
     edit_items,
+    ended,
     gated,
     in_step,
     needs_sandbox,
@@ -160,13 +160,9 @@ def test_a_zombie_on_another_data_home_is_fenced_by_the_store_alone(
     finally:
         gate.write_text("go")
         os.kill(zombie.pid, signal.SIGCONT)
-    try:
-        out, err = zombie.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        zombie.kill()
-        raise
-    assert zombie.returncode != 0, out + err
-    assert "the store refused this holder's journal append (epoch 1)" in out + err
+    code, said = ended(zombie)
+    assert code != 0, said
+    assert "the store refused this holder's journal append (epoch 1)" in said
     time.sleep(0.5)
     assert (ws / "effects.log").read_text() == "edit\nmark\n"  # the zombie's mark never ran
     owner = json.loads((first / "tasks" / f"{task}.owner").read_text())
